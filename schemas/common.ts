@@ -1,0 +1,33 @@
+import { Type, type Static } from 'typebox'
+
+/** One problem: `attr` is the dot path of the offending input, or null for the request as a whole. */
+export const ErrorEntry = Type.Object({
+  detail: Type.String(),
+  code: Type.String(),
+  attr: Type.Union([Type.String(), Type.Null()])
+})
+export type ErrorEntry = Static<typeof ErrorEntry>
+
+/** The body of every 4xx/5xx response (§2); some endpoints add fields of their own. */
+export const ErrorBody = Type.Object({
+  detail: Type.String(),
+  code: Type.String(),
+  errors: Type.Array(ErrorEntry),
+  request_id: Type.Optional(Type.String())
+}, { additionalProperties: true })
+export type ErrorBody = Static<typeof ErrorBody>
+
+/** An import supplier code (§3). */
+export const SupplierCode = Type.String({ minLength: 1, maxLength: 255 })
+
+/** Responses every data-import route may give besides its own. */
+export const StandardErrorResponses = {
+  400: ErrorBody,
+  401: ErrorBody,
+  403: ErrorBody,
+  404: ErrorBody,
+  413: ErrorBody,
+  415: ErrorBody,
+  429: ErrorBody,
+  500: ErrorBody
+} as const

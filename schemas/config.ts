@@ -1,0 +1,32 @@
+import { Type, type Static } from 'typebox'
+
+/**
+ * The environment the service reads (§11 of the contract). Every variable here is listed in
+ * `.env.example`; `src/config.ts` validates it once and turns it into a typed `Config`.
+ */
+export const EnvSchema = Type.Object({
+  HOST: Type.String({ minLength: 1, default: '127.0.0.1' }),
+  PORT: Type.Integer({ minimum: 0, maximum: 65535, default: 3000 }),
+  DATABASE_URL: Type.Optional(Type.String({ pattern: '^postgres(ql)?://' })),
+  DATABASE_POOL_SIZE: Type.Integer({ minimum: 1, maximum: 500, default: 10 }),
+  DATA_DIR: Type.String({ minLength: 1, default: './data' }),
+  NODE_ENV: Type.Union([Type.Literal('development'), Type.Literal('production'), Type.Literal('test')], {
+    default: 'development'
+  }),
+  TOKEN_SECRET: Type.Optional(Type.String({ minLength: 32 })),
+  TOKEN_TTL_SECONDS: Type.Integer({ minimum: 1, maximum: 86400 * 7, default: 3600 }),
+  REFRESH_TOKEN_TTL_SECONDS: Type.Integer({ minimum: 60, maximum: 86400 * 90, default: 86400 * 7 }),
+  OPERATOR_API_KEY: Type.Optional(Type.String({ minLength: 32 })),
+  DOCUMENT_BUCKET: Type.String({ pattern: '^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$', default: 'migration-documents' }),
+  BODY_LIMIT_BYTES: Type.Integer({ minimum: 1024, maximum: 1024 * 1024 * 1024, default: 10485760 }),
+  PAYMENT_VENDORS: Type.String({ default: '' }),
+  SMTP_URL: Type.Optional(Type.String({ pattern: '^smtps?://' })),
+  TOKEN_RATE_LIMIT_PER_MINUTE: Type.Integer({ minimum: 1, default: 20 }),
+  ORG_RATE_LIMIT_PER_MINUTE: Type.Integer({ minimum: 0, default: 0 }),
+  LOG_LEVEL: Type.Union(
+    ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((level) => Type.Literal(level)),
+    { default: 'info' }
+  )
+})
+
+export type Env = Static<typeof EnvSchema>

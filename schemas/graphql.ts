@@ -1,0 +1,86 @@
+/**
+ * The GraphQL surface on `POST /graphql` (§3, §4): `obtainToken` for everyone, the operator's
+ * mutations and queries for operator tokens only. Input objects are named input types.
+ */
+export const graphqlSchema = /* GraphQL */ `
+  scalar JSON
+
+  enum ImportSupplierStatus { Ongoing Paused Complete }
+  enum ImportProcessState { STAGED SKIPPED IMPORTED }
+  enum ImportEventType { STAGED RESTAGED CREATE_ATTEMPTED CREATED DRY_RUN CREATE_FAILED SKIPPED POST_IMPORT_WRITE }
+
+  input ObtainTokenInput {
+    "An organisation's or the operator's API key. Exactly one of APIKey and refreshToken."
+    APIKey: String
+    "A refresh token from an earlier obtainToken; single use."
+    refreshToken: String
+  }
+  type ObtainTokenPayload {
+    token: String!
+    "Lifetime of token, in seconds."
+    expiresIn: Int!
+    refreshToken: String!
+    "Unix time at which refreshToken expires."
+    refreshExpiresIn: Int!
+  }
+
+  type Organisation { id: ID! name: String! }
+  "The key is shown only here, at creation."
+  type CreatedApiKey { id: ID! key: String! organisation: String! }
+  type ApiKey { id: ID! organisation: String! revokedAt: String }
+  type ImportSupplier {
+    code: String!
+    organisation: String!
+    status: ImportSupplierStatus!
+    documentRoot: String!
+    sendMigrationEmails: Boolean!
+    maxConcurrentProcessing: Int
+  }
+  type OperationsTeam { id: ID! name: String! }
+  type ImportProcess {
+    importSupplierCode: String!
+    externalAccountNumber: String!
+    state: ImportProcessState!
+    serviceAccountNumber: String
+  }
+  type ImportEvent { type: ImportEventType! at: String! actor: String! detail: JSON }
+  type MigrationProgress { staged: Int! pending: Int! imported: Int! skipped: Int! failed: Int! }
+
+  input CreateOrganisationInput { name: String! }
+  input CreateApiKeyInput { organisation: String! }
+  input RevokeApiKeyInput { id: ID! }
+  input CreateImportSupplierInput {
+    code: String!
+    organisation: String!
+    documentRoot: String
+    status: ImportSupplierStatus
+    sendMigrationEmails: Boolean
+    maxConcurrentProcessing: Int
+  }
+  input UpdateImportSupplierInput {
+    code: String!
+    status: ImportSupplierStatus
+    documentRoot: String
+    sendMigrationEmails: Boolean
+    maxConcurrentProcessing: Int
+  }
+  input CreateOperationsTeamInput { name: String! }
+  input SkipImportProcessInput { importSupplierCode: String! externalAccountNumber: String! }
+
+  type Mutation {
+    obtainToken(input: ObtainTokenInput!): ObtainTokenPayload
+    createOrganisation(input: CreateOrganisationInput!): Organisation
+    createApiKey(input: CreateApiKeyInput!): CreatedApiKey
+    revokeApiKey(input: RevokeApiKeyInput!): ApiKey
+    createImportSupplier(input: CreateImportSupplierInput!): ImportSupplier
+    updateImportSupplier(input: UpdateImportSupplierInput!): ImportSupplier
+    createOperationsTeam(input: CreateOperationsTeamInput!): OperationsTeam
+    skipImportProcess(input: SkipImportProcessInput!): ImportProcess
+  }
+
+  type Query {
+    importSuppliers: [ImportSupplier!]!
+    importProcessEvents(importSupplierCode: String!, externalAccountNumber: String!): [ImportEvent!]!
+    migrationProgress(importSupplierCode: String!): MigrationProgress
+  }
+`

@@ -1,0 +1,18 @@
+import { Type, type Static } from 'typebox'
+import { StandardErrorResponses, SupplierCode } from './common.js'
+
+export const SupplierParams = Type.Object({ supplier: SupplierCode }, { additionalProperties: false })
+export type SupplierParams = Static<typeof SupplierParams>
+
+/** One entry of the import-process lists (§7). */
+export const ImportProcessListItem = Type.Object({
+  external_account_number: Type.String(),
+  service_account_number: Type.Union([Type.String(), Type.Null()]),
+  account_created_at: Type.Union([Type.String(), Type.Null()])
+})
+export type ImportProcessListItem = Static<typeof ImportProcessListItem>
+
+export const ImportProcessListResponses = {
+  200: Type.Array(ImportProcessListItem),
+  ...StandardErrorResponses
+}

@@ -1,0 +1,71 @@
+import { randomUUID } from 'node:crypto'
+import Fastify, { type FastifyInstance } from 'fastify'
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
+import type { Config } from './config.js'
+import { openDatabase, type Database } from './db/index.js'
+import authPlugin from './plugins/auth.js'
+import dbPlugin from './plugins/db.js'
+import errorsPlugin from './plugins/errors.js'
+import graphqlPlugin from './plugins/graphql.js'
+import rateLimitsPlugin from './plugins/rate-limits.js'
+import { validatorCompiler } from './validation.js'
+import healthRoutes from './modules/health/routes.js'
+import importsRoutes from './modules/imports/routes.js'
+
+export interface BuildOptions {
+  /** An already opened database (tests); by default the one `config` names is opened. */
+  database?: Database
+  /** Where one-time secrets (a generated operator key) are shown. Default: standard output. */
+  announce?: (message: string) => void
+  /** Where log lines go. Default: standard output. */
+  logStream?: NodeJS.WritableStream
+}
+
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/
+
+/** The only way to build the app: used by the server and by every test. */
+export async function buildApp(config: Config, options: BuildOptions = {}): Promise<FastifyInstance> {
+  const database = options.database ?? (await openDatabase(config))
+  const app = Fastify({
+    logger: {
+      level: config.logLevel,
+      ...(options.logStream ? { stream: options.logStream } : {}),
+      redact: { paths: ['req.headers.authorization', 'req.headers.cookie'], censor: '[redacted]' }
+    },
+    bodyLimit: config.bodyLimitBytes,
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: 1024 },
+    // A sane incoming X-Request-Id is kept (so clients can correlate); otherwise a new one.
+    genReqId: (req) => {
+      const given = req.headers['x-request-id']
+      return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID()
+    },
+    requestIdHeader: false,
+    return503OnClosing: true
+  }).withTypeProvider<TypeBoxTypeProvider>()
+
+  try {
+    app.setValidatorCompiler(validatorCompiler)
+    app.addHook('onRequest', async function requestIdHeader(request, reply) {
+      reply.header('x-request-id', request.id)
+    })
+    // Bodies are JSON only: anything else is 415 (§1).
+    app.removeContentTypeParser(['text/plain'])
+
+    await app.register(errorsPlugin)
+    await app.register(dbPlugin, { database })
+    await app.register(rateLimitsPlugin, { config })
+    await app.register(authPlugin, { config, announce: options.announce ?? ((m) => process.stdout.write(m + '\n')) })
+    await app.register(graphqlPlugin)
+    await app.register(healthRoutes)
+    await app.register(async function dataImport(scope) {
+      scope.addHook('preValidation', scope.requireOrganisation)
+      await scope.register(importsRoutes)
+    }, { prefix: '/v1/data-import' })
+    app.log.info({ database: database.kind }, `database: ${database.description}`)
+    return app
+  } catch (err) {
+    await app.close().catch(() => {})
+    await database.close().catch(() => {})
+    throw err
+  }
+}

@@ -1,0 +1,92 @@
+import { Ajv } from 'ajv'
+import { EnvSchema, type Env } from '../schemas/config.js'
+
+export interface Config {
+  host: string
+  port: number
+  /** PostgreSQL server; undefined = embedded PGlite in `dataDir`. */
+  databaseUrl: string | undefined
+  databasePoolSize: number
+  dataDir: string
+  production: boolean
+  /** Undefined only in development: then a secret is generated and kept in `dataDir`. */
+  tokenSecret: string | undefined
+  tokenTtlSeconds: number
+  refreshTokenTtlSeconds: number
+  /** Undefined only in development: then a key is generated on first start (its hash is stored). */
+  operatorApiKey: string | undefined
+  documentBucket: string
+  bodyLimitBytes: number
+  paymentVendors: Record<string, string>
+  smtpUrl: string | undefined
+  tokenRateLimitPerMinute: number
+  orgRateLimitPerMinute: number
+  logLevel: string
+}
+
+/** Raised when the configuration cannot be used; its message is one line meant for the operator. */
+export class ConfigError extends Error {
+  override name = 'ConfigError'
+}
+
+const ajv = new Ajv({ coerceTypes: true, useDefaults: true, allErrors: true, removeAdditional: false, strict: true })
+const validateEnv = ajv.compile<Env>(EnvSchema)
+
+/**
+ * Reads the configuration from an environment record (never from `process.env` directly, so tests
+ * pass their own). Empty strings count as unset. Throws `ConfigError` with a one-line reason.
+ */
+export function loadConfig(source: Record<string, string | undefined>): Config {
+  const env: Record<string, unknown> = {}
+  for (const key of Object.keys(EnvSchema.properties)) {
+    const value = source[key]
+    if (value !== undefined && value.trim() !== '') env[key] = value.trim()
+  }
+  if (!validateEnv(env)) {
+    const problems = (validateEnv.errors ?? []).map((e) => `${e.instancePath.slice(1) || 'environment'} ${e.message}`)
+    throw new ConfigError(`invalid configuration: ${problems.join('; ')}`)
+  }
+  const production = env.NODE_ENV === 'production'
+  const typed = env as Env
+  if (production && typed.TOKEN_SECRET === undefined) {
+    throw new ConfigError('invalid configuration: TOKEN_SECRET is required when NODE_ENV=production')
+  }
+  if (production && typed.OPERATOR_API_KEY === undefined) {
+    throw new ConfigError('invalid configuration: OPERATOR_API_KEY is required when NODE_ENV=production')
+  }
+  return {
+    host: typed.HOST,
+    port: typed.PORT,
+    databaseUrl: typed.DATABASE_URL,
+    databasePoolSize: typed.DATABASE_POOL_SIZE,
+    dataDir: typed.DATA_DIR,
+    production,
+    tokenSecret: typed.TOKEN_SECRET,
+    tokenTtlSeconds: typed.TOKEN_TTL_SECONDS,
+    refreshTokenTtlSeconds: typed.REFRESH_TOKEN_TTL_SECONDS,
+    operatorApiKey: typed.OPERATOR_API_KEY,
+    documentBucket: typed.DOCUMENT_BUCKET,
+    bodyLimitBytes: typed.BODY_LIMIT_BYTES,
+    paymentVendors: parseVendors(typed.PAYMENT_VENDORS),
+    smtpUrl: typed.SMTP_URL,
+    tokenRateLimitPerMinute: typed.TOKEN_RATE_LIMIT_PER_MINUTE,
+    orgRateLimitPerMinute: typed.ORG_RATE_LIMIT_PER_MINUTE,
+    logLevel: typed.LOG_LEVEL
+  }
+}
+
+/** `STRIPE=https://…,ADYEN=https://…` → `{STRIPE: 'https://…', ADYEN: 'https://…'}`. */
+function parseVendors(text: string): Record<string, string> {
+  const vendors: Record<string, string> = {}
+  for (const pair of text.split(',').map((p) => p.trim()).filter(Boolean)) {
+    const at = pair.indexOf('=')
+    const code = pair.slice(0, at).trim()
+    const url = pair.slice(at + 1).trim()
+    if (at < 1 || !/^[A-Z0-9_]{1,32}$/.test(code) || !/^https?:\/\/[^\s]+$/.test(url)) {
+      throw new ConfigError(`invalid configuration: PAYMENT_VENDORS entry "${pair}" is not CODE=http(s)://url`)
+    }
+    if (vendors[code] !== undefined) throw new ConfigError(`invalid configuration: PAYMENT_VENDORS names ${code} twice`)
+    vendors[code] = url.replace(/\/+$/, '')
+  }
+  return vendors
+}

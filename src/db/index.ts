@@ -1,0 +1,176 @@
+import { closeSync, mkdirSync, openSync, readFileSync, rmSync, writeSync } from 'node:fs'
+import { join, resolve } from 'node:path'
+import { PGlite } from '@electric-sql/pglite'
+import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core'
+import { drizzle as drizzlePglite } from 'drizzle-orm/pglite'
+import { migrate as migratePglite } from 'drizzle-orm/pglite/migrator'
+import { drizzle as drizzlePostgres } from 'drizzle-orm/postgres-js'
+import { migrate as migratePostgres } from 'drizzle-orm/postgres-js/migrator'
+import postgres from 'postgres'
+import * as schema from '../../drizzle/schema/index.js'
+import { migrationsFolder } from '../paths.js'
+
+/** The Drizzle type both drivers satisfy: repositories are written against it and run on both. */
+export type Db = PgDatabase<PgQueryResultHKT, typeof schema>
+/** A transaction handle; inside a transaction always use it, never the outer `Db`. */
+export type Tx = Parameters<Parameters<Db['transaction']>[0]>[0]
+
+export interface Database {
+  kind: 'pglite' | 'postgres'
+  db: Db
+  /** Where the data lives, for the start-up log line (no credentials). */
+  description: string
+  /** Resolves when the database answers a trivial query within `timeoutMs`. */
+  ping(timeoutMs?: number): Promise<void>
+  close(): Promise<void>
+}
+
+/** Raised when the database cannot be opened; its message is one line meant for the operator. */
+export class DatabaseStartupError extends Error {
+  override name = 'DatabaseStartupError'
+}
+
+export interface PgliteOptions {
+  /** A folder, or `memory://` for a throwaway in-memory database. */
+  dataDir: string
+  /** A `dumpDataDir()` snapshot to start from (already migrated). */
+  loadDataDir?: Blob
+}
+
+/** Embedded PGlite: one process per data folder, enforced by a lock file beside the data. */
+export async function openPglite(options: PgliteOptions): Promise<Database> {
+  const inMemory = options.dataDir.startsWith('memory://')
+  let releaseLock = (): void => {}
+  let pgDir = options.dataDir
+  if (!inMemory) {
+    const root = resolve(options.dataDir)
+    mkdirSync(root, { recursive: true })
+    releaseLock = lockDataDir(root)
+    pgDir = join(root, 'pglite')
+  }
+  let client: PGlite
+  try {
+    client = await PGlite.create(pgDir, options.loadDataDir ? { loadDataDir: options.loadDataDir } : {})
+    const db = drizzlePglite({ client, schema }) as unknown as Db
+    await migratePglite(drizzlePglite({ client }), { migrationsFolder })
+    return {
+      kind: 'pglite',
+      db,
+      description: inMemory ? 'embedded PGlite (in memory)' : `embedded PGlite in ${pgDir}`,
+      async ping(timeoutMs = 2000) {
+        await withTimeout(client.query('select 1'), timeoutMs)
+      },
+      async close() {
+        try {
+          await client.close()
+        } finally {
+          releaseLock()
+        }
+      }
+    }
+  } catch (err) {
+    releaseLock()
+    if (err instanceof DatabaseStartupError) throw err
+    throw new DatabaseStartupError(`cannot open the embedded database in ${pgDir}: ${oneLine(err)}`)
+  }
+}
+
+/** A PostgreSQL server through the `postgres` driver, migrated under an advisory lock. */
+export async function openPostgres(url: string, poolSize = 10): Promise<Database> {
+  const where = describeUrl(url)
+  const options = { onnotice: () => {}, connect_timeout: 5 }
+  const migrator = postgres(url, { ...options, max: 1 })
+  try {
+    await migrator`select 1`
+    // Several servers may start at once against one database: one migrates, the others wait.
+    await migrator`select pg_advisory_lock(7318204511)`
+    await migratePostgres(drizzlePostgres({ client: migrator }), { migrationsFolder })
+    await migrator`select pg_advisory_unlock(7318204511)`
+  } catch (err) {
+    throw new DatabaseStartupError(`cannot use the PostgreSQL server at ${where}: ${oneLine(err)}`)
+  } finally {
+    await migrator.end({ timeout: 5 })
+  }
+  const client = postgres(url, { ...options, max: poolSize })
+  const db = drizzlePostgres({ client, schema }) as unknown as Db
+  return {
+    kind: 'postgres',
+    db,
+    description: `PostgreSQL server at ${where}`,
+    async ping(timeoutMs = 2000) {
+      await withTimeout(client`select 1`, timeoutMs)
+    },
+    async close() {
+      await client.end({ timeout: 10 })
+    }
+  }
+}
+
+export function openDatabase(config: { databaseUrl: string | undefined; databasePoolSize: number; dataDir: string }): Promise<Database> {
+  return config.databaseUrl
+    ? openPostgres(config.databaseUrl, config.databasePoolSize)
+    : openPglite({ dataDir: config.dataDir })
+}
+
+/** The PostgreSQL error code (e.g. `23505`) of a driver error, wrapped by Drizzle or not. */
+export function pgErrorCode(err: unknown): string | undefined {
+  const e = err as { code?: unknown; cause?: { code?: unknown } } | null
+  const code = e?.cause?.code ?? e?.code
+  return typeof code === 'string' ? code : undefined
+}
+
+/** `host:port/database`, without user or password. */
+export function describeUrl(url: string): string {
+  try {
+    const u = new URL(url)
+    return `${u.hostname}:${u.port || '5432'}${u.pathname}`
+  } catch {
+    return 'an unparsable DATABASE_URL'
+  }
+}
+
+function lockDataDir(root: string): () => void {
+  const lockPath = join(root, 'server.lock')
+  for (let attempt = 0; attempt < 2; attempt++) {
+    try {
+      const fd = openSync(lockPath, 'wx')
+      writeSync(fd, String(process.pid))
+      closeSync(fd)
+      return () => rmSync(lockPath, { force: true })
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err
+      const holder = Number(readFileSync(lockPath, 'utf8').trim())
+      if (Number.isInteger(holder) && holder > 0 && isAlive(holder)) {
+        throw new DatabaseStartupError(
+          `the embedded database in ${root} is in use by process ${holder}; one server per DATA_DIR (use DATABASE_URL to run several)`
+        )
+      }
+      rmSync(lockPath, { force: true }) // left behind by a process that died
+    }
+  }
+  throw new DatabaseStartupError(`cannot lock ${lockPath}`)
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM'
+  }
+}
+
+function withTimeout<T>(promise: PromiseLike<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms)
+  })
+  return Promise.race([Promise.resolve(promise), timeout]).finally(() => clearTimeout(timer))
+}
+
+function oneLine(err: unknown): string {
+  const e = err as { message?: string; code?: string; cause?: { message?: string } } | null
+  const message = e?.cause?.message ?? e?.message ?? String(err)
+  const text = message.split('\n')[0] ?? ''
+  return e?.code && !text.includes(e.code) ? `${e.code} ${text}`.trim() : text
+}

@@ -1,0 +1,144 @@
+import type { ErrorObject } from 'ajv'
+import type { ErrorEntry } from '../schemas/common.js'
+
+export type { ErrorEntry }
+
+/** Our own error: becomes the contract's error body with its status (§2). */
+export class AppError extends Error {
+  override name = 'AppError'
+  constructor(
+    readonly statusCode: number,
+    readonly code: string,
+    message: string,
+    readonly errors: ErrorEntry[] = [],
+    /** Endpoint-specific fields added to the body (e.g. `service_account_number`). */
+    readonly extra: Record<string, unknown> = {},
+    /** Response headers (e.g. `Retry-After`). */
+    readonly headers: Record<string, string> = {}
+  ) {
+    super(message)
+  }
+}
+
+export function entry(code: string, attr: string | null, detail: string): ErrorEntry {
+  return { detail, code, attr }
+}
+
+export const notAuthenticated = (): AppError =>
+  new AppError(401, 'not_authenticated', 'Authentication credentials were not provided.')
+export const authenticationFailed = (): AppError =>
+  new AppError(401, 'authentication_failed', 'Incorrect authentication credentials.')
+export const tokenExpired = (): AppError => new AppError(401, 'token_expired', 'The token has expired.')
+export const permissionDenied = (detail = 'You do not have permission to perform this action.'): AppError =>
+  new AppError(403, 'permission_denied', detail)
+export const notFound = (code: string, detail: string): AppError =>
+  new AppError(404, 'not_found', 'Not found.', [entry(code, null, detail)])
+export const throttled = (retryAfterSeconds: number): AppError =>
+  new AppError(429, 'throttled', `Request was throttled. Expected available in ${retryAfterSeconds} seconds.`, [], {}, {
+    'retry-after': String(retryAfterSeconds)
+  })
+
+/** Which Ajv keyword gives which contract code, unless the schema names its own (`errorCodes`). */
+const codeByKeyword: Record<string, string> = {
+  required: 'required',
+  additionalProperties: 'unexpected_field',
+  unevaluatedProperties: 'unexpected_field',
+  type: 'invalid',
+  enum: 'invalid_choice',
+  const: 'invalid_choice',
+  discriminator: 'invalid_choice',
+  maxLength: 'max_length',
+  minimum: 'min_value',
+  exclusiveMinimum: 'min_value',
+  maximum: 'max_value',
+  exclusiveMaximum: 'max_value',
+  minItems: 'min_items',
+  maxItems: 'max_items',
+  uniqueItems: 'duplicate_items',
+  pattern: 'invalid',
+  format: 'invalid'
+}
+
+/** Splits an Ajv JSON pointer into path segments (`/customers/0/landline` → customers, 0, landline). */
+function pointerSegments(pointer: string): string[] {
+  if (pointer === '') return []
+  return pointer.slice(1).split('/').map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~'))
+}
+
+/**
+ * Turns Ajv errors into contract entries. `prefix` roots the path (a query parameter's attr is its
+ * name, so querystring and params use no prefix). Errors of `anyOf`/`oneOf` wrappers are dropped:
+ * the branch errors say what is wrong.
+ */
+export function entriesFromAjv(errors: readonly ErrorObject[], prefix: string[] = []): ErrorEntry[] {
+  const out: ErrorEntry[] = []
+  const seen = new Set<string>()
+  for (const e of errors) {
+    if (e.keyword === 'anyOf' || e.keyword === 'oneOf' || e.keyword === 'if') continue
+    const path = [...prefix, ...pointerSegments(e.instancePath)]
+    const params = e.params as Record<string, unknown>
+    if (e.keyword === 'required') path.push(String(params.missingProperty))
+    if (e.keyword === 'additionalProperties') path.push(String(params.additionalProperty))
+    if (e.keyword === 'discriminator' && typeof params.tag === 'string') path.push(params.tag)
+    const schemaCodes = (e.parentSchema as { errorCodes?: Record<string, string> } | undefined)?.errorCodes
+    let code = schemaCodes?.[e.keyword] ?? codeByKeyword[e.keyword] ?? 'invalid'
+    let detail = e.message ?? 'is invalid'
+    if (e.keyword === 'type' && e.data === null) {
+      code = 'null'
+      detail = 'This field may not be null.'
+    } else if (e.keyword === 'minLength' && Number(params.limit) <= 1) {
+      code = 'blank'
+      detail = 'This field may not be blank.'
+    } else if (e.keyword === 'required') {
+      detail = 'This field is required.'
+    } else if (e.keyword === 'additionalProperties') {
+      detail = 'This field is not expected here.'
+    }
+    const attr = path.length > 0 ? path.join('.') : null
+    const key = `${attr}\u0000${code}`
+    if (seen.has(key)) continue
+    seen.add(key)
+    out.push(entry(code, attr, detail))
+  }
+  return out
+}
+
+/** Compares two attrs by §2: null first, segments left to right, indexes numerically, names by code point, a path before its extensions. */
+export function compareAttr(a: string | null, b: string | null): number {
+  if (a === b) return 0
+  if (a === null) return -1
+  if (b === null) return 1
+  const as = a.split('.')
+  const bs = b.split('.')
+  const n = Math.min(as.length, bs.length)
+  for (let i = 0; i < n; i++) {
+    const x = as[i] as string
+    const y = bs[i] as string
+    if (x === y) continue
+    const xi = /^\d+$/.test(x)
+    const yi = /^\d+$/.test(y)
+    if (xi && yi) return Number(x) - Number(y)
+    if (xi !== yi) return xi ? -1 : 1
+    return codePointCompare(x, y)
+  }
+  return as.length - bs.length
+}
+
+/** Sorts entries by attr then code, and keeps the first 100 (§2). */
+export function sortEntries(entries: ErrorEntry[]): ErrorEntry[] {
+  return [...entries]
+    .sort((p, q) => compareAttr(p.attr, q.attr) || codePointCompare(p.code, q.code))
+    .slice(0, 100)
+}
+
+function codePointCompare(a: string, b: string): number {
+  if (a === b) return 0
+  const x = Array.from(a)
+  const y = Array.from(b)
+  const n = Math.min(x.length, y.length)
+  for (let i = 0; i < n; i++) {
+    const d = (x[i] as string).codePointAt(0)! - (y[i] as string).codePointAt(0)!
+    if (d !== 0) return d
+  }
+  return x.length - y.length
+}

@@ -1,0 +1,146 @@
+import { and, asc, eq, isNull, sql } from 'drizzle-orm'
+import {
+  apiKeys, importEvents, importProcesses, importSupplierEvents, importSuppliers, operationsTeams, organisations
+} from '../../../drizzle/schema/index.js'
+import type { Db } from '../../db/index.js'
+
+export type SupplierStatus = 'Ongoing' | 'Paused' | 'Complete'
+
+export interface SupplierRecord {
+  id: string
+  code: string
+  organisation: string
+  status: SupplierStatus
+  documentRoot: string
+  sendMigrationEmails: boolean
+  maxConcurrentProcessing: number | null
+}
+
+export interface SupplierChanges {
+  status?: SupplierStatus
+  documentRoot?: string
+  sendMigrationEmails?: boolean
+  maxConcurrentProcessing?: number | null
+}
+
+const supplierColumns = {
+  id: importSuppliers.id,
+  code: importSuppliers.code,
+  organisation: organisations.name,
+  status: importSuppliers.status,
+  documentRoot: importSuppliers.documentRoot,
+  sendMigrationEmails: importSuppliers.sendMigrationEmails,
+  maxConcurrentProcessing: importSuppliers.maxConcurrentProcessing
+}
+
+/** SQL of the operator surface (§3). Unique violations surface as driver errors (`23505`). */
+export function createOperatorRepository(db: Db) {
+  async function supplierByCode(code: string, executor: Db = db): Promise<SupplierRecord | undefined> {
+    const [row] = await executor.select(supplierColumns).from(importSuppliers)
+      .innerJoin(organisations, eq(organisations.id, importSuppliers.organisationId))
+      .where(eq(importSuppliers.code, code))
+    return row
+  }
+
+  return {
+    async insertOrganisation(name: string) {
+      const [row] = await db.insert(organisations).values({ name }).returning({ id: organisations.id, name: organisations.name })
+      return row!
+    },
+
+    async organisationIdByName(name: string): Promise<string | undefined> {
+      const [row] = await db.select({ id: organisations.id }).from(organisations).where(eq(organisations.name, name))
+      return row?.id
+    },
+
+    async insertApiKey(organisationId: string, keyHash: string) {
+      const [row] = await db.insert(apiKeys).values({ organisationId, keyHash }).returning({ id: apiKeys.id })
+      return row!
+    },
+
+    /** Marks the key revoked (keeping the first revocation time); undefined when there is no such key. */
+    async revokeApiKey(id: string) {
+      await db.update(apiKeys).set({ revokedAt: sql`now()` }).where(and(eq(apiKeys.id, id), isNull(apiKeys.revokedAt)))
+      const [row] = await db.select({ id: apiKeys.id, organisation: organisations.name, revokedAt: apiKeys.revokedAt })
+        .from(apiKeys).innerJoin(organisations, eq(organisations.id, apiKeys.organisationId)).where(eq(apiKeys.id, id))
+      return row
+    },
+
+    async insertSupplier(values: { code: string; organisationId: string } & Required<SupplierChanges>, actor: string) {
+      return db.transaction(async (tx) => {
+        const [row] = await tx.insert(importSuppliers).values(values).returning({ id: importSuppliers.id })
+        await tx.insert(importSupplierEvents).values({ supplierId: row!.id, actor, change: { created: values } })
+        return (await supplierByCode(values.code, tx as unknown as Db))!
+      })
+    },
+
+    /** Applies the changes and records them as one event; undefined when the code is unknown. */
+    async updateSupplier(code: string, changes: SupplierChanges, actor: string) {
+      return db.transaction(async (tx) => {
+        const [before] = await tx.select({ id: importSuppliers.id, status: importSuppliers.status })
+          .from(importSuppliers).where(eq(importSuppliers.code, code)).for('update')
+        if (!before) return undefined
+        if (Object.keys(changes).length > 0) {
+          await tx.update(importSuppliers).set({ ...changes, updatedAt: sql`now()` }).where(eq(importSuppliers.id, before.id))
+          const change = changes.status !== undefined && changes.status !== before.status
+            ? { ...changes, previousStatus: before.status }
+            : changes
+          await tx.insert(importSupplierEvents).values({ supplierId: before.id, actor, change })
+        }
+        return supplierByCode(code, tx as unknown as Db)
+      })
+    },
+
+    supplierByCode: (code: string) => supplierByCode(code),
+
+    async listSuppliers(): Promise<SupplierRecord[]> {
+      return db.select(supplierColumns).from(importSuppliers)
+        .innerJoin(organisations, eq(organisations.id, importSuppliers.organisationId))
+        .orderBy(asc(importSuppliers.code))
+    },
+
+    async insertTeam(name: string) {
+      const [row] = await db.insert(operationsTeams).values({ name }).returning({ id: operationsTeams.id, name: operationsTeams.name })
+      return row!
+    },
+
+    /**
+     * Marks the pair skipped, creating its process when it was never staged. Returns the process,
+     * or `imported` when it already has an account (refused by the caller).
+     */
+    async skipProcess(supplierId: string, externalAccountNumber: string, actor: string) {
+      return db.transaction(async (tx) => {
+        await tx.insert(importProcesses).values({ supplierId, externalAccountNumber, state: 'SKIPPED' }).onConflictDoNothing()
+        const [process] = await tx.select({ id: importProcesses.id, state: importProcesses.state, serviceAccountNumber: importProcesses.serviceAccountNumber })
+          .from(importProcesses)
+          .where(and(eq(importProcesses.supplierId, supplierId), eq(importProcesses.externalAccountNumber, externalAccountNumber)))
+          .for('update')
+        if (process!.state === 'IMPORTED') return { imported: true as const }
+        await tx.update(importProcesses).set({ state: 'SKIPPED', updatedAt: sql`now()` }).where(eq(importProcesses.id, process!.id))
+        await tx.insert(importEvents).values({ importProcessId: process!.id, type: 'SKIPPED', actor, detail: { previousState: process!.state } })
+        return { imported: false as const, serviceAccountNumber: process!.serviceAccountNumber }
+      })
+    },
+
+    async processEvents(supplierId: string, externalAccountNumber: string) {
+      const [process] = await db.select({ id: importProcesses.id }).from(importProcesses)
+        .where(and(eq(importProcesses.supplierId, supplierId), eq(importProcesses.externalAccountNumber, externalAccountNumber)))
+      if (!process) return undefined
+      return db.select({ type: importEvents.type, at: importEvents.at, actor: importEvents.actor, detail: importEvents.detail })
+        .from(importEvents).where(eq(importEvents.importProcessId, process.id)).orderBy(asc(importEvents.id))
+    },
+
+    async progress(supplierId: string) {
+      const [row] = await db.select({
+        staged: sql<number>`count(*) filter (where ${importProcesses.firstStagedAt} is not null)`.mapWith(Number),
+        pending: sql<number>`count(*) filter (where ${importProcesses.state} = 'STAGED')`.mapWith(Number),
+        imported: sql<number>`count(*) filter (where ${importProcesses.state} = 'IMPORTED')`.mapWith(Number),
+        skipped: sql<number>`count(*) filter (where ${importProcesses.state} = 'SKIPPED')`.mapWith(Number),
+        failed: sql<number>`count(*) filter (where ${importProcesses.state} = 'STAGED' and ${importProcesses.latestError} is not null)`.mapWith(Number)
+      }).from(importProcesses).where(eq(importProcesses.supplierId, supplierId))
+      return row!
+    }
+  }
+}
+
+export type OperatorRepository = ReturnType<typeof createOperatorRepository>

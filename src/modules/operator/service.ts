@@ -1,0 +1,150 @@
+import { AppError } from '../../errors.js'
+import { pgErrorCode } from '../../db/index.js'
+import type { AuthService } from '../auth/service.js'
+import { hashSecret, newSecret } from '../auth/secrets.js'
+import type { OperatorRepository, SupplierChanges, SupplierRecord, SupplierStatus } from './repository.js'
+
+const OPERATOR = 'operator'
+const SUPPLIER_CODE = /^[A-Z0-9_]{1,32}$/
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
+
+const invalid = (message: string) => new AppError(400, 'invalid', message)
+const notFound = (message: string) => new AppError(404, 'not_found', message)
+
+/** A name: trimmed, 1–255 characters, no control characters. */
+function checkName(value: string, what: string): string {
+  const name = value.trim()
+  // eslint-disable-next-line no-control-regex
+  if (name.length === 0 || Array.from(name).length > 255 || /[\u0000-\u001f\u007f]/.test(name)) {
+    throw invalid(`${what} must be 1–255 characters without control characters.`)
+  }
+  return name
+}
+
+/** A relative prefix in the document bucket, stored without leading or trailing slashes. */
+export function normaliseDocumentRoot(value: string): string {
+  const root = value.trim().replace(/^\/+|\/+$/g, '')
+  if (root === '') return ''
+  const segments = root.split('/')
+  // eslint-disable-next-line no-control-regex
+  const bad = root.length > 512 || /[\\\u0000-\u001f\u007f]/.test(root) || /^[a-z][a-z0-9+.-]*:/i.test(root) ||
+    segments.some((s) => s === '' || s === '.' || s === '..')
+  if (bad) throw invalid('documentRoot must be a relative path without "..", backslashes, schemes, empty segments or control characters.')
+  return root
+}
+
+function checkLimit(value: number | null): number | null {
+  if (value === null) return null
+  if (!Number.isInteger(value) || value < 1 || value > 100_000) throw invalid('maxConcurrentProcessing must be null or 1–100000.')
+  return value
+}
+
+/** Runs an insert and turns a unique violation into `already_exists`. */
+async function unique<T>(what: string, insert: () => Promise<T>): Promise<T> {
+  try {
+    return await insert()
+  } catch (err) {
+    if (pgErrorCode(err) === '23505') throw new AppError(409, 'already_exists', `${what} already exists.`)
+    throw err
+  }
+}
+
+export interface UpdateSupplierInput {
+  code: string
+  status?: SupplierStatus | null
+  documentRoot?: string | null
+  sendMigrationEmails?: boolean | null
+  maxConcurrentProcessing?: number | null
+}
+
+/** The operator's configuration rules (§3). Every method is for an operator principal only. */
+export function createOperatorService(repo: OperatorRepository, auth: AuthService) {
+  async function supplier(code: string): Promise<SupplierRecord> {
+    const found = await repo.supplierByCode(code)
+    if (!found) throw notFound(`Import supplier ${code} does not exist.`)
+    return found
+  }
+
+  return {
+    createOrganisation(name: string) {
+      const clean = checkName(name, 'name')
+      return unique(`Organisation ${clean}`, () => repo.insertOrganisation(clean))
+    },
+
+    async createApiKey(organisation: string) {
+      const organisationId = await repo.organisationIdByName(organisation)
+      if (!organisationId) throw notFound(`Organisation ${organisation} does not exist.`)
+      const key = newSecret('amk')
+      const { id } = await repo.insertApiKey(organisationId, hashSecret(key))
+      return { id, key, organisation }
+    },
+
+    async revokeApiKey(id: string) {
+      const revoked = UUID.test(id) ? await repo.revokeApiKey(id) : undefined
+      if (!revoked) throw notFound(`API key ${id} does not exist.`)
+      auth.forgetKey(id)
+      return { id: revoked.id, organisation: revoked.organisation, revokedAt: revoked.revokedAt }
+    },
+
+    async createImportSupplier(input: {
+      code: string; organisation: string; documentRoot?: string | null; status?: SupplierStatus | null
+      sendMigrationEmails?: boolean | null; maxConcurrentProcessing?: number | null
+    }) {
+      if (!SUPPLIER_CODE.test(input.code)) throw invalid('code must match ^[A-Z0-9_]{1,32}$.')
+      const organisationId = await repo.organisationIdByName(input.organisation)
+      if (!organisationId) throw notFound(`Organisation ${input.organisation} does not exist.`)
+      const values = {
+        code: input.code,
+        organisationId,
+        status: input.status ?? 'Ongoing',
+        documentRoot: normaliseDocumentRoot(input.documentRoot ?? ''),
+        sendMigrationEmails: input.sendMigrationEmails ?? false,
+        maxConcurrentProcessing: checkLimit(input.maxConcurrentProcessing ?? null)
+      }
+      return unique(`Import supplier ${input.code}`, () => repo.insertSupplier(values, OPERATOR))
+    },
+
+    /** An omitted field stays as it is; an explicit null clears it (back to its default). */
+    async updateImportSupplier(input: UpdateSupplierInput) {
+      const changes: SupplierChanges = {}
+      if (input.status === null) throw invalid('status cannot be cleared.')
+      if (input.status !== undefined) changes.status = input.status
+      if (input.documentRoot !== undefined) changes.documentRoot = normaliseDocumentRoot(input.documentRoot ?? '')
+      if (input.sendMigrationEmails !== undefined) changes.sendMigrationEmails = input.sendMigrationEmails ?? false
+      if (input.maxConcurrentProcessing !== undefined) changes.maxConcurrentProcessing = checkLimit(input.maxConcurrentProcessing)
+      const updated = await repo.updateSupplier(input.code, changes, OPERATOR)
+      if (!updated) throw notFound(`Import supplier ${input.code} does not exist.`)
+      return updated
+    },
+
+    listImportSuppliers: () => repo.listSuppliers(),
+
+    createOperationsTeam(name: string) {
+      const clean = checkName(name, 'name')
+      return unique(`Operations team ${clean}`, () => repo.insertTeam(clean))
+    },
+
+    async skipImportProcess(importSupplierCode: string, externalAccountNumber: string) {
+      const found = await supplier(importSupplierCode)
+      if (externalAccountNumber.length === 0 || externalAccountNumber !== externalAccountNumber.trim() || Array.from(externalAccountNumber).length > 128) {
+        throw invalid('externalAccountNumber must be 1–128 characters without leading or trailing whitespace.')
+      }
+      const result = await repo.skipProcess(found.id, externalAccountNumber, OPERATOR)
+      if (result.imported) throw invalid(`Account ${externalAccountNumber} is already imported and cannot be skipped.`)
+      return { importSupplierCode, externalAccountNumber, state: 'SKIPPED' as const, serviceAccountNumber: result.serviceAccountNumber }
+    },
+
+    async importProcessEvents(importSupplierCode: string, externalAccountNumber: string) {
+      const found = await supplier(importSupplierCode)
+      const events = await repo.processEvents(found.id, externalAccountNumber)
+      if (!events) throw notFound(`No import process for ${importSupplierCode} / ${externalAccountNumber}.`)
+      return events
+    },
+
+    async migrationProgress(importSupplierCode: string) {
+      return repo.progress((await supplier(importSupplierCode)).id)
+    }
+  }
+}
+
+export type OperatorService = ReturnType<typeof createOperatorService>

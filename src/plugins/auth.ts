@@ -1,0 +1,80 @@
+import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { join, resolve } from 'node:path'
+import { randomBytes } from 'node:crypto'
+import type { FastifyInstance, FastifyRequest } from 'fastify'
+import fp from 'fastify-plugin'
+import type { Config } from '../config.js'
+import { notAuthenticated, permissionDenied } from '../errors.js'
+import { createAuthRepository } from '../modules/auth/repository.js'
+import { hashSecret, newSecret } from '../modules/auth/secrets.js'
+import { createAuthService, tokenFromHeader, type AuthService, type Principal } from '../modules/auth/service.js'
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    auth: AuthService
+    /** preValidation hook of data-import routes: an organisation token, within its rate limit. */
+    requireOrganisation(request: FastifyRequest): Promise<void>
+  }
+  interface FastifyRequest {
+    principal: Principal | undefined
+  }
+}
+
+export interface AuthPluginOptions {
+  config: Config
+  /** Where a generated operator key is shown, once. */
+  announce: (message: string) => void
+}
+
+const OPERATOR_KEY_SETTING = 'operator_key_hash'
+
+/** In development without TOKEN_SECRET: a secret generated once and kept in DATA_DIR. */
+function tokenSecret(config: Config): string {
+  if (config.tokenSecret) return config.tokenSecret
+  const dir = resolve(config.dataDir)
+  const file = join(dir, 'token-secret')
+  if (existsSync(file)) return readFileSync(file, 'utf8').trim()
+  mkdirSync(dir, { recursive: true })
+  const secret = randomBytes(48).toString('base64url')
+  writeFileSync(file, secret + '\n', { mode: 0o600, flag: 'wx' })
+  chmodSync(file, 0o600)
+  return secret
+}
+
+/** Authentication (§4): tokens, the operator key, and the request's principal. */
+export default fp(async function authPlugin(app: FastifyInstance, opts: AuthPluginOptions) {
+  const { config } = opts
+  const repo = createAuthRepository(app.db)
+
+  let operatorKeyHash: string
+  if (config.operatorApiKey) {
+    operatorKeyHash = hashSecret(config.operatorApiKey)
+  } else {
+    // Development: generate the operator key on first start, keep only its hash, show it once.
+    const key = newSecret('amo')
+    if (await repo.insertSettingOnce(OPERATOR_KEY_SETTING, hashSecret(key))) {
+      opts.announce(`Operator API key (shown once, keep it safe; set OPERATOR_API_KEY to use your own): ${key}`)
+    }
+    operatorKeyHash = (await repo.getSetting(OPERATOR_KEY_SETTING)) as string
+  }
+
+  const auth = createAuthService(repo, {
+    tokenSecret: tokenSecret(config),
+    tokenTtlSeconds: config.tokenTtlSeconds,
+    refreshTokenTtlSeconds: config.refreshTokenTtlSeconds,
+    operatorKeyHash
+  })
+  app.decorate('auth', auth)
+  app.decorateRequest('principal', undefined)
+
+  app.decorate('requireOrganisation', async function requireOrganisation(request: FastifyRequest) {
+    const token = tokenFromHeader(request.headers.authorization)
+    if (token === undefined) throw notAuthenticated()
+    const principal = await auth.authenticate(token)
+    if (principal.kind !== 'organisation') {
+      throw permissionDenied('Operator tokens cannot call data-import endpoints.')
+    }
+    request.principal = principal
+    await app.limits.organisation(request)
+  })
+}, { name: 'auth', dependencies: ['db', 'rate-limits'] })

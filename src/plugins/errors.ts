@@ -1,0 +1,91 @@
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import fp from 'fastify-plugin'
+import { AppError, entriesFromAjv, entry, sortEntries } from '../errors.js'
+import type { ErrorBody } from '../../schemas/common.js'
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** Top-level `code` of a 400 for this route's schema errors (default `invalid_request`). */
+    validationCode?: string
+  }
+}
+
+function send(reply: FastifyReply, status: number, body: ErrorBody, headers: Record<string, string> = {}): void {
+  reply.code(status).headers(headers).type('application/json; charset=utf-8').send(body)
+}
+
+/** Sends an `AppError` as the contract's body; 5xx also carry the request id. */
+export function sendError(reply: FastifyReply, request: FastifyRequest, error: AppError): void {
+  send(reply, error.statusCode, {
+    detail: error.message,
+    code: error.code,
+    errors: error.errors,
+    ...error.extra,
+    ...(error.statusCode >= 500 ? { request_id: request.id } : {})
+  }, error.headers)
+}
+
+function invalidRequest(detail: string): AppError {
+  return new AppError(400, 'invalid_request', 'Invalid request.', [entry('invalid', null, detail)])
+}
+
+/** Body parsing, size and type errors (400/413/415): answered in the contract's body on every route. */
+export function bodyError(err: FastifyError): boolean {
+  return (typeof err.code === 'string' && err.code.startsWith('FST_ERR_CTP_')) || (err instanceof SyntaxError && err.statusCode === 400)
+}
+
+/** Turns a Fastify or plugin error into our `AppError`, or undefined when it is unexpected. */
+export function toAppError(err: FastifyError, request: FastifyRequest): AppError | undefined {
+  if (err instanceof AppError) return err
+  if (err.validation) {
+    const top = request.routeOptions.config?.validationCode ?? 'invalid_request'
+    const detail = top === 'account_failed_validation' ? 'Could not validate account data.' : 'Invalid request.'
+    return new AppError(400, top, detail, sortEntries(entriesFromAjv(err.validation as never)))
+  }
+  switch (err.code) {
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return new AppError(415, 'unsupported_media_type', 'Requests with a body must be application/json.')
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return new AppError(413, 'payload_too_large', 'The request body is larger than the service accepts.')
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      return invalidRequest('The request body is empty.')
+    case 'FST_ERR_CTP_INVALID_JSON_BODY':
+      return invalidRequest('The request body is not valid JSON.')
+  }
+  if (err instanceof SyntaxError && err.statusCode === 400) return invalidRequest('The request body is not valid JSON.')
+  const status = err.statusCode ?? 500
+  if (status >= 400 && status < 500) {
+    // Another 4xx raised by Fastify or a plugin: its message is safe and says what was wrong.
+    return new AppError(status, status === 404 ? 'not_found' : 'invalid_request', 'Invalid request.', [
+      entry(status === 404 ? 'not_found' : 'invalid', null, err.message)
+    ])
+  }
+  return undefined
+}
+
+/** The one place errors become the contract's body (§2). 5xx are logged with the request id and masked. */
+export default fp(async function errorsPlugin(app: FastifyInstance) {
+  app.setErrorHandler(function handleError(error: unknown, request, reply) {
+    const appError = toAppError(error as FastifyError, request)
+    if (appError) {
+      if (appError.statusCode >= 500) request.log.error({ err: error }, 'request failed')
+      sendError(reply, request, appError)
+      return
+    }
+    request.log.error({ err: error }, 'unexpected error')
+    send(reply, 500, {
+      detail: 'A server error occurred.',
+      code: 'server_error',
+      errors: [],
+      request_id: request.id
+    })
+  })
+
+  app.setNotFoundHandler(function handleNotFound(request, reply) {
+    send(reply, 404, {
+      detail: 'Not found.',
+      code: 'not_found',
+      errors: [entry('route_not_found', null, `No endpoint ${request.method} ${request.url.split('?')[0]}.`)]
+    })
+  })
+}, { name: 'errors' })

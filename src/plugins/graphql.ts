@@ -1,0 +1,180 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import fp from 'fastify-plugin'
+import { GraphQLError, GraphQLScalarType, Kind, parse, type DocumentNode, type SelectionSetNode } from 'graphql'
+import mercurius, { type IResolvers, type MercuriusContext } from 'mercurius'
+import { graphqlSchema } from '../../schemas/graphql.js'
+import { AppError } from '../errors.js'
+import { formatDateTime, formatNullableDateTime } from '../format.js'
+import { tokenFromHeader, type Principal } from '../modules/auth/service.js'
+import { createOperatorRepository } from '../modules/operator/repository.js'
+import { createOperatorService, type UpdateSupplierInput } from '../modules/operator/service.js'
+import { bodyError, sendError, toAppError } from './errors.js'
+
+function graphqlError(code: string, message: string): mercurius.ErrorWithProps {
+  return new mercurius.ErrorWithProps(message, { code })
+}
+
+/** Runs a resolver body and turns our `AppError`s into GraphQL errors with `extensions.code`. */
+async function guarded<T>(run: () => Promise<T>): Promise<T> {
+  try {
+    return await run()
+  } catch (err) {
+    if (err instanceof AppError) throw graphqlError(err.code, err.message)
+    throw err
+  }
+}
+
+/** Counts `obtainToken` fields of every mutation in the document, aliased ones included. */
+export function countTokenFields(document: DocumentNode): number {
+  const fragments = new Map<string, SelectionSetNode>()
+  for (const def of document.definitions) {
+    if (def.kind === Kind.FRAGMENT_DEFINITION) fragments.set(def.name.value, def.selectionSet)
+  }
+  const count = (set: SelectionSetNode, seen: Set<string>): number => {
+    let n = 0
+    for (const sel of set.selections) {
+      if (sel.kind === Kind.FIELD && sel.name.value === 'obtainToken') n++
+      else if (sel.kind === Kind.INLINE_FRAGMENT) n += count(sel.selectionSet, seen)
+      else if (sel.kind === Kind.FRAGMENT_SPREAD && !seen.has(sel.name.value)) {
+        const frag = fragments.get(sel.name.value)
+        if (frag) n += count(frag, new Set([...seen, sel.name.value]))
+      }
+    }
+    return n
+  }
+  let total = 0
+  for (const def of document.definitions) {
+    if (def.kind === Kind.OPERATION_DEFINITION && def.operation === 'mutation') total += count(def.selectionSet, new Set())
+  }
+  return total
+}
+
+function tokenFieldsInRequest(request: FastifyRequest): number {
+  const body = request.method === 'GET' ? request.query : request.body
+  const operations = Array.isArray(body) ? body : [body]
+  let total = 0
+  for (const op of operations) {
+    const query = (op as { query?: unknown } | null)?.query
+    if (typeof query !== 'string') continue
+    try {
+      total += countTokenFields(parse(query))
+    } catch {
+      // not a GraphQL document: mercurius answers 400 for it
+    }
+  }
+  return total
+}
+
+const JSONScalar = new GraphQLScalarType({
+  name: 'JSON',
+  serialize: (value) => value,
+  parseValue: (value) => value,
+  parseLiteral: () => {
+    throw new GraphQLError('JSON literals are not accepted as input')
+  }
+})
+
+/** `POST /graphql` (mercurius): obtainToken and the operator surface. */
+export default fp(async function graphqlPlugin(app: FastifyInstance) {
+  const operator = createOperatorService(createOperatorRepository(app.db), app.auth)
+
+  async function principal(ctx: MercuriusContext): Promise<Principal> {
+    const token = tokenFromHeader(ctx.reply.request.headers.authorization)
+    if (token === undefined) throw new AppError(401, 'not_authenticated', 'This field needs an operator token.')
+    return app.auth.authenticate(token)
+  }
+
+  /** Resolver for operator-only fields. */
+  function forOperator<A, T>(run: (args: A) => Promise<T>) {
+    return (_root: unknown, args: A, ctx: MercuriusContext) => guarded(async () => {
+      if ((await principal(ctx)).kind !== 'operator') {
+        throw new AppError(403, 'permission_denied', 'Only the service operator may use this field.')
+      }
+      return run(args)
+    })
+  }
+
+  const resolvers: IResolvers = {
+    JSON: JSONScalar,
+    Mutation: {
+      obtainToken: (_root: unknown, { input }: { input: { APIKey?: string | null; refreshToken?: string | null } }) =>
+        guarded(async () => {
+          const hasKey = input.APIKey !== undefined && input.APIKey !== null
+          const hasRefresh = input.refreshToken !== undefined && input.refreshToken !== null
+          if (hasKey === hasRefresh) throw new AppError(400, 'invalid', 'Give exactly one of APIKey and refreshToken.')
+          return hasKey ? app.auth.tokenFromApiKey(input.APIKey!) : app.auth.tokenFromRefreshToken(input.refreshToken!)
+        }),
+      createOrganisation: forOperator(({ input }: { input: { name: string } }) => operator.createOrganisation(input.name)),
+      createApiKey: forOperator(({ input }: { input: { organisation: string } }) => operator.createApiKey(input.organisation)),
+      revokeApiKey: forOperator(async ({ input }: { input: { id: string } }) => {
+        const key = await operator.revokeApiKey(input.id)
+        return { ...key, revokedAt: formatNullableDateTime(key.revokedAt) }
+      }),
+      createImportSupplier: forOperator(({ input }: { input: Parameters<typeof operator.createImportSupplier>[0] }) =>
+        operator.createImportSupplier(input)),
+      updateImportSupplier: forOperator(({ input }: { input: UpdateSupplierInput }) => operator.updateImportSupplier(input)),
+      createOperationsTeam: forOperator(({ input }: { input: { name: string } }) => operator.createOperationsTeam(input.name)),
+      skipImportProcess: forOperator(({ input }: { input: { importSupplierCode: string; externalAccountNumber: string } }) =>
+        operator.skipImportProcess(input.importSupplierCode, input.externalAccountNumber))
+    },
+    Query: {
+      importSuppliers: forOperator(() => operator.listImportSuppliers()),
+      importProcessEvents: forOperator(async (args: { importSupplierCode: string; externalAccountNumber: string }) => {
+        const events = await operator.importProcessEvents(args.importSupplierCode, args.externalAccountNumber)
+        return events.map((e) => ({ ...e, at: formatDateTime(e.at) }))
+      }),
+      migrationProgress: forOperator((args: { importSupplierCode: string }) => operator.migrationProgress(args.importSupplierCode))
+    }
+  }
+
+  await app.register(async function graphqlScope(scope) {
+    // Token issuing is limited per client address, counting every obtainToken field (§4).
+    scope.addHook('preHandler', async function limitTokenRequests(request: FastifyRequest, reply: FastifyReply) {
+      const fields = tokenFieldsInRequest(request)
+      if (fields === 0) return
+      try {
+        await app.limits.tokens(request, fields)
+      } catch (err) {
+        if (!(err instanceof AppError)) throw err
+        sendError(reply, request, err)
+        return reply
+      }
+    })
+
+    await scope.register(mercurius, {
+      schema: graphqlSchema,
+      resolvers,
+      path: '/graphql',
+      graphiql: false,
+      allowBatchedQueries: true,
+      errorHandler: async (error, request, reply) => {
+        // Body parse, size and type problems get the contract's body like everywhere else.
+        const known = bodyError(error) ? toAppError(error, request) : undefined
+        if (known) return sendError(reply, request, known)
+        const { statusCode, response } = formatErrors(
+          { errors: [new GraphQLError(error.message, { originalError: error })] } as never,
+          { reply, app } as unknown as MercuriusContext
+        )
+        reply.code(statusCode).send(response)
+      },
+      errorFormatter: formatErrors
+    })
+  })
+
+  /** mercurius' formatting, with unexpected errors logged and masked. */
+  function formatErrors(execution: Parameters<typeof mercurius.defaultErrorFormatter>[0], ctx: MercuriusContext) {
+    const errors = execution.errors.map((error) => {
+      const original = error.originalError as (Error & { statusCode?: unknown; errors?: unknown }) | undefined | null
+      const expected = original === undefined || original === null || original instanceof mercurius.ErrorWithProps ||
+        Array.isArray(original.errors) || (typeof original.statusCode === 'number' && original.statusCode < 500)
+      if (expected) return error
+      // Unexpected: logged in full, answered without internals.
+      ctx.reply.log.error({ err: original }, 'graphql request failed')
+      return new GraphQLError('A server error occurred.', {
+        path: error.path,
+        extensions: { code: 'server_error', request_id: ctx.reply.request.id }
+      })
+    })
+    return mercurius.defaultErrorFormatter({ ...execution, errors }, ctx)
+  }
+}, { name: 'graphql', dependencies: ['db', 'auth', 'rate-limits', 'errors'] })

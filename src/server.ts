@@ -1,0 +1,33 @@
+import { buildApp } from './app.js'
+import { ConfigError, loadConfig } from './config.js'
+import { DatabaseStartupError } from './db/index.js'
+
+/** Starts the service: config, app, listen; closes cleanly on SIGTERM/SIGINT. */
+async function main(): Promise<void> {
+  const config = loadConfig(process.env)
+  const app = await buildApp(config)
+  await app.listen({ host: config.host, port: config.port })
+
+  let closing = false
+  const close = async (signal: string) => {
+    if (closing) return
+    closing = true
+    app.log.info(`${signal} received: finishing requests in flight, then closing`)
+    const force = setTimeout(() => {
+      app.log.error('requests still running after 30 s: exiting anyway')
+      process.exit(1)
+    }, 30_000)
+    force.unref()
+    await app.close()
+    process.exit(0)
+  }
+  process.on('SIGTERM', () => void close('SIGTERM'))
+  process.on('SIGINT', () => void close('SIGINT'))
+}
+
+main().catch((err: unknown) => {
+  // Start-up failures get one line saying why, no stack.
+  const known = err instanceof ConfigError || err instanceof DatabaseStartupError
+  process.stderr.write(`cannot start: ${known ? (err as Error).message : String((err as Error)?.stack ?? err)}\n`)
+  process.exit(1)
+})

@@ -1,0 +1,67 @@
+import { PassThrough } from 'node:stream'
+import type { FastifyInstance } from 'fastify'
+import { buildApp } from '../../src/app.js'
+import { loadConfig, type Config } from '../../src/config.js'
+import type { Database } from '../../src/db/index.js'
+import { freshDatabase } from './database.js'
+
+export const TEST_TOKEN_SECRET = 'test-secret-test-secret-test-secret-0123456789'
+export const TEST_OPERATOR_KEY = 'amo_test-operator-key-0123456789abcdefghijklmnop'
+
+/** Configuration as `loadConfig` makes it from an environment, with test defaults. */
+export function testConfig(env: Record<string, string> = {}): Config {
+  return loadConfig({
+    NODE_ENV: 'test',
+    TOKEN_SECRET: TEST_TOKEN_SECRET,
+    OPERATOR_API_KEY: TEST_OPERATOR_KEY,
+    LOG_LEVEL: 'silent',
+    TOKEN_RATE_LIMIT_PER_MINUTE: '100000',
+    ...env
+  })
+}
+
+interface Teardown {
+  teardown(fn: () => unknown): void
+}
+
+export interface TestApp {
+  app: FastifyInstance
+  database: Database
+  config: Config
+  /** Everything the app logged (when `captureLogs` was asked for). */
+  logs(): string
+  /** Lines given to `announce` (a generated operator key). */
+  announced: string[]
+}
+
+/**
+ * The real app (`buildApp`) on a fresh database of its own, closed and dropped at teardown.
+ * Pass `database` to share one database between several apps (closed by its first app).
+ */
+export async function buildTestApp(
+  t: Teardown,
+  options: { env?: Record<string, string>; captureLogs?: boolean; database?: Database } = {}
+): Promise<TestApp> {
+  const fresh = options.database ? undefined : await freshDatabase()
+  const database = options.database ?? fresh!.database
+  const config = testConfig({ ...(options.captureLogs ? { LOG_LEVEL: 'trace' } : {}), ...options.env })
+  let logged = ''
+  const logStream = new PassThrough()
+  logStream.on('data', (chunk: Buffer) => { logged += chunk.toString('utf8') })
+  const announced: string[] = []
+  const app = await buildApp(config, {
+    database: options.database ? sharedHandle(database) : database,
+    logStream,
+    announce: (m) => announced.push(m)
+  })
+  t.teardown(async () => {
+    await app.close()
+    await fresh?.drop()
+  })
+  return { app, database, config, logs: () => logged, announced }
+}
+
+/** The same database for a second app, which must not close it. */
+function sharedHandle(database: Database): Database {
+  return { ...database, close: async () => {} }
+}
