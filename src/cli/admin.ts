@@ -1,0 +1,531 @@
+/**
+ * The operator's admin command line (§3): `npm run admin -- <command> [arguments] [options]`.
+ * A thin HTTP client of the GraphQL operator surface: it obtains an operator token with the
+ * operator API key, runs one operator mutation or query and prints the result.
+ *
+ * Exit codes: 0 success, 1 refused by the service or service unreachable, 2 usage error.
+ */
+import { realpathSync } from 'node:fs'
+import { pathToFileURL } from 'node:url'
+import { parseArgs } from 'node:util'
+import { createGraphQLClient, ServiceError, UnreachableError } from './graphql-client.js'
+
+export interface AdminIO {
+  env: Record<string, string | undefined>
+  stdout: (s: string) => void
+  stderr: (s: string) => void
+  /** Defaults to the global `fetch`. */
+  fetch?: typeof fetch
+}
+
+export const DEFAULT_URL = 'http://127.0.0.1:3000'
+const PROGRAM = 'npm run admin --'
+const STATUSES = ['Ongoing', 'Paused', 'Complete'] as const
+/** GraphQL `Int` is a signed 32-bit integer. */
+const MAX_GRAPHQL_INT = 2_147_483_647
+
+/** A mistake on the command line: reported with exit code 2, before any request is made. */
+class UsageError extends Error {
+  override name = 'UsageError'
+}
+
+// ---------------------------------------------------------------------------------------------
+// Options
+
+const OPTIONS = {
+  url: { type: 'string' },
+  'operator-key': { type: 'string' },
+  json: { type: 'boolean' },
+  help: { type: 'boolean', short: 'h' },
+  organisation: { type: 'string' },
+  'document-root': { type: 'string' },
+  status: { type: 'string' },
+  'send-migration-emails': { type: 'string' },
+  'max-concurrent-processing': { type: 'string' }
+} as const
+
+type OptionName = keyof typeof OPTIONS
+type Flags = Partial<Record<OptionName, string | boolean>>
+
+/** Options every command accepts. */
+const GLOBAL_OPTIONS: OptionName[] = ['url', 'operator-key', 'json', 'help']
+const SUPPLIER_OPTIONS: OptionName[] = ['document-root', 'status', 'send-migration-emails', 'max-concurrent-processing']
+
+const OPTION_HELP: Record<OptionName, [string, string]> = {
+  organisation: ['--organisation <name>', 'Owning organisation (required for create-supplier).'],
+  'document-root': ['--document-root <path>', 'Relative prefix in the document bucket ("" for the root).'],
+  status: ['--status <Ongoing|Paused|Complete>', 'Migration status (create default: Ongoing).'],
+  'send-migration-emails': ['--send-migration-emails <true|false>', 'Send migration e-mails (create default: false).'],
+  'max-concurrent-processing': ['--max-concurrent-processing <n|none>', 'Accounts processing at once; none = no limit (the create default).'],
+  url: ['--url <url>', `Service URL (env ADMIN_URL, default ${DEFAULT_URL}).`],
+  'operator-key': ['--operator-key <key>', 'Operator API key (env OPERATOR_API_KEY; prefer the env variable).'],
+  json: ['--json', 'Print the raw GraphQL data object as JSON.'],
+  help: ['-h, --help', 'Show help (for a command: <command> --help).']
+}
+
+/** A string flag's value, or undefined when it was not given. */
+function stringFlag(flags: Flags, name: OptionName): string | undefined {
+  const value = flags[name]
+  return typeof value === 'string' ? value : undefined
+}
+
+function parseStatus(value: string): string {
+  const status = STATUSES.find((s) => s.toLowerCase() === value.trim().toLowerCase())
+  if (!status) throw new UsageError(`--status must be one of ${STATUSES.join(', ')}, not "${value}"`)
+  return status
+}
+
+function parseBoolean(name: string, value: string): boolean {
+  const v = value.trim().toLowerCase()
+  if (v === 'true') return true
+  if (v === 'false') return false
+  throw new UsageError(`--${name} must be true or false, not "${value}"`)
+}
+
+/** A positive integer, or `none` for no limit (sent as an explicit null). */
+function parseLimit(value: string): number | null {
+  const v = value.trim()
+  if (v.toLowerCase() === 'none') return null
+  const n = /^[0-9]+$/.test(v) ? Number(v) : NaN
+  if (!Number.isSafeInteger(n) || n < 1 || n > MAX_GRAPHQL_INT) {
+    throw new UsageError(`--max-concurrent-processing must be a whole number of at least 1, or none, not "${value}"`)
+  }
+  return n
+}
+
+/** The supplier fields given on the command line; an omitted flag is left out (unchanged). */
+function supplierFields(flags: Flags): Record<string, unknown> {
+  const fields: Record<string, unknown> = {}
+  const documentRoot = stringFlag(flags, 'document-root')
+  const status = stringFlag(flags, 'status')
+  const emails = stringFlag(flags, 'send-migration-emails')
+  const limit = stringFlag(flags, 'max-concurrent-processing')
+  if (documentRoot !== undefined) fields.documentRoot = documentRoot
+  if (status !== undefined) fields.status = parseStatus(status)
+  if (emails !== undefined) fields.sendMigrationEmails = parseBoolean('send-migration-emails', emails)
+  if (limit !== undefined) fields.maxConcurrentProcessing = parseLimit(limit)
+  return fields
+}
+
+// ---------------------------------------------------------------------------------------------
+// Human output
+
+interface Supplier {
+  code: string
+  organisation: string
+  status: string
+  documentRoot: string
+  sendMigrationEmails: boolean
+  maxConcurrentProcessing: number | null
+}
+
+interface ImportEvent {
+  type: string
+  at: string
+  actor: string
+  detail: unknown
+}
+
+type Data = Record<string, any>
+
+/** `key: value` lines with the values aligned, indented under a title. */
+function keyValues(title: string, rows: Array<[string, string]>): string {
+  const width = Math.max(...rows.map(([key]) => key.length)) + 1
+  return [title, ...rows.map(([key, value]) => `  ${(key + ':').padEnd(width)}  ${value}`)].join('\n') + '\n'
+}
+
+/** A plain text table: upper-case headers, columns padded to their widest cell. */
+function table(headers: string[], rows: string[][]): string {
+  const widths = headers.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)))
+  const line = (cells: string[]) => cells.map((c, i) => c.padEnd(widths[i]!)).join('  ').trimEnd()
+  return [line(headers), ...rows.map(line)].join('\n') + '\n'
+}
+
+const showLimit = (limit: number | null) => (limit === null ? 'no limit' : String(limit))
+const showRoot = (root: string) => (root === '' ? '(bucket root)' : root)
+const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`
+
+function renderSupplier(title: string, s: Supplier): string {
+  return keyValues(title, [
+    ['code', s.code],
+    ['organisation', s.organisation],
+    ['status', s.status],
+    ['document root', showRoot(s.documentRoot)],
+    ['send migration emails', String(s.sendMigrationEmails)],
+    ['max concurrent processing', showLimit(s.maxConcurrentProcessing)]
+  ])
+}
+
+function renderSuppliers(suppliers: Supplier[]): string {
+  if (suppliers.length === 0) return 'No import suppliers.\n'
+  return table(
+    ['CODE', 'ORGANISATION', 'STATUS', 'EMAILS', 'MAX CONCURRENT', 'DOCUMENT ROOT'],
+    suppliers.map((s) => [s.code, s.organisation, s.status, String(s.sendMigrationEmails), showLimit(s.maxConcurrentProcessing), showRoot(s.documentRoot)])
+  ) + `\n${plural(suppliers.length, 'import supplier')}\n`
+}
+
+function renderEvents(supplier: string, account: string, events: ImportEvent[]): string {
+  const title = `Events of ${supplier} / ${account}`
+  if (events.length === 0) return `${title}: none\n`
+  const detail = (d: unknown) => (d === null || d === undefined ? '' : JSON.stringify(d))
+  return `${title}\n\n` + table(['AT', 'TYPE', 'ACTOR', 'DETAIL'], events.map((e) => [e.at, e.type, e.actor, detail(e.detail)]))
+}
+
+function renderApiKey(key: { id: string; key: string; organisation: string }): string {
+  return keyValues(`API key created for organisation ${key.organisation}`, [['id', key.id], ['organisation', key.organisation]]) + [
+    '',
+    '  API key (shown only once — store it securely now, it cannot be shown again):',
+    '',
+    `    ${key.key}`,
+    '',
+    `  Revoke it with: ${PROGRAM} revoke-api-key ${key.id}`,
+    ''
+  ].join('\n')
+}
+
+// ---------------------------------------------------------------------------------------------
+// Commands
+
+const SUPPLIER_SELECTION = 'code organisation status documentRoot sendMigrationEmails maxConcurrentProcessing'
+
+interface Command {
+  name: string
+  /** Positional arguments, e.g. `<code>`. */
+  args: string[]
+  /** Options of this command besides the global ones. */
+  options: OptionName[]
+  summary: string
+  /** The GraphQL request for the command line; throws `UsageError` for bad values. */
+  build(args: string[], flags: Flags): { query: string; variables: Record<string, unknown> }
+  render(data: Data, args: string[]): string
+}
+
+const COMMANDS: Command[] = [
+  {
+    name: 'create-organisation',
+    args: ['<name>'],
+    options: [],
+    summary: 'Create a client organisation (the name is unique).',
+    build: ([name]) => ({
+      query: 'mutation CreateOrganisation($input: CreateOrganisationInput!) { createOrganisation(input: $input) { id name } }',
+      variables: { input: { name } }
+    }),
+    render: (data) => keyValues('Organisation created', [['id', data.createOrganisation.id], ['name', data.createOrganisation.name]])
+  },
+  {
+    name: 'create-api-key',
+    args: ['<organisation>'],
+    options: [],
+    summary: 'Issue an API key for an organisation. The key is printed only this once.',
+    build: ([organisation]) => ({
+      query: 'mutation CreateApiKey($input: CreateApiKeyInput!) { createApiKey(input: $input) { id key organisation } }',
+      variables: { input: { organisation } }
+    }),
+    render: (data) => renderApiKey(data.createApiKey)
+  },
+  {
+    name: 'revoke-api-key',
+    args: ['<id>'],
+    options: [],
+    summary: 'Revoke an API key by its id; its tokens stop working within 30 seconds.',
+    build: ([id]) => ({
+      query: 'mutation RevokeApiKey($input: RevokeApiKeyInput!) { revokeApiKey(input: $input) { id organisation revokedAt } }',
+      variables: { input: { id } }
+    }),
+    render: (data) => keyValues('API key revoked', [
+      ['id', data.revokeApiKey.id],
+      ['organisation', data.revokeApiKey.organisation],
+      ['revoked at', data.revokeApiKey.revokedAt ?? '']
+    ])
+  },
+  {
+    name: 'create-supplier',
+    args: ['<code>'],
+    options: ['organisation', ...SUPPLIER_OPTIONS],
+    summary: 'Create an import supplier owned by an organisation.',
+    build([code], flags) {
+      const organisation = stringFlag(flags, 'organisation')
+      if (organisation === undefined) throw new UsageError('create-supplier needs --organisation <name>')
+      return {
+        query: `mutation CreateImportSupplier($input: CreateImportSupplierInput!) { createImportSupplier(input: $input) { ${SUPPLIER_SELECTION} } }`,
+        variables: { input: { code, organisation, ...supplierFields(flags) } }
+      }
+    },
+    render: (data) => renderSupplier('Import supplier created', data.createImportSupplier)
+  },
+  {
+    name: 'update-supplier',
+    args: ['<code>'],
+    options: SUPPLIER_OPTIONS,
+    summary: 'Change an import supplier. Omitted options leave their value unchanged.',
+    build([code], flags) {
+      const fields = supplierFields(flags)
+      if (Object.keys(fields).length === 0) {
+        throw new UsageError(`update-supplier needs at least one of ${SUPPLIER_OPTIONS.map((o) => '--' + o).join(', ')}`)
+      }
+      return {
+        query: `mutation UpdateImportSupplier($input: UpdateImportSupplierInput!) { updateImportSupplier(input: $input) { ${SUPPLIER_SELECTION} } }`,
+        variables: { input: { code, ...fields } }
+      }
+    },
+    render: (data) => renderSupplier('Import supplier updated', data.updateImportSupplier)
+  },
+  {
+    name: 'list-suppliers',
+    args: [],
+    options: [],
+    summary: 'List every import supplier, by code.',
+    build: () => ({ query: `query ImportSuppliers { importSuppliers { ${SUPPLIER_SELECTION} } }`, variables: {} }),
+    render: (data) => renderSuppliers(data.importSuppliers)
+  },
+  {
+    name: 'create-team',
+    args: ['<name>'],
+    options: [],
+    summary: 'Create an operations team (the name is unique).',
+    build: ([name]) => ({
+      query: 'mutation CreateOperationsTeam($input: CreateOperationsTeamInput!) { createOperationsTeam(input: $input) { id name } }',
+      variables: { input: { name } }
+    }),
+    render: (data) => keyValues('Operations team created', [['id', data.createOperationsTeam.id], ['name', data.createOperationsTeam.name]])
+  },
+  {
+    name: 'skip',
+    args: ['<supplier-code>', '<external-account-number>'],
+    options: [],
+    summary: 'Mark an import process as skipped: staging or creating it then fails.',
+    build: ([importSupplierCode, externalAccountNumber]) => ({
+      query: 'mutation SkipImportProcess($input: SkipImportProcessInput!) { skipImportProcess(input: $input) { importSupplierCode externalAccountNumber state serviceAccountNumber } }',
+      variables: { input: { importSupplierCode, externalAccountNumber } }
+    }),
+    render(data) {
+      const p = data.skipImportProcess
+      return keyValues('Import process skipped', [
+        ['supplier', p.importSupplierCode],
+        ['external account number', p.externalAccountNumber],
+        ['state', p.state],
+        ...(p.serviceAccountNumber ? [['service account number', p.serviceAccountNumber] as [string, string]] : [])
+      ])
+    }
+  },
+  {
+    name: 'events',
+    args: ['<supplier-code>', '<external-account-number>'],
+    options: [],
+    summary: 'Show the event history of one import process, oldest first.',
+    build: ([importSupplierCode, externalAccountNumber]) => ({
+      query: 'query ImportProcessEvents($importSupplierCode: String!, $externalAccountNumber: String!) { importProcessEvents(importSupplierCode: $importSupplierCode, externalAccountNumber: $externalAccountNumber) { type at actor detail } }',
+      variables: { importSupplierCode, externalAccountNumber }
+    }),
+    render: (data, [supplier, account]) => renderEvents(supplier!, account!, data.importProcessEvents)
+  },
+  {
+    name: 'progress',
+    args: ['<supplier-code>'],
+    options: [],
+    summary: 'Show how far the migration of one import supplier has got.',
+    build: ([importSupplierCode]) => ({
+      query: 'query MigrationProgress($importSupplierCode: String!) { migrationProgress(importSupplierCode: $importSupplierCode) { staged pending imported skipped failed } }',
+      variables: { importSupplierCode }
+    }),
+    render(data, [supplier]) {
+      const p = data.migrationProgress
+      if (!p) return `No progress reported for ${supplier}.\n`
+      return keyValues(`Migration progress of ${supplier}`, [
+        ['staged', String(p.staged)],
+        ['pending', String(p.pending)],
+        ['imported', String(p.imported)],
+        ['skipped', String(p.skipped)],
+        ['failed', String(p.failed)]
+      ])
+    }
+  }
+]
+
+// ---------------------------------------------------------------------------------------------
+// Help
+
+const usageLine = (c: Command) =>
+  [c.name, ...c.args, ...(c.name === 'create-supplier' ? ['--organisation <name>'] : []), ...(c.options.length > 0 ? ['[options]'] : [])].join(' ')
+
+function optionLines(names: OptionName[]): string[] {
+  const width = Math.max(...names.map((n) => OPTION_HELP[n][0].length))
+  return names.map((n) => `  ${OPTION_HELP[n][0].padEnd(width)}  ${OPTION_HELP[n][1]}`)
+}
+
+function generalHelp(): string {
+  return [
+    'Account Migration Import Service — operator admin command line',
+    '',
+    `Usage: ${PROGRAM} <command> [arguments] [options]`,
+    '',
+    'Commands:',
+    ...COMMANDS.flatMap((c) => [`  ${usageLine(c)}`, `      ${c.summary}`]),
+    '  help [command]',
+    '      Show this help, or the help of one command.',
+    '',
+    'Supplier options (create-supplier, update-supplier):',
+    ...optionLines(['organisation', ...SUPPLIER_OPTIONS]),
+    '',
+    'Options of every command:',
+    ...optionLines(GLOBAL_OPTIONS),
+    '',
+    'Exit codes: 0 success, 1 refused by the service or service unreachable, 2 usage error.',
+    ''
+  ].join('\n')
+}
+
+function commandHelp(c: Command): string {
+  return [
+    `Usage: ${PROGRAM} ${usageLine(c)}`,
+    '',
+    c.summary,
+    '',
+    'Options:',
+    ...optionLines([...c.options, ...GLOBAL_OPTIONS]),
+    ''
+  ].join('\n')
+}
+
+// ---------------------------------------------------------------------------------------------
+// Running
+
+function findCommand(name: string): Command {
+  const command = COMMANDS.find((c) => c.name === name)
+  if (!command) throw new UsageError(`unknown command "${name}" (run "${PROGRAM} help" for the list of commands)`)
+  return command
+}
+
+/** Splits the command line; every option must be known and take the right kind of value. */
+function parseCommandLine(argv: string[]): { positionals: string[]; flags: Flags } {
+  try {
+    const { values, positionals } = parseArgs({ args: argv, options: OPTIONS, allowPositionals: true, strict: true })
+    return { positionals, flags: values as Flags }
+  } catch (err) {
+    const code = (err as { code?: unknown }).code
+    if (typeof code === 'string' && code.startsWith('ERR_PARSE_ARGS_')) throw new UsageError((err as Error).message)
+    throw err
+  }
+}
+
+/** Arguments and options must fit the command, checked before anything is sent. */
+function checkCommandLine(command: Command, args: string[], flags: Flags): void {
+  for (const name of Object.keys(flags) as OptionName[]) {
+    if (!GLOBAL_OPTIONS.includes(name) && !command.options.includes(name)) {
+      throw new UsageError(`${command.name} does not take --${name} (run "${PROGRAM} ${command.name} --help")`)
+    }
+  }
+  if (args.length < command.args.length) {
+    throw new UsageError(`${command.name} needs ${command.args.slice(args.length).join(' ')} (usage: ${PROGRAM} ${usageLine(command)})`)
+  }
+  if (args.length > command.args.length) {
+    throw new UsageError(
+      `${command.name} takes ${plural(command.args.length, 'argument')} but was given ${args.length}; ` +
+      'quote values that contain spaces'
+    )
+  }
+}
+
+/** The service's GraphQL endpoint and the operator key, from options or environment. */
+function connection(flags: Flags, env: AdminIO['env']): { url: string; endpoint: string; key: string } {
+  const raw = (stringFlag(flags, 'url') ?? (env.ADMIN_URL || DEFAULT_URL)).trim()
+  let parsed: URL
+  try {
+    parsed = new URL(raw)
+  } catch {
+    throw new UsageError(`--url must be an http(s) URL such as ${DEFAULT_URL}, not "${raw}"`)
+  }
+  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') {
+    throw new UsageError(`--url must be an http(s) URL such as ${DEFAULT_URL}, not "${raw}"`)
+  }
+  const url = raw.replace(/\/+$/, '')
+  // The base URL of the service; a URL already ending in /graphql is taken as it is.
+  if (!/\/graphql\/?$/.test(parsed.pathname)) parsed.pathname = parsed.pathname.replace(/\/+$/, '') + '/graphql'
+  const key = stringFlag(flags, 'operator-key') ?? env.OPERATOR_API_KEY
+  if (!key) throw new UsageError('no operator key: pass --operator-key <key> or set OPERATOR_API_KEY')
+  return { url, endpoint: parsed.href, key }
+}
+
+/** One stderr line per problem the service reported, with the HTTP status and notes when useful. */
+function serviceErrorLines(err: ServiceError, duringLogin: boolean): string {
+  const facts = [...(err.status !== undefined ? [`HTTP ${err.status}`] : []), ...err.notes]
+  const suffix = facts.length > 0 ? ` (${facts.join(', ')})` : ''
+  return err.problems.map((p) => {
+    const hint = duringLogin && p.code === 'authentication_failed'
+      ? ' The operator key was refused: check --operator-key or OPERATOR_API_KEY.'
+      : ''
+    return `error: ${p.code}: ${p.message}${hint}${suffix}\n`
+  }).join('')
+}
+
+/** Runs the admin command line; returns the exit code. Never calls `process.exit` itself. */
+export async function runAdmin(argv: string[], io: AdminIO): Promise<number> {
+  let loggingIn = false
+  try {
+    const { positionals, flags } = parseCommandLine(argv)
+    const [name, ...args] = positionals
+
+    if (name === undefined) {
+      if (flags.help) {
+        io.stdout(generalHelp())
+        return 0
+      }
+      io.stderr(generalHelp())
+      return 2
+    }
+    if (name === 'help') {
+      if (args.length > 1) throw new UsageError('help takes at most one command name')
+      io.stdout(args[0] === undefined ? generalHelp() : commandHelp(findCommand(args[0])))
+      return 0
+    }
+    const command = findCommand(name)
+    if (flags.help) {
+      io.stdout(commandHelp(command))
+      return 0
+    }
+    checkCommandLine(command, args, flags)
+    const request = command.build(args, flags)
+    const { url, endpoint, key } = connection(flags, io.env)
+
+    const client = createGraphQLClient({ url, endpoint, fetch: io.fetch ?? globalThis.fetch })
+    loggingIn = true
+    await client.login(key)
+    loggingIn = false
+    const data = await client.request<Data>(request.query, request.variables)
+    io.stdout(flags.json ? JSON.stringify(data, null, 2) + '\n' : command.render(data, args))
+    return 0
+  } catch (err) {
+    if (err instanceof UsageError) {
+      io.stderr(`error: ${err.message}\n`)
+      return 2
+    }
+    if (err instanceof UnreachableError) {
+      io.stderr(`error: ${err.message}\n`)
+      return 1
+    }
+    if (err instanceof ServiceError) {
+      io.stderr(serviceErrorLines(err, loggingIn))
+      return 1
+    }
+    throw err
+  }
+}
+
+/** True when this file was started as the program (not imported, e.g. by a test). */
+function isEntryPoint(): boolean {
+  const script = process.argv[1]
+  if (!script) return false
+  try {
+    return import.meta.url === pathToFileURL(realpathSync(script)).href
+  } catch {
+    return false
+  }
+}
+
+if (isEntryPoint()) {
+  process.exit(await runAdmin(process.argv.slice(2), {
+    env: process.env,
+    stdout: (s) => process.stdout.write(s),
+    stderr: (s) => process.stderr.write(s)
+  }))
+}

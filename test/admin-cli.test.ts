@@ -1,0 +1,529 @@
+import { spawn } from 'node:child_process'
+import { createServer, type AddressInfo } from 'node:net'
+import t from 'tap'
+import { eq } from 'drizzle-orm'
+import { importProcesses, importSuppliers, operationsTeams, organisations } from '../drizzle/schema/index.js'
+import { runAdmin } from '../src/cli/admin.js'
+import { projectRoot } from '../src/paths.js'
+import { buildTestApp, TEST_OPERATOR_KEY } from './helpers/app.js'
+import { asOperator, gql, OBTAIN_TOKEN } from './helpers/graphql.js'
+
+interface Run {
+  code: number
+  stdout: string
+  stderr: string
+  /** The HTTP requests the command line made: URL, headers and parsed JSON body. */
+  requests: Array<{ url: string; headers: Headers; body: any }>
+}
+
+interface RunOptions {
+  env?: Record<string, string | undefined>
+  /** Stands in for the network (after the request is recorded); the real fetch by default. */
+  fetch?: typeof fetch
+}
+
+/** Runs the command line in-process and records what it printed and sent. */
+async function admin(argv: string[], options: RunOptions = {}): Promise<Run> {
+  const run: Run = { code: -1, stdout: '', stderr: '', requests: [] }
+  const network = options.fetch ?? fetch
+  const recording: typeof fetch = async (input, init) => {
+    run.requests.push({ url: String(input), headers: new Headers(init?.headers), body: JSON.parse(String(init?.body)) })
+    return network(input, init)
+  }
+  run.code = await runAdmin(argv, {
+    env: options.env ?? {},
+    stdout: (s) => { run.stdout += s },
+    stderr: (s) => { run.stderr += s },
+    fetch: recording
+  })
+  return run
+}
+
+/** A loopback port with nothing listening on it (bound, then closed). */
+async function closedPort(): Promise<number> {
+  const server = createServer()
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  const { port } = server.address() as AddressInfo
+  await new Promise<void>((resolve) => server.close(() => resolve()))
+  return port
+}
+
+/** Runs `node --import tsx src/cli/admin.ts ...` as a child process. */
+function spawnAdmin(argv: string[], env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/admin.ts', ...argv], {
+      cwd: projectRoot,
+      env: { PATH: process.env.PATH ?? '', ...env },
+      stdio: ['ignore', 'pipe', 'pipe']
+    })
+    let stdout = ''
+    let stderr = ''
+    child.stdout.on('data', (c: Buffer) => { stdout += c.toString('utf8') })
+    child.stderr.on('data', (c: Buffer) => { stderr += c.toString('utf8') })
+    child.on('error', reject)
+    child.on('close', (code) => resolve({ code, stdout, stderr }))
+  })
+}
+
+const SUPPLIERS_QUERY = '{ importSuppliers { code organisation status documentRoot sendMigrationEmails maxConcurrentProcessing } }'
+
+/** A fake fetch answering every request with one fixed response. */
+const answering = (body: string, init: ResponseInit): typeof fetch => async () => new Response(body, init)
+
+/** The assertions `refusedBeforeAnyRequest` uses, on any test object. */
+type Asserts = Pick<typeof t, 'equal' | 'match'>
+
+/** A usage error: exit 2, one line on stderr, and nothing sent. */
+const refusedBeforeAnyRequest = (t: Asserts, run: Run, message: RegExp) => {
+  t.equal(run.code, 2, 'exit code 2')
+  t.match(run.stderr, message)
+  t.match(run.stderr, /^error: [^\n]+\n$/, 'one error line')
+  t.equal(run.stdout, '', 'nothing on stdout')
+  t.equal(run.requests.length, 0, 'no request was made')
+}
+
+t.test('the admin command line against the real service', async (t) => {
+  const { app, database } = await buildTestApp(t)
+  const url = await app.listen({ port: 0, host: '127.0.0.1' })
+  const env = { ADMIN_URL: url, OPERATOR_API_KEY: TEST_OPERATOR_KEY }
+  const run = (...argv: string[]) => admin(argv, { env })
+  const suppliers = async () => (await asOperator(app, SUPPLIERS_QUERY)).importSuppliers as any[]
+  const supplier = async (code: string) => (await suppliers()).find((s) => s.code === code)
+
+  await asOperator(app, 'mutation { createOrganisation(input: {name: "Base"}) { id } }')
+
+  t.test('help', async (t) => {
+    for (const argv of [['help'], ['--help'], ['-h']]) {
+      const res = await admin(argv)
+      t.equal(res.code, 0, argv.join(' '))
+      t.match(res.stdout, /^Account Migration Import Service — operator admin command line\n\nUsage: npm run admin -- <command>/)
+      for (const command of ['create-organisation <name>', 'create-api-key <organisation>', 'revoke-api-key <id>',
+        'create-supplier <code> --organisation <name>', 'update-supplier <code>', 'list-suppliers', 'create-team <name>',
+        'skip <supplier-code> <external-account-number>', 'events <supplier-code> <external-account-number>', 'progress <supplier-code>']) {
+        t.ok(res.stdout.includes(`\n  ${command}`), `lists ${command}`)
+      }
+      t.equal(res.stderr, '')
+      t.equal(res.requests.length, 0)
+    }
+    const one = await admin(['update-supplier', '--help'])
+    t.equal(one.code, 0)
+    t.match(one.stdout, /^Usage: npm run admin -- update-supplier <code> \[options\]\n/)
+    t.match(one.stdout, /--max-concurrent-processing <n\|none>/)
+    t.notMatch(one.stdout, /--organisation/, 'only the options update-supplier takes')
+    t.same(await admin(['help', 'progress']).then((r) => [r.code, r.stdout.split('\n')[0]]),
+      [0, 'Usage: npm run admin -- progress <supplier-code>'])
+
+    const bare = await admin([])
+    t.equal(bare.code, 2, 'no command is a usage error')
+    t.match(bare.stderr, /Usage: npm run admin -- <command>/, 'usage goes to stderr')
+    t.equal(bare.stdout, '')
+  })
+
+  t.test('create-organisation', async (t) => {
+    const res = await run('create-organisation', 'Acme Energy')
+    t.equal(res.code, 0)
+    t.equal(res.stderr, '')
+    t.match(res.stdout, /^Organisation created\n  id:    [0-9a-f-]{36}\n  name:  Acme Energy\n$/)
+    const rows = await database.db.select().from(organisations).where(eq(organisations.name, 'Acme Energy'))
+    t.equal(rows.length, 1, 'the organisation exists')
+    t.ok(res.stdout.includes(rows[0]!.id), 'the printed id is the stored one')
+
+    t.equal(res.requests.length, 2, 'one token request, one operator call')
+    t.equal(res.requests[0]!.body.operationName ?? 'ObtainToken', 'ObtainToken')
+    t.match(res.requests[0]!.body.query, /^mutation ObtainToken\(\$input: ObtainTokenInput!\)/)
+    t.same(res.requests[0]!.body.variables, { input: { APIKey: TEST_OPERATOR_KEY } }, 'the key travels as a variable')
+    t.notOk(res.requests[0]!.body.query.includes(TEST_OPERATOR_KEY), 'never interpolated into the document')
+    t.equal(res.requests[0]!.headers.get('authorization'), null, 'obtainToken needs no token')
+    t.match(res.requests[1]!.headers.get('authorization'), /^Bearer [\w-]+\.[\w-]+\.[\w-]+$/, 'operator call carries the token')
+    t.equal(res.requests[1]!.url, `${url}/graphql`)
+    t.same(res.requests[1]!.body.variables, { input: { name: 'Acme Energy' } })
+
+    const again = await run('create-organisation', 'Acme Energy')
+    t.equal(again.code, 1)
+    t.equal(again.stderr, 'error: already_exists: Organisation Acme Energy already exists.\n')
+    t.equal(again.stdout, '')
+
+    const blank = await run('create-organisation', '  ')
+    t.equal(blank.code, 1, 'a server-side refusal')
+    t.equal(blank.stderr, 'error: invalid: name must be 1–255 characters without control characters.\n')
+
+    const json = await run('create-organisation', 'Json Org', '--json')
+    t.equal(json.code, 0)
+    const parsed = JSON.parse(json.stdout)
+    t.match(parsed, { createOrganisation: { id: /^[0-9a-f-]{36}$/, name: 'Json Org' } })
+    t.same(Object.keys(parsed), ['createOrganisation'], 'the raw data object')
+  })
+
+  t.test('create-api-key and revoke-api-key', async (t) => {
+    await run('create-organisation', 'Keyholder')
+    const res = await run('create-api-key', 'Keyholder')
+    t.equal(res.code, 0)
+    t.match(res.stdout, /^API key created for organisation Keyholder\n  id:            [0-9a-f-]{36}\n  organisation:  Keyholder\n/)
+    t.match(res.stdout, /shown only once/)
+    const key = /^ {4}(amk_[A-Za-z0-9_-]{43})$/m.exec(res.stdout)?.[1]
+    const id = /^ {2}id: +(\S+)$/m.exec(res.stdout)?.[1]
+    t.ok(key, 'the key stands on a line of its own')
+    t.ok(id)
+    t.match(res.stdout, new RegExp(`Revoke it with: npm run admin -- revoke-api-key ${id}`))
+
+    const login = await gql(app, OBTAIN_TOKEN, { input: { APIKey: key } })
+    t.type(login.data?.obtainToken?.token, 'string', 'the printed key works')
+
+    const json = await run('create-api-key', 'Keyholder', '--json')
+    t.match(JSON.parse(json.stdout), { createApiKey: { id: String, key: /^amk_/, organisation: 'Keyholder' } })
+
+    const revoked = await run('revoke-api-key', id!)
+    t.equal(revoked.code, 0)
+    t.match(revoked.stdout, new RegExp(`^API key revoked\\n  id:            ${id}\\n  organisation:  Keyholder\\n  revoked at:    \\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\dZ\\n$`))
+    const refused = await gql(app, OBTAIN_TOKEN, { input: { APIKey: key } })
+    t.equal(refused.errors?.[0]?.extensions?.code, 'authentication_failed', 'the revoked key no longer works')
+
+    const unknownOrg = await run('create-api-key', 'Nobody')
+    t.equal(unknownOrg.code, 1)
+    t.equal(unknownOrg.stderr, 'error: not_found: Organisation Nobody does not exist.\n')
+    t.equal(unknownOrg.stdout, '')
+
+    const unknownKey = await run('revoke-api-key', '00000000-0000-4000-8000-000000000000')
+    t.equal(unknownKey.code, 1)
+    t.equal(unknownKey.stderr, 'error: not_found: API key 00000000-0000-4000-8000-000000000000 does not exist.\n')
+  })
+
+  t.test('create-supplier', async (t) => {
+    const full = await run('create-supplier', 'FULL_SUPPLIER', '--organisation', 'Base', '--document-root', 'imports/full/',
+      '--status', 'Paused', '--send-migration-emails', 'true', '--max-concurrent-processing', '25')
+    t.equal(full.code, 0, full.stderr)
+    t.equal(full.stdout, [
+      'Import supplier created',
+      '  code:                       FULL_SUPPLIER',
+      '  organisation:               Base',
+      '  status:                     Paused',
+      '  document root:              imports/full',
+      '  send migration emails:      true',
+      '  max concurrent processing:  25',
+      ''
+    ].join('\n'))
+    t.same(await supplier('FULL_SUPPLIER'), {
+      code: 'FULL_SUPPLIER', organisation: 'Base', status: 'Paused', documentRoot: 'imports/full', sendMigrationEmails: true, maxConcurrentProcessing: 25
+    })
+
+    const plain = await run('create-supplier', 'PLAIN_SUPPLIER', '--organisation=Base')
+    t.equal(plain.code, 0)
+    t.same(plain.requests[1]!.body.variables, { input: { code: 'PLAIN_SUPPLIER', organisation: 'Base' } }, 'omitted flags are not sent')
+    t.match(plain.stdout, /  document root: +\(bucket root\)\n/)
+    t.match(plain.stdout, /  max concurrent processing: +no limit\n/)
+    t.same(await supplier('PLAIN_SUPPLIER'), {
+      code: 'PLAIN_SUPPLIER', organisation: 'Base', status: 'Ongoing', documentRoot: '', sendMigrationEmails: false, maxConcurrentProcessing: null
+    })
+
+    const lower = await run('create-supplier', 'LOWER_CASE', '--organisation', 'Base', '--status', 'complete')
+    t.equal(lower.code, 0, 'status is matched case-insensitively')
+    t.equal((await supplier('LOWER_CASE')).status, 'Complete')
+
+    const duplicate = await run('create-supplier', 'PLAIN_SUPPLIER', '--organisation', 'Base')
+    t.equal(duplicate.code, 1)
+    t.equal(duplicate.stderr, 'error: already_exists: Import supplier PLAIN_SUPPLIER already exists.\n')
+
+    const orphan = await run('create-supplier', 'ORPHAN', '--organisation', 'Nobody')
+    t.equal(orphan.code, 1)
+    t.equal(orphan.stderr, 'error: not_found: Organisation Nobody does not exist.\n')
+    t.equal(await supplier('ORPHAN'), undefined)
+
+    const badCode = await run('create-supplier', 'bad-code', '--organisation', 'Base')
+    t.equal(badCode.code, 1)
+    t.equal(badCode.stderr, 'error: invalid: code must match ^[A-Z0-9_]{1,32}$.\n')
+
+    refusedBeforeAnyRequest(t, await run('create-supplier', 'NO_ORG'), /^error: create-supplier needs --organisation <name>\n$/)
+    refusedBeforeAnyRequest(t, await run('create-supplier', 'X', '--organisation', 'Base', '--status', 'Running'),
+      /^error: --status must be one of Ongoing, Paused, Complete, not "Running"\n$/)
+    t.equal(await supplier('X'), undefined, 'nothing was created')
+  })
+
+  t.test('update-supplier', async (t) => {
+    await run('create-supplier', 'UPD', '--organisation', 'Base', '--document-root', 'upd', '--send-migration-emails', 'true',
+      '--max-concurrent-processing', '7')
+
+    const status = await run('update-supplier', 'UPD', '--status', 'Paused')
+    t.equal(status.code, 0, status.stderr)
+    t.same(status.requests[1]!.body.variables, { input: { code: 'UPD', status: 'Paused' } }, 'only the given flag is sent')
+    t.match(status.stdout, /^Import supplier updated\n  code: +UPD\n/)
+    t.same(await supplier('UPD'), {
+      code: 'UPD', organisation: 'Base', status: 'Paused', documentRoot: 'upd', sendMigrationEmails: true, maxConcurrentProcessing: 7
+    }, 'the omitted fields are unchanged')
+
+    const limit = await run('update-supplier', 'UPD', '--max-concurrent-processing', '12', '--send-migration-emails', 'FALSE')
+    t.equal(limit.code, 0)
+    t.same(await supplier('UPD'), {
+      code: 'UPD', organisation: 'Base', status: 'Paused', documentRoot: 'upd', sendMigrationEmails: false, maxConcurrentProcessing: 12
+    })
+
+    const none = await run('update-supplier', 'UPD', '--max-concurrent-processing', 'none')
+    t.equal(none.code, 0)
+    t.ok('maxConcurrentProcessing' in none.requests[1]!.body.variables.input, 'the field is sent')
+    t.equal(none.requests[1]!.body.variables.input.maxConcurrentProcessing, null, 'as an explicit null')
+    t.match(none.stdout, /  max concurrent processing:  no limit\n/)
+    t.same(await supplier('UPD'), {
+      code: 'UPD', organisation: 'Base', status: 'Paused', documentRoot: 'upd', sendMigrationEmails: false, maxConcurrentProcessing: null
+    }, 'the limit is cleared, nothing else changed')
+
+    const root = await run('update-supplier', 'UPD', '--document-root', '', '--json')
+    t.equal(root.code, 0)
+    t.same(JSON.parse(root.stdout), {
+      updateImportSupplier: { code: 'UPD', organisation: 'Base', status: 'Paused', documentRoot: '', sendMigrationEmails: false, maxConcurrentProcessing: null }
+    })
+
+    const missing = await run('update-supplier', 'NO_SUCH', '--status', 'Ongoing')
+    t.equal(missing.code, 1)
+    t.equal(missing.stderr, 'error: not_found: Import supplier NO_SUCH does not exist.\n')
+
+    const tooMany = await run('update-supplier', 'UPD', '--max-concurrent-processing', '100001')
+    t.equal(tooMany.code, 1, 'the upper bound is the service\'s rule')
+    t.equal(tooMany.stderr, 'error: invalid: maxConcurrentProcessing must be null or 1–100000.\n')
+    t.equal((await supplier('UPD')).maxConcurrentProcessing, null)
+
+    refusedBeforeAnyRequest(t, await run('update-supplier', 'UPD'), /^error: update-supplier needs at least one of --document-root, --status/)
+    for (const bad of ['0', '-3', '1.5', 'abc', '', '99999999999']) {
+      refusedBeforeAnyRequest(t, await run('update-supplier', 'UPD', `--max-concurrent-processing=${bad}`),
+        /^error: --max-concurrent-processing must be a whole number of at least 1, or none/)
+    }
+    refusedBeforeAnyRequest(t, await run('update-supplier', 'UPD', '--send-migration-emails', 'yes'),
+      /^error: --send-migration-emails must be true or false, not "yes"\n$/)
+    refusedBeforeAnyRequest(t, await run('update-supplier', 'UPD', '--status', 'Done'), /^error: --status must be one of/)
+    refusedBeforeAnyRequest(t, await run('update-supplier', 'UPD', '--organisation', 'Base'),
+      /^error: update-supplier does not take --organisation/)
+    t.equal((await supplier('UPD')).status, 'Paused', 'no refused command changed anything')
+  })
+
+  t.test('list-suppliers', async (t) => {
+    await run('create-supplier', 'LIST_A', '--organisation', 'Base', '--max-concurrent-processing', '3', '--document-root', 'a/b')
+    const res = await run('list-suppliers')
+    t.equal(res.code, 0)
+    const lines = res.stdout.split('\n')
+    t.match(lines[0], /^CODE +ORGANISATION +STATUS +EMAILS +MAX CONCURRENT +DOCUMENT ROOT$/)
+    const all = await suppliers()
+    t.ok(all.length >= 2)
+    t.equal(lines.length, all.length + 4, 'a header, one line per supplier, a blank line, a count and the final newline')
+    t.equal(lines[all.length + 2], `${all.length} import suppliers`)
+    const row = lines.find((l) => l.startsWith('LIST_A '))
+    t.match(row, /^LIST_A +Base +Ongoing +false +3 +a\/b$/)
+    const headerAt = (name: string) => lines[0]!.indexOf(name)
+    t.equal(row!.indexOf('Ongoing'), headerAt('STATUS'), 'columns are aligned')
+    t.equal(row!.indexOf('a/b'), headerAt('DOCUMENT ROOT'))
+    t.same(all.map((s) => s.code), lines.slice(1, all.length + 1).map((l) => l.split(' ')[0]), 'every supplier, in order')
+
+    const json = await run('list-suppliers', '--json')
+    t.equal(json.code, 0)
+    t.same(JSON.parse(json.stdout), { importSuppliers: all }, 'the raw data object')
+
+    refusedBeforeAnyRequest(t, await run('list-suppliers', 'extra'), /^error: list-suppliers takes 0 arguments but was given 1/)
+    refusedBeforeAnyRequest(t, await run('list-suppliers', '--status', 'Paused'), /^error: list-suppliers does not take --status/)
+  })
+
+  t.test('create-team', async (t) => {
+    const res = await run('create-team', 'Team Blue')
+    t.equal(res.code, 0)
+    t.match(res.stdout, /^Operations team created\n  id:    \S+\n  name:  Team Blue\n$/)
+    const rows = await database.db.select().from(operationsTeams).where(eq(operationsTeams.name, 'Team Blue'))
+    t.equal(rows.length, 1, 'the team exists')
+    t.ok(res.stdout.includes(`id:    ${rows[0]!.id}\n`))
+
+    const again = await run('create-team', 'Team Blue')
+    t.equal(again.code, 1)
+    t.equal(again.stderr, 'error: already_exists: Operations team Team Blue already exists.\n')
+
+    refusedBeforeAnyRequest(t, await run('create-team'), /^error: create-team needs <name> \(usage: npm run admin -- create-team <name>\)\n$/)
+    refusedBeforeAnyRequest(t, await run('create-team', 'Team', 'Red'), /quote values that contain spaces/)
+  })
+
+  t.test('skip, events and progress', async (t) => {
+    await run('create-supplier', 'TRACK', '--organisation', 'Base')
+    const [track] = await database.db.select({ id: importSuppliers.id }).from(importSuppliers).where(eq(importSuppliers.code, 'TRACK'))
+    const at = new Date('2026-03-04T05:06:07Z')
+    await database.db.insert(importProcesses).values([
+      { supplierId: track!.id, externalAccountNumber: 'P-1', state: 'STAGED', firstStagedAt: at },
+      { supplierId: track!.id, externalAccountNumber: 'P-2', state: 'STAGED', firstStagedAt: at, latestError: { at, errors: [] } },
+      { supplierId: track!.id, externalAccountNumber: 'DONE', state: 'IMPORTED', firstStagedAt: at, serviceAccountNumber: 'A-00C11AAA', accountCreatedAt: at }
+    ])
+
+    const skip = await run('skip', 'TRACK', 'NEVER-STAGED')
+    t.equal(skip.code, 0, skip.stderr)
+    t.equal(skip.stdout, [
+      'Import process skipped',
+      '  supplier:                 TRACK',
+      '  external account number:  NEVER-STAGED',
+      '  state:                    SKIPPED',
+      ''
+    ].join('\n'))
+    const [row] = await database.db.select({ state: importProcesses.state }).from(importProcesses)
+      .where(eq(importProcesses.externalAccountNumber, 'NEVER-STAGED'))
+    t.equal(row?.state, 'SKIPPED', 'the process exists and is skipped')
+
+    const imported = await run('skip', 'TRACK', 'DONE')
+    t.equal(imported.code, 1)
+    t.equal(imported.stderr, 'error: invalid: Account DONE is already imported and cannot be skipped.\n')
+
+    const unknown = await run('skip', 'NO_SUCH', 'X')
+    t.equal(unknown.code, 1)
+    t.equal(unknown.stderr, 'error: not_found: Import supplier NO_SUCH does not exist.\n')
+
+    const events = await run('events', 'TRACK', 'NEVER-STAGED')
+    t.equal(events.code, 0, events.stderr)
+    const lines = events.stdout.split('\n')
+    t.equal(lines[0], 'Events of TRACK / NEVER-STAGED')
+    t.match(lines[2], /^AT +TYPE +ACTOR +DETAIL$/)
+    t.match(lines[3], /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ +SKIPPED +operator +\{"previousState":"[A-Z]+"\}$/)
+    t.equal(lines.length, 5, 'one event')
+
+    const eventsJson = await run('events', 'TRACK', 'NEVER-STAGED', '--json')
+    t.match(JSON.parse(eventsJson.stdout), { importProcessEvents: [{ type: 'SKIPPED', actor: 'operator', at: /Z$/, detail: Object }] })
+    t.equal(JSON.parse(eventsJson.stdout).importProcessEvents.length, 1)
+
+    const none = await run('events', 'TRACK', 'P-1')
+    t.equal(none.code, 0)
+    t.equal(none.stdout, 'Events of TRACK / P-1: none\n')
+
+    const noProcess = await run('events', 'TRACK', 'NOPE')
+    t.equal(noProcess.code, 1)
+    t.equal(noProcess.stderr, 'error: not_found: No import process for TRACK / NOPE.\n')
+
+    const progress = await run('progress', 'TRACK')
+    t.equal(progress.code, 0)
+    t.equal(progress.stdout, [
+      'Migration progress of TRACK',
+      '  staged:    3',
+      '  pending:   2',
+      '  imported:  1',
+      '  skipped:   1',
+      '  failed:    1',
+      ''
+    ].join('\n'))
+    const progressJson = await run('progress', 'TRACK', '--json')
+    t.same(JSON.parse(progressJson.stdout), { migrationProgress: { staged: 3, pending: 2, imported: 1, skipped: 1, failed: 1 } })
+
+    const noSupplier = await run('progress', 'NO_SUCH')
+    t.equal(noSupplier.code, 1)
+    t.equal(noSupplier.stderr, 'error: not_found: Import supplier NO_SUCH does not exist.\n')
+
+    refusedBeforeAnyRequest(t, await run('events', 'TRACK'), /^error: events needs <external-account-number>/)
+  })
+
+  t.test('authentication', async (t) => {
+    const wrong = await admin(['list-suppliers'], { env: { ADMIN_URL: url, OPERATOR_API_KEY: 'amo_wrong' } })
+    t.equal(wrong.code, 1)
+    t.equal(wrong.stderr, 'error: authentication_failed: Incorrect authentication credentials. ' +
+      'The operator key was refused: check --operator-key or OPERATOR_API_KEY.\n')
+    t.equal(wrong.stdout, '')
+    t.equal(wrong.requests.length, 1, 'stops after the refused token request')
+
+    const flag = await admin(['list-suppliers', '--url', url, '--operator-key', TEST_OPERATOR_KEY])
+    t.equal(flag.code, 0, 'URL and key as options')
+    const overrides = await admin(['list-suppliers', '--operator-key', 'amo_wrong'], { env })
+    t.equal(overrides.code, 1, '--operator-key wins over the environment')
+    t.same(overrides.requests[0]!.body.variables, { input: { APIKey: 'amo_wrong' } })
+
+    // An organisation's key gets a token, but not the operator's fields.
+    await run('create-organisation', 'Tenant')
+    const key = /^ {4}(amk_\S+)$/m.exec((await run('create-api-key', 'Tenant')).stdout)![1]!
+    const tenant = await admin(['list-suppliers'], { env: { ADMIN_URL: url, OPERATOR_API_KEY: key } })
+    t.equal(tenant.code, 1)
+    t.equal(tenant.stderr, 'error: permission_denied: Only the service operator may use this field.\n')
+    t.equal(tenant.requests.length, 2)
+
+    refusedBeforeAnyRequest(t, await admin(['list-suppliers'], { env: { ADMIN_URL: url } }),
+      /^error: no operator key: pass --operator-key <key> or set OPERATOR_API_KEY\n$/)
+    refusedBeforeAnyRequest(t, await admin(['list-suppliers'], { env: { ADMIN_URL: url, OPERATOR_API_KEY: '' } }), /no operator key/)
+  })
+
+  t.test('connection settings', async (t) => {
+    const trailing = await admin(['list-suppliers', '--url', `${url}/`], { env })
+    t.equal(trailing.code, 0)
+    t.equal(trailing.requests[0]!.url, `${url}/graphql`, 'a trailing slash is ignored')
+
+    const wins = await admin(['list-suppliers', '--url', url], { env: { ...env, ADMIN_URL: 'http://127.0.0.1:9' } })
+    t.equal(wins.code, 0, '--url wins over ADMIN_URL')
+
+    const defaulted = await admin(['list-suppliers'], { env: { OPERATOR_API_KEY: 'k' }, fetch: answering('{}', { status: 503 }) })
+    t.equal(defaulted.requests[0]!.url, 'http://127.0.0.1:3000/graphql', 'the default URL')
+
+    refusedBeforeAnyRequest(t, await run('list-suppliers', '--url', 'not a url'), /^error: --url must be an http\(s\) URL/)
+    refusedBeforeAnyRequest(t, await run('list-suppliers', '--url', 'ftp://127.0.0.1/'), /^error: --url must be an http\(s\) URL/)
+  })
+
+  t.test('usage errors make no request', async (t) => {
+    refusedBeforeAnyRequest(t, await run('frobnicate'), /^error: unknown command "frobnicate" \(run "npm run admin -- help"/)
+    refusedBeforeAnyRequest(t, await run('help', 'frobnicate'), /^error: unknown command "frobnicate"/)
+    refusedBeforeAnyRequest(t, await run('list-suppliers', '--verbose'), /^error: Unknown option '--verbose'/)
+    refusedBeforeAnyRequest(t, await run('create-supplier', 'X', '--organisation'), /^error: Option '--organisation <value>' argument missing/)
+  })
+})
+
+t.test('the service cannot be reached', async (t) => {
+  const port = await closedPort()
+  const refused = await admin(['list-suppliers'], { env: { ADMIN_URL: `http://127.0.0.1:${port}`, OPERATOR_API_KEY: 'k' } })
+  t.equal(refused.code, 1)
+  t.equal(refused.stderr, `error: cannot reach the service at http://127.0.0.1:${port}: connect ECONNREFUSED 127.0.0.1:${port}\n`)
+  t.equal(refused.stdout, '')
+
+  const blocked = await admin(['create-organisation', 'X', '--url', 'http://127.0.0.1:1'], { env: { OPERATOR_API_KEY: 'k' } })
+  t.equal(blocked.code, 1)
+  t.match(blocked.stderr, /^error: cannot reach the service at http:\/\/127\.0\.0\.1:1: [^\n]+\n$/)
+
+  const notGraphql = await admin(['list-suppliers'], { env: { OPERATOR_API_KEY: 'k' }, fetch: answering('<html>hello</html>', { status: 200, headers: { 'content-type': 'text/html' } }) })
+  t.equal(notGraphql.code, 1)
+  t.equal(notGraphql.stderr, 'error: cannot reach the service at http://127.0.0.1:3000: the answer is not a GraphQL response ' +
+    '(HTTP 200, text/html); is this the import service?\n')
+})
+
+t.test('HTTP error responses', async (t) => {
+  t.test('429 from the token rate limit', async (t) => {
+    const { app } = await buildTestApp(t, { env: { TOKEN_RATE_LIMIT_PER_MINUTE: '1' } })
+    const url = await app.listen({ port: 0, host: '127.0.0.1' })
+    const env = { ADMIN_URL: url, OPERATOR_API_KEY: TEST_OPERATOR_KEY }
+    const first = await admin(['list-suppliers'], { env })
+    t.equal(first.code, 0)
+    t.equal(first.stdout, 'No import suppliers.\n')
+    const second = await admin(['list-suppliers'], { env })
+    t.equal(second.code, 1)
+    t.match(second.stderr, /^error: throttled: Request was throttled\. Expected available in \d+ seconds\. \(HTTP 429, retry after \d+ s\)\n$/)
+    t.equal(second.stdout, '')
+  })
+
+  t.test('5xx with the contract body', async (t) => {
+    const body = JSON.stringify({ detail: 'A server error occurred.', code: 'server_error', errors: [], request_id: 'req-42' })
+    const res = await admin(['list-suppliers'], { env: { OPERATOR_API_KEY: 'k' }, fetch: answering(body, { status: 500, headers: { 'content-type': 'application/json' } }) })
+    t.equal(res.code, 1)
+    t.equal(res.stderr, 'error: server_error: A server error occurred. (HTTP 500, request id req-42)\n')
+  })
+
+  t.test('a 4xx/5xx that is not JSON', async (t) => {
+    const res = await admin(['list-suppliers'], { env: { OPERATOR_API_KEY: 'k' }, fetch: answering('<h1>Bad gateway</h1>\n', { status: 502, statusText: 'Bad Gateway' }) })
+    t.equal(res.code, 1)
+    t.equal(res.stderr, 'error: http_502: Bad Gateway — <h1>Bad gateway</h1> (HTTP 502)\n')
+  })
+
+  t.test('400 with GraphQL errors', async (t) => {
+    const body = JSON.stringify({ data: null, errors: [{ message: 'Syntax Error: Unexpected Name "x".' }] })
+    const res = await admin(['list-suppliers'], { env: { OPERATOR_API_KEY: 'k' }, fetch: answering(body, { status: 400 }) })
+    t.equal(res.code, 1)
+    t.equal(res.stderr, 'error: graphql_error: Syntax Error: Unexpected Name "x". (HTTP 400)\n')
+  })
+})
+
+t.test('the real command line', async (t) => {
+  const help = await spawnAdmin(['--help'], {})
+  t.equal(help.code, 0, help.stderr)
+  t.match(help.stdout, /^Account Migration Import Service — operator admin command line\n\nUsage: npm run admin -- <command>/)
+
+  const { app } = await buildTestApp(t)
+  const url = await app.listen({ port: 0, host: '127.0.0.1' })
+  const created = await spawnAdmin(['create-team', 'Spawned Team', '--json'], { ADMIN_URL: url, OPERATOR_API_KEY: TEST_OPERATOR_KEY })
+  t.equal(created.code, 0, created.stderr)
+  t.match(JSON.parse(created.stdout), { createOperationsTeam: { name: 'Spawned Team' } })
+
+  const duplicate = await spawnAdmin(['create-team', 'Spawned Team'], { ADMIN_URL: url, OPERATOR_API_KEY: TEST_OPERATOR_KEY })
+  t.equal(duplicate.code, 1)
+  t.equal(duplicate.stderr, 'error: already_exists: Operations team Spawned Team already exists.\n')
+
+  const unknown = await spawnAdmin(['frobnicate'], {})
+  t.equal(unknown.code, 2)
+  t.match(unknown.stderr, /^error: unknown command "frobnicate"/)
+})
