@@ -129,7 +129,8 @@ t.test('the admin command line against the real service', async (t) => {
     t.ok(res.stdout.includes(rows[0]!.id), 'the printed id is the stored one')
 
     t.equal(res.requests.length, 2, 'one token request, one operator call')
-    t.equal(res.requests[0]!.body.operationName ?? 'ObtainToken', 'ObtainToken')
+    t.equal(res.requests[0]!.body.operationName, 'ObtainToken', 'sent with operation name ObtainToken')
+    t.equal(res.requests[1]!.body.operationName, 'CreateOrganisation')
     t.match(res.requests[0]!.body.query, /^mutation ObtainToken\(\$input: ObtainTokenInput!\)/)
     t.same(res.requests[0]!.body.variables, { input: { APIKey: TEST_OPERATOR_KEY } }, 'the key travels as a variable')
     t.notOk(res.requests[0]!.body.query.includes(TEST_OPERATOR_KEY), 'never interpolated into the document')

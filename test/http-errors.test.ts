@@ -1,5 +1,7 @@
 import t from 'tap'
 import { Type } from 'typebox'
+import { eq } from 'drizzle-orm'
+import { organisations } from '../drizzle/schema/index.js'
 import { compareAttr, sortEntries } from '../src/errors.js'
 import { buildTestApp } from './helpers/app.js'
 import { createTenant } from './helpers/graphql.js'
@@ -23,6 +25,10 @@ async function appWithTestRoutes(t: Parameters<typeof buildTestApp>[0], env: Rec
     async (request) => request.query)
   app.get('/test/boom', async () => {
     throw new Error('secret internals: password=hunter2')
+  })
+  app.post('/test/lookup', async (request) => {
+    const name = (request.body as { name: string }).name
+    return app.db.select().from(organisations).where(eq(organisations.name, name))
   })
   app.post('/test/authed', { schema: { body: Body }, preValidation: app.requireOrganisation }, async () => ({ ok: true }))
   return built
@@ -146,6 +152,12 @@ t.test('schema errors', async (t) => {
     const res = await post(app, '/test/account', JSON.stringify({}))
     t.equal(res.json().code, 'account_failed_validation')
     t.same(res.json().errors.map((e: any) => [e.attr, e.code]), [['name', 'required']])
+  })
+
+  t.test('text the database cannot store is a 400, not a 500', async (t) => {
+    const res = await post(app, '/test/lookup', JSON.stringify({ name: 'a\u0000b' }))
+    t.equal(res.statusCode, 400)
+    t.same(res.json().errors.map((e: any) => [e.attr, e.code]), [[null, 'invalid']])
   })
 
   t.test('a valid body passes unchanged', async (t) => {

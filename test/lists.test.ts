@@ -41,6 +41,14 @@ t.test('the three lists are scoped to the caller organisation', async (t) => {
     }
   })
 
+  t.test('codes that cannot exist (NUL, lower case, too long) are unknown suppliers: 404, never 500', async (t) => {
+    for (const code of ['%00', 'ACME%00ENERGY', 'acme_energy', 'A'.repeat(33), '%F0%9F%98%80']) {
+      const res = await get(`/v1/data-import/all-account-import-processes/${code}/`, acme.token)
+      t.equal(res.statusCode, 404, code)
+      t.equal(res.json().code, 'not_found')
+    }
+  })
+
   t.test('lists hold the right processes, ordered by code point', async (t) => {
     const [supplier] = await database.db.select({ id: importSuppliers.id }).from(importSuppliers).where(eq(importSuppliers.code, 'ACME_ENERGY'))
     const created = new Date('2026-11-20T10:11:12.345Z')

@@ -110,6 +110,8 @@ export function createGraphQLClient(options: GraphQLClientOptions): GraphQLClien
 
   /** POSTs one document; returns the `data` of a clean answer. */
   async function request<T>(query: string, variables: Record<string, unknown> = {}): Promise<T> {
+    // The document's own operation name, sent alongside it (e.g. `ObtainToken`, §4).
+    const operationName = /^\s*(?:query|mutation)\s+([_A-Za-z][_0-9A-Za-z]*)/.exec(query)?.[1]
     let response: Response
     let text: string
     try {
@@ -120,7 +122,7 @@ export function createGraphQLClient(options: GraphQLClientOptions): GraphQLClien
           accept: 'application/json',
           ...(token ? { authorization: `Bearer ${token}` } : {})
         },
-        body: JSON.stringify({ query, variables }),
+        body: JSON.stringify({ query, ...(operationName ? { operationName } : {}), variables }),
         signal: AbortSignal.timeout(timeoutMs)
       })
       text = await response.text()

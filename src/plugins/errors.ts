@@ -1,5 +1,6 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
+import { pgErrorCode } from '../db/index.js'
 import { AppError, entriesFromAjv, entry, sortEntries } from '../errors.js'
 import type { ErrorBody } from '../../schemas/common.js'
 
@@ -53,6 +54,9 @@ export function toAppError(err: FastifyError, request: FastifyRequest): AppError
       return invalidRequest('The request body is not valid JSON.')
   }
   if (err instanceof SyntaxError && err.statusCode === 400) return invalidRequest('The request body is not valid JSON.')
+  // Text PostgreSQL cannot store (U+0000) that slipped past validation: the input is wrong, not the server.
+  const sqlState = pgErrorCode(err)
+  if (sqlState === '22021' || sqlState === '22P05') return invalidRequest('The request holds characters that cannot be stored (U+0000).')
   const status = err.statusCode ?? 500
   if (status >= 400 && status < 500) {
     // Another 4xx raised by Fastify or a plugin: its message is safe and says what was wrong.

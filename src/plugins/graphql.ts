@@ -65,6 +65,13 @@ function tokenFieldsInRequest(request: FastifyRequest): number {
   return total
 }
 
+/** True when any string inside the arguments holds U+0000, which §1 refuses and PostgreSQL cannot store. */
+function hasNul(value: unknown): boolean {
+  if (typeof value === 'string') return value.includes('\u0000')
+  if (value !== null && typeof value === 'object') return Object.values(value).some(hasNul)
+  return false
+}
+
 const JSONScalar = new GraphQLScalarType({
   name: 'JSON',
   serialize: (value) => value,
@@ -90,6 +97,7 @@ export default fp(async function graphqlPlugin(app: FastifyInstance) {
       if ((await principal(ctx)).kind !== 'operator') {
         throw new AppError(403, 'permission_denied', 'Only the service operator may use this field.')
       }
+      if (hasNul(args)) throw new AppError(400, 'invalid', 'Strings may not contain U+0000.')
       return run(args)
     })
   }
@@ -151,8 +159,10 @@ export default fp(async function graphqlPlugin(app: FastifyInstance) {
         // Body parse, size and type problems get the contract's body like everywhere else.
         const known = bodyError(error) ? toAppError(error, request) : undefined
         if (known) return sendError(reply, request, known)
+        // Keep the error's own status (400 for invalid documents) however many errors it expands to.
+        const status = typeof error.statusCode === 'number' ? error.statusCode : 500
         const { statusCode, response } = formatErrors(
-          { errors: [new GraphQLError(error.message, { originalError: error })] } as never,
+          { errors: [new GraphQLError(error.message, { originalError: error })], statusCode: status } as never,
           { reply, app } as unknown as MercuriusContext
         )
         reply.code(statusCode).send(response)

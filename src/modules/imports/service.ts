@@ -3,11 +3,14 @@ import { formatNullableDateTime } from '../../format.js'
 import type { ImportProcessListItem } from '../../../schemas/imports.js'
 import type { ImportsRepository, ProcessList } from './repository.js'
 
+/** Codes are `^[A-Z0-9_]{1,32}$` (§3): anything else is simply an unknown supplier. */
+const SUPPLIER_CODE = /^[A-Z0-9_]{1,32}$/
+
 export function createImportsService(repo: ImportsRepository) {
   return {
     /** A list of §7; 404 for an unknown or foreign supplier. */
     async listProcesses(organisationId: string, supplierCode: string, list: ProcessList): Promise<ImportProcessListItem[]> {
-      const supplier = await repo.supplierOfOrganisation(supplierCode, organisationId)
+      const supplier = SUPPLIER_CODE.test(supplierCode) ? await repo.supplierOfOrganisation(supplierCode, organisationId) : undefined
       if (!supplier) throw notFound('import_supplier_does_not_exist', `Import supplier ${supplierCode} does not exist.`)
       const rows = await repo.listProcesses(supplier.id, list)
       return rows.map((row) => ({

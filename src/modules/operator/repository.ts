@@ -110,14 +110,22 @@ export function createOperatorRepository(db: Db) {
      */
     async skipProcess(supplierId: string, externalAccountNumber: string, actor: string) {
       return db.transaction(async (tx) => {
-        await tx.insert(importProcesses).values({ supplierId, externalAccountNumber, state: 'SKIPPED' }).onConflictDoNothing()
+        const [inserted] = await tx.insert(importProcesses).values({ supplierId, externalAccountNumber, state: 'SKIPPED' })
+          .onConflictDoNothing().returning({ id: importProcesses.id })
+        if (inserted) {
+          await tx.insert(importEvents).values({ importProcessId: inserted.id, type: 'SKIPPED', actor, detail: { previousState: null } })
+          return { imported: false as const, serviceAccountNumber: null }
+        }
         const [process] = await tx.select({ id: importProcesses.id, state: importProcesses.state, serviceAccountNumber: importProcesses.serviceAccountNumber })
           .from(importProcesses)
           .where(and(eq(importProcesses.supplierId, supplierId), eq(importProcesses.externalAccountNumber, externalAccountNumber)))
           .for('update')
         if (process!.state === 'IMPORTED') return { imported: true as const }
-        await tx.update(importProcesses).set({ state: 'SKIPPED', updatedAt: sql`now()` }).where(eq(importProcesses.id, process!.id))
-        await tx.insert(importEvents).values({ importProcessId: process!.id, type: 'SKIPPED', actor, detail: { previousState: process!.state } })
+        if (process!.state !== 'SKIPPED') {
+          // Skipping a skipped process changes nothing and records nothing.
+          await tx.update(importProcesses).set({ state: 'SKIPPED', updatedAt: sql`now()` }).where(eq(importProcesses.id, process!.id))
+          await tx.insert(importEvents).values({ importProcessId: process!.id, type: 'SKIPPED', actor, detail: { previousState: process!.state } })
+        }
         return { imported: false as const, serviceAccountNumber: process!.serviceAccountNumber }
       })
     },

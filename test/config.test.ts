@@ -1,0 +1,58 @@
+import t from 'tap'
+import { ConfigError, loadConfig } from '../src/config.js'
+
+t.test('defaults follow §11', async (t) => {
+  const c = loadConfig({})
+  t.same(
+    { host: c.host, port: c.port, databaseUrl: c.databaseUrl, dataDir: c.dataDir, production: c.production, tokenTtlSeconds: c.tokenTtlSeconds,
+      documentBucket: c.documentBucket, bodyLimitBytes: c.bodyLimitBytes, paymentVendors: c.paymentVendors, smtpUrl: c.smtpUrl,
+      tokenRateLimitPerMinute: c.tokenRateLimitPerMinute, orgRateLimitPerMinute: c.orgRateLimitPerMinute, logLevel: c.logLevel },
+    { host: '127.0.0.1', port: 3000, databaseUrl: undefined, dataDir: './data', production: false, tokenTtlSeconds: 3600,
+      documentBucket: 'migration-documents', bodyLimitBytes: 10485760, paymentVendors: {}, smtpUrl: undefined,
+      tokenRateLimitPerMinute: 20, orgRateLimitPerMinute: 0, logLevel: 'info' }
+  )
+  t.equal(c.refreshTokenTtlSeconds, 7 * 86400)
+})
+
+t.test('values are read and converted; blanks count as unset', async (t) => {
+  const c = loadConfig({ PORT: '8080', DATABASE_URL: 'postgres://u@h:5432/d', ORG_RATE_LIMIT_PER_MINUTE: '600', DATA_DIR: '  ', LOG_LEVEL: 'warn' })
+  t.equal(c.port, 8080)
+  t.equal(c.databaseUrl, 'postgres://u@h:5432/d')
+  t.equal(c.orgRateLimitPerMinute, 600)
+  t.equal(c.dataDir, './data')
+  t.equal(c.logLevel, 'warn')
+})
+
+t.test('PAYMENT_VENDORS pairs', async (t) => {
+  t.same(loadConfig({ PAYMENT_VENDORS: 'STRIPE=https://api.example.test/v1/, ADYEN=http://127.0.0.1:9999' }).paymentVendors, {
+    STRIPE: 'https://api.example.test/v1',
+    ADYEN: 'http://127.0.0.1:9999'
+  })
+  for (const bad of ['STRIPE', 'stripe=https://x', 'STRIPE=ftp://x', 'A=https://x,A=https://y']) {
+    t.throws(() => loadConfig({ PAYMENT_VENDORS: bad }), ConfigError, bad)
+  }
+})
+
+t.test('invalid values give one line naming the variable', async (t) => {
+  const cases: Record<string, string>[] = [
+    { PORT: 'abc' }, { PORT: '70000' }, { DATABASE_URL: 'mysql://x' }, { TOKEN_SECRET: 'short' }, { NODE_ENV: 'staging' },
+    { BODY_LIMIT_BYTES: '-1' }, { LOG_LEVEL: 'loud' }, { TOKEN_TTL_SECONDS: '0' }, { SMTP_URL: 'http://x' }
+  ]
+  for (const env of cases) {
+    const name = Object.keys(env)[0]!
+    try {
+      loadConfig(env)
+      t.fail(`${name} should be refused`)
+    } catch (err) {
+      t.type(err, ConfigError)
+      t.match((err as Error).message, new RegExp(`^invalid configuration: .*${name}`), name)
+      t.notMatch((err as Error).message, /\n/)
+    }
+  }
+})
+
+t.test('production needs TOKEN_SECRET and OPERATOR_API_KEY', async (t) => {
+  t.throws(() => loadConfig({ NODE_ENV: 'production', OPERATOR_API_KEY: 'k'.repeat(40) }), /TOKEN_SECRET is required/)
+  t.throws(() => loadConfig({ NODE_ENV: 'production', TOKEN_SECRET: 's'.repeat(40) }), /OPERATOR_API_KEY is required/)
+  t.equal(loadConfig({ NODE_ENV: 'production', TOKEN_SECRET: 's'.repeat(40), OPERATOR_API_KEY: 'k'.repeat(40) }).production, true)
+})

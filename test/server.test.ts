@@ -1,0 +1,140 @@
+import t, { type Test } from 'tap'
+import { spawn, type ChildProcess } from 'node:child_process'
+import { mkdtempSync, statSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { projectRoot } from '../src/paths.js'
+import { freshDatabase, testDatabaseUrl } from './helpers/database.js'
+
+interface Running {
+  child: ChildProcess
+  url: string
+  output: () => string
+  exit: Promise<number | null>
+}
+
+/** Spawns `src/server.ts` with exactly the given environment (plus PATH). */
+function spawnServer(env: Record<string, string>) {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], {
+    cwd: projectRoot,
+    env: { PATH: process.env.PATH ?? '', HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: 'info', ...env },
+    stdio: ['ignore', 'pipe', 'pipe']
+  })
+  let out = ''
+  child.stdout!.on('data', (d: Buffer) => { out += d.toString() })
+  child.stderr!.on('data', (d: Buffer) => { out += d.toString() })
+  const exit = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)))
+  return { child, output: () => out, exit }
+}
+
+/** Spawns a server and waits until it listens. */
+async function startServer(env: Record<string, string>): Promise<Running> {
+  const s = spawnServer(env)
+  const deadline = Date.now() + 60_000
+  while (Date.now() < deadline) {
+    const m = /Server listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(s.output())
+    if (m) return { ...s, url: m[1]! }
+    if (s.child.exitCode !== null) throw new Error('server exited: ' + s.output())
+    await new Promise((r) => setTimeout(r, 100))
+  }
+  s.child.kill('SIGKILL')
+  throw new Error('server did not start: ' + s.output())
+}
+
+/** Runs a server that must refuse to start; returns its exit code and output. */
+async function refusedStart(env: Record<string, string>) {
+  const s = spawnServer(env)
+  const timer = setTimeout(() => s.child.kill('SIGKILL'), 30_000)
+  const code = await s.exit
+  clearTimeout(timer)
+  return { code, output: s.output().trim() }
+}
+
+function tempDir(t: Test): string {
+  const dir = mkdtempSync(join(tmpdir(), 'amis-server-'))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  return dir
+}
+
+const oneLine = (t: Test, output: string, pattern: RegExp) => {
+  t.equal(output.split('\n').length, 1, 'one line: ' + output)
+  t.match(output, pattern)
+}
+
+t.test('the server refuses to start with a one-line reason', async (t) => {
+  t.test('invalid configuration', async (t) => {
+    const r = await refusedStart({ PORT: 'abc', DATA_DIR: tempDir(t) })
+    t.equal(r.code, 1)
+    oneLine(t, r.output, /^cannot start: invalid configuration: PORT/)
+  })
+
+  t.test('production without TOKEN_SECRET or OPERATOR_API_KEY', async (t) => {
+    const noSecret = await refusedStart({ NODE_ENV: 'production', OPERATOR_API_KEY: 'k'.repeat(40), DATA_DIR: tempDir(t) })
+    t.equal(noSecret.code, 1)
+    oneLine(t, noSecret.output, /TOKEN_SECRET is required/)
+    const noKey = await refusedStart({ NODE_ENV: 'production', TOKEN_SECRET: 's'.repeat(40), DATA_DIR: tempDir(t) })
+    t.equal(noKey.code, 1)
+    oneLine(t, noKey.output, /OPERATOR_API_KEY is required/)
+  })
+
+  t.test('an unreachable DATABASE_URL', async (t) => {
+    const r = await refusedStart({ DATABASE_URL: 'postgres://someone:secret@127.0.0.1:1/nowhere', DATA_DIR: tempDir(t) })
+    t.equal(r.code, 1)
+    oneLine(t, r.output, /^cannot start: cannot use the PostgreSQL server at 127\.0\.0\.1:1\/nowhere: /)
+    t.notMatch(r.output, /secret/, 'the password is not printed')
+  })
+})
+
+t.test('development mode on the embedded database', async (t) => {
+  const dataDir = tempDir(t)
+  const first = await startServer({ DATA_DIR: dataDir })
+  t.teardown(() => { first.child.kill('SIGKILL') })
+  t.match(first.output(), /database: embedded PGlite in /, 'logs which database it is on')
+  const key = /Operator API key \(shown once[^:]*\): (amo_[\w-]+)/.exec(first.output())?.[1]
+  t.ok(key, 'prints a generated operator key')
+  t.equal(statSync(join(dataDir, 'token-secret')).mode & 0o777, 0o600, 'the generated token secret is private')
+
+  const ready = await fetch(`${first.url}/readyz`)
+  t.same(await ready.json(), { status: 'ok', database: 'pglite' })
+  const token = await fetch(`${first.url}/graphql`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ query: 'mutation($k: String) { obtainToken(input: {APIKey: $k}) { token } }', variables: { k: key } })
+  })
+  t.type(((await token.json()) as any).data.obtainToken.token, 'string', 'the printed key works')
+
+  const second = await refusedStart({ DATA_DIR: dataDir })
+  t.equal(second.code, 1, 'a second server on the same DATA_DIR refuses')
+  oneLine(t, second.output, /in use by process \d+/)
+
+  first.child.kill('SIGTERM')
+  t.equal(await first.exit, 0, 'SIGTERM: clean exit 0')
+
+  const again = await startServer({ DATA_DIR: dataDir })
+  t.teardown(() => { again.child.kill('SIGKILL') })
+  t.notMatch(again.output(), /Operator API key/, 'the key is shown only once')
+  const retry = await fetch(`${again.url}/graphql`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ query: 'mutation($k: String) { obtainToken(input: {APIKey: $k}) { token } }', variables: { k: key } })
+  })
+  t.type(((await retry.json()) as any).data.obtainToken.token, 'string', 'the key survives a restart')
+  again.child.kill('SIGINT')
+  t.equal(await again.exit, 0, 'SIGINT: clean exit 0')
+})
+
+if (testDatabaseUrl) {
+  t.test('with DATABASE_URL it runs on the PostgreSQL server', async (t) => {
+    const { database, url, drop } = await freshDatabase()
+    await database.close()
+    t.teardown(drop)
+    const server = await startServer({ DATABASE_URL: url!, DATA_DIR: tempDir(t), OPERATOR_API_KEY: 'amo_' + 'x'.repeat(40) })
+    t.teardown(() => { server.child.kill('SIGKILL') })
+    t.match(server.output(), /database: PostgreSQL server at 127\.0\.0\.1:\d+\//)
+    const ready = await fetch(`${server.url}/readyz`)
+    t.same(await ready.json(), { status: 'ok', database: 'postgres' })
+    t.notMatch(server.output(), /Operator API key/, 'a configured operator key is not printed')
+    server.child.kill('SIGTERM')
+    t.equal(await server.exit, 0)
+  })
+}
