@@ -50,6 +50,15 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     })
     // Bodies are JSON only: anything else is 415 (§1).
     app.removeContentTypeParser(['text/plain'])
+    // While closing, answers in flight end their keep-alive connection, so close() does not
+    // wait for idle sockets to time out.
+    let closing = false
+    app.addHook('preClose', async function markClosing() {
+      closing = true
+    })
+    app.addHook('onSend', async function closeConnectionWhenClosing(_request, reply) {
+      if (closing) reply.header('connection', 'close')
+    })
 
     await app.register(errorsPlugin)
     await app.register(dbPlugin, { database })

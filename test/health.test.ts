@@ -46,6 +46,8 @@ t.test('closing finishes requests in flight, refuses new ones, then closes the d
   const res = await inFlight
   t.equal(res.status, 200, 'the request in flight completes')
   t.same(await res.json(), { done: true })
+  const started = Date.now()
   await closing
+  t.ok(Date.now() - started < 5000, 'close() does not wait for keep-alive connections to time out')
   await t.rejects(database.ping(500), 'the database is closed afterwards')
 })

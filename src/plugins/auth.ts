@@ -36,7 +36,13 @@ function tokenSecret(config: Config): string {
   if (existsSync(file)) return readFileSync(file, 'utf8').trim()
   mkdirSync(dir, { recursive: true })
   const secret = randomBytes(48).toString('base64url')
-  writeFileSync(file, secret + '\n', { mode: 0o600, flag: 'wx' })
+  try {
+    writeFileSync(file, secret + '\n', { mode: 0o600, flag: 'wx' })
+  } catch (err) {
+    // Another server sharing this DATA_DIR wrote it first: use theirs.
+    if ((err as NodeJS.ErrnoException).code === 'EEXIST') return readFileSync(file, 'utf8').trim()
+    throw err
+  }
   chmodSync(file, 0o600)
   return secret
 }

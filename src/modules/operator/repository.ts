@@ -2,7 +2,7 @@ import { and, asc, eq, isNull, sql } from 'drizzle-orm'
 import {
   apiKeys, importEvents, importProcesses, importSupplierEvents, importSuppliers, operationsTeams, organisations
 } from '../../../drizzle/schema/index.js'
-import type { Db } from '../../db/index.js'
+import type { Db, Tx } from '../../db/index.js'
 
 export type SupplierStatus = 'Ongoing' | 'Paused' | 'Complete'
 
@@ -35,7 +35,7 @@ const supplierColumns = {
 
 /** SQL of the operator surface (§3). Unique violations surface as driver errors (`23505`). */
 export function createOperatorRepository(db: Db) {
-  async function supplierByCode(code: string, executor: Db = db): Promise<SupplierRecord | undefined> {
+  async function supplierByCode(code: string, executor: Db | Tx = db): Promise<SupplierRecord | undefined> {
     const [row] = await executor.select(supplierColumns).from(importSuppliers)
       .innerJoin(organisations, eq(organisations.id, importSuppliers.organisationId))
       .where(eq(importSuppliers.code, code))
@@ -70,7 +70,7 @@ export function createOperatorRepository(db: Db) {
       return db.transaction(async (tx) => {
         const [row] = await tx.insert(importSuppliers).values(values).returning({ id: importSuppliers.id })
         await tx.insert(importSupplierEvents).values({ supplierId: row!.id, actor, change: { created: values } })
-        return (await supplierByCode(values.code, tx as unknown as Db))!
+        return (await supplierByCode(values.code, tx))!
       })
     },
 
@@ -87,7 +87,7 @@ export function createOperatorRepository(db: Db) {
             : changes
           await tx.insert(importSupplierEvents).values({ supplierId: before.id, actor, change })
         }
-        return supplierByCode(code, tx as unknown as Db)
+        return supplierByCode(code, tx)
       })
     },
 
