@@ -17,7 +17,10 @@ export const ErrorBody = Type.Object({
 }, { additionalProperties: true })
 export type ErrorBody = Static<typeof ErrorBody>
 
-/** An import supplier code (§3). */
+/** What an import supplier code looks like (§3): a code not matching it cannot exist. */
+export const SUPPLIER_CODE = /^[A-Z0-9_]{1,32}$/
+
+/** An import supplier code in a path (§3); one that cannot exist is simply unknown (404). */
 export const SupplierCode = Type.String({ minLength: 1, maxLength: 255 })
 
 /** Responses every data-import route may give besides its own. */

@@ -1,10 +1,8 @@
 import { notFound } from '../../errors.js'
 import { formatNullableDateTime } from '../../format.js'
+import { SUPPLIER_CODE } from '../../../schemas/common.js'
 import type { ImportProcessListItem } from '../../../schemas/imports.js'
 import type { ImportsRepository, ProcessList } from './repository.js'
-
-/** Codes are `^[A-Z0-9_]{1,32}$` (§3): anything else is simply an unknown supplier. */
-const SUPPLIER_CODE = /^[A-Z0-9_]{1,32}$/
 
 export function createImportsService(repo: ImportsRepository) {
   return {

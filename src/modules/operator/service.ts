@@ -1,3 +1,4 @@
+import { SUPPLIER_CODE } from '../../../schemas/common.js'
 import { AppError } from '../../errors.js'
 import { pgErrorCode } from '../../db/index.js'
 import type { AuthService } from '../auth/service.js'
@@ -5,7 +6,6 @@ import { hashSecret, newSecret } from '../auth/secrets.js'
 import type { OperatorRepository, SupplierChanges, SupplierRecord, SupplierStatus } from './repository.js'
 
 const OPERATOR = 'operator'
-const SUPPLIER_CODE = /^[A-Z0-9_]{1,32}$/
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 
 const invalid = (message: string) => new AppError(400, 'invalid', message)
