@@ -59,6 +59,9 @@ const codeByKeyword: Record<string, string> = {
   format: 'invalid'
 }
 
+/** A blank string failing one of these is reported as `blank` (§1), whatever else it breaks. */
+const BLANK_KEYWORDS = new Set(['minLength', 'pattern', 'enum', 'format'])
+
 /** Splits an Ajv JSON pointer into path segments (`/customers/0/landline` → customers, 0, landline). */
 function pointerSegments(pointer: string): string[] {
   if (pointer === '') return []
@@ -83,10 +86,18 @@ export function entriesFromAjv(errors: readonly ErrorObject[], prefix: string[] 
     const schemaCodes = (e.parentSchema as { errorCodes?: Record<string, string> } | undefined)?.errorCodes
     let code = schemaCodes?.[e.keyword] ?? codeByKeyword[e.keyword] ?? 'invalid'
     let detail = e.message ?? 'is invalid'
-    if (e.keyword === 'type' && e.data === null) {
+    if (typeof params.code === 'string') {
+      code = params.code // our own keywords (decimal, jsonValue) name their code
+    } else if (e.keyword === 'type' && e.data === null) {
       code = 'null'
       detail = 'This field may not be null.'
-    } else if (e.keyword === 'minLength' && Number(params.limit) <= 1) {
+    } else if (e.keyword === 'discriminator' && !('tagValue' in params)) {
+      code = 'required'
+      detail = 'This field is required.'
+    } else if (e.keyword === 'discriminator' && params.tagValue === null) {
+      code = 'null'
+      detail = 'This field may not be null.'
+    } else if (typeof e.data === 'string' && e.data.trim() === '' && BLANK_KEYWORDS.has(e.keyword)) {
       code = 'blank'
       detail = 'This field may not be blank.'
     } else if (e.keyword === 'required') {

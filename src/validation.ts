@@ -1,6 +1,7 @@
-import { Ajv, type Options } from 'ajv'
+import { Ajv, type FuncKeywordDefinition, type Options } from 'ajv'
 import addFormatsModule from 'ajv-formats'
 import type { FastifySchemaCompiler } from 'fastify'
+import { decimalProblems, toBig, type DecimalBounds } from './decimal.js'
 
 // ajv-formats is CommonJS; under NodeNext its default import is the module object.
 const addFormats = ((addFormatsModule as unknown as { default?: typeof addFormatsModule }).default ??
@@ -13,6 +14,7 @@ function makeAjv(coerceTypes: boolean): Ajv {
     useDefaults: true,
     discriminator: true,
     strict: true,
+    allowUnionTypes: true, // decimals are a string or a number
     coerceTypes,
     verbose: true // errors carry their data and schema: `null` detection and per-schema codes
   }
@@ -20,12 +22,120 @@ function makeAjv(coerceTypes: boolean): Ajv {
   addFormats(ajv)
   // `errorCodes: {keyword: code}` on a schema names the contract code its failures report.
   ajv.addKeyword({ keyword: 'errorCodes', schemaType: 'object' })
+  ajv.addKeyword(decimalKeyword)
+  ajv.addKeyword(omitEmptyKeyword)
+  ajv.addKeyword(jsonValueKeyword)
   return ajv
+}
+
+type KeywordError = { keyword: string; message: string; params: { code: string } }
+type ValidateWithErrors = ((...args: any[]) => boolean) & { errors?: KeywordError[] }
+
+const DECIMAL_MESSAGES: Record<string, string> = {
+  invalid_decimal: 'A valid decimal number is required (a decimal string or a JSON number).',
+  max_digits: 'Ensure that there are not too many digits (send large or precise numbers as decimal strings).',
+  max_decimal_places: 'Ensure that there are not too many decimal places.'
+}
+
+/** `decimal: {integer, scale, positive?}`: an exact decimal within its bounds (§1). */
+const decimalKeyword = {
+  keyword: 'decimal',
+  schemaType: 'object',
+  errors: true,
+  validate: function validateDecimal(bounds: DecimalBounds & { positive?: boolean }, data: unknown): boolean {
+    const self = validateDecimal as ValidateWithErrors
+    if (typeof data !== 'string' && typeof data !== 'number') return true // the type keyword reports it
+    const problems: string[] = decimalProblems(data, bounds)
+    if (problems.length === 0 && bounds.positive && !toBig(data).gt(0)) problems.push('min_value')
+    if (problems.length === 0) return true
+    self.errors = problems.map((code) => ({
+      keyword: 'decimal',
+      message: DECIMAL_MESSAGES[code] ?? 'Ensure this value is greater than zero.',
+      params: { code }
+    }))
+    return false
+  }
+} as unknown as FuncKeywordDefinition
+
+/**
+ * `omitEmpty: true` on an object (§1 "Empty values"): an optional field sent as `null` or as a
+ * blank string is treated as omitted (its default, if any, applies).
+ */
+const omitEmptyKeyword = {
+  keyword: 'omitEmpty',
+  type: 'object',
+  schemaType: 'boolean',
+  modifying: true,
+  before: 'required',
+  validate: function omitEmpty(_on: boolean, data: Record<string, unknown>, parentSchema: { required?: string[]; properties?: Record<string, { default?: unknown }> }): boolean {
+    const properties = parentSchema.properties ?? {}
+    const required = parentSchema.required ?? []
+    for (const key of Object.keys(data)) {
+      const value = data[key]
+      if (value !== null && !(typeof value === 'string' && value.trim() === '')) continue
+      const property = properties[key]
+      if (!property || required.includes(key)) continue
+      delete data[key]
+      if (property.default !== undefined) data[key] = structuredClone(property.default)
+    }
+    return true
+  }
+} as unknown as FuncKeywordDefinition
+
+/** `jsonValue: {maxBytes, maxDepth}`: any JSON value that PostgreSQL can store, bounded. */
+const jsonValueKeyword = {
+  keyword: 'jsonValue',
+  schemaType: 'object',
+  errors: true,
+  validate: function validateJsonValue(limits: { maxBytes: number; maxDepth: number }, data: unknown): boolean {
+    const self = validateJsonValue as ValidateWithErrors
+    const fail = (code: string, message: string) => {
+      self.errors = [{ keyword: 'jsonValue', message, params: { code } }]
+      return false
+    }
+    if (data === null) return fail('null', 'This field may not be null.')
+    if (data === undefined) return true
+    const depth = jsonDepth(data, limits.maxDepth + 1)
+    if (depth > limits.maxDepth) return fail('max_depth', `Ensure this value is nested at most ${limits.maxDepth} levels deep.`)
+    if (!wellFormedJson(data)) return fail('invalid', 'Text must be well-formed Unicode without U+0000.')
+    if (Buffer.byteLength(JSON.stringify(data), 'utf8') > limits.maxBytes) {
+      return fail('max_length', `Ensure this value is at most ${limits.maxBytes} bytes serialised.`)
+    }
+    return true
+  }
+} as unknown as FuncKeywordDefinition
+
+/** Nesting depth of a JSON value (a scalar is 0), counting no further than `stopAt`. */
+function jsonDepth(value: unknown, stopAt: number): number {
+  if (value === null || typeof value !== 'object') return 0
+  if (stopAt <= 0) return 1
+  let deepest = 0
+  for (const child of Object.values(value)) {
+    deepest = Math.max(deepest, jsonDepth(child, stopAt - 1))
+    if (deepest >= stopAt) break
+  }
+  return deepest + 1
+}
+
+const ILL_FORMED = /[\u0000\uD800-\uDFFF]/u
+
+function wellFormedJson(value: unknown): boolean {
+  if (typeof value === 'string') return !ILL_FORMED.test(value)
+  if (value === null || typeof value !== 'object') return true
+  for (const [key, child] of Object.entries(value)) {
+    if (ILL_FORMED.test(key) || !wellFormedJson(child)) return false
+  }
+  return true
 }
 
 /** Bodies are never coerced ("22" is not 22); query strings, params and headers are. */
 const bodyAjv = makeAjv(false)
 const coercingAjv = makeAjv(true)
+
+/** A validator for a body schema, for services that validate by hand (check order of §2). */
+export function compileBody(schema: object) {
+  return bodyAjv.compile(schema)
+}
 
 export const validatorCompiler: FastifySchemaCompiler<unknown> = ({ schema, httpPart }) =>
   (httpPart === 'body' ? bodyAjv : coercingAjv).compile(schema as object) as ReturnType<FastifySchemaCompiler<unknown>>

@@ -32,7 +32,7 @@ t.test('the three lists are scoped to the caller organisation', async (t) => {
       t.equal(unknown.statusCode, 404)
       t.equal(foreign.statusCode, 404)
       t.equal(foreign.json().code, 'not_found')
-      t.same(foreign.json().errors.map((e: any) => [e.code, e.attr]), [['import_supplier_does_not_exist', null]])
+      t.same(foreign.json().errors.map((e: any) => [e.code, e.attr]), [['import_process_does_not_exist', null]])
       t.same(
         { ...foreign.json(), errors: foreign.json().errors.map((e: any) => e.code) },
         { ...unknown.json(), errors: unknown.json().errors.map((e: any) => e.code) },

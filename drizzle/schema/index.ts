@@ -1,2 +1,3 @@
 export * from './tenancy.js'
 export * from './imports.js'
+export * from './accounts.js'

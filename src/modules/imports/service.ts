@@ -1,16 +1,291 @@
-import { notFound } from '../../errors.js'
-import { formatNullableDateTime } from '../../format.js'
+import type { ValidateFunction } from 'ajv'
+import { AccountData, type AccountSummary, type CreateResponse, type TransferStatus } from '../../../schemas/account.js'
 import { SUPPLIER_CODE } from '../../../schemas/common.js'
 import type { ImportProcessListItem } from '../../../schemas/imports.js'
-import type { ImportsRepository, ProcessList } from './repository.js'
+import type { Db } from '../../db/index.js'
+import { pgErrorCode } from '../../db/index.js'
+import { AppError, entriesFromAjv, entry, notFound, sortEntries, type ErrorEntry } from '../../errors.js'
+import { formatDateTime, formatNullableDateTime } from '../../format.js'
+import { ruleContext, utcToday, type RuleContext } from '../../rules/context.js'
+import { compileBody } from '../../validation.js'
+import { formatDecimal } from '../../decimal.js'
+import { createAccountsRepository } from '../accounts/repository.js'
+import { accountRules, normaliseAccount } from '../accounts/rules.js'
+import { planAccount } from '../accounts/plan.js'
+import type { OrganisationPrincipal } from '../auth/service.js'
+import { createImportsRepository, type Actor, type ProcessList, type ProcessRow, type SupplierRow } from './repository.js'
 
-export function createImportsService(repo: ImportsRepository) {
+const accountFailed = (errors: ErrorEntry[], detail = 'Could not validate account data.'): AppError =>
+  new AppError(400, 'account_failed_validation', detail, sortEntries(errors))
+
+const alreadyImported = (externalAccountNumber: string, serviceAccountNumber: string): AppError =>
+  new AppError(400, 'account_already_imported', 'Account has already been imported.', [
+    entry('account_already_imported', 'external_account_number', `Account ${externalAccountNumber} has already been imported as ${serviceAccountNumber}.`)
+  ], { external_account_number: externalAccountNumber, service_account_number: serviceAccountNumber })
+
+const skipped = (): AppError =>
+  accountFailed([entry('account_import_skipped', null, 'The import of this account has been marked to be skipped.')], 'Account import skipped.')
+
+const inProgress = (): AppError =>
+  accountFailed([entry('account_import_in_progress', null, 'An account is being created from this staged data right now.')], 'Account import in progress.')
+
+/** A creation is short: a client should try again in about a second. */
+const RETRY_AFTER_SECONDS = 1
+const tooManyProcessing = (): AppError =>
+  new AppError(429, 'too_many_accounts_processing', 'Too many accounts of this import supplier are being processed. Retry shortly.', [], {}, {
+    'retry-after': String(RETRY_AFTER_SECONDS)
+  })
+
+const dryRunRolledBack = (): AppError =>
+  new AppError(400, 'dry_run_rolled_back', 'Account would successfully import. Rolled back due to dry run.')
+
+const processNotFound = (): AppError => notFound('import_process_does_not_exist', 'No import process exists for this import supplier and external account number.')
+
+/** Refusals raised inside the creating transaction, turned into responses after it rolled back. */
+class CreateRefused extends Error {
+  constructor(readonly error: AppError, readonly validation?: ErrorEntry[]) {
+    super(error.code)
+  }
+}
+class DryRunSucceeded extends Error {}
+class ProcessLocked extends Error {}
+
+/** A unique number (account or ledger) that was drawn twice: the whole creation is retried. */
+const NUMBER_CONSTRAINTS = ['accounts_service_account_number_unique', 'ledgers_ledger_number_unique', 'import_processes_service_account_number_unique']
+const NUMBER_ATTEMPTS = 5
+
+export interface CreateInput {
+  external_account_number?: unknown
+  import_supplier_code?: unknown
+  operations_team_name?: unknown
+  dry_run?: unknown
+}
+
+const actorOf = (p: OrganisationPrincipal): Actor => ({
+  organisationId: p.organisationId, apiKeyId: p.apiKeyId, name: `organisation:${p.organisationName}`
+})
+
+const str = (value: unknown): string | undefined => (typeof value === 'string' ? value : undefined)
+
+export function createImportsService(db: Db) {
+  const repo = createImportsRepository(db)
+  const accountsRepo = createAccountsRepository(db)
+  const validateAccountData: ValidateFunction = compileBody(AccountData)
+
+  /** The caller's supplier for a code, or undefined (a code that cannot exist is not looked up). */
+  async function supplierFor(principal: OrganisationPrincipal, code: string | undefined): Promise<SupplierRow | undefined> {
+    return code !== undefined && SUPPLIER_CODE.test(code) ? repo.supplierOfOrganisation(code, principal.organisationId) : undefined
+  }
+
+  /** Schema and business-rule errors of account data (Ajv fills defaults and omits empty values in place). */
+  function checkAccount(data: unknown, schemaErrors: ErrorEntry[], today: string): RuleContext {
+    const ctx = ruleContext(schemaErrors, today)
+    accountRules(data, ctx)
+    return ctx
+  }
+
+  /** The checks of §2 "Which check wins" before the one body of every problem (validate, stage). */
+  async function precheck(principal: OrganisationPrincipal, body: any, ctx: RuleContext, stage: boolean) {
+    const supplierCode = ctx.clean('import_supplier') ? str(body?.import_supplier) : undefined
+    const supplier = await supplierFor(principal, supplierCode)
+    const external = ctx.clean('external_account_number') ? str(body?.external_account_number) : undefined
+    if (supplier && external !== undefined) {
+      const process = await repo.findProcess(supplier.id, external)
+      if (process) refuseByState(process, external)
+      if (process && stage && (await repo.createRunning(process.id))) throw inProgress()
+    }
+    return { supplier, supplierCode }
+  }
+
+  function refuseByState(process: ProcessRow, external: string): void {
+    if (process.state === 'IMPORTED') throw alreadyImported(external, process.serviceAccountNumber!)
+    if (process.state === 'SKIPPED') throw skipped()
+  }
+
+  /** Validate and stage share every check (§5): a clean validate predicts a clean stage. */
+  async function validated(principal: OrganisationPrincipal, body: any, schemaErrors: ErrorEntry[], stage: boolean) {
+    const ctx = ruleContext(schemaErrors, utcToday())
+    const { supplier, supplierCode } = await precheck(principal, body, ctx, stage)
+    accountRules(body, ctx)
+    if (supplierCode !== undefined || ctx.clean('import_supplier')) {
+      if (!supplier) {
+        ctx.report('does_not_exist', 'import_supplier', `Import supplier ${String(body?.import_supplier)} does not exist.`)
+      } else if (supplier.status !== 'Ongoing') {
+        ctx.report('import_supplier_migration_not_ongoing', 'import_supplier', `The migration of import supplier ${supplier.code} is ${supplier.status}.`)
+      }
+    }
+    if (ctx.errors.length > 0) throw accountFailed(ctx.errors)
+    return { supplier: supplier!, data: normaliseAccount(body as AccountData) }
+  }
+
+  /** The create of §6 inside one transaction; dry runs roll back at the end. */
+  async function createInTransaction(
+    principal: OrganisationPrincipal, supplier: SupplierRow, process: ProcessRow, external: string, teamName: string, dryRun: boolean
+  ): Promise<CreateResponse> {
+    return db.transaction(async (tx) => {
+      if (!(await repo.tryProcessLock(tx, process.id))) throw new ProcessLocked()
+      // The state after taking the lock: a create that ran meanwhile has committed by now.
+      const fresh = (await repo.findProcess(supplier.id, external, tx))!
+      if (fresh.state !== 'STAGED') throw new CreateRefused(fresh.state === 'IMPORTED' ? alreadyImported(external, fresh.serviceAccountNumber!) : skipped())
+      if (supplier.maxConcurrentProcessing !== null && !(await repo.trySlot(tx, supplier.id, supplier.maxConcurrentProcessing))) {
+        throw new CreateRefused(tooManyProcessing())
+      }
+      const current = (await repo.supplierOfOrganisation(supplier.code, principal.organisationId, tx))!
+      const team = await repo.teamByName(tx, teamName)
+      const staged = structuredClone(await repo.stagedData(tx, process.id))
+      const errors: ErrorEntry[] = []
+      if (!team) errors.push(entry('operations_team_name_does_not_exist', 'operations_team_name', `Operations team ${teamName} does not exist.`))
+      if (current.status !== 'Ongoing') {
+        errors.push(entry('import_supplier_migration_not_ongoing', 'import_supplier_code', `The migration of import supplier ${current.code} is ${current.status}.`))
+      }
+      // The staged data is validated again with today's date: rules may have changed since staging.
+      const schemaErrors = validateAccountData(staged) ? [] : entriesFromAjv(validateAccountData.errors ?? [])
+      errors.push(...checkAccount(staged, schemaErrors, utcToday()).errors)
+      if (errors.length > 0) throw new CreateRefused(accountFailed(errors), sortEntries(errors))
+
+      const data = normaliseAccount(staged as AccountData)
+      const rows = planAccount(data, {
+        importProcessId: process.id, supplierId: supplier.id, operationsTeamId: team!.id, sendMigrationEmails: current.sendMigrationEmails
+      })
+      await accountsRepo.insertAccount(tx, rows)
+      const serviceAccountNumber = rows.account.serviceAccountNumber
+      if (!(await repo.markImported(tx, process.id, serviceAccountNumber))) throw new CreateRefused(skipped())
+      const result: CreateResponse = {
+        service_account_number: serviceAccountNumber,
+        ledgers: rows.ledgers.map((l) => ({ ledger_code: l.ledgerCode, ledger_number: l.ledgerNumber }))
+      }
+      if (dryRun) throw new DryRunSucceeded()
+      const actor = actorOf(principal)
+      await repo.insertEvent(tx, process.id, 'CREATE_ATTEMPTED', actor)
+      await repo.insertEvent(tx, process.id, 'CREATED', actor, result)
+      return result
+    })
+  }
+
   return {
+    async validate(principal: OrganisationPrincipal, body: unknown, schemaErrors: ErrorEntry[]) {
+      return (await validated(principal, body, schemaErrors, false)).data
+    },
+
+    /** Stores the normalised data: `created` the first time, `updated` after. */
+    async stage(principal: OrganisationPrincipal, body: unknown, schemaErrors: ErrorEntry[]) {
+      const { supplier, data } = await validated(principal, body, schemaErrors, true)
+      const external = data.external_account_number
+      const result = await repo.stage(supplier.id, external, data, actorOf(principal))
+      if (result.outcome === 'in_progress') throw inProgress()
+      if (result.outcome === 'refused') refuseByState(result.process, external)
+      return {
+        created: result.outcome === 'created',
+        body: { import_supplier: supplier.code, external_account_number: external }
+      }
+    },
+
+    async create(principal: OrganisationPrincipal, body: CreateInput, schemaErrors: ErrorEntry[]): Promise<CreateResponse> {
+      const ctx = ruleContext(schemaErrors, utcToday())
+      const code = ctx.clean('import_supplier_code') ? str(body.import_supplier_code) : undefined
+      const supplier = await supplierFor(principal, code)
+      if (code !== undefined && !supplier) ctx.report('does_not_exist', 'import_supplier_code', `Import supplier ${code} does not exist.`)
+      if (ctx.errors.length > 0) throw accountFailed(ctx.errors)
+      const external = body.external_account_number as string
+      const teamName = body.operations_team_name as string
+      const dryRun = body.dry_run === true
+      const process = await repo.findProcess(supplier!.id, external)
+      if (!process || !process.hasStagedData) {
+        throw accountFailed([entry('import_process_does_not_exist', 'external_account_number', `Nothing has been staged for account ${external}.`)])
+      }
+      refuseByState(process, external)
+
+      const actor = actorOf(principal)
+      for (let attempt = 1; ; attempt++) {
+        try {
+          return await createInTransaction(principal, supplier!, process, external, teamName, dryRun)
+        } catch (err) {
+          if (err instanceof DryRunSucceeded) {
+            await repo.insertEvent(db, process.id, 'DRY_RUN', actor, { would_succeed: true, errors: [] })
+            throw dryRunRolledBack()
+          }
+          if (err instanceof ProcessLocked) {
+            const now = await repo.findProcess(supplier!.id, external)
+            if (now?.state === 'IMPORTED') throw alreadyImported(external, now.serviceAccountNumber!)
+            throw inProgress()
+          }
+          if (err instanceof CreateRefused) {
+            if (err.validation) {
+              if (dryRun) await repo.insertEvent(db, process.id, 'DRY_RUN', actor, { would_succeed: false, errors: err.validation })
+              else await repo.recordCreateFailure(process.id, err.validation, actor)
+            }
+            throw err.error
+          }
+          const constraint = (err as { cause?: { constraint_name?: string; constraint?: string } }).cause
+          const name = constraint?.constraint_name ?? constraint?.constraint
+          if (pgErrorCode(err) === '23505' && name && NUMBER_CONSTRAINTS.includes(name) && attempt < NUMBER_ATTEMPTS) continue
+          // An unexpected failure: nothing was created (the transaction rolled back); keep a trace of it.
+          const failure = [entry('server_error', null, 'The account could not be created because of a server error.')]
+          await (dryRun
+            ? repo.insertEvent(db, process.id, 'DRY_RUN', actor, { would_succeed: false, errors: failure })
+            : repo.recordCreateFailure(process.id, failure, actor)).catch(() => {})
+          throw err
+        }
+      }
+    },
+
+    /** §7 status: UNKNOWN, IN_PROGRESS or COMPLETED, with the latest failed create. */
+    async status(principal: OrganisationPrincipal, supplierCode: string, external: string): Promise<TransferStatus> {
+      const supplier = await supplierFor(principal, supplierCode)
+      const process = supplier ? await repo.findProcess(supplier.id, external) : undefined
+      if (!process) throw processNotFound()
+      let status: TransferStatus['status'] = 'UNKNOWN'
+      if (process.state === 'IMPORTED') status = 'COMPLETED'
+      else if (process.state === 'STAGED' && (await repo.createRunning(process.id))) status = 'IN_PROGRESS'
+      return {
+        status,
+        service_account_number: process.serviceAccountNumber ?? '',
+        latest_error: process.state === 'IMPORTED' ? null : process.latestError
+      }
+    },
+
+    /** §7 account summary: 404 until the account is created. */
+    async summary(principal: OrganisationPrincipal, supplierCode: string, external: string): Promise<AccountSummary> {
+      const supplier = await supplierFor(principal, supplierCode)
+      const process = supplier ? await repo.findProcess(supplier.id, external) : undefined
+      if (!process) throw processNotFound()
+      const account = process.state === 'IMPORTED' ? await accountsRepo.summary(process.id) : undefined
+      if (!account) throw notFound('account_not_found', 'No account has been created for this import process.')
+      const latest = await repo.latestEvent(process.id)
+      return {
+        service_account_number: account.serviceAccountNumber,
+        external_account_number: account.externalAccountNumber,
+        import_supplier: supplier!.code,
+        account_created_at: formatDateTime(account.createdAt),
+        operations_team_name: account.operationsTeamName,
+        ledgers: account.ledgers.map((l) => ({
+          ledger_code: l.ledgerCode,
+          ledger_number: l.ledgerNumber,
+          balance: formatDecimal(l.balance),
+          open_statement_from_date: l.openStatementFrom
+        })),
+        counts: {
+          customers: account.customers,
+          supply_points: account.supplyPoints,
+          agreements: account.agreements,
+          historical_agreements: account.historicalAgreements,
+          // Written by the post-import endpoints (§9), which are not built yet: none can exist.
+          notes: 0,
+          transactions: account.transactions,
+          historical_statements: 0,
+          billing_documents: 0,
+          payment_instructions: 0
+        },
+        latest_event: latest ? { type: latest.type, at: formatDateTime(latest.at) } : null,
+        latest_error: process.latestError
+      }
+    },
+
     /** A list of §7; 404 for an unknown or foreign supplier. */
-    async listProcesses(organisationId: string, supplierCode: string, list: ProcessList): Promise<ImportProcessListItem[]> {
-      const supplier = SUPPLIER_CODE.test(supplierCode) ? await repo.supplierOfOrganisation(supplierCode, organisationId) : undefined
-      if (!supplier) throw notFound('import_supplier_does_not_exist', `Import supplier ${supplierCode} does not exist.`)
-      const rows = await repo.listProcesses(supplier.id, list)
+    async listProcesses(principal: OrganisationPrincipal, supplierCode: string, list: ProcessList, page: { limit?: number; after?: string } = {}): Promise<ImportProcessListItem[]> {
+      const supplier = await supplierFor(principal, supplierCode)
+      if (!supplier) throw processNotFound()
+      const rows = await repo.listProcesses(supplier.id, list, page)
       return rows.map((row) => ({
         external_account_number: row.externalAccountNumber,
         service_account_number: row.serviceAccountNumber,
@@ -19,3 +294,5 @@ export function createImportsService(repo: ImportsRepository) {
     }
   }
 }
+
+export type ImportsService = ReturnType<typeof createImportsService>

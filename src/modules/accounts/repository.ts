@@ -1,0 +1,83 @@
+import { asc, count, eq, getTableColumns, inArray, sql } from 'drizzle-orm'
+import type { PgTable } from 'drizzle-orm/pg-core'
+import {
+  accountMetadata, accounts, agreements, customers, emailOutbox, ledgers, ledgerTransactions, operationsTeams,
+  statements, supplyAddresses, supplyPoints, transactionLineItems, transactionTaxItems
+} from '../../../drizzle/schema/index.js'
+import type { Db, Tx } from '../../db/index.js'
+import type { AccountRows } from './plan.js'
+
+/** PostgreSQL accepts at most 65535 parameters per statement: large inserts go in chunks. */
+const MAX_PARAMETERS = 60_000
+
+async function insertRows(tx: Tx, table: PgTable, rows: Record<string, unknown>[]): Promise<void> {
+  if (rows.length === 0) return
+  const columns = Object.keys(getTableColumns(table)).length
+  const size = Math.max(1, Math.floor(MAX_PARAMETERS / columns))
+  for (let i = 0; i < rows.length; i += size) {
+    await tx.insert(table).values(rows.slice(i, i + size) as never)
+  }
+}
+
+export function createAccountsRepository(db: Db) {
+  return {
+    /** Writes every row of a planned account, parents before children, inside the caller's transaction. */
+    async insertAccount(tx: Tx, rows: AccountRows): Promise<void> {
+      await tx.insert(accounts).values(rows.account)
+      await insertRows(tx, customers, rows.customers)
+      await insertRows(tx, ledgers, rows.ledgers)
+      await insertRows(tx, statements, rows.statements)
+      await insertRows(tx, ledgerTransactions, rows.transactions)
+      await insertRows(tx, transactionLineItems, rows.lineItems)
+      await insertRows(tx, transactionTaxItems, rows.taxItems)
+      await insertRows(tx, supplyAddresses, rows.supplyAddresses)
+      await insertRows(tx, supplyPoints, rows.supplyPoints)
+      await insertRows(tx, agreements, rows.agreements)
+      await insertRows(tx, accountMetadata, rows.metadata)
+      await insertRows(tx, emailOutbox, rows.outbox)
+    },
+
+    /** The account created for an import process, with what the summary of §7 shows. */
+    async summary(importProcessId: number) {
+      const [account] = await db.select({
+        id: accounts.id,
+        serviceAccountNumber: accounts.serviceAccountNumber,
+        externalAccountNumber: accounts.externalAccountNumber,
+        createdAt: accounts.createdAt,
+        operationsTeamName: operationsTeams.name,
+        customers: sql<number>`(select count(*) from customers c where c.account_id = accounts.id)`.mapWith(Number),
+        supplyPoints: sql<number>`(select count(*) from supply_points p where p.account_id = accounts.id)`.mapWith(Number)
+      }).from(accounts)
+        .innerJoin(operationsTeams, eq(operationsTeams.id, accounts.operationsTeamId))
+        .where(eq(accounts.importProcessId, importProcessId))
+      if (!account) return undefined
+      const ledgerRows = await db.select({
+        id: ledgers.id,
+        ledgerCode: ledgers.ledgerCode,
+        ledgerNumber: ledgers.ledgerNumber,
+        balance: ledgers.balance,
+        // Written out in full: Drizzle leaves columns unqualified in a single-table select.
+        openStatementFrom: sql<string>`(select s.period_from::text from statements s
+          where s.ledger_id = ledgers.id and s.status = 'OPEN' order by s.period_from desc limit 1)`
+      }).from(ledgers).where(eq(ledgers.accountId, account.id)).orderBy(asc(ledgers.ledgerCode))
+      const [agreementCounts] = await db.select({
+        current: sql<number>`count(*) filter (where not ${agreements.historical})`.mapWith(Number),
+        historical: sql<number>`count(*) filter (where ${agreements.historical})`.mapWith(Number)
+      }).from(agreements).innerJoin(supplyPoints, eq(supplyPoints.id, agreements.supplyPointId))
+        .where(eq(supplyPoints.accountId, account.id))
+      const ledgerIds = ledgerRows.map((l) => l.id)
+      const [transactionCount] = ledgerIds.length === 0
+        ? [{ n: 0 }]
+        : await db.select({ n: count() }).from(ledgerTransactions).where(inArray(ledgerTransactions.ledgerId, ledgerIds))
+      return {
+        ...account,
+        ledgers: ledgerRows,
+        agreements: agreementCounts?.current ?? 0,
+        historicalAgreements: agreementCounts?.historical ?? 0,
+        transactions: Number(transactionCount?.n ?? 0)
+      }
+    }
+  }
+}
+
+export type AccountsRepository = ReturnType<typeof createAccountsRepository>

@@ -1,0 +1,271 @@
+import { LEDGER_CODES } from '../../../schemas/account.js'
+import { formatDecimal, sumDecimals, toBig } from '../../decimal.js'
+import { compareAttr } from '../../errors.js'
+import { addressKey, countryCode, normalisePostcode } from '../../rules/address.js'
+import { emailProblem, phoneE164 } from '../../rules/contact.js'
+import type { RuleContext } from '../../rules/context.js'
+import { signedAmount, transactionRules } from '../../rules/transactions.js'
+
+/**
+ * The business rules of §5 on account data that went through the schema. Values are read only
+ * where `ctx.clean` says their schema checks passed, so the data is typed loosely here.
+ */
+export function accountRules(data: any, ctx: RuleContext): void {
+  if (data === null || typeof data !== 'object' || Array.isArray(data)) return
+  billingOptionRules(data, ctx)
+  const billingCountry = addressRules(data.billing_address, 'billing_address', ctx)
+  customerRules(data, billingCountry, ctx)
+  supplyAddressRules(data, ctx)
+  ledgerRules(data, ctx)
+  laterDuplicates(ctx, 'metadata_has_duplicate_keys', 'The metadata key appears more than once.',
+    arrayOf(data.metadata).map((m, i) => [`metadata.${i}.key`, m?.key]))
+}
+
+const arrayOf = (value: unknown): any[] => (Array.isArray(value) ? value : [])
+
+/** Reports every later occurrence of a value already seen (values read only where clean). */
+function laterDuplicates(ctx: RuleContext, code: string, detail: string, items: Array<[attr: string, value: unknown]>): void {
+  const seen = new Set<unknown>()
+  for (const [attr, value] of items) {
+    if (value === undefined || !ctx.clean(attr)) continue
+    if (seen.has(value)) ctx.report(code, attr, detail)
+    seen.add(value)
+  }
+}
+
+function billingOptionRules(data: any, ctx: RuleContext): void {
+  const options = data.account_billing_options
+  if (!options || !ctx.clean('account_billing_options.use_industry_billing')) return
+  for (const field of ['period_length', 'period_start_day']) {
+    const attr = `account_billing_options.${field}`
+    if (options.use_industry_billing === false && options[field] === undefined && ctx.clean(attr)) {
+      ctx.report('account_billing_options_period_data_required', attr, 'Required when industry billing is not used.')
+    }
+    if (options.use_industry_billing === true && options[field] !== undefined) {
+      ctx.report('account_billing_options_industry_billing_with_period_data', attr, 'Not allowed when industry billing is used.')
+    }
+  }
+}
+
+/** Country and postcode of an address; returns its country code when valid. */
+function addressRules(address: any, path: string, ctx: RuleContext): string | undefined {
+  if (!address || typeof address !== 'object' || !ctx.clean(`${path}.country`)) return undefined
+  const country = countryCode(address.country)
+  if (!country) {
+    ctx.report('invalid_country', `${path}.country`, `${address.country} is not an ISO 3166-1 alpha-2 country code.`)
+    return undefined
+  }
+  if (address.postal_code !== undefined && ctx.clean(`${path}.postal_code`) && normalisePostcode(country, address.postal_code) === undefined) {
+    ctx.report('invalid_postcode', `${path}.postal_code`, `${address.postal_code} is not a valid postcode in ${country}.`)
+  }
+  return country
+}
+
+function customerRules(data: any, billingCountry: string | undefined, ctx: RuleContext): void {
+  const customers = arrayOf(data.customers)
+  const occupierKnown = ctx.clean('unknown_occupier')
+  const unknownOccupier = data.unknown_occupier === true
+  if (occupierKnown && ctx.clean('customers')) {
+    if (!unknownOccupier && customers.length === 0) {
+      ctx.report('min_items', 'customers', 'At least one customer is required unless the occupier is unknown.')
+    }
+    if (unknownOccupier && customers.length > 0) {
+      ctx.report('customer_with_unknown_occupier', 'customers', 'An account with an unknown occupier has no customers.')
+    }
+    if (!unknownOccupier && customers.length > 0 && !customers.some((c) => arrayOf(c.portfolio_roles).includes('ADMIN'))) {
+      ctx.report('required_user_role', 'customers', 'At least one customer must hold the ADMIN role.')
+    }
+  }
+  const domestic = ctx.clean('account_type') && typeof data.account_type === 'string' && data.account_type.startsWith('DOMESTIC')
+  customers.forEach((customer, c) => {
+    if (!customer || typeof customer !== 'object') return
+    const path = `customers.${c}`
+    if (domestic && customer.family_name === undefined && ctx.clean(`${path}.family_name`)) {
+      ctx.report('customer_family_name_required', `${path}.family_name`, 'A family name is required for domestic accounts.')
+    }
+    if (customer.email !== undefined && ctx.clean(`${path}.email`)) {
+      const problem = emailProblem(customer.email)
+      if (problem === 'invalid_email') ctx.report(problem, `${path}.email`, 'Enter a valid e-mail address.')
+      if (problem === 'possible_test_email_address') ctx.report(problem, `${path}.email`, 'This looks like a test e-mail address.')
+    }
+    // The billing country is the default region: an unknown or invalid country skips this rule.
+    if (customer.landline !== undefined && ctx.clean(`${path}.landline`) && ctx.clean('billing_address.country') &&
+        (billingCountry !== undefined || customer.landline.startsWith('+')) &&
+        phoneE164(customer.landline, billingCountry) === undefined) {
+      ctx.report('invalid_phone_number', `${path}.landline`, `${customer.landline} is not a valid phone number`)
+    }
+  })
+}
+
+function supplyAddressRules(data: any, ctx: RuleContext): void {
+  const addresses = arrayOf(data.supply_addresses)
+  if (ctx.clean('unknown_occupier', 'supply_addresses') && data.unknown_occupier === true && addresses.length > 1) {
+    ctx.report('occupier_account_with_multiple_supply_addresses', 'supply_addresses', 'An account with an unknown occupier has at most one supply address.')
+  }
+  const identifiers: Array<[string, unknown]> = []
+  const addressKeys: Array<[string, unknown]> = []
+  addresses.forEach((address, a) => {
+    if (!address || typeof address !== 'object') return
+    const path = `supply_addresses.${a}`
+    addressRules(address.supply_address, `${path}.supply_address`, ctx)
+    if (address.supply_address && typeof address.supply_address === 'object') {
+      addressKeys.push([`${path}.supply_address`, addressKey(address.supply_address)])
+    }
+    arrayOf(address.supply_points).forEach((point, p) => {
+      if (!point || typeof point !== 'object') return
+      const pointPath = `${path}.supply_points.${p}`
+      identifiers.push([`${pointPath}.identifier`, point.identifier])
+      supplyPointRules(point, pointPath, ctx)
+    })
+  })
+  laterDuplicates(ctx, 'duplicate_supply_addresses_found', 'The same supply address appears more than once.', addressKeys)
+  laterDuplicates(ctx, 'duplicate_supply_point_identifiers', 'The supply point identifier appears more than once.', identifiers)
+}
+
+function supplyPointRules(point: any, path: string, ctx: RuleContext): void {
+  const startClean = ctx.clean(`${path}.supply_start_date`)
+  if (point.last_billed_to_date !== undefined && ctx.clean(`${path}.last_billed_to_date`)) {
+    if (startClean && point.last_billed_to_date < point.supply_start_date) {
+      ctx.report('start_date_later_than_end_date', `${path}.last_billed_to_date`, 'The last billed date is before the supply start date.')
+    }
+    if (point.last_billed_to_date > ctx.today) {
+      ctx.report('date_in_future', `${path}.last_billed_to_date`, 'The date is after today.')
+    }
+  }
+  const dates = new Set<string>()
+  arrayOf(point.agreements).forEach((agreement, k) => {
+    const attr = `${path}.agreements.${k}.effective_from`
+    if (!agreement || typeof agreement !== 'object' || !ctx.clean(attr)) return
+    if (startClean && agreement.effective_from < point.supply_start_date) {
+      ctx.report('agreement_start_date_before_supply_start_date', attr, 'The agreement starts before the supply start date.')
+    }
+    if (dates.has(agreement.effective_from)) {
+      ctx.report('gaps_or_overlaps_in_agreement_dates', attr, 'Two agreements start on the same date.')
+    }
+    dates.add(agreement.effective_from)
+  })
+}
+
+const TRANSACTION_LISTS = ['current_statement_transactions', 'historical_statement_transactions'] as const
+
+function ledgerRules(data: any, ctx: RuleContext): void {
+  const ledgers = arrayOf(data.ledgers)
+  const codes: Array<[string, unknown]> = []
+  const transactionIds: Array<[string, unknown]> = []
+  ledgers.forEach((ledger, n) => {
+    if (!ledger || typeof ledger !== 'object') return
+    const path = `ledgers.${n}`
+    if (ctx.clean(`${path}.ledger_code`)) {
+      codes.push([`${path}.ledger_code`, ledger.ledger_code])
+      if (!(LEDGER_CODES as readonly string[]).includes(ledger.ledger_code)) {
+        ctx.report('ledger_code_does_not_exist', `${path}.ledger_code`, `There is no ledger code ${ledger.ledger_code}.`)
+      }
+    }
+    for (const list of TRANSACTION_LISTS) {
+      arrayOf(ledger[list]).forEach((tx, t) => {
+        const txPath = `${path}.${list}.${t}`
+        transactionRules(tx, txPath, ctx)
+        if (tx && typeof tx === 'object') transactionIds.push([`${txPath}.transaction_id`, tx.transaction_id])
+      })
+    }
+    singleLedgerRules(ledger, path, ctx)
+  })
+  laterDuplicates(ctx, 'duplicate_ledger_entries_found', 'The ledger code appears more than once.', codes)
+  // "Later" is by attr order (§2), so the result does not depend on the order of keys in the payload.
+  transactionIds.sort((a, b) => compareAttr(a[0], b[0]))
+  laterDuplicates(ctx, 'duplicate_transaction_ids', 'The transaction id appears more than once in the account.', transactionIds)
+
+  if (ledgers.length > 0 && ctx.clean('ledgers') && !ledgers.some((l) => l.ledger_code === 'ENERGY')) {
+    ctx.report('energy_ledger_required', 'ledgers', 'An ENERGY ledger is required.')
+  }
+  const balancesClean = ctx.clean('transfer_balance') && ledgers.every((_, n) => ctx.clean(`ledgers.${n}.ledger_balance`))
+  if (ledgers.length > 0 && balancesClean) {
+    const total = sumDecimals(ledgers.map((l) => l.ledger_balance))
+    if (!total.eq(toBig(data.transfer_balance))) {
+      ctx.report('ledger_balances_not_equal_to_transfer_balance', 'transfer_balance',
+        `The transfer balance must equal the sum of the ledger balances (${formatDecimal(total)}).`)
+    }
+  }
+}
+
+function singleLedgerRules(ledger: any, path: string, ctx: RuleContext): void {
+  const closingAttr = `${path}.last_statement_closing_date`
+  const closingClean = ctx.clean(closingAttr)
+  const closing: string | undefined = closingClean ? ledger.last_statement_closing_date : undefined
+  if (closing !== undefined && closing >= ctx.today) {
+    ctx.report('date_in_future', closingAttr, 'The last statement closing date must be before today.')
+  }
+  const historical = arrayOf(ledger.historical_statement_transactions)
+  const current = arrayOf(ledger.current_statement_transactions)
+  const openingClean = ctx.clean(`${path}.last_statement_balance`)
+  if (closingClean && closing === undefined) {
+    const nonZeroOpening = openingClean && ledger.last_statement_balance !== undefined && !toBig(ledger.last_statement_balance).eq(0)
+    if (historical.length > 0 || nonZeroOpening) {
+      ctx.report('historical_statement_transactions_require_last_statement_closing_date', closingAttr,
+        'Historical transactions and a non-zero last statement balance need a last statement closing date.')
+    }
+  }
+  if (closing !== undefined) {
+    historical.forEach((tx, t) => {
+      const attr = `${path}.historical_statement_transactions.${t}.transaction_date`
+      if (tx && ctx.clean(attr) && tx.transaction_date > closing) {
+        ctx.report('historical_statement_transaction_after_last_statement_closing_date', attr, 'The transaction is dated after the last statement closing date.')
+      }
+    })
+    current.forEach((tx, t) => {
+      const attr = `${path}.current_statement_transactions.${t}.transaction_date`
+      if (tx && ctx.clean(attr) && tx.transaction_date <= closing) {
+        ctx.report('current_statement_transaction_before_last_statement_closing_date', attr, 'The transaction is dated on or before the last statement closing date.')
+      }
+    })
+  }
+  const amountsClean = current.every((_, t) => ctx.clean(`${path}.current_statement_transactions.${t}.amount`, `${path}.current_statement_transactions.${t}.type`))
+  if (openingClean && amountsClean && ctx.clean(`${path}.ledger_balance`, `${path}.current_statement_transactions`)) {
+    const opening = toBig(ledger.last_statement_balance ?? 0)
+    const expected = current.reduce((sum, tx) => sum.plus(signedAmount(tx.type, tx.amount)), opening)
+    if (!expected.eq(toBig(ledger.ledger_balance))) {
+      ctx.report('balance_mismatch_on_ledger_balance', `${path}.ledger_balance`,
+        `The ledger balance must equal the last statement balance plus the current transactions (${formatDecimal(expected)}).`)
+    }
+  }
+}
+
+/**
+ * The normalised account of §5: decimals in §1 text, landlines in E.164, countries and the five
+ * checked postcodes normalised. Runs on data that passed every check; defaults are already filled.
+ */
+export function normaliseAccount<T>(data: T): T {
+  const out: any = structuredClone(data)
+  normaliseDecimals(out, 'transfer_balance')
+  const billingCountry = normaliseAddress(out.billing_address)
+  for (const customer of arrayOf(out.customers)) {
+    if (customer.landline !== undefined) customer.landline = phoneE164(customer.landline, billingCountry)
+  }
+  for (const address of arrayOf(out.supply_addresses)) normaliseAddress(address.supply_address)
+  for (const ledger of arrayOf(out.ledgers)) {
+    normaliseDecimals(ledger, 'last_statement_balance', 'ledger_balance')
+    for (const list of TRANSACTION_LISTS) arrayOf(ledger[list]).forEach(normaliseTransaction)
+  }
+  return out
+}
+
+/** Decimals of a transaction (and its line and tax items) in §1 text; reused by post-import writes. */
+export function normaliseTransaction(tx: any): void {
+  normaliseDecimals(tx, 'amount')
+  for (const item of arrayOf(tx.line_items)) {
+    normaliseDecimals(item, 'number_of_units', 'net_amount', 'price_per_unit')
+    if (Array.isArray(item.units)) item.units = item.units.map(formatDecimal)
+  }
+  for (const item of arrayOf(tx.tax_items)) normaliseDecimals(item, 'amount', 'value_taxed', 'rate')
+}
+
+function normaliseDecimals(target: any, ...fields: string[]): void {
+  for (const field of fields) if (target[field] !== undefined) target[field] = formatDecimal(target[field])
+}
+
+function normaliseAddress(address: any): string | undefined {
+  const country = countryCode(address.country)!
+  address.country = country
+  if (address.postal_code !== undefined) address.postal_code = normalisePostcode(country, address.postal_code)
+  return country
+}

@@ -1,0 +1,51 @@
+import { entry, type ErrorEntry } from '../errors.js'
+
+/**
+ * What a business rule needs: today's date, whether a field passed its schema checks (a rule runs
+ * only when every field it reads did, §2), and where to report.
+ */
+export interface RuleContext {
+  /** Today (UTC) as `YYYY-MM-DD`. */
+  today: string
+  /** True when the value at `path` (and everything inside it) passed its schema checks. */
+  clean(...paths: string[]): boolean
+  report(code: string, attr: string | null, detail: string): void
+  readonly errors: ErrorEntry[]
+}
+
+/** Today's UTC date. */
+export function utcToday(now: Date = new Date()): string {
+  return now.toISOString().slice(0, 10)
+}
+
+/** A context over the schema errors already found; rule errors are added to the same list. */
+export function ruleContext(schemaErrors: ErrorEntry[], today: string): RuleContext {
+  const errorAttrs = new Set<string>()
+  const dirty = new Set<string>()
+  let wholeBody = false
+  for (const e of schemaErrors) {
+    if (e.attr === null) {
+      wholeBody = true
+      continue
+    }
+    errorAttrs.add(e.attr)
+    const parts = e.attr.split('.')
+    for (let i = 1; i <= parts.length; i++) dirty.add(parts.slice(0, i).join('.'))
+  }
+  const cleanOne = (path: string): boolean => {
+    if (wholeBody || dirty.has(path)) return false
+    let at = path.lastIndexOf('.')
+    while (at > 0) {
+      if (errorAttrs.has(path.slice(0, at))) return false
+      at = path.lastIndexOf('.', at - 1)
+    }
+    return true
+  }
+  const errors = [...schemaErrors]
+  return {
+    today,
+    errors,
+    clean: (...paths) => paths.every(cleanOne),
+    report: (code, attr, detail) => { errors.push(entry(code, attr, detail)) }
+  }
+}

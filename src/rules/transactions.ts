@@ -1,0 +1,58 @@
+import { Big, toBig, withinCent, sumDecimals } from '../decimal.js'
+import type { RuleContext } from './context.js'
+
+/** Transaction rules of §8, shared by account import and the post-import endpoints. */
+
+/** CREDIT and PAYMENT add to a balance; CHARGE, SUPPLY_CHARGE and REPAYMENT subtract (§1). */
+export function signedAmount(type: string, amount: unknown): Big {
+  const value = toBig(amount)
+  return type === 'CREDIT' || type === 'PAYMENT' ? value : value.times(-1)
+}
+
+/** The rules of one transaction at `path` (e.g. `ledgers.0.current_statement_transactions.3`). */
+export function transactionRules(tx: any, path: string, ctx: RuleContext): void {
+  if (tx === null || typeof tx !== 'object') return
+  if (ctx.clean(`${path}.transaction_date`) && typeof tx.transaction_date === 'string' && tx.transaction_date > ctx.today) {
+    ctx.report('transaction_in_future', `${path}.transaction_date`, 'The transaction is dated after today.')
+  }
+  const lineItems: any[] = Array.isArray(tx.line_items) ? tx.line_items : []
+  const taxItems: any[] = Array.isArray(tx.tax_items) ? tx.tax_items : []
+  lineItems.forEach((item, l) => lineItemRules(item, `${path}.line_items.${l}`, ctx))
+  taxItems.forEach((item, x) => taxItemRules(item, `${path}.tax_items.${x}`, ctx))
+
+  if (tx.type === 'SUPPLY_CHARGE' && ctx.clean(`${path}.type`, `${path}.amount`, `${path}.line_items`) &&
+      (tx.tax_items === undefined || ctx.clean(`${path}.tax_items`))) {
+    const expected = sumDecimals(lineItems.map((i) => i.net_amount)).plus(sumDecimals(taxItems.map((i) => i.amount)))
+    if (!toBig(tx.amount).eq(expected)) {
+      ctx.report('ledger_transaction_amount_does_not_match_with_line_item_net_amount_and_tax_amount', `${path}.amount`,
+        `The amount must equal the line items' net amounts plus the tax amounts (${expected.toFixed()}).`)
+    }
+  }
+}
+
+function lineItemRules(item: any, path: string, ctx: RuleContext): void {
+  if (item === null || typeof item !== 'object') return
+  if (ctx.clean(`${path}.start_date`, `${path}.end_date`) && item.start_date > item.end_date) {
+    ctx.report('start_date_later_than_end_date', `${path}.end_date`, 'The end date is before the start date.')
+  }
+  if (item.units !== undefined && ctx.clean(`${path}.units`) && item.units.length !== 2) {
+    ctx.report('line_item_units_must_be_two_values', `${path}.units`, 'Units must hold exactly two values.')
+  }
+  if (ctx.clean(`${path}.number_of_units`, `${path}.price_per_unit`, `${path}.net_amount`)) {
+    const expected = toBig(item.number_of_units).times(toBig(item.price_per_unit))
+    if (!withinCent(toBig(item.net_amount), expected)) {
+      ctx.report('incorrect_line_item_net_amount', `${path}.net_amount`,
+        `The net amount must equal number of units × price per unit (${expected.toFixed()}) within 0.01.`)
+    }
+  }
+}
+
+function taxItemRules(item: any, path: string, ctx: RuleContext): void {
+  if (item === null || typeof item !== 'object') return
+  if (item.unit_type === 'PROPORTION' && ctx.clean(`${path}.unit_type`, `${path}.amount`, `${path}.value_taxed`, `${path}.rate`)) {
+    const expected = toBig(item.value_taxed).times(toBig(item.rate))
+    if (!withinCent(toBig(item.amount), expected)) {
+      ctx.report('incorrect_tax_amount', `${path}.amount`, `The tax amount must equal value taxed × rate (${expected.toFixed()}) within 0.01.`)
+    }
+  }
+}

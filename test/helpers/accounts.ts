@@ -1,0 +1,58 @@
+import { readFileSync } from 'node:fs'
+import { join } from 'node:path'
+import type { FastifyInstance, LightMyRequestResponse } from 'fastify'
+import { projectRoot } from '../../src/paths.js'
+import { buildTestApp, type TestApp } from './app.js'
+import { asOperator, createTenant, type Tenant } from './graphql.js'
+
+const fixture = readFileSync(join(projectRoot, 'test', 'fixtures', 'account.json'), 'utf8')
+
+/** A fresh copy of the example account (its balances reconcile), with fields replaced. */
+export function exampleAccount(changes: Record<string, unknown> = {}): Record<string, any> {
+  return { ...JSON.parse(fixture), ...changes }
+}
+
+/** A date `days` from today (UTC), as `YYYY-MM-DD`. */
+export function daysFromToday(days: number): string {
+  const d = new Date()
+  d.setUTCDate(d.getUTCDate() + days)
+  return d.toISOString().slice(0, 10)
+}
+
+export const TEAM = 'Migrations'
+
+/** Calls of the account import endpoints with one tenant's token. */
+export function importClient(app: FastifyInstance, tenant: Tenant) {
+  const headers = { authorization: `Token ${tenant.token}` }
+  const post = (url: string, payload: unknown) => app.inject({ method: 'POST', url: `/v1/data-import/${url}`, headers, payload: payload as object })
+  const get = (url: string) => app.inject({ method: 'GET', url: `/v1/data-import/${url}`, headers })
+  const enc = encodeURIComponent
+  return {
+    validate: (account: unknown) => post('validate-account/', account),
+    stage: (account: unknown) => post('account-import-process/create-or-update/', account),
+    create: (external: string, options: { team?: string; dryRun?: boolean; supplier?: string } = {}) => post('account-import-process/process/', {
+      external_account_number: external,
+      import_supplier_code: options.supplier ?? tenant.supplier,
+      operations_team_name: options.team ?? TEAM,
+      ...(options.dryRun !== undefined ? { dry_run: options.dryRun } : {})
+    }),
+    status: (external: string, supplier = tenant.supplier) => get(`account-transfer-status/${enc(supplier)}/${enc(external)}/`),
+    summary: (external: string, supplier = tenant.supplier) => get(`accounts/${enc(supplier)}/${enc(external)}/`),
+    list: (kind: 'all' | 'pending' | 'imported', query = '', supplier = tenant.supplier) => get(`${kind}-account-import-processes/${enc(supplier)}/${query}`)
+  }
+}
+
+export type ImportClient = ReturnType<typeof importClient>
+
+/** An app with one tenant (Acme, supplier ACME_ENERGY) and the operations team `Migrations`. */
+export async function importSetup(t: Parameters<typeof buildTestApp>[0], options: Parameters<typeof buildTestApp>[1] = {}) {
+  const testApp: TestApp = await buildTestApp(t, options)
+  const tenant = await createTenant(testApp.app, 'Acme', 'ACME_ENERGY')
+  await asOperator(testApp.app, 'mutation($n: String!) { createOperationsTeam(input: {name: $n}) { id } }', { n: TEAM })
+  return { ...testApp, tenant, client: importClient(testApp.app, tenant) }
+}
+
+/** `[code, attr]` pairs of an error response, in the order given. */
+export function codes(res: LightMyRequestResponse): Array<[string, string | null]> {
+  return (res.json().errors as Array<{ code: string; attr: string | null }>).map((e) => [e.code, e.attr])
+}
