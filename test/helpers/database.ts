@@ -5,6 +5,7 @@ import { PGlite } from '@electric-sql/pglite'
 import { drizzle } from 'drizzle-orm/pglite'
 import { migrate } from 'drizzle-orm/pglite/migrator'
 import postgres from 'postgres'
+import { sql } from 'drizzle-orm'
 import { openPglite, openPostgres, type Database } from '../../src/db/index.js'
 import { migrationsFolder, projectRoot } from '../../src/paths.js'
 
@@ -92,4 +93,21 @@ export async function freshDatabase(): Promise<{ database: Database; url?: strin
   } finally {
     await admin.end()
   }
+}
+
+/** Rows of a raw `db.execute()` result: PGlite gives `{rows}`, postgres.js an array. */
+export function rowsOf<T = Record<string, unknown>>(result: unknown): T[] {
+  return (Array.isArray(result) ? result : (result as { rows: T[] }).rows) as T[]
+}
+
+/** Row counts of every table of the service, by table name. */
+export async function tableCounts(database: Database): Promise<Record<string, number>> {
+  const tables = rowsOf<{ name: string }>(await database.db.execute(sql`select table_name as name from information_schema.tables
+    where table_schema = 'public' and table_type = 'BASE TABLE' order by table_name`))
+  const counts: Record<string, number> = {}
+  for (const { name } of tables) {
+    const [row] = rowsOf<{ n: number | string }>(await database.db.execute(sql.raw(`select count(*) as n from "${name}"`)))
+    counts[name] = Number(row!.n)
+  }
+  return counts
 }
