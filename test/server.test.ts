@@ -1,45 +1,10 @@
 import t, { type Test } from 'tap'
-import { spawn, type ChildProcess } from 'node:child_process'
 import { mkdtempSync, statSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { projectRoot } from '../src/paths.js'
 import { freshDatabase, testDatabaseUrl } from './helpers/database.js'
-
-interface Running {
-  child: ChildProcess
-  url: string
-  output: () => string
-  exit: Promise<number | null>
-}
-
-/** Spawns `src/server.ts` with exactly the given environment (plus PATH). */
-function spawnServer(env: Record<string, string>) {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], {
-    cwd: projectRoot,
-    env: { PATH: process.env.PATH ?? '', HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: 'info', ...env },
-    stdio: ['ignore', 'pipe', 'pipe']
-  })
-  let out = ''
-  child.stdout!.on('data', (d: Buffer) => { out += d.toString() })
-  child.stderr!.on('data', (d: Buffer) => { out += d.toString() })
-  const exit = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)))
-  return { child, output: () => out, exit }
-}
-
-/** Spawns a server and waits until it listens. */
-async function startServer(env: Record<string, string>): Promise<Running> {
-  const s = spawnServer(env)
-  const deadline = Date.now() + 60_000
-  while (Date.now() < deadline) {
-    const m = /Server listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(s.output())
-    if (m) return { ...s, url: m[1]! }
-    if (s.child.exitCode !== null) throw new Error('server exited: ' + s.output())
-    await new Promise((r) => setTimeout(r, 100))
-  }
-  s.child.kill('SIGKILL')
-  throw new Error('server did not start: ' + s.output())
-}
+import { spawnServer, startServer } from './helpers/server.js'
 
 /** Runs a server that must refuse to start; returns its exit code and output. */
 async function refusedStart(env: Record<string, string>) {
