@@ -21,6 +21,7 @@ export const EnvSchema = Type.Object({
   BODY_LIMIT_BYTES: Type.Integer({ minimum: 1024, maximum: 1024 * 1024 * 1024, default: 10485760 }),
   PAYMENT_VENDORS: Type.String({ default: '' }),
   SMTP_URL: Type.Optional(Type.String({ pattern: '^smtps?://' })),
+  EMAIL_FROM: Type.String({ minLength: 3, default: 'Account migrations <no-reply@localhost>' }),
   TOKEN_RATE_LIMIT_PER_MINUTE: Type.Integer({ minimum: 1, default: 20 }),
   ORG_RATE_LIMIT_PER_MINUTE: Type.Integer({ minimum: 0, default: 0 }),
   LOG_LEVEL: Type.Union(

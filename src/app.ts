@@ -5,6 +5,7 @@ import type { Config } from './config.js'
 import { openDatabase, type Database } from './db/index.js'
 import authPlugin from './plugins/auth.js'
 import dbPlugin from './plugins/db.js'
+import emailsPlugin from './plugins/emails.js'
 import errorsPlugin from './plugins/errors.js'
 import graphqlPlugin from './plugins/graphql.js'
 import rateLimitsPlugin from './plugins/rate-limits.js'
@@ -65,6 +66,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     await app.register(rateLimitsPlugin, { config })
     await app.register(authPlugin, { config, announce: options.announce ?? ((m) => process.stdout.write(m + '\n')) })
     await app.register(graphqlPlugin)
+    await app.register(emailsPlugin, { config })
     await app.register(healthRoutes)
     await app.register(async function dataImport(scope) {
       scope.addHook('preValidation', scope.requireOrganisation)

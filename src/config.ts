@@ -19,6 +19,8 @@ export interface Config {
   bodyLimitBytes: number
   paymentVendors: Record<string, string>
   smtpUrl: string | undefined
+  /** Sender of migration e-mails. */
+  emailFrom: string
   tokenRateLimitPerMinute: number
   orgRateLimitPerMinute: number
   logLevel: string
@@ -69,6 +71,7 @@ export function loadConfig(source: Record<string, string | undefined>): Config {
     bodyLimitBytes: typed.BODY_LIMIT_BYTES,
     paymentVendors: parseVendors(typed.PAYMENT_VENDORS),
     smtpUrl: typed.SMTP_URL,
+    emailFrom: typed.EMAIL_FROM,
     tokenRateLimitPerMinute: typed.TOKEN_RATE_LIMIT_PER_MINUTE,
     orgRateLimitPerMinute: typed.ORG_RATE_LIMIT_PER_MINUTE,
     logLevel: typed.LOG_LEVEL
