@@ -78,6 +78,8 @@ export function entriesFromAjv(errors: readonly ErrorObject[], prefix: string[] 
   const seen = new Set<string>()
   for (const e of errors) {
     if (e.keyword === 'anyOf' || e.keyword === 'oneOf' || e.keyword === 'if') continue
+    // A value of the wrong JSON type (or null) is reported once, by its `type` keyword.
+    if (e.keyword === 'enum' && typeof e.data !== 'string' && (e.parentSchema as { type?: unknown } | undefined)?.type === 'string') continue
     const path = [...prefix, ...pointerSegments(e.instancePath)]
     const params = e.params as Record<string, unknown>
     if (e.keyword === 'required') path.push(String(params.missingProperty))
@@ -91,12 +93,18 @@ export function entriesFromAjv(errors: readonly ErrorObject[], prefix: string[] 
     } else if (e.keyword === 'type' && e.data === null) {
       code = 'null'
       detail = 'This field may not be null.'
-    } else if (e.keyword === 'discriminator' && !('tagValue' in params)) {
-      code = 'required'
+    } else if (e.keyword === 'discriminator' && params.tagValue === undefined) {
+      code = 'required' // Ajv always sets `tagValue`; it is undefined when the tag is missing
       detail = 'This field is required.'
     } else if (e.keyword === 'discriminator' && params.tagValue === null) {
       code = 'null'
       detail = 'This field may not be null.'
+    } else if (e.keyword === 'discriminator' && typeof params.tagValue !== 'string') {
+      code = 'invalid'
+      detail = 'A string is required.'
+    } else if (e.keyword === 'discriminator' && (params.tagValue as string).trim() === '') {
+      code = 'blank'
+      detail = 'This field may not be blank.'
     } else if (typeof e.data === 'string' && e.data.trim() === '' && BLANK_KEYWORDS.has(e.keyword)) {
       code = 'blank'
       detail = 'This field may not be blank.'

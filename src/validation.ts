@@ -34,7 +34,8 @@ type ValidateWithErrors = ((...args: any[]) => boolean) & { errors?: KeywordErro
 const DECIMAL_MESSAGES: Record<string, string> = {
   invalid_decimal: 'A valid decimal number is required (a decimal string or a JSON number).',
   max_digits: 'Ensure that there are not too many digits (send large or precise numbers as decimal strings).',
-  max_decimal_places: 'Ensure that there are not too many decimal places.'
+  max_decimal_places: 'Ensure that there are not too many decimal places.',
+  blank: 'This field may not be blank.'
 }
 
 /** `decimal: {integer, scale, positive?}`: an exact decimal within its bounds (§1). */
@@ -45,7 +46,8 @@ const decimalKeyword = {
   validate: function validateDecimal(bounds: DecimalBounds & { positive?: boolean }, data: unknown): boolean {
     const self = validateDecimal as ValidateWithErrors
     if (typeof data !== 'string' && typeof data !== 'number') return true // the type keyword reports it
-    const problems: string[] = decimalProblems(data, bounds)
+    // A required decimal sent as an empty or whitespace-only string is `blank` (§1).
+    const problems: string[] = typeof data === 'string' && data.trim() === '' ? ['blank'] : decimalProblems(data, bounds)
     if (problems.length === 0 && bounds.positive && !toBig(data).gt(0)) problems.push('min_value')
     if (problems.length === 0) return true
     self.errors = problems.map((code) => ({
