@@ -1,6 +1,5 @@
 import { Type, type Static } from 'typebox'
 import { Choice, DateString, JsonValue, Money, Strict, Text, Trimmed } from './fields.js'
-import { ErrorBody, StandardErrorResponses } from './common.js'
 import { Transaction } from './transactions.js'
 
 /** The account import data of §5 (validate and stage), and the create request of §6. */
@@ -120,12 +119,6 @@ export const CreateResponse = Type.Object({
 })
 export type CreateResponse = Static<typeof CreateResponse>
 
-/** The already-imported body (§2) adds both account numbers. */
-export const AlreadyImportedBody = Type.Intersect([ErrorBody, Type.Object({
-  external_account_number: Type.String(),
-  service_account_number: Type.String()
-})])
-
 export const AccountParams = Type.Object({
   supplier: Type.String({ minLength: 1, maxLength: 255 }),
   external: Type.String({ minLength: 1, maxLength: 1024 })
@@ -171,5 +164,3 @@ export const AccountSummary = Type.Object({
   latest_error: LatestError
 })
 export type AccountSummary = Static<typeof AccountSummary>
-
-export const AccountResponses = { ...StandardErrorResponses }

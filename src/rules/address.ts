@@ -49,8 +49,14 @@ export function normalisePostcode(country: string, postcode: string): string | u
   return rule.pattern.test(upper) ? rule.format(upper) : undefined
 }
 
-/** Address identity for duplicate detection: case and whitespace do not matter. */
+/**
+ * Address identity for duplicate detection: case and whitespace do not matter, and a checked
+ * postcode counts in its normalised form (`BS15TY` and `BS1 5TY` are stored the same).
+ */
 export function addressKey(address: Record<string, unknown>): string {
   const part = (v: unknown) => (typeof v === 'string' ? v.toLowerCase().replace(/\s+/g, ' ').trim() : '')
-  return ['street_address', 'locality', 'administrative_area', 'postal_code', 'country'].map((k) => part(address[k])).join('\u0001')
+  const country = typeof address.country === 'string' ? countryCode(address.country) : undefined
+  const postcode = address.postal_code
+  const normalised = country && typeof postcode === 'string' ? normalisePostcode(country, postcode) ?? postcode : postcode
+  return [address.street_address, address.locality, address.administrative_area, normalised, address.country].map(part).join('\u0001')
 }
