@@ -53,23 +53,20 @@ export const CreditTransaction = Strict({
   display_note: Type.Optional(Text(2000))
 })
 
-export const PaymentTransaction = Strict({
-  ...common,
-  type: Type.Literal('PAYMENT'),
-  amount: Money({ positive: true }),
-  reason: Type.Optional(Text(64)),
-  reference: Text(128),
-  payment_type: Choice(PAYMENT_TYPES)
-})
+/** Money received (PAYMENT) or paid back (REPAYMENT): a positive amount with its reference and method. */
+function MoneyMovement<const T extends string, const P extends readonly string[]>(type: T, paymentTypes: P) {
+  return Strict({
+    ...common,
+    type: Type.Literal(type),
+    amount: Money({ positive: true }),
+    reason: Type.Optional(Text(64)),
+    reference: Text(128),
+    payment_type: Choice(paymentTypes)
+  })
+}
 
-export const RepaymentTransaction = Strict({
-  ...common,
-  type: Type.Literal('REPAYMENT'),
-  amount: Money({ positive: true }),
-  reason: Type.Optional(Text(64)),
-  reference: Text(128),
-  payment_type: Choice(REPAYMENT_TYPES)
-})
+export const PaymentTransaction = MoneyMovement('PAYMENT', PAYMENT_TYPES)
+export const RepaymentTransaction = MoneyMovement('REPAYMENT', REPAYMENT_TYPES)
 
 export const SupplyChargeTransaction = Strict({
   ...common,
