@@ -12,6 +12,7 @@ import rateLimitsPlugin from './plugins/rate-limits.js'
 import { validatorCompiler } from './validation.js'
 import healthRoutes from './modules/health/routes.js'
 import importsRoutes from './modules/imports/routes.js'
+import postImportRoutes from './modules/post-import/routes.js'
 
 export interface BuildOptions {
   /** An already opened database (tests); by default the one `config` names is opened. */
@@ -71,6 +72,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     await app.register(async function dataImport(scope) {
       scope.addHook('preValidation', scope.requireOrganisation)
       await scope.register(importsRoutes)
+      await scope.register(postImportRoutes, { config })
     }, { prefix: '/v1/data-import' })
     app.log.info({ database: database.kind }, `database: ${database.description}`)
     return app

@@ -3,6 +3,7 @@ import {
   bigint, boolean, date, index, integer, jsonb, numeric, pgEnum, pgTable, text, timestamp, unique, uuid
 } from 'drizzle-orm/pg-core'
 import { importProcesses } from './imports.js'
+import { billingDocuments } from './post-import.js'
 import { importSuppliers, operationsTeams } from './tenancy.js'
 import { textC } from './types.js'
 
@@ -109,6 +110,8 @@ export const ledgerTransactions = pgTable('ledger_transactions', {
   /** Set when the service changed the transaction (e.g. moved into the open statement). */
   description: text('description'),
   originalTransactionDate: day('original_transaction_date'),
+  /** The historical billing document holding it (§9); null for additional historical transactions. */
+  billingDocumentId: uuid('billing_document_id').references(() => billingDocuments.id),
   createdAt: createdAt()
 }, (t) => [unique('ledger_transactions_ledger_transaction_key').on(t.ledgerId, t.transactionId)])
 

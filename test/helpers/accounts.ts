@@ -56,3 +56,29 @@ export async function importSetup(t: Parameters<typeof buildTestApp>[0], options
 export function codes(res: LightMyRequestResponse): Array<[string, string | null]> {
   return (res.json().errors as Array<{ code: string; attr: string | null }>).map((e) => [e.code, e.attr])
 }
+
+/**
+ * `importSetup` plus the example account staged and created, and `post(path, fields)` for the
+ * post-import endpoints (the account reference is added to `fields`).
+ */
+export async function importedSetup(t: Parameters<typeof buildTestApp>[0], options: Parameters<typeof buildTestApp>[1] = {}) {
+  const setup = await importSetup(t, options)
+  const staged = await setup.client.stage(exampleAccount())
+  if (staged.statusCode !== 201) throw new Error('stage failed: ' + staged.body)
+  const created = await setup.client.create('EXT-000123')
+  if (created.statusCode !== 201) throw new Error('create failed: ' + created.body)
+  const ref = { import_supplier: 'ACME_ENERGY', external_account_number: 'EXT-000123' }
+  const post = (path: string, fields: Record<string, unknown>, query = '') => setup.app.inject({
+    method: 'POST',
+    url: `/v1/data-import/${path}${query}`,
+    headers: { authorization: `Token ${setup.tenant.token}` },
+    payload: { ...ref, ...fields }
+  })
+  return {
+    ...setup,
+    ref,
+    post,
+    serviceAccountNumber: created.json().service_account_number as string,
+    ledgerNumber: created.json().ledgers[0].ledger_number as string
+  }
+}

@@ -19,17 +19,24 @@ async function insertRows(tx: Tx, table: PgTable, rows: Record<string, unknown>[
   }
 }
 
+/** Writes transactions with their line and tax items (account import, post-import writes, billing documents). */
+async function insertTransactions(tx: Tx, rows: Pick<AccountRows, 'transactions' | 'lineItems' | 'taxItems'>): Promise<void> {
+  await insertRows(tx, ledgerTransactions, rows.transactions)
+  await insertRows(tx, transactionLineItems, rows.lineItems)
+  await insertRows(tx, transactionTaxItems, rows.taxItems)
+}
+
 export function createAccountsRepository(db: Db) {
   return {
+    insertTransactions,
+
     /** Writes every row of a planned account, parents before children, inside the caller's transaction. */
     async insertAccount(tx: Tx, rows: AccountRows): Promise<void> {
       await tx.insert(accounts).values(rows.account)
       await insertRows(tx, customers, rows.customers)
       await insertRows(tx, ledgers, rows.ledgers)
       await insertRows(tx, statements, rows.statements)
-      await insertRows(tx, ledgerTransactions, rows.transactions)
-      await insertRows(tx, transactionLineItems, rows.lineItems)
-      await insertRows(tx, transactionTaxItems, rows.taxItems)
+      await insertTransactions(tx, rows)
       await insertRows(tx, supplyAddresses, rows.supplyAddresses)
       await insertRows(tx, supplyPoints, rows.supplyPoints)
       await insertRows(tx, agreements, rows.agreements)
@@ -46,7 +53,12 @@ export function createAccountsRepository(db: Db) {
         createdAt: accounts.createdAt,
         operationsTeamName: operationsTeams.name,
         customers: sql<number>`(select count(*) from customers c where c.account_id = accounts.id)`.mapWith(Number),
-        supplyPoints: sql<number>`(select count(*) from supply_points p where p.account_id = accounts.id)`.mapWith(Number)
+        supplyPoints: sql<number>`(select count(*) from supply_points p where p.account_id = accounts.id)`.mapWith(Number),
+        notes: sql<number>`(select count(*) from notes n where n.account_id = accounts.id and not n.by_system)`.mapWith(Number),
+        historicalStatements: sql<number>`(select count(*) from historical_statements h where h.account_id = accounts.id)`.mapWith(Number),
+        billingDocuments: sql<number>`(select count(*) from billing_documents d join ledgers l on l.id = d.ledger_id
+          where l.account_id = accounts.id)`.mapWith(Number),
+        paymentInstructions: sql<number>`(select count(*) from payment_instructions i where i.account_id = accounts.id)`.mapWith(Number)
       }).from(accounts)
         .innerJoin(operationsTeams, eq(operationsTeams.id, accounts.operationsTeamId))
         .where(eq(accounts.importProcessId, importProcessId))

@@ -269,12 +269,11 @@ export function createImportsService(db: Db) {
           supply_points: account.supplyPoints,
           agreements: account.agreements,
           historical_agreements: account.historicalAgreements,
-          // Written by the post-import endpoints (§9), which are not built yet: none can exist.
-          notes: 0,
+          notes: account.notes,
           transactions: account.transactions,
-          historical_statements: 0,
-          billing_documents: 0,
-          payment_instructions: 0
+          historical_statements: account.historicalStatements,
+          billing_documents: account.billingDocuments,
+          payment_instructions: account.paymentInstructions
         },
         latest_event: latest ? { type: latest.type, at: formatDateTime(latest.at) } : null,
         latest_error: process.latestError

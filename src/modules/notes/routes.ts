@@ -1,0 +1,14 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { NotesRequest, NotesResponses } from '../../../schemas/notes.js'
+import { organisationOf } from '../auth/service.js'
+import type { PostImportRouteOptions } from '../post-import/routes.js'
+import { createNotesService } from './service.js'
+
+const notesRoutes: FastifyPluginAsyncTypebox<PostImportRouteOptions> = async function notesRoutes(app, opts) {
+  const service = createNotesService(opts.base, opts.config.documentBucket)
+  app.post('/notes/create/', { schema: { body: NotesRequest, response: NotesResponses } }, async function createNotes(request, reply) {
+    return reply.code(201).send(await service.create(organisationOf(request.principal), request.body))
+  })
+}
+
+export default notesRoutes
