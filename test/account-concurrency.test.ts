@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import postgres from 'postgres'
 import { count } from 'drizzle-orm'
-import { accounts } from '../drizzle/schema/index.js'
+import { accounts, importProcesses } from '../drizzle/schema/index.js'
 import { buildTestApp, TEST_OPERATOR_KEY, TEST_TOKEN_SECRET } from './helpers/app.js'
 import { codes, exampleAccount, importClient, TEAM } from './helpers/accounts.js'
 import { freshDatabase, testDatabaseUrl } from './helpers/database.js'
@@ -136,6 +136,22 @@ if (!testDatabaseUrl) {
     t.equal(res.statusCode, 201, res.body)
     t.equal((await client.status('SLOW-1')).json().status, 'COMPLETED')
     t.equal(await accountCount(), 1)
+  })
+
+  t.test('the same lock key held in another database on the server is not a create in progress', async (t) => {
+    const { client, stageMany, database } = await setup(t)
+    await stageMany('OTHER-DB-1')
+    const [process] = await database.db.select({ id: importProcesses.id }).from(importProcesses)
+    // Another database on the same server (the one TEST_DATABASE_URL names) holding the very key.
+    const other = postgres(testDatabaseUrl!, { max: 1, onnotice: () => {} })
+    t.teardown(() => other.end())
+    const reserved = await other.reserve()
+    await reserved`select pg_advisory_lock(${(1n << 40n) + BigInt(process!.id)}::bigint)`
+    t.equal((await client.status('OTHER-DB-1')).json().status, 'UNKNOWN')
+    t.equal((await client.stage(exampleAccount({ external_account_number: 'OTHER-DB-1' }))).statusCode, 200)
+    t.equal((await client.create('OTHER-DB-1')).statusCode, 201)
+    await reserved`select pg_advisory_unlock_all()`
+    reserved.release()
   })
 
   t.test('maxConcurrentProcessing 2 across two server processes: 2 run, the rest get 429', async (t) => {

@@ -103,7 +103,9 @@ export function createImportsRepository(db: Db) {
     async createRunning(processId: number, executor: Db | Tx = db): Promise<boolean> {
       const { classid, objid } = processLockKey(processId)
       const [row] = await executor.select({
+        // Advisory locks belong to one database; pg_locks lists those of every database on the server.
         running: sql<boolean>`exists (select 1 from pg_locks where locktype = 'advisory' and objsubid = 1
+          and database = (select oid from pg_database where datname = current_database())
           and classid = ${classid}::bigint::oid and objid = ${objid}::bigint::oid and granted)`
       }).from(sql`(select 1) as one`)
       return row!.running === true
