@@ -1,0 +1,25 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { TransactionsQuery, TransactionsRequest, TransactionsResponses } from '../../../schemas/transaction-import.js'
+import { entriesFromAjv } from '../../errors.js'
+import { organisationOf } from '../auth/service.js'
+import type { PostImportRouteOptions } from '../post-import/routes.js'
+import { createTransactionsService } from './service.js'
+
+/**
+ * Schema problems inside one transaction get the transaction body of §2, so this route validates
+ * with `attachValidation` and lets the service shape the answer.
+ */
+const transactionsRoutes: FastifyPluginAsyncTypebox<PostImportRouteOptions> = async function transactionsRoutes(app, opts) {
+  const service = createTransactionsService(opts.base, app.db)
+  app.post('/transactions/create/', {
+    attachValidation: true,
+    schema: { body: TransactionsRequest, querystring: TransactionsQuery, response: TransactionsResponses }
+  }, async function createTransactions(request, reply) {
+    const validation = request.validationError?.validation
+    const schemaErrors = validation ? entriesFromAjv(validation as never) : []
+    const result = await service.create(organisationOf(request.principal), request.body, request.query, schemaErrors)
+    return reply.code(201).send(result)
+  })
+}
+
+export default transactionsRoutes

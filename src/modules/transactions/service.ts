@@ -1,0 +1,152 @@
+import { randomUUID } from 'node:crypto'
+import type { TransactionResult, TransactionsQuery, TransactionsRequest } from '../../../schemas/transaction-import.js'
+import type { Db } from '../../db/index.js'
+import { sumDecimals } from '../../decimal.js'
+import { AppError, entry, sortEntries, type ErrorEntry } from '../../errors.js'
+import { ruleContext, utcToday } from '../../rules/context.js'
+import { signedAmount, transactionRules } from '../../rules/transactions.js'
+import { addTransaction, type AccountRows } from '../accounts/plan.js'
+import { createAccountsRepository } from '../accounts/repository.js'
+import { normaliseTransaction } from '../accounts/rules.js'
+import type { OrganisationPrincipal } from '../auth/service.js'
+import { createNotesRepository } from '../notes/repository.js'
+import { invalidRequest, type PostImportBase } from '../post-import/service.js'
+import { createTransactionsRepository } from './repository.js'
+
+const IN_TRANSACTION = /^transactions\.(\d+)(\.|$)/
+
+/**
+ * The body of §2 for a problem inside a transaction: every problem of the lowest-indexed failing
+ * transaction, with `code` and `attr` copied from the first.
+ */
+function transactionImportError(sent: unknown, errors: ErrorEntry[]): AppError {
+  const sorted = sortEntries(errors)
+  const first = sorted[0]!
+  return new AppError(400, first.code, 'The transaction could not be imported.', sorted, {
+    attr: first.attr,
+    status: 'TRANSACTION_IMPORT_ERROR',
+    error_detail: first.detail,
+    transaction_data: sent
+  })
+}
+
+/** Groups entries by the transaction they point into; undefined when one points elsewhere. */
+function byTransaction(errors: ErrorEntry[]): Map<number, ErrorEntry[]> | undefined {
+  const groups = new Map<number, ErrorEntry[]>()
+  for (const e of errors) {
+    const m = e.attr === null ? null : IN_TRANSACTION.exec(e.attr)
+    if (!m) return undefined
+    const index = Number(m[1])
+    groups.set(index, [...(groups.get(index) ?? []), e])
+  }
+  return groups
+}
+
+const lowest = (groups: Map<number, ErrorEntry[]>): number => Math.min(...groups.keys())
+
+export function createTransactionsService(base: PostImportBase, db: Db) {
+  const repo = createTransactionsRepository()
+  const accounts = createAccountsRepository(db)
+  const notes = createNotesRepository()
+
+  return {
+    /**
+     * Adds transactions to the account's ENERGY ledger in request order, all or nothing (§9).
+     * `schemaErrors` are the route's schema problems: inside one transaction they get the
+     * transaction body, otherwise the standard one.
+     */
+    async create(principal: OrganisationPrincipal, body: TransactionsRequest, query: TransactionsQuery, schemaErrors: ErrorEntry[]) {
+      if (schemaErrors.length > 0) {
+        const groups = byTransaction(schemaErrors)
+        if (!groups) throw invalidRequest(schemaErrors)
+        const index = lowest(groups)
+        const ctx = ruleContext(groups.get(index)!, utcToday())
+        transactionRules(body.transactions[index], `transactions.${index}`, ctx)
+        throw transactionImportError(body.transactions[index], ctx.errors)
+      }
+      const account = await base.resolve(principal, body.import_supplier, body.external_account_number)
+
+      // Ids repeated inside the request concern the array as a whole: the standard body.
+      const seen = new Set<string>()
+      const duplicates: ErrorEntry[] = []
+      body.transactions.forEach((t, i) => {
+        if (seen.has(t.transaction_id)) {
+          duplicates.push(entry('duplicate_transaction_ids', `transactions.${i}.transaction_id`, 'The transaction id appears more than once in the request.'))
+        }
+        seen.add(t.transaction_id)
+      })
+      if (duplicates.length > 0) throw invalidRequest(duplicates)
+
+      const today = utcToday()
+      const ruleErrors = ruleContext([], today)
+      body.transactions.forEach((t, i) => transactionRules(t, `transactions.${i}`, ruleErrors))
+      const problems = byTransaction(ruleErrors.errors) ?? new Map<number, ErrorEntry[]>()
+      const checkPreviouslyAdded = query.check_previously_added !== false
+      const force = query.force_add_to_current_statement !== false
+
+      return base.write(principal, account, async (tx) => {
+        const ledger = await repo.energyLedger(tx, account.id)
+        if (!ledger) throw invalidRequest([entry('ledger_not_found', null, 'The account has no ENERGY ledger with an open statement.')])
+        const existing = await repo.existingIds(tx, ledger.id, body.transactions.map((t) => t.transaction_id))
+        const add = (i: number, code: string, field: string, detail: string) =>
+          problems.set(i, [...(problems.get(i) ?? []), entry(code, `transactions.${i}.${field}`, detail)])
+
+        const rows: Pick<AccountRows, 'transactions' | 'lineItems' | 'taxItems'> = { transactions: [], lineItems: [], taxItems: [] }
+        const results: TransactionResult[] = []
+        const moved: string[] = []
+        const added: unknown[] = []
+        body.transactions.forEach((sent, i) => {
+          const data: any = structuredClone(sent)
+          normaliseTransaction(data)
+          if (existing.has(sent.transaction_id)) {
+            if (checkPreviouslyAdded) results.push({ status: 'TRANSACTION_ALREADY_EXISTS', transaction_data: data })
+            else add(i, 'transaction_already_exists', 'transaction_id', `Transaction ${sent.transaction_id} is already on the ledger.`)
+            return
+          }
+          let description: string | undefined
+          if (sent.transaction_date < ledger.openFrom) {
+            if (!force) {
+              add(i, 'transaction_outside_open_statement_period', 'transaction_date', `The open statement starts on ${ledger.openFrom}.`)
+              return
+            }
+            if (ledger.openFrom > today) {
+              add(i, 'transaction_outside_open_statement_period', 'transaction_date', `The open statement starts on ${ledger.openFrom}, after today.`)
+              return
+            }
+            description = `Moved into the open statement: originally dated ${sent.transaction_date}.`
+            data.original_transaction_date = sent.transaction_date
+            data.transaction_date = ledger.openFrom
+            moved.push(sent.transaction_id)
+          }
+          addTransaction(rows, data, ledger.id, ledger.openStatementId, 'POST_IMPORT', {
+            description, originalTransactionDate: data.original_transaction_date
+          })
+          added.push(data)
+          results.push({ status: 'TRANSACTION_ADDED_TO_ACCOUNT', transaction_data: data })
+        })
+        if (problems.size > 0) {
+          const index = lowest(problems)
+          throw transactionImportError(body.transactions[index], problems.get(index)!)
+        }
+
+        await accounts.insertTransactions(tx, rows)
+        if (added.length > 0) {
+          const delta = sumDecimals(added.map((t: any) => signedAmount(t.type, t.amount)))
+          await base.repo.addToBalance(tx, ledger.id, delta.toFixed())
+        }
+        if (moved.length > 0) {
+          // One pinned note per request says which transactions were moved.
+          await notes.insertNotes(tx, [{
+            id: randomUUID(), accountId: account.id, bySystem: true, isPinned: true, documentLocations: [], noteCreatedAt: new Date(),
+            body: `Transactions dated before the open statement (from ${ledger.openFrom}) were moved into it: ${moved.join(', ')}.`
+          }])
+        }
+        const detail = added.length > 0
+          ? { endpoint: 'transactions', added: added.length, already_existing: results.length - added.length, moved: moved.length }
+          : undefined
+        return { result: { results }, detail }
+      })
+    }
+  }
+}
+
