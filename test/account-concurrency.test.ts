@@ -146,7 +146,7 @@ if (!testDatabaseUrl) {
     const other = postgres(testDatabaseUrl!, { max: 1, onnotice: () => {} })
     t.teardown(() => other.end())
     const reserved = await other.reserve()
-    await reserved`select pg_advisory_lock(${(1n << 40n) + BigInt(process!.id)}::bigint)`
+    await reserved`select pg_advisory_lock(${((1n << 40n) + BigInt(process!.id)).toString()}::bigint)`
     t.equal((await client.status('OTHER-DB-1')).json().status, 'UNKNOWN')
     t.equal((await client.stage(exampleAccount({ external_account_number: 'OTHER-DB-1' }))).statusCode, 200)
     t.equal((await client.create('OTHER-DB-1')).statusCode, 201)

@@ -1,4 +1,4 @@
-import t from 'tap'
+import t, { type Test } from 'tap'
 import { eq } from 'drizzle-orm'
 import { ledgers, ledgerTransactions, notes } from '../drizzle/schema/index.js'
 import { codes, daysFromToday, exampleAccount, importedSetup } from './helpers/accounts.js'
@@ -15,7 +15,7 @@ const payment = (id: string, amount: unknown, date = daysFromToday(-1)) => ({
 t.test('transactions of §9', async (t) => {
   const { app, database, client, post } = await importedSetup(t)
   const balance = async () => (await client.summary('EXT-000123')).json().ledgers[0].balance as string
-  const unchanged = async (t: Parameters<Parameters<typeof t.test>[1]>[0], before: Record<string, number>, what: string) =>
+  const unchanged = async (t: Test, before: Record<string, number>, what: string) =>
     t.same(await tableCounts(database), before, `${what}: nothing stored`)
 
   t.test('added in request order; the balance moves by their signed amounts, exactly', async (t) => {
