@@ -1,0 +1,18 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { BillingDocumentsRequest, BillingDocumentsResponses } from '../../../schemas/billing-documents.js'
+import { organisationOf } from '../auth/service.js'
+import type { PostImportRouteOptions } from '../post-import/routes.js'
+import { createBillingDocumentsService } from './service.js'
+
+const billingDocumentsRoutes: FastifyPluginAsyncTypebox<PostImportRouteOptions> = async function billingDocumentsRoutes(app, opts) {
+  const service = createBillingDocumentsService(opts.base, app.db)
+  app.post('/historical-billing-documents/create/', {
+    schema: { body: BillingDocumentsRequest, response: BillingDocumentsResponses }
+  }, async function createBillingDocuments(request, reply) {
+    await service.create(organisationOf(request.principal), request.body)
+    // 201 with an empty body: `undefined` skips serialisation (`null` would send the text "null").
+    return reply.code(201).send(undefined as never)
+  })
+}
+
+export default billingDocumentsRoutes
