@@ -1,0 +1,16 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { HistoricalAgreementsRequest, HistoricalAgreementsResponses } from '../../../schemas/historical-agreements.js'
+import { organisationOf } from '../auth/service.js'
+import type { PostImportRouteOptions } from '../post-import/routes.js'
+import { createHistoricalAgreementsService } from './service.js'
+
+const historicalAgreementsRoutes: FastifyPluginAsyncTypebox<PostImportRouteOptions> = async function historicalAgreementsRoutes(app, opts) {
+  const service = createHistoricalAgreementsService(opts.base)
+  app.post('/historical-agreements/create/', { schema: { body: HistoricalAgreementsRequest, response: HistoricalAgreementsResponses } },
+    async function createHistoricalAgreements(request, reply) {
+      await service.create(organisationOf(request.principal), request.body)
+      return reply.code(201).send()
+    })
+}
+
+export default historicalAgreementsRoutes

@@ -1,0 +1,15 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { HistoricalStatementsRequest, HistoricalStatementsResponses } from '../../../schemas/historical-statements.js'
+import { organisationOf } from '../auth/service.js'
+import type { PostImportRouteOptions } from '../post-import/routes.js'
+import { createHistoricalStatementsService } from './service.js'
+
+const historicalStatementsRoutes: FastifyPluginAsyncTypebox<PostImportRouteOptions> = async function historicalStatementsRoutes(app, opts) {
+  const service = createHistoricalStatementsService(opts.base, opts.config.documentBucket)
+  app.post('/historical-statements/create/', { schema: { body: HistoricalStatementsRequest, response: HistoricalStatementsResponses } },
+    async function createHistoricalStatements(request, reply) {
+      return reply.code(201).send(await service.create(organisationOf(request.principal), request.body))
+    })
+}
+
+export default historicalStatementsRoutes
