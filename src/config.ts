@@ -18,6 +18,14 @@ export interface Config {
   documentBucket: string
   bodyLimitBytes: number
   paymentVendors: Record<string, string>
+  /** Bearer token per vendor code (a subset of `paymentVendors`); a vendor without one gets no Authorization header. */
+  paymentVendorTokens: Record<string, string>
+  /** Per attempt of a vendor call. */
+  paymentVendorTimeoutMs: number
+  /** Retries after the first attempt on a timeout, a connection failure or a 5xx. */
+  paymentVendorRetries: number
+  /** A vendor's circuit breaker opens when every call has failed for this long, and stays open as long. */
+  paymentVendorBreakerWindowSeconds: number
   smtpUrl: string | undefined
   /** Sender of migration e-mails. */
   emailFrom: string
@@ -56,6 +64,7 @@ export function loadConfig(source: Record<string, string | undefined>): Config {
   if (production && typed.OPERATOR_API_KEY === undefined) {
     throw new ConfigError('invalid configuration: OPERATOR_API_KEY is required when NODE_ENV=production')
   }
+  const paymentVendors = parseVendors(typed.PAYMENT_VENDORS)
   return {
     host: typed.HOST,
     port: typed.PORT,
@@ -69,7 +78,11 @@ export function loadConfig(source: Record<string, string | undefined>): Config {
     operatorApiKey: typed.OPERATOR_API_KEY,
     documentBucket: typed.DOCUMENT_BUCKET,
     bodyLimitBytes: typed.BODY_LIMIT_BYTES,
-    paymentVendors: parseVendors(typed.PAYMENT_VENDORS),
+    paymentVendors,
+    paymentVendorTokens: parseVendorTokens(typed.PAYMENT_VENDOR_TOKENS, paymentVendors),
+    paymentVendorTimeoutMs: typed.PAYMENT_VENDOR_TIMEOUT_MS,
+    paymentVendorRetries: typed.PAYMENT_VENDOR_RETRIES,
+    paymentVendorBreakerWindowSeconds: typed.PAYMENT_VENDOR_BREAKER_WINDOW_SECONDS,
     smtpUrl: typed.SMTP_URL,
     emailFrom: typed.EMAIL_FROM,
     tokenRateLimitPerMinute: typed.TOKEN_RATE_LIMIT_PER_MINUTE,
@@ -92,4 +105,21 @@ function parseVendors(text: string): Record<string, string> {
     vendors[code] = url.replace(/\/+$/, '')
   }
   return vendors
+}
+
+/** `STRIPE=sk_…,ADYEN=…` → token per vendor code; every code must be one of PAYMENT_VENDORS. Tokens never appear in messages. */
+function parseVendorTokens(text: string, vendors: Record<string, string>): Record<string, string> {
+  const tokens: Record<string, string> = {}
+  for (const pair of text.split(',').map((p) => p.trim()).filter(Boolean)) {
+    const at = pair.indexOf('=')
+    const code = at < 1 ? '' : pair.slice(0, at).trim()
+    const token = pair.slice(at + 1).trim()
+    if (!/^[A-Z0-9_]{1,32}$/.test(code) || !/^[\x21-\x7e]+$/.test(token)) {
+      throw new ConfigError('invalid configuration: PAYMENT_VENDOR_TOKENS entries must be CODE=token (printable ASCII, no spaces or commas)')
+    }
+    if (vendors[code] === undefined) throw new ConfigError(`invalid configuration: PAYMENT_VENDOR_TOKENS names ${code}, which is not in PAYMENT_VENDORS`)
+    if (tokens[code] !== undefined) throw new ConfigError(`invalid configuration: PAYMENT_VENDOR_TOKENS names ${code} twice`)
+    tokens[code] = token
+  }
+  return tokens
 }

@@ -1,0 +1,35 @@
+import { Type, type Static } from 'typebox'
+import { Choice, Text } from './fields.js'
+import { PostImportBody, StandardErrorResponses } from './post-import.js'
+
+/** Payment instruction (§9). */
+export const PAYMENT_INSTRUCTION_TYPES = ['CARD', 'DIRECT_DEBIT'] as const
+export type PaymentInstructionType = (typeof PAYMENT_INSTRUCTION_TYPES)[number]
+
+/**
+ * A configured vendor code (`invalid_choice` otherwise). The codes come from the configuration, so
+ * the schema is built per app; with no vendor configured every code is refused (an empty `enum`
+ * is not a valid schema).
+ */
+export function VendorCode(codes: readonly string[]) {
+  return Type.Unsafe<string>(codes.length > 0
+    ? { type: 'string', enum: [...codes] }
+    : { type: 'string', not: {}, errorCodes: { not: 'invalid_choice' } })
+}
+
+export function PaymentInstructionRequest(vendorCodes: readonly string[]) {
+  return PostImportBody({
+    vendor: VendorCode(vendorCodes),
+    reference: Text(512),
+    type: Choice(PAYMENT_INSTRUCTION_TYPES)
+  })
+}
+export type PaymentInstructionRequest = Static<ReturnType<typeof PaymentInstructionRequest>>
+
+export const PaymentInstructionResult = Type.Object({
+  service_account_number: Type.String(),
+  reference: Type.String()
+})
+export type PaymentInstructionResult = Static<typeof PaymentInstructionResult>
+
+export const PaymentInstructionResponses = { 201: PaymentInstructionResult, ...StandardErrorResponses }
