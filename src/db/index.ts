@@ -93,6 +93,7 @@ export async function openPostgres(url: string, poolSize = 10): Promise<Database
   }
   const client = postgres(url, { ...options, max: poolSize })
   const db = drizzlePostgres({ client, schema }) as unknown as Db
+  pipelining.add(db)
   return {
     kind: 'postgres',
     db,
@@ -104,6 +105,14 @@ export async function openPostgres(url: string, poolSize = 10): Promise<Database
       await client.end({ timeout: 10 })
     }
   }
+}
+
+/** Databases whose transactions pipeline queries sent together (postgres.js); PGlite runs them one by one. */
+const pipelining = new WeakSet<object>()
+
+/** True when queries of one transaction can be sent together and answered in one round trip. */
+export function canPipeline(db: Db): boolean {
+  return pipelining.has(db)
 }
 
 export function openDatabase(config: { databaseUrl: string | undefined; databasePoolSize: number; dataDir: string }): Promise<Database> {

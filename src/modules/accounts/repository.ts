@@ -4,44 +4,68 @@ import {
   accountMetadata, accounts, agreements, customers, emailOutbox, ledgers, ledgerTransactions, operationsTeams,
   statements, supplyAddresses, supplyPoints, transactionLineItems, transactionTaxItems
 } from '../../../drizzle/schema/index.js'
-import type { Db, Tx } from '../../db/index.js'
+import { canPipeline, type Db, type Tx } from '../../db/index.js'
 import type { AccountRows } from './plan.js'
 
 /** PostgreSQL accepts at most 65535 parameters per statement: large inserts go in chunks. */
 const MAX_PARAMETERS = 60_000
 
-async function insertRows(tx: Tx, table: PgTable, rows: Record<string, unknown>[]): Promise<void> {
-  if (rows.length === 0) return
+type Statement = PromiseLike<unknown>
+
+/** The multi-row inserts of `rows` into `table`, in chunks under the parameter limit. */
+function insertsOf(tx: Tx, table: PgTable, rows: Record<string, unknown>[]): Statement[] {
+  if (rows.length === 0) return []
   const columns = Object.keys(getTableColumns(table)).length
   const size = Math.max(1, Math.floor(MAX_PARAMETERS / columns))
-  for (let i = 0; i < rows.length; i += size) {
-    await tx.insert(table).values(rows.slice(i, i + size) as never)
-  }
+  const statements: Statement[] = []
+  for (let i = 0; i < rows.length; i += size) statements.push(tx.insert(table).values(rows.slice(i, i + size) as never))
+  return statements
 }
 
-/** Writes transactions with their line and tax items (account import, post-import writes, billing documents). */
-async function insertTransactions(tx: Tx, rows: Pick<AccountRows, 'transactions' | 'lineItems' | 'taxItems'>): Promise<void> {
-  await insertRows(tx, ledgerTransactions, rows.transactions)
-  await insertRows(tx, transactionLineItems, rows.lineItems)
-  await insertRows(tx, transactionTaxItems, rows.taxItems)
+/**
+ * Runs statements in order. On PostgreSQL they are sent together and answered in one round trip
+ * (postgres.js pipelines a transaction's queries, in the order they were sent, so parents are
+ * written before children); on PGlite one after the other.
+ */
+async function runInOrder(db: Db, statements: Statement[]): Promise<void> {
+  if (canPipeline(db)) {
+    await Promise.all(statements.map((s) => Promise.resolve(s)))
+    return
+  }
+  for (const s of statements) await s
 }
+
+const transactionInserts = (tx: Tx, rows: Pick<AccountRows, 'transactions' | 'lineItems' | 'taxItems'>): Statement[] => [
+  ...insertsOf(tx, ledgerTransactions, rows.transactions),
+  ...insertsOf(tx, transactionLineItems, rows.lineItems),
+  ...insertsOf(tx, transactionTaxItems, rows.taxItems)
+]
 
 export function createAccountsRepository(db: Db) {
   return {
-    insertTransactions,
+    /** Writes transactions with their line and tax items (post-import writes, billing documents). */
+    async insertTransactions(tx: Tx, rows: Pick<AccountRows, 'transactions' | 'lineItems' | 'taxItems'>): Promise<void> {
+      await runInOrder(db, transactionInserts(tx, rows))
+    },
 
-    /** Writes every row of a planned account, parents before children, inside the caller's transaction. */
-    async insertAccount(tx: Tx, rows: AccountRows): Promise<void> {
-      await tx.insert(accounts).values(rows.account)
-      await insertRows(tx, customers, rows.customers)
-      await insertRows(tx, ledgers, rows.ledgers)
-      await insertRows(tx, statements, rows.statements)
-      await insertTransactions(tx, rows)
-      await insertRows(tx, supplyAddresses, rows.supplyAddresses)
-      await insertRows(tx, supplyPoints, rows.supplyPoints)
-      await insertRows(tx, agreements, rows.agreements)
-      await insertRows(tx, accountMetadata, rows.metadata)
-      await insertRows(tx, emailOutbox, rows.outbox)
+    /**
+     * Writes every row of a planned account, parents before children, inside the caller's
+     * transaction; `then` are further statements of the same transaction sent with them.
+     */
+    async insertAccount(tx: Tx, rows: AccountRows, then: Statement[] = []): Promise<void> {
+      await runInOrder(db, [
+        tx.insert(accounts).values(rows.account),
+        ...insertsOf(tx, customers, rows.customers),
+        ...insertsOf(tx, ledgers, rows.ledgers),
+        ...insertsOf(tx, statements, rows.statements),
+        ...transactionInserts(tx, rows),
+        ...insertsOf(tx, supplyAddresses, rows.supplyAddresses),
+        ...insertsOf(tx, supplyPoints, rows.supplyPoints),
+        ...insertsOf(tx, agreements, rows.agreements),
+        ...insertsOf(tx, accountMetadata, rows.metadata),
+        ...insertsOf(tx, emailOutbox, rows.outbox),
+        ...then
+      ])
     },
 
     /** The account created for an import process, with what the summary of §7 shows. */
