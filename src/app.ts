@@ -3,11 +3,13 @@ import Fastify, { type FastifyInstance } from 'fastify'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { Config } from './config.js'
 import { openDatabase, type Database } from './db/index.js'
+import { serializeError } from './logging.js'
 import authPlugin from './plugins/auth.js'
 import dbPlugin from './plugins/db.js'
 import emailsPlugin from './plugins/emails.js'
 import errorsPlugin from './plugins/errors.js'
 import graphqlPlugin from './plugins/graphql.js'
+import metricsPlugin from './plugins/metrics.js'
 import rateLimitsPlugin from './plugins/rate-limits.js'
 import { validatorCompiler } from './validation.js'
 import healthRoutes from './modules/health/routes.js'
@@ -32,7 +34,9 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     logger: {
       level: config.logLevel,
       ...(options.logStream ? { stream: options.logStream } : {}),
-      redact: { paths: ['req.headers.authorization', 'req.headers.cookie'], censor: '[redacted]' }
+      redact: { paths: ['req.headers.authorization', 'req.headers.cookie'], censor: '[redacted]' },
+      // Errors are logged without the data they carry (query parameters, failing rows): §1.
+      serializers: { err: serializeError }
     },
     bodyLimit: config.bodyLimitBytes,
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 1024 },
@@ -66,6 +70,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     await app.register(dbPlugin, { database })
     await app.register(rateLimitsPlugin, { config })
     await app.register(authPlugin, { config, announce: options.announce ?? ((m) => process.stdout.write(m + '\n')) })
+    await app.register(metricsPlugin, { config })
     await app.register(graphqlPlugin)
     await app.register(emailsPlugin, { config })
     await app.register(healthRoutes)

@@ -1,0 +1,63 @@
+import { DrizzleQueryError } from 'drizzle-orm'
+import { AppError } from './errors.js'
+
+/**
+ * The `err` serializer of the logger: errors without the data they carry (§1: personal data
+ * never appears in logs). Drizzle's query errors put every parameter of the failing statement
+ * (names, e-mails, addresses…) in their message and stack, and PostgreSQL data exceptions
+ * (class 22) quote the offending value; both are removed. Only known fields are kept: a driver's
+ * `detail` ("Failing row contains (…)"), `where` or `parameters` never reach the log.
+ */
+export function serializeError(err: unknown): SerializedError {
+  return serialize(err, 0)
+}
+
+export interface SerializedError {
+  type: string
+  message: string
+  stack: string
+  [field: string]: unknown
+}
+
+function serialize(err: unknown, depth: number): SerializedError {
+  if (typeof err !== 'object' || err === null) return { type: typeof err, message: '', stack: '' }
+  const e = err as Record<string, unknown> & { message?: unknown; stack?: unknown; cause?: unknown }
+  const original = typeof e.message === 'string' ? e.message : ''
+  let message = original
+  if (err instanceof DrizzleQueryError) message = `Failed query: ${err.query}`
+  else if (isDataException(e)) message = original.replace(/"(?:[^"]|"")*"/g, '"[redacted]"')
+
+  const stack = typeof e.stack !== 'string' ? '' : message === original ? e.stack : withoutMessage(e.stack, original, message)
+  const out: SerializedError = { type: (err as object).constructor?.name ?? 'Object', message, stack }
+  for (const key of SAFE_FIELDS) {
+    const value = e[key]
+    if (typeof value === 'string' || typeof value === 'number') out[key] = value
+  }
+  // PostgreSQL's field names: postgres.js says `constraint_name`, PGlite `constraint`.
+  for (const [key, alias] of PG_ALIASES) {
+    const value = e[key] ?? e[alias]
+    if (typeof value === 'string') out[key] = value
+  }
+  if (err instanceof DrizzleQueryError) out.query = err.query
+  // Our own 5xx entries are written by the service (e.g. a payment vendor's failure).
+  if (err instanceof AppError && err.errors.length > 0) out.errors = err.errors
+  if (err instanceof AggregateError && depth < 5) out.errors = err.errors.map((inner) => serialize(inner, depth + 1))
+  if (e.cause !== undefined && depth < 5) out.cause = serialize(e.cause, depth + 1)
+  return out
+}
+
+const SAFE_FIELDS = ['code', 'statusCode', 'severity', 'routine', 'errno', 'syscall', 'address', 'port'] as const
+const PG_ALIASES = [['constraint', 'constraint_name'], ['table', 'table_name'], ['column', 'column_name'], ['schema', 'schema_name']] as const
+
+/** A PostgreSQL data exception: its message may quote the value it refused. */
+function isDataException(e: Record<string, unknown>): boolean {
+  return typeof e.severity === 'string' && typeof e.code === 'string' && /^22[0-9A-Z]{3}$/.test(e.code)
+}
+
+/** The stack with the (multi-line) original message replaced by the safe one. */
+function withoutMessage(stack: string, original: string, message: string): string {
+  if (original !== '' && stack.includes(original)) return stack.replace(original, () => message)
+  // A stack that does not repeat the message as is: keep only its frames.
+  const frames = stack.indexOf('\n    at ')
+  return frames >= 0 ? message + stack.slice(frames) : message
+}

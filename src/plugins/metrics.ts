@@ -1,0 +1,121 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify'
+import fp from 'fastify-plugin'
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client'
+import type { Config } from '../config.js'
+import { notAuthenticated, permissionDenied } from '../errors.js'
+import { tokenFromHeader } from '../modules/auth/service.js'
+import { createMetricsRepository, type SupplierCounts } from '../modules/metrics/repository.js'
+
+/**
+ * Process metrics (CPU, memory, event loop, GC) describe the process, not an app, and
+ * `collectDefaultMetrics` starts observers that are never stopped: collected once per process and
+ * shared by every app's registry (tests build many apps in one process).
+ */
+let processMetrics: Registry | undefined
+
+function processRegistry(): Registry {
+  if (!processMetrics) {
+    processMetrics = new Registry()
+    collectDefaultMetrics({ register: processMetrics })
+  }
+  return processMetrics
+}
+
+/** Label of requests that matched no route, so unknown URLs never become labels. */
+const UNMATCHED = 'unmatched'
+
+/**
+ * `GET /metrics` (Prometheus text, operator token only: its labels name suppliers, §11). Request
+ * metrics are counted in memory per server process; import counts are read from the database at
+ * scrape time, so every server reports the same totals.
+ */
+export default fp(async function metricsPlugin(app: FastifyInstance, opts: { config: Config }) {
+  const register = new Registry()
+  const repo = createMetricsRepository(app.db)
+
+  const labelNames = ['method', 'route', 'status'] as const
+  const requests = new Counter({
+    name: 'amis_http_requests_total',
+    help: 'HTTP requests answered, by method, route pattern and status.',
+    labelNames,
+    registers: [register]
+  })
+  const duration = new Histogram({
+    name: 'amis_http_request_duration_seconds',
+    help: 'Time to answer HTTP requests, by method, route pattern and status.',
+    labelNames,
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+    registers: [register]
+  })
+  app.addHook('onResponse', async function countRequest(request, reply) {
+    const route = request.is404 ? UNMATCHED : (request.routeOptions.url ?? UNMATCHED)
+    const labels = { method: request.method, route, status: String(reply.statusCode) }
+    requests.inc(labels)
+    duration.observe(labels, reply.elapsedTime / 1000)
+  })
+
+  // One query per scrape, shared by the gauges below (a scrape collects them all at once).
+  let counting: Promise<SupplierCounts[]> | undefined
+  function supplierCounts(): Promise<SupplierCounts[]> {
+    counting ??= repo.supplierCounts().finally(() => { counting = undefined })
+    return counting
+  }
+
+  function supplierGauge(name: string, help: string, value: (row: SupplierCounts) => number): void {
+    const gauge: Gauge<'supplier'> = new Gauge({
+      name,
+      help,
+      labelNames: ['supplier'],
+      registers: [register],
+      async collect() {
+        const rows = await supplierCounts()
+        gauge.reset()
+        for (const row of rows) gauge.set({ supplier: row.supplier }, value(row))
+      }
+    })
+  }
+  supplierGauge('amis_accounts_staged', 'Accounts ever staged (created and skipped ones included), by supplier.', (r) => r.staged)
+  supplierGauge('amis_accounts_pending', 'Accounts staged and not yet created or skipped (failed ones included), by supplier.', (r) => r.pending)
+  supplierGauge('amis_accounts_created', 'Accounts created, by supplier.', (r) => r.created)
+  supplierGauge('amis_accounts_failed', 'Accounts staged, not created, whose latest create failed, by supplier.', (r) => r.failed)
+  supplierGauge('amis_accounts_skipped', 'Accounts skipped, by supplier.', (r) => r.skipped)
+
+  const inFlight: Gauge<'supplier'> = new Gauge({
+    name: 'amis_creates_in_flight',
+    help: 'Creates and dry runs running now on any server, by supplier.',
+    labelNames: ['supplier'],
+    registers: [register],
+    async collect() {
+      const [suppliers, running] = await Promise.all([supplierCounts(), repo.createsInFlight()])
+      inFlight.reset()
+      for (const row of suppliers) inFlight.set({ supplier: row.supplier }, 0)
+      for (const row of running) inFlight.set({ supplier: row.supplier }, row.creates)
+    }
+  })
+
+  // postgres.js does not expose how many of its connections are busy: the configured size is.
+  if (app.database.kind === 'postgres') {
+    new Gauge({
+      name: 'amis_database_pool_size',
+      help: 'Connections this server process may open to the PostgreSQL server (DATABASE_POOL_SIZE).',
+      registers: [register]
+    }).set(opts.config.databasePoolSize)
+  }
+
+  // What a scrape reads: this app's metrics and the process's.
+  const scraped = Registry.merge([register, processRegistry()])
+
+  async function requireOperator(request: FastifyRequest): Promise<void> {
+    const token = tokenFromHeader(request.headers.authorization)
+    if (token === undefined) throw notAuthenticated()
+    const principal = await app.auth.authenticate(token)
+    if (principal.kind !== 'operator') throw permissionDenied('Only the operator can read metrics.')
+    request.principal = principal
+  }
+
+  // Scrapes come every few seconds: logged only when something is wrong, like the health probes.
+  app.get('/metrics', { onRequest: requireOperator, logLevel: 'warn' }, async function metrics(_request, reply) {
+    const text = await scraped.metrics()
+    return reply.type(scraped.contentType).send(text)
+  })
+}, { name: 'metrics', dependencies: ['db', 'auth'] })
