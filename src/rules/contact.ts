@@ -27,10 +27,20 @@ export function emailProblem(email: string): EmailProblem | undefined {
  * the billing country as the default region; undefined otherwise.
  */
 export function phoneE164(text: string, defaultCountry: string | undefined): string | undefined {
+  const key = `${defaultCountry ?? ''}\u0000${text}`
+  if (recent.has(key)) return recent.get(key)
+  let e164: string | undefined
   try {
     const phone = parsePhoneNumberFromString(text, defaultCountry as CountryCode | undefined)
-    return phone && phone.isValid() ? phone.number : undefined
+    e164 = phone && phone.isValid() ? phone.number : undefined
   } catch {
-    return undefined
+    e164 = undefined
   }
+  if (recent.size >= RECENT_MAX) recent.clear()
+  recent.set(key, e164)
+  return e164
 }
+
+/** Parsing with full metadata is costly and the rules and normalisation ask twice: recent answers are kept. */
+const RECENT_MAX = 1000
+const recent = new Map<string, string | undefined>()

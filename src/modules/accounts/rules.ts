@@ -232,10 +232,11 @@ function singleLedgerRules(ledger: any, path: string, ctx: RuleContext): void {
 
 /**
  * The normalised account of §5: decimals in §1 text, landlines in E.164, countries and the five
- * checked postcodes normalised. Runs on data that passed every check; defaults are already filled.
+ * checked postcodes normalised, in place. Runs on data that passed every check; defaults are
+ * already filled.
  */
 export function normaliseAccount<T>(data: T): T {
-  const out: any = structuredClone(data)
+  const out: any = data
   normaliseDecimals(out, 'transfer_balance')
   const billingCountry = normaliseAddress(out.billing_address)
   for (const customer of arrayOf(out.customers)) {
