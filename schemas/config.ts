@@ -10,6 +10,8 @@ export const EnvSchema = Type.Object({
   DATABASE_URL: Type.Optional(Type.String({ pattern: '^postgres(ql)?://' })),
   DATABASE_POOL_SIZE: Type.Integer({ minimum: 1, maximum: 500, default: 10 }),
   DATA_DIR: Type.String({ minLength: 1, default: './data' }),
+  /** Server processes sharing the port (node:cluster); more than 1 needs DATABASE_URL. */
+  WORKERS: Type.Integer({ minimum: 1, maximum: 64, default: 1 }),
   NODE_ENV: Type.Union([Type.Literal('development'), Type.Literal('production'), Type.Literal('test')], {
     default: 'development'
   }),

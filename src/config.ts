@@ -8,6 +8,8 @@ export interface Config {
   databaseUrl: string | undefined
   databasePoolSize: number
   dataDir: string
+  /** Worker processes sharing the port; above 1 the started process only supervises them. */
+  workers: number
   production: boolean
   /** Undefined only in development: then a secret is generated and kept in `dataDir`. */
   tokenSecret: string | undefined
@@ -64,6 +66,9 @@ export function loadConfig(source: Record<string, string | undefined>): Config {
   if (production && typed.OPERATOR_API_KEY === undefined) {
     throw new ConfigError('invalid configuration: OPERATOR_API_KEY is required when NODE_ENV=production')
   }
+  if (typed.WORKERS > 1 && typed.DATABASE_URL === undefined) {
+    throw new ConfigError(`invalid configuration: WORKERS=${typed.WORKERS} needs DATABASE_URL (the embedded database serves one process per DATA_DIR)`)
+  }
   const paymentVendors = parseVendors(typed.PAYMENT_VENDORS)
   return {
     host: typed.HOST,
@@ -71,6 +76,7 @@ export function loadConfig(source: Record<string, string | undefined>): Config {
     databaseUrl: typed.DATABASE_URL,
     databasePoolSize: typed.DATABASE_POOL_SIZE,
     dataDir: typed.DATA_DIR,
+    workers: typed.WORKERS,
     production,
     tokenSecret: typed.TOKEN_SECRET,
     tokenTtlSeconds: typed.TOKEN_TTL_SECONDS,

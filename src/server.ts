@@ -1,10 +1,14 @@
+import cluster from 'node:cluster'
 import { buildApp } from './app.js'
+import { runPrimary } from './cluster.js'
 import { ConfigError, loadConfig } from './config.js'
 import { DatabaseStartupError } from './db/index.js'
 
 /** Starts the service: config, app, listen; closes cleanly on SIGTERM/SIGINT. */
 async function main(): Promise<void> {
   const config = loadConfig(process.env)
+  // WORKERS > 1: this process only supervises; each worker it forks runs the start-up below.
+  if (config.workers > 1 && cluster.isPrimary) return runPrimary(config.workers, config.logLevel)
   const app = await buildApp(config)
   await app.listen({ host: config.host, port: config.port })
 

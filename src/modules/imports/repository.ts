@@ -34,6 +34,16 @@ export interface ProcessRow {
   hasStagedData: boolean
 }
 
+/** One row of the lists of §7. */
+export interface ListRow {
+  externalAccountNumber: string
+  serviceAccountNumber: string | null
+  accountCreatedAt: Date | null
+}
+
+/** Rows read per query when a whole list is streamed. */
+export const LIST_CHUNK_ROWS = 1000
+
 /**
  * Locks that make creation safe across server processes (§6), all released by PostgreSQL when the
  * transaction ends or its connection dies:
@@ -79,6 +89,35 @@ export function createImportsRepository(db: Db) {
     const [row] = await tx.select({ locked: sql<boolean>`pg_try_advisory_xact_lock(${processLockKey(processId).key}::bigint)` })
       .from(sql`(select 1) as one`)
     return row!.locked === true
+  }
+
+  /** Processes of the supplier ordered by external account number (code point order), optionally paged. */
+  async function listProcesses(supplierId: string, list: ProcessList, page: { limit?: number; after?: string } = {}): Promise<ListRow[]> {
+    const conditions = [eq(importProcesses.supplierId, supplierId)]
+    if (list !== 'all') conditions.push(eq(importProcesses.state, list === 'pending' ? 'STAGED' : 'IMPORTED'))
+    if (page.after !== undefined) conditions.push(gt(importProcesses.externalAccountNumber, page.after))
+    const query = db.select({
+      externalAccountNumber: importProcesses.externalAccountNumber,
+      serviceAccountNumber: importProcesses.serviceAccountNumber,
+      accountCreatedAt: importProcesses.accountCreatedAt
+    }).from(importProcesses).where(and(...conditions)).orderBy(asc(importProcesses.externalAccountNumber))
+    return page.limit !== undefined ? query.limit(page.limit) : query
+  }
+
+  /**
+   * A whole list in keyset-ordered chunks (`external_account_number > last`, served by the pair and
+   * state indexes): one short query per chunk, no transaction or cursor held in between, so a
+   * consumer that stops pulling holds nothing. Not a snapshot: a process that changes list while
+   * the chunks are read may be missed or included, but no row comes twice and the order holds.
+   */
+  async function* processChunks(supplierId: string, list: ProcessList, after?: string, size = LIST_CHUNK_ROWS): AsyncGenerator<ListRow[], void, undefined> {
+    let last = after
+    for (;;) {
+      const rows = await listProcesses(supplierId, list, { limit: size, after: last })
+      if (rows.length > 0) yield rows
+      if (rows.length < size) return
+      last = rows[rows.length - 1]!.externalAccountNumber
+    }
   }
 
   return {
@@ -187,18 +226,8 @@ export function createImportsRepository(db: Db) {
       return row
     },
 
-    /** Processes of the supplier ordered by external account number (code point order), optionally paged. */
-    async listProcesses(supplierId: string, list: ProcessList, page: { limit?: number; after?: string } = {}) {
-      const conditions = [eq(importProcesses.supplierId, supplierId)]
-      if (list !== 'all') conditions.push(eq(importProcesses.state, list === 'pending' ? 'STAGED' : 'IMPORTED'))
-      if (page.after !== undefined) conditions.push(gt(importProcesses.externalAccountNumber, page.after))
-      const query = db.select({
-        externalAccountNumber: importProcesses.externalAccountNumber,
-        serviceAccountNumber: importProcesses.serviceAccountNumber,
-        accountCreatedAt: importProcesses.accountCreatedAt
-      }).from(importProcesses).where(and(...conditions)).orderBy(asc(importProcesses.externalAccountNumber))
-      return page.limit !== undefined ? query.limit(page.limit) : query
-    }
+    listProcesses,
+    processChunks
   }
 }
 

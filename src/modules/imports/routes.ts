@@ -1,4 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { Readable } from 'node:stream'
 import type { FastifyRequest } from 'fastify'
 import {
   AccountData, AccountParams, AccountSummary, CreateRequest, CreateResponse, StageResponse, TransferStatus
@@ -18,6 +19,50 @@ import { createImportsService, type CreateInput } from './service.js'
 function schemaErrors(request: FastifyRequest): ErrorEntry[] {
   const validation = request.validationError?.validation
   return validation ? entriesFromAjv(validation as never) : []
+}
+
+/**
+ * A JSON array as a stream, written from chunks of items pulled one at a time: the next chunk is
+ * read only when the stream wants more (the socket drained), so memory does not grow with the
+ * list. Destroying the stream (client gone) ends the generator, so nothing more is read. A
+ * failure after the status was sent can only cut the body short: `onError` is told and the
+ * stream is destroyed, which closes the connection without the final chunk.
+ */
+export function jsonArrayStream(chunks: AsyncGenerator<object[], void, undefined>, onError: (err: unknown) => void): Readable {
+  let opened = false
+  const stream: Readable = new Readable({
+    read() {
+      // One turn of the event loop per chunk: PGlite answers without yielding, and other requests
+      // (and this socket) should not wait for a whole list.
+      setImmediate(pull)
+    },
+    destroy(err, callback) {
+      chunks.return(undefined).then(() => callback(err), () => callback(err))
+    }
+  })
+
+  function pull(): void {
+    if (stream.destroyed) return
+    chunks.next().then(({ done, value }) => {
+      if (stream.destroyed) return
+      if (done) {
+        stream.push(opened ? ']' : '[]')
+        stream.push(null)
+        return
+      }
+      let text = ''
+      for (const item of value) {
+        text += (opened ? ',' : '[') + JSON.stringify(item)
+        opened = true
+      }
+      stream.push(text)
+    }, (err: unknown) => {
+      onError(err)
+      stream.destroy(err as Error)
+    })
+  }
+
+  return stream
 }
 
 const accountRoute = { attachValidation: true, config: { validationCode: 'account_failed_validation' } } as const
@@ -67,7 +112,15 @@ const importsRoutes: FastifyPluginAsyncTypebox = async function importsRoutes(ap
     }, async function listProcesses(request, reply) {
       const { limit, after } = request.query
       const principal = organisationOf(request.principal)
-      if (limit === undefined) return service.listProcesses(principal, request.params.supplier, list, { after })
+      if (limit === undefined) {
+        // The whole list, streamed: the 404 is decided before the first byte is sent.
+        const chunks = await service.streamProcesses(principal, request.params.supplier, list, after)
+        const body = jsonArrayStream(chunks, function streamFailed(err) {
+          request.log.error({ err }, 'list stream failed after the response started: body truncated')
+        })
+        // A stream payload bypasses the response schema (kept for the documentation of 200).
+        return reply.type('application/json; charset=utf-8').send(body as never)
+      }
       // One row more than asked says whether a next page exists.
       const rows = await service.listProcesses(principal, request.params.supplier, list, { limit: limit + 1, after })
       if (rows.length > limit) {

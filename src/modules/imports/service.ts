@@ -13,7 +13,7 @@ import { createAccountsRepository } from '../accounts/repository.js'
 import { accountRules, normaliseAccount } from '../accounts/rules.js'
 import { planAccount } from '../accounts/plan.js'
 import type { OrganisationPrincipal } from '../auth/service.js'
-import { createImportsRepository, type Actor, type ProcessList, type ProcessRow, type SupplierRow } from './repository.js'
+import { createImportsRepository, type Actor, type ListRow, type ProcessList, type ProcessRow, type SupplierRow } from './repository.js'
 
 const accountFailed = (errors: ErrorEntry[], detail = 'Could not validate account data.'): AppError =>
   new AppError(400, 'account_failed_validation', detail, sortEntries(errors))
@@ -63,6 +63,12 @@ export interface CreateInput {
 
 const actorOf = (p: OrganisationPrincipal): Actor => ({
   organisationId: p.organisationId, apiKeyId: p.apiKeyId, name: `organisation:${p.organisationName}`
+})
+
+const listItem = (row: ListRow): ImportProcessListItem => ({
+  external_account_number: row.externalAccountNumber,
+  service_account_number: row.serviceAccountNumber,
+  account_created_at: formatNullableDateTime(row.accountCreatedAt)
 })
 
 const str = (value: unknown): string | undefined => (typeof value === 'string' ? value : undefined)
@@ -280,16 +286,29 @@ export function createImportsService(db: Db) {
       }
     },
 
-    /** A list of §7; 404 for an unknown or foreign supplier. */
+    /** A page of a list of §7; 404 for an unknown or foreign supplier. */
     async listProcesses(principal: OrganisationPrincipal, supplierCode: string, list: ProcessList, page: { limit?: number; after?: string } = {}): Promise<ImportProcessListItem[]> {
       const supplier = await supplierFor(principal, supplierCode)
       if (!supplier) throw processNotFound()
-      const rows = await repo.listProcesses(supplier.id, list, page)
-      return rows.map((row) => ({
-        external_account_number: row.externalAccountNumber,
-        service_account_number: row.serviceAccountNumber,
-        account_created_at: formatNullableDateTime(row.accountCreatedAt)
-      }))
+      return (await repo.listProcesses(supplier.id, list, page)).map(listItem)
+    },
+
+    /**
+     * A whole list of §7 as chunks of items, to be streamed. The 404 for an unknown or foreign
+     * supplier is decided here, and the first chunk is read here too, so a database that fails
+     * at once still gets a normal error response; later failures surface from the generator.
+     */
+    async streamProcesses(principal: OrganisationPrincipal, supplierCode: string, list: ProcessList, after?: string): Promise<AsyncGenerator<ImportProcessListItem[], void, undefined>> {
+      const supplier = await supplierFor(principal, supplierCode)
+      if (!supplier) throw processNotFound()
+      const chunks = repo.processChunks(supplier.id, list, after)
+      const first = await chunks.next()
+      const firstItems = first.done ? [] : first.value.map(listItem)
+      return (async function* items() {
+        if (firstItems.length === 0) return
+        yield firstItems
+        for await (const rows of chunks) yield rows.map(listItem)
+      })()
     }
   }
 }
