@@ -5,9 +5,9 @@ import { join } from 'node:path'
 import postgres from 'postgres'
 import { count } from 'drizzle-orm'
 import { accounts, importProcesses } from '../drizzle/schema/index.js'
-import { buildTestApp, TEST_OPERATOR_KEY, TEST_TOKEN_SECRET } from './helpers/app.js'
+import { buildSharedTestApp, TEST_OPERATOR_KEY, TEST_TOKEN_SECRET } from './helpers/app.js'
 import { codes, exampleAccount, importClient, TEAM } from './helpers/accounts.js'
-import { freshDatabase, testDatabaseUrl } from './helpers/database.js'
+import { testDatabaseUrl } from './helpers/database.js'
 import { asOperator, createTenant } from './helpers/graphql.js'
 import { startServer, type Running } from './helpers/server.js'
 
@@ -20,12 +20,8 @@ import { startServer, type Running } from './helpers/server.js'
  */
 
 async function setup(t: Test) {
-  const fresh = await freshDatabase()
-  const { app, database } = await buildTestApp(t, { database: fresh.database })
-  t.teardown(async () => {
-    await database.close()
-    await fresh.drop()
-  })
+  const { app, database, url } = await buildSharedTestApp(t)
+  const fresh = { url }
   const tenant = await createTenant(app, 'Acme', 'ACME_ENERGY')
   await asOperator(app, 'mutation($n: String!) { createOperationsTeam(input: {name: $n}) { id } }', { n: TEAM })
   const client = importClient(app, tenant)

@@ -6,7 +6,7 @@ import { join } from 'node:path'
 import { count } from 'drizzle-orm'
 import { accounts } from '../drizzle/schema/index.js'
 import { ConfigError, loadConfig } from '../src/config.js'
-import { buildTestApp, TEST_OPERATOR_KEY, TEST_TOKEN_SECRET } from './helpers/app.js'
+import { buildSharedTestApp, TEST_OPERATOR_KEY, TEST_TOKEN_SECRET } from './helpers/app.js'
 import { exampleAccount, TEAM } from './helpers/accounts.js'
 import { freshDatabase, testDatabaseUrl } from './helpers/database.js'
 import { asOperator, createTenant } from './helpers/graphql.js'
@@ -149,12 +149,8 @@ if (!testDatabaseUrl) {
   t.pass('a cluster of workers is tested against the PostgreSQL server (set TEST_DATABASE_URL)')
 } else {
   t.test('WORKERS=2 against one PostgreSQL database', async (t) => {
-    const fresh = await freshDatabase()
-    const { app, database } = await buildTestApp(t, { database: fresh.database })
-    t.teardown(async () => {
-      await database.close()
-      await fresh.drop()
-    })
+    const { app, database, url } = await buildSharedTestApp(t)
+    const fresh = { url }
     const tenant = await createTenant(app, 'Acme', 'ACME_ENERGY')
     await asOperator(app, 'mutation($n: String!) { createOperationsTeam(input: {name: $n}) { id } }', { n: TEAM })
 

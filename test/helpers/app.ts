@@ -65,3 +65,17 @@ export async function buildTestApp(
 function sharedHandle(database: Database): Database {
   return { ...database, close: async () => {} }
 }
+
+/**
+ * The app on a fresh database that spawned server processes will share (its `url` is given on
+ * PostgreSQL); the database is closed and dropped at teardown.
+ */
+export async function buildSharedTestApp(t: Teardown): Promise<TestApp & { url: string | undefined }> {
+  const fresh = await freshDatabase()
+  const testApp = await buildTestApp(t, { database: fresh.database })
+  t.teardown(async () => {
+    await testApp.database.close()
+    await fresh.drop()
+  })
+  return { ...testApp, url: fresh.url }
+}
