@@ -17,4 +17,4 @@ export const HistoricalAgreementsRequest = PostImportBody({
 export type HistoricalAgreementsRequest = Static<typeof HistoricalAgreementsRequest>
 
 /** Typed `undefined` so the route can `send()` nothing: a `null` payload would be serialised as `null`. */
-export const HistoricalAgreementsResponses = { 201: Type.Unsafe<undefined>(EmptyResponse), ...StandardErrorResponses }
+export const HistoricalAgreementsResponses = { 201: EmptyResponse, ...StandardErrorResponses }

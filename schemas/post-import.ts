@@ -17,6 +17,6 @@ export function PostImportBody<T extends Record<string, Parameters<typeof Strict
 }
 
 /** 201 with an empty body (historical agreements, billing documents). */
-export const EmptyResponse = Type.Null()
+export const EmptyResponse = Type.Unsafe<undefined>(Type.Null())
 
 export { StandardErrorResponses }

@@ -11,7 +11,7 @@ const billingDocumentsRoutes: FastifyPluginAsyncTypebox<PostImportRouteOptions> 
   }, async function createBillingDocuments(request, reply) {
     await service.create(organisationOf(request.principal), request.body)
     // 201 with an empty body: `undefined` skips serialisation (`null` would send the text "null").
-    return reply.code(201).send(undefined as never)
+    return reply.code(201).send()
   })
 }
 
