@@ -20,12 +20,27 @@ function makeAjv(coerceTypes: boolean): Ajv {
   }
   const ajv = new Ajv(options)
   addFormats(ajv)
+  withoutYearZero(ajv, 'date')
+  withoutYearZero(ajv, 'date-time')
   // `errorCodes: {keyword: code}` on a schema names the contract code its failures report.
   ajv.addKeyword({ keyword: 'errorCodes', schemaType: 'object' })
   ajv.addKeyword(decimalKeyword)
   ajv.addKeyword(omitEmptyKeyword)
   ajv.addKeyword(jsonValueKeyword)
   return ajv
+}
+
+/**
+ * Year 0000 is a date to ajv-formats (ISO 8601's year zero) but not to PostgreSQL, which has no
+ * year 0 and refuses it on insert: such a date is `invalid_date` here, not a failed create later.
+ */
+function withoutYearZero(ajv: Ajv, name: 'date' | 'date-time'): void {
+  const format = ajv.formats[name] as { validate: (s: string) => boolean; compare?: (a: string, b: string) => number | undefined }
+  ajv.addFormat(name, {
+    type: 'string',
+    validate: (s: string) => !s.startsWith('0000') && format.validate(s),
+    ...(format.compare ? { compare: format.compare } : {})
+  })
 }
 
 type KeywordError = { keyword: string; message: string; params: { code: string } }

@@ -4,10 +4,10 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import postgres from 'postgres'
 import { count } from 'drizzle-orm'
-import { accounts, importProcesses } from '../drizzle/schema/index.js'
+import { accounts, importEvents, importProcesses } from '../drizzle/schema/index.js'
 import { buildSharedTestApp, TEST_OPERATOR_KEY, TEST_TOKEN_SECRET } from './helpers/app.js'
 import { codes, exampleAccount, importClient, TEAM } from './helpers/accounts.js'
-import { testDatabaseUrl } from './helpers/database.js'
+import { holdLocks, testDatabaseUrl } from './helpers/database.js'
 import { asOperator, createTenant } from './helpers/graphql.js'
 import { startServer, type Running } from './helpers/server.js'
 
@@ -36,22 +36,7 @@ async function setup(t: Test) {
     'mutation($m: Int) { updateImportSupplier(input: {code: "ACME_ENERGY", maxConcurrentProcessing: $m}) { code } }', { m: max })
 
   /** Holds the team row locked until `release()`: creates block inside their transaction. */
-  async function holdTeam() {
-    const sql = postgres(fresh.url!, { max: 1, onnotice: () => {} })
-    const reserved = await sql.reserve()
-    await reserved`begin`
-    await reserved`select id from operations_teams where name = ${TEAM} for update`
-    let released = false
-    const release = async () => {
-      if (released) return
-      released = true
-      await reserved`rollback`
-      reserved.release()
-      await sql.end()
-    }
-    t.teardown(release)
-    return release
-  }
+  const holdTeam = () => holdLocks(t, fresh.url!, (sql) => sql`select id from operations_teams where name = ${TEAM} for update`)
 
   return { app, database, url: fresh.url!, tenant, client, stageMany, accountCount, setLimit, holdTeam }
 }
@@ -111,6 +96,16 @@ if (!testDatabaseUrl) {
       }
     }
     t.equal(await accountCount(), 1)
+  })
+
+  t.test('10 concurrent first stages of one account: one 201, the rest 200, one process, every event kept', async (t) => {
+    const { client, database } = await setup(t)
+    const results = await Promise.all(Array.from({ length: 10 }, (_, i) =>
+      client.stage(exampleAccount({ external_account_number: 'STAGE-RACE-1', sales_subchannel: `S${i}` }))))
+    t.same(results.map((r) => r.statusCode).sort(), [200, 200, 200, 200, 200, 200, 200, 200, 200, 201], results.map((r) => r.body).join('\n'))
+    t.equal((await database.db.select({ n: count() }).from(importProcesses))[0]!.n, 1)
+    const events = await database.db.select({ type: importEvents.type }).from(importEvents)
+    t.same(events.map((e) => e.type).sort(), ['RESTAGED', 'RESTAGED', 'RESTAGED', 'RESTAGED', 'RESTAGED', 'RESTAGED', 'RESTAGED', 'RESTAGED', 'RESTAGED', 'STAGED'])
   })
 
   t.test('while a create runs: IN_PROGRESS, stage and a second create are refused', async (t) => {

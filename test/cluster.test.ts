@@ -10,7 +10,7 @@ import { buildSharedTestApp, TEST_OPERATOR_KEY, TEST_TOKEN_SECRET } from './help
 import { exampleAccount, TEAM } from './helpers/accounts.js'
 import { freshDatabase, testDatabaseUrl } from './helpers/database.js'
 import { asOperator, createTenant } from './helpers/graphql.js'
-import { spawnServer } from './helpers/server.js'
+import { refusedStart, spawnServer } from './helpers/server.js'
 
 /**
  * `WORKERS=n` (§11 scale-out): n processes started by node:cluster share one port. Everything
@@ -22,15 +22,6 @@ function tempDir(t: Test): string {
   const dir = mkdtempSync(join(tmpdir(), 'amis-cluster-'))
   t.teardown(() => rmSync(dir, { recursive: true, force: true }))
   return dir
-}
-
-/** Runs a server that must refuse to start; returns its exit code and output. */
-async function refusedStart(env: Record<string, string>) {
-  const s = spawnServer(env)
-  const timer = setTimeout(() => s.child.kill('SIGKILL'), 30_000)
-  const code = await s.exit
-  clearTimeout(timer)
-  return { code, output: s.output().trim() }
 }
 
 t.test('WORKERS is validated: 1 to 64, and above 1 only with DATABASE_URL', async (t) => {

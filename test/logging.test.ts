@@ -37,6 +37,9 @@ interface LogLine {
   level: number
   reqId?: string
   msg?: string
+  req?: { method?: string; url?: string }
+  res?: { statusCode?: number }
+  responseTime?: number
   err?: { type?: string; message?: string; stack?: string; cause?: Record<string, unknown> }
 }
 
@@ -112,7 +115,9 @@ t.test('personal data and credentials never reach the logs', async (t) => {
 
   // Every request is traceable by its id, the failure included, with what went wrong.
   for (const id of requestIds) {
-    t.ok(lines.some((l) => l.reqId === id && l.msg === 'request completed'), `request ${id} logged with its reqId`)
+    const access = lines.filter((l) => l.reqId === id && (l.msg === 'request completed' || l.msg === 'incoming request'))
+    t.equal(access.length, 1, `request ${id}: one access line, with its reqId`)
+    t.match(access[0], { msg: 'request completed', req: { method: /^(GET|POST)$/, url: /^\// }, res: { statusCode: Number }, responseTime: Number })
   }
   const failure = lines.find((l) => l.reqId === 'log-probe-500' && l.level === 50)
   t.ok(failure, 'the 500 is logged at error level under its request id')

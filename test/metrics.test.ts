@@ -2,7 +2,9 @@ import t from 'tap'
 import { eq, sql, type SQL } from 'drizzle-orm'
 import type { FastifyInstance } from 'fastify'
 import { importProcesses } from '../drizzle/schema/index.js'
-import { exampleAccount, importClient, importSetup } from './helpers/accounts.js'
+import type { Database } from '../src/db/index.js'
+import { exampleAccount, importClient, importedSetup, importSetup } from './helpers/accounts.js'
+import { rowsOf, testDatabaseUrl } from './helpers/database.js'
 import { asOperator, createTenant, operatorToken } from './helpers/graphql.js'
 
 /** One sample of the Prometheus text: name, labels, value. */
@@ -193,4 +195,96 @@ t.test('each app counts its own requests', async (t) => {
   t.equal(valueOf(one, 'amis_http_requests_total', { route: '/healthz' }), 2)
   t.equal(valueOf(two, 'amis_http_requests_total', { route: '/healthz' }), undefined)
   t.ok(valueOf(two, 'process_cpu_user_seconds_total') !== undefined, 'process metrics in every app')
+})
+
+/** Holds every account row (`FOR UPDATE`) in a transaction of the app's own pool until the returned function is called. */
+async function holdAccounts(database: Database): Promise<() => Promise<void>> {
+  let unlock!: () => void
+  const held = new Promise<void>((resolve) => { unlock = resolve })
+  let locked!: () => void
+  const lockTaken = new Promise<void>((resolve) => { locked = resolve })
+  const holder = database.db.transaction(async (tx) => {
+    await tx.execute(sql`select id from accounts for update`)
+    locked()
+    await held
+  })
+  await lockTaken
+  return async () => {
+    unlock()
+    await holder
+  }
+}
+
+t.test('post-import requests beyond DATABASE_POOL_SIZE wait their turn, and all are answered', async (t) => {
+  if (!testDatabaseUrl) {
+    t.pass('needs the PostgreSQL server: PGlite has one connection, so a held row lock would block the test too')
+    return
+  }
+  const { app, database, post } = await importedSetup(t, { env: { DATABASE_POOL_SIZE: '2' } })
+  const op = await operatorToken(app)
+  const gauges = async () => {
+    const { samples } = await scrape(app, op)
+    return [valueOf(samples, 'amis_post_import_requests_active'), valueOf(samples, 'amis_post_import_requests_waiting')]
+  }
+  t.same(await gauges(), [0, 0])
+
+  // The account's row lock, held here, keeps the first requests busy inside their transaction.
+  const unlock = await holdAccounts(database)
+  const sent = [1, 2, 3, 4, 5].map((i) => post('notes/create/', { notes: [{ body: `Turn ${i}` }] }))
+  const deadline = Date.now() + 10_000
+  let seen = await gauges()
+  while ((seen[0] !== 2 || seen[1] !== 3) && Date.now() < deadline) {
+    await new Promise((r) => setTimeout(r, 50))
+    seen = await gauges()
+  }
+  t.same(seen, [2, 3], 'two at work (the pool size), three waiting')
+  await unlock()
+  const answers = await Promise.all(sent)
+  t.same(answers.map((a) => a.statusCode), [201, 201, 201, 201, 201], answers.map((a) => a.body).join('\n'))
+  t.same(await gauges(), [0, 0], 'every turn given back')
+})
+
+t.test('a client that leaves while waiting for its turn gives the turn on: nothing is held for ever', async (t) => {
+  if (!testDatabaseUrl) {
+    t.pass('needs the PostgreSQL server: PGlite has one connection, so a held row lock would block the test too')
+    return
+  }
+  const { app, database, ref, tenant } = await importedSetup(t, { env: { DATABASE_POOL_SIZE: '1' } })
+  const op = await operatorToken(app)
+  const gauges = async () => {
+    const { samples } = await scrape(app, op)
+    return [valueOf(samples, 'amis_post_import_requests_active'), valueOf(samples, 'amis_post_import_requests_waiting')]
+  }
+  const until = async (want: number[]) => {
+    const deadline = Date.now() + 10_000
+    let seen = await gauges()
+    while (JSON.stringify(seen) !== JSON.stringify(want) && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 50))
+      seen = await gauges()
+    }
+    return seen
+  }
+  const base = await app.listen({ host: '127.0.0.1', port: 0 })
+  const note = (body: string, signal?: AbortSignal) => fetch(`${base}/v1/data-import/notes/create/`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `Token ${tenant.token}` },
+    body: JSON.stringify({ ...ref, notes: [{ body }] }),
+    signal
+  })
+
+  const unlock = await holdAccounts(database)
+  const first = note('At work')
+  t.same(await until([1, 0]), [1, 0], 'the first request is at work')
+  const leaving = [new AbortController(), new AbortController()]
+  const left = leaving.map((c, i) => note(`Leaving ${i}`, c.signal).catch((err: Error) => err.name))
+  t.same(await until([1, 2]), [1, 2], 'two wait their turn')
+  for (const c of leaving) c.abort()
+  t.same(await Promise.all(left), ['AbortError', 'AbortError'])
+  await unlock()
+  t.equal((await first).status, 201)
+  t.same(await until([0, 0]), [0, 0], 'the turns of the clients that left are given back')
+  const after = await note('After')
+  t.equal(after.status, 201, 'a new request gets its turn')
+  const stored = (await database.db.execute(sql`select body from notes where body like 'Leaving%'`))
+  t.same(rowsOf(stored), [], 'nothing of the requests whose clients left')
 })

@@ -4,16 +4,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { projectRoot } from '../src/paths.js'
 import { freshDatabase, testDatabaseUrl } from './helpers/database.js'
-import { spawnServer, startServer } from './helpers/server.js'
-
-/** Runs a server that must refuse to start; returns its exit code and output. */
-async function refusedStart(env: Record<string, string>) {
-  const s = spawnServer(env)
-  const timer = setTimeout(() => s.child.kill('SIGKILL'), 30_000)
-  const code = await s.exit
-  clearTimeout(timer)
-  return { code, output: s.output().trim() }
-}
+import { refusedStart, startServer } from './helpers/server.js'
 
 function tempDir(t: Test): string {
   const dir = mkdtempSync(join(tmpdir(), 'amis-server-'))

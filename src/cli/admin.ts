@@ -5,10 +5,8 @@
  *
  * Exit codes: 0 success, 1 refused by the service or service unreachable, 2 usage error.
  */
-import { realpathSync } from 'node:fs'
-import { pathToFileURL } from 'node:url'
-import { parseArgs } from 'node:util'
 import { createGraphQLClient, ServiceError, UnreachableError } from './graphql-client.js'
+import { isEntryPoint, parseCommandLine } from './entry.js'
 
 export interface AdminIO {
   env: Record<string, string | undefined>
@@ -396,18 +394,6 @@ function findCommand(name: string): Command {
   return command
 }
 
-/** Splits the command line; every option must be known and take the right kind of value. */
-function parseCommandLine(argv: string[]): { positionals: string[]; flags: Flags } {
-  try {
-    const { values, positionals } = parseArgs({ args: argv, options: OPTIONS, allowPositionals: true, strict: true })
-    return { positionals, flags: values as Flags }
-  } catch (err) {
-    const code = (err as { code?: unknown }).code
-    if (typeof code === 'string' && code.startsWith('ERR_PARSE_ARGS_')) throw new UsageError((err as Error).message)
-    throw err
-  }
-}
-
 /** Arguments and options must fit the command, checked before anything is sent. */
 function checkCommandLine(command: Command, args: string[], flags: Flags): void {
   for (const name of Object.keys(flags) as OptionName[]) {
@@ -462,7 +448,7 @@ function serviceErrorLines(err: ServiceError, duringLogin: boolean): string {
 export async function runAdmin(argv: string[], io: AdminIO): Promise<number> {
   let loggingIn = false
   try {
-    const { positionals, flags } = parseCommandLine(argv)
+    const { positionals, flags } = parseCommandLine<Flags>(argv, OPTIONS, (message) => new UsageError(message))
     const [name, ...args] = positionals
 
     if (name === undefined) {
@@ -511,18 +497,7 @@ export async function runAdmin(argv: string[], io: AdminIO): Promise<number> {
   }
 }
 
-/** True when this file was started as the program (not imported, e.g. by a test). */
-function isEntryPoint(): boolean {
-  const script = process.argv[1]
-  if (!script) return false
-  try {
-    return import.meta.url === pathToFileURL(realpathSync(script)).href
-  } catch {
-    return false
-  }
-}
-
-if (isEntryPoint()) {
+if (isEntryPoint(import.meta.url)) {
   process.exit(await runAdmin(process.argv.slice(2), {
     env: process.env,
     stdout: (s) => process.stdout.write(s),

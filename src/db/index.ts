@@ -92,7 +92,7 @@ export async function openPostgres(url: string, poolSize = 10): Promise<Database
     await migrator.end({ timeout: 5 })
   }
   const client = postgres(url, { ...options, max: poolSize })
-  const db = drizzlePostgres({ client, schema }) as unknown as Db
+  const db = drizzlePostgres({ client: preparing(client), schema }) as unknown as Db
   pipelining.add(db)
   return {
     kind: 'postgres',
@@ -107,12 +107,59 @@ export async function openPostgres(url: string, poolSize = 10): Promise<Database
   }
 }
 
+/** Statements with at most this many parameters are prepared; bigger ones (batch inserts) vary too much to keep. */
+const PREPARE_MAX_PARAMETERS = 200
+
+/**
+ * The postgres.js client as Drizzle should use it. Drizzle runs every statement it was not asked
+ * to name unprepared, and postgres.js then asks the server for an unnamed statement's parameter
+ * types before it can send the values: two round trips per statement, and nothing pipelined
+ * behind it. Here small statements are prepared instead (per connection, keyed by their text:
+ * parsed and planned once, then one round trip each), in transactions and savepoints too.
+ */
+function preparing<T extends postgres.Sql | postgres.TransactionSql>(sql: T): T {
+  return new Proxy(sql, {
+    get(target, property, receiver) {
+      const value = Reflect.get(target, property, receiver)
+      if (property === 'unsafe') {
+        return (query: string, parameters?: unknown[], queryOptions?: { prepare?: boolean }) =>
+          target.unsafe(query, parameters as never, { ...queryOptions, prepare: (parameters?.length ?? 0) <= PREPARE_MAX_PARAMETERS })
+      }
+      if (property === 'begin' || property === 'savepoint') {
+        return (...args: unknown[]) => {
+          const last = args.length - 1
+          const fn = args[last] as (tx: postgres.TransactionSql) => unknown
+          return (value as (...a: unknown[]) => unknown).apply(target, [...args.slice(0, last), (tx: postgres.TransactionSql) => fn(preparing(tx))])
+        }
+      }
+      return typeof value === 'function' ? value.bind(target) : value
+    }
+  })
+}
+
 /** Databases whose transactions pipeline queries sent together (postgres.js); PGlite runs them one by one. */
 const pipelining = new WeakSet<object>()
 
 /** True when queries of one transaction can be sent together and answered in one round trip. */
 export function canPipeline(db: Db): boolean {
   return pipelining.has(db)
+}
+
+/**
+ * Runs statements of one transaction in order and returns their results. On PostgreSQL they are
+ * sent together and answered in one round trip (postgres.js pipelines a transaction's queries in
+ * the order they were sent, so parents are written before children); on PGlite one by one.
+ */
+export async function runInOrder(db: Db, statements: PromiseLike<unknown>[]): Promise<unknown[]> {
+  if (canPipeline(db)) return Promise.all(statements.map((s) => Promise.resolve(s)))
+  const results: unknown[] = []
+  for (const s of statements) results.push(await s)
+  return results
+}
+
+/** The rows of a raw `db.execute()` result: PGlite answers `{rows}`, postgres.js an array. */
+export function rowsOf<T = Record<string, unknown>>(result: unknown): T[] {
+  return (Array.isArray(result) ? result : (result as { rows: T[] }).rows) as T[]
 }
 
 export function openDatabase(config: { databaseUrl: string | undefined; databasePoolSize: number; dataDir: string }): Promise<Database> {

@@ -67,6 +67,27 @@ export function toAppError(err: FastifyError, request: FastifyRequest): AppError
   return undefined
 }
 
+/**
+ * Errors Fastify's router raises before any hook runs (Fastify's `frameworkErrors` option): a path
+ * that is not valid percent-encoding, or a path segment longer than the router takes. Answered in
+ * the contract's body, without echoing the URL.
+ */
+export function frameworkError(error: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
+  reply.header('x-request-id', request.id)
+  switch (error.code) {
+    case 'FST_ERR_BAD_URL':
+      sendError(reply, request, invalidRequest('The URL is not valid percent-encoding.'))
+      return
+    case 'FST_ERR_MAX_PARAM_LENGTH':
+      sendError(reply, request, new AppError(414, 'invalid_request', 'Invalid request.', [
+        entry('max_length', null, 'A path segment is longer than 1024 characters.')
+      ]))
+      return
+  }
+  request.log.error({ err: error }, 'unexpected router error')
+  sendError(reply, request, new AppError(500, 'server_error', 'A server error occurred.'))
+}
+
 /** The one place errors become the contract's body (§2). 5xx are logged with the request id and masked. */
 export default fp(async function errorsPlugin(app: FastifyInstance) {
   app.setErrorHandler(function handleError(error: unknown, request, reply) {

@@ -2,6 +2,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client'
 import type { Config } from '../config.js'
+import type { Limiter } from '../limiter.js'
 import { notAuthenticated, permissionDenied } from '../errors.js'
 import { tokenFromHeader } from '../modules/auth/service.js'
 import { createMetricsRepository, type SupplierCounts } from '../modules/metrics/repository.js'
@@ -29,7 +30,7 @@ const UNMATCHED = 'unmatched'
  * metrics are counted in memory per server process; import counts are read from the database at
  * scrape time, so every server reports the same totals.
  */
-export default fp(async function metricsPlugin(app: FastifyInstance, opts: { config: Config }) {
+export default fp(async function metricsPlugin(app: FastifyInstance, opts: { config: Config; postImportLimiter: Limiter }) {
   const register = new Registry()
   const repo = createMetricsRepository(app.db)
 
@@ -91,6 +92,19 @@ export default fp(async function metricsPlugin(app: FastifyInstance, opts: { con
       for (const row of suppliers) inFlight.set({ supplier: row.supplier }, 0)
       for (const row of running) inFlight.set({ supplier: row.supplier }, row.creates)
     }
+  })
+
+  const active = new Gauge({
+    name: 'amis_post_import_requests_active',
+    help: 'Batch post-import requests this process is working on (at most DATABASE_POOL_SIZE).',
+    registers: [register],
+    collect() { active.set(opts.postImportLimiter.active) }
+  })
+  const waiting = new Gauge({
+    name: 'amis_post_import_requests_waiting',
+    help: 'Batch post-import requests waiting for their turn in this process (body not read yet).',
+    registers: [register],
+    collect() { waiting.set(opts.postImportLimiter.waiting) }
   })
 
   // postgres.js does not expose how many of its connections are busy: the configured size is.

@@ -2,18 +2,44 @@ import type { RuleContext } from './context.js'
 
 /**
  * Document paths (§9): relative, no `..` segment, no backslash, no scheme, no empty segment, no
- * control characters; one leading `/` is allowed and ignored.
+ * control characters, none of these percent-encoded either; one leading `/` is allowed and ignored.
  */
 // eslint-disable-next-line no-control-regex
 const CONTROL = /[\u0000-\u001f\u007f-\u009f]/
 const SCHEME = /^[a-z][a-z0-9+.-]*:/i
 
+/**
+ * True when a path segment becomes `.`, `..`, or holds a slash, backslash or control character once
+ * percent-decoded (up to three times, as a chain of consumers might): `%2e%2e`, `a%2fb`, `%252e%252e`.
+ * A store or URL that decodes the location would otherwise see a traversal the rules refused.
+ */
+export function hidesTraversal(segment: string): boolean {
+  let decoded = segment
+  for (let i = 0; i < 3 && decoded.includes('%'); i++) {
+    let next: string
+    try {
+      next = decodeURIComponent(decoded)
+    } catch {
+      break // not percent-encoding (e.g. `100%.pdf`): taken literally
+    }
+    if (next === decoded) break
+    decoded = next
+    if (decoded === '.' || decoded === '..' || /[/\\]/.test(decoded) || CONTROL.test(decoded)) return true
+  }
+  return false
+}
+
+/** More than 1024 code points (§1 counts code points, not UTF-16 units). */
+function tooLong(path: string): boolean {
+  return path.length > 1024 && Array.from(path).length > 1024
+}
+
 /** The path without its one optional leading slash, or undefined when it breaks a rule. */
 export function relativeDocumentPath(path: string): string | undefined {
   const relative = path.startsWith('/') ? path.slice(1) : path
-  if (relative === '' || relative.length > 1024 || CONTROL.test(relative) || relative.includes('\\') || SCHEME.test(relative)) return undefined
+  if (relative === '' || tooLong(relative) || CONTROL.test(relative) || relative.includes('\\') || SCHEME.test(relative)) return undefined
   const segments = relative.split('/')
-  if (segments.some((s) => s === '' || s === '..' || s === '.' || s.trim() === '')) return undefined
+  if (segments.some((s) => s === '' || s === '..' || s === '.' || s.trim() === '' || hidesTraversal(s))) return undefined
   return relative
 }
 

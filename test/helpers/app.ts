@@ -1,5 +1,5 @@
 import { PassThrough } from 'node:stream'
-import type { FastifyInstance } from 'fastify'
+import type { FastifyInstance, RouteOptions } from 'fastify'
 import { buildApp } from '../../src/app.js'
 import { loadConfig, type Config } from '../../src/config.js'
 import type { Database } from '../../src/db/index.js'
@@ -40,7 +40,7 @@ export interface TestApp {
  */
 export async function buildTestApp(
   t: Teardown,
-  options: { env?: Record<string, string>; captureLogs?: boolean; database?: Database } = {}
+  options: { env?: Record<string, string>; captureLogs?: boolean; database?: Database; onRoute?: (route: RouteOptions) => void } = {}
 ): Promise<TestApp> {
   const fresh = options.database ? undefined : await freshDatabase()
   const database = options.database ?? fresh!.database
@@ -52,7 +52,8 @@ export async function buildTestApp(
   const app = await buildApp(config, {
     database: options.database ? sharedHandle(database) : database,
     logStream,
-    announce: (m) => announced.push(m)
+    announce: (m) => announced.push(m),
+    ...(options.onRoute ? { onRoute: options.onRoute } : {})
   })
   t.teardown(async () => {
     await app.close()

@@ -6,7 +6,9 @@ import { drizzle } from 'drizzle-orm/pglite'
 import { migrate } from 'drizzle-orm/pglite/migrator'
 import postgres from 'postgres'
 import { sql } from 'drizzle-orm'
-import { openPglite, openPostgres, type Database } from '../../src/db/index.js'
+import { openPglite, openPostgres, rowsOf, type Database } from '../../src/db/index.js'
+
+export { rowsOf }
 import { migrationsFolder, projectRoot } from '../../src/paths.js'
 
 /** Set by `.ci/run` (and by hand) to run the suite against a PostgreSQL server instead of PGlite. */
@@ -95,10 +97,6 @@ export async function freshDatabase(): Promise<{ database: Database; url?: strin
   }
 }
 
-/** Rows of a raw `db.execute()` result: PGlite gives `{rows}`, postgres.js an array. */
-export function rowsOf<T = Record<string, unknown>>(result: unknown): T[] {
-  return (Array.isArray(result) ? result : (result as { rows: T[] }).rows) as T[]
-}
 
 /** Row counts of every table of the service, by table name. */
 export async function tableCounts(database: Database): Promise<Record<string, number>> {
@@ -110,4 +108,22 @@ export async function tableCounts(database: Database): Promise<Record<string, nu
     counts[name] = Number(row!.n)
   }
   return counts
+}
+
+/** Holds row locks from a connection of its own (`statement` runs in an open transaction) until `release()`. */
+export async function holdLocks(t: { teardown(fn: () => unknown): void }, url: string, statement: (sql: postgres.ReservedSql) => Promise<unknown>) {
+  const sql = postgres(url, { max: 1, onnotice: () => {} })
+  const reserved = await sql.reserve()
+  await reserved`begin`
+  await statement(reserved)
+  let released = false
+  const release = async () => {
+    if (released) return
+    released = true
+    await reserved`rollback`
+    reserved.release()
+    await sql.end()
+  }
+  t.teardown(release)
+  return release
 }

@@ -36,3 +36,11 @@ export async function startServer(env: Record<string, string>): Promise<Running>
   throw new Error('server did not start: ' + s.output())
 }
 
+/** Runs a server that must refuse to start; returns its exit code and output. */
+export async function refusedStart(env: Record<string, string>) {
+  const s = spawnServer(env)
+  const timer = setTimeout(() => s.child.kill('SIGKILL'), 30_000)
+  const code = await s.exit
+  clearTimeout(timer)
+  return { code, output: s.output().trim() }
+}

@@ -4,7 +4,8 @@ import {
   accountMetadata, accounts, agreements, customers, emailOutbox, ledgers, ledgerTransactions, operationsTeams,
   statements, supplyAddresses, supplyPoints, transactionLineItems, transactionTaxItems
 } from '../../../drizzle/schema/index.js'
-import { canPipeline, type Db, type Tx } from '../../db/index.js'
+import { runInOrder, type Db, type Tx } from '../../db/index.js'
+import { insertRows } from '../../db/insert.js'
 import type { AccountRows } from './plan.js'
 
 /** PostgreSQL accepts at most 65535 parameters per statement: large inserts go in chunks. */
@@ -18,21 +19,8 @@ function insertsOf(tx: Tx, table: PgTable, rows: Record<string, unknown>[]): Sta
   const columns = Object.keys(getTableColumns(table)).length
   const size = Math.max(1, Math.floor(MAX_PARAMETERS / columns))
   const statements: Statement[] = []
-  for (let i = 0; i < rows.length; i += size) statements.push(tx.insert(table).values(rows.slice(i, i + size) as never))
+  for (let i = 0; i < rows.length; i += size) statements.push(insertRows(tx, table, rows.slice(i, i + size)))
   return statements
-}
-
-/**
- * Runs statements in order. On PostgreSQL they are sent together and answered in one round trip
- * (postgres.js pipelines a transaction's queries, in the order they were sent, so parents are
- * written before children); on PGlite one after the other.
- */
-async function runInOrder(db: Db, statements: Statement[]): Promise<void> {
-  if (canPipeline(db)) {
-    await Promise.all(statements.map((s) => Promise.resolve(s)))
-    return
-  }
-  for (const s of statements) await s
 }
 
 const transactionInserts = (tx: Tx, rows: Pick<AccountRows, 'transactions' | 'lineItems' | 'taxItems'>): Statement[] => [
@@ -48,13 +36,17 @@ export function createAccountsRepository(db: Db) {
       await runInOrder(db, transactionInserts(tx, rows))
     },
 
+    /** The same inserts as statements, to be sent with others. */
+    transactionInserts,
+
     /**
      * Writes every row of a planned account, parents before children, inside the caller's
-     * transaction; `then` are further statements of the same transaction sent with them.
+     * transaction; `then` are further statements of the same transaction sent with them, whose
+     * results are returned.
      */
-    async insertAccount(tx: Tx, rows: AccountRows, then: Statement[] = []): Promise<void> {
-      await runInOrder(db, [
-        tx.insert(accounts).values(rows.account),
+    async insertAccount(tx: Tx, rows: AccountRows, then: Statement[] = []): Promise<unknown[]> {
+      const results = await runInOrder(db, [
+        insertRows(tx, accounts, [rows.account]),
         ...insertsOf(tx, customers, rows.customers),
         ...insertsOf(tx, ledgers, rows.ledgers),
         ...insertsOf(tx, statements, rows.statements),
@@ -66,6 +58,7 @@ export function createAccountsRepository(db: Db) {
         ...insertsOf(tx, emailOutbox, rows.outbox),
         ...then
       ])
+      return results.slice(results.length - then.length)
     },
 
     /** The account created for an import process, with what the summary of §7 shows. */

@@ -7,7 +7,13 @@ import { createBillingDocumentsService } from './service.js'
 const billingDocumentsRoutes: FastifyPluginAsyncTypebox<PostImportRouteOptions> = async function billingDocumentsRoutes(app, opts) {
   const service = createBillingDocumentsService(opts.base, app.db)
   app.post('/historical-billing-documents/create/', {
-    schema: { body: BillingDocumentsRequest, response: BillingDocumentsResponses }
+    schema: {
+      tags: ['Post-import'],
+      summary: 'Add historical billing documents',
+      description: 'Finalised past bills with their transactions, once per ledger; the balance does not change.',
+      body: BillingDocumentsRequest,
+      response: BillingDocumentsResponses
+    }
   }, async function createBillingDocuments(request, reply) {
     await service.create(organisationOf(request.principal), request.body)
     // 201 with an empty body: `undefined` skips serialisation (`null` would send the text "null").

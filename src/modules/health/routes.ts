@@ -3,11 +3,18 @@ import { HealthResponses, ReadyResponses } from '../../../schemas/health.js'
 
 /** `GET /healthz` (the process is alive) and `GET /readyz` (the database answers); no token. */
 const healthRoutes: FastifyPluginAsyncTypebox = async function healthRoutes(app) {
-  app.get('/healthz', { schema: { response: HealthResponses }, logLevel: 'warn' }, async function live() {
+  const tags = ['Operations']
+  app.get('/healthz', {
+    schema: { tags, summary: 'Liveness: the process answers', operationId: 'healthz', response: HealthResponses },
+    logLevel: 'warn'
+  }, async function live() {
     return { status: 'ok' as const }
   })
 
-  app.get('/readyz', { schema: { response: ReadyResponses }, logLevel: 'warn' }, async function ready(request, reply) {
+  app.get('/readyz', {
+    schema: { tags, summary: 'Readiness: the database answers within 2 s', operationId: 'readyz', response: ReadyResponses },
+    logLevel: 'warn'
+  }, async function ready(request, reply) {
     try {
       await app.database.ping(2000)
       return { status: 'ok' as const, database: app.database.kind }

@@ -6,11 +6,18 @@ import { createHistoricalAgreementsService } from './service.js'
 
 const historicalAgreementsRoutes: FastifyPluginAsyncTypebox<PostImportRouteOptions> = async function historicalAgreementsRoutes(app, opts) {
   const service = createHistoricalAgreementsService(opts.base)
-  app.post('/historical-agreements/create/', { schema: { body: HistoricalAgreementsRequest, response: HistoricalAgreementsResponses } },
-    async function createHistoricalAgreements(request, reply) {
-      await service.create(organisationOf(request.principal), request.body)
-      return reply.code(201).send()
-    })
+  app.post('/historical-agreements/create/', {
+    schema: {
+      tags: ['Post-import'],
+      summary: 'Add historical agreements',
+      description: 'Past agreements of the account\'s supply points, ending on or before their first current agreement.',
+      body: HistoricalAgreementsRequest,
+      response: HistoricalAgreementsResponses
+    }
+  }, async function createHistoricalAgreements(request, reply) {
+    await service.create(organisationOf(request.principal), request.body)
+    return reply.code(201).send()
+  })
 }
 
 export default historicalAgreementsRoutes

@@ -6,10 +6,17 @@ import { createHistoricalStatementsService } from './service.js'
 
 const historicalStatementsRoutes: FastifyPluginAsyncTypebox<PostImportRouteOptions> = async function historicalStatementsRoutes(app, opts) {
   const service = createHistoricalStatementsService(opts.base, opts.config.documentBucket)
-  app.post('/historical-statements/create/', { schema: { body: HistoricalStatementsRequest, response: HistoricalStatementsResponses } },
-    async function createHistoricalStatements(request, reply) {
-      return reply.code(201).send(await service.create(organisationOf(request.principal), request.body))
-    })
+  app.post('/historical-statements/create/', {
+    schema: {
+      tags: ['Post-import'],
+      summary: 'Add historical statements',
+      description: 'Past statements; answered with the statements normalised (decimals as strings, relative paths).',
+      body: HistoricalStatementsRequest,
+      response: HistoricalStatementsResponses
+    }
+  }, async function createHistoricalStatements(request, reply) {
+    return reply.code(201).send(await service.create(organisationOf(request.principal), request.body))
+  })
 }
 
 export default historicalStatementsRoutes

@@ -1,6 +1,6 @@
-import { and, asc, desc, eq, gt, sql } from 'drizzle-orm'
+import { and, asc, desc, eq, gt, sql, type SQL } from 'drizzle-orm'
 import { importEvents, importProcesses, importSuppliers, operationsTeams } from '../../../drizzle/schema/index.js'
-import type { Db, Tx } from '../../db/index.js'
+import { rowsOf, runInOrder, type Db, type Tx } from '../../db/index.js'
 import type { ErrorEntry } from '../../errors.js'
 import { formatDateTime } from '../../format.js'
 
@@ -47,17 +47,59 @@ export const LIST_CHUNK_ROWS = 1000
 /**
  * Locks that make creation safe across server processes (§6), all released by PostgreSQL when the
  * transaction ends or its connection dies:
- * - the process lock (`pg_try_advisory_xact_lock(bigint)`), held by a create for its whole run
- *   and tried by stage: at most one create per account, and staged data cannot change under it;
+ * - the process lock (`pg_try_advisory_xact_lock(bigint)`), held exclusively by a create for its
+ *   whole run and tried in shared mode by a restage: at most one create per account, staged data
+ *   cannot change under it, and restages do not refuse each other;
  * - concurrency slots (`pg_try_advisory_xact_lock(int, int)`, keyed by the supplier and a slot
  *   number), one per create in flight, up to the supplier's `max_concurrent_processing`.
- * The status endpoint reads `pg_locks` for the process lock to report IN_PROGRESS.
+ * The status endpoint reads `pg_locks` for the exclusive process lock to report IN_PROGRESS.
  */
 const PROCESS_LOCK_BASE = 1n << 40n
 
-function processLockKey(id: number): { key: string; classid: number; objid: number } {
-  const key = PROCESS_LOCK_BASE + BigInt(id)
-  return { key: key.toString(), classid: Number(key >> 32n), objid: Number(key & 0xffffffffn) }
+function processLockKey(id: number): string {
+  return (PROCESS_LOCK_BASE + BigInt(id)).toString()
+}
+
+/** True while a create holds the lock of the process whose id is `id` (an SQL expression). */
+function createRunningSql(id: SQL): SQL<boolean> {
+  const key = sql`(${PROCESS_LOCK_BASE.toString()}::bigint + ${id})`
+  // Advisory locks belong to one database; pg_locks lists those of every database on the server.
+  return sql<boolean>`exists (select 1 from pg_locks where locktype = 'advisory' and objsubid = 1
+    and database = (select oid from pg_database where datname = current_database())
+    and classid = (${key} >> 32)::oid and objid = (${key} & 4294967295)::oid and mode = 'ExclusiveLock' and granted)`
+}
+
+/** The columns of a `SupplierRow`. */
+export const supplierColumns = {
+  id: importSuppliers.id,
+  code: importSuppliers.code,
+  status: importSuppliers.status,
+  documentRoot: importSuppliers.documentRoot,
+  sendMigrationEmails: importSuppliers.sendMigrationEmails,
+  maxConcurrentProcessing: importSuppliers.maxConcurrentProcessing
+}
+
+/** A supplier of the caller and the import process of one external account number, read together. */
+export interface Lookup {
+  supplier: SupplierRow
+  process: ProcessRow | undefined
+  /** Whether a create of the process is running (only when asked for). */
+  running: boolean
+}
+
+/** What a create reads once it holds the process lock (§6). */
+export interface Claim {
+  /** False when another create holds the process lock. */
+  locked: boolean
+  /** False when every concurrency slot of the supplier is taken. */
+  slot: boolean
+  state: ProcessState
+  serviceAccountNumber: string | null
+  stagedData: unknown
+  supplierCode: string
+  supplierStatus: SupplierRow['status']
+  sendMigrationEmails: boolean
+  teamId: string | null
 }
 
 const processColumns = {
@@ -84,11 +126,24 @@ export function createImportsRepository(db: Db) {
     })
   }
 
-  /** Takes the process lock for the rest of the transaction; false when a create holds it. */
-  async function tryProcessLock(tx: Tx, processId: number): Promise<boolean> {
-    const [row] = await tx.select({ locked: sql<boolean>`pg_try_advisory_xact_lock(${processLockKey(processId).key}::bigint)` })
+  /** Takes the process lock in shared mode (a restage) for the rest of the transaction; false when a create holds it. */
+  async function tryProcessLockShared(tx: Tx, processId: number): Promise<boolean> {
+    const [row] = await tx.select({ locked: sql<boolean>`pg_try_advisory_xact_lock_shared(${processLockKey(processId)}::bigint)` })
       .from(sql`(select 1) as one`)
     return row!.locked === true
+  }
+
+  /**
+   * The process lock and then, only when it was taken, one of the supplier's `max` concurrency
+   * slots (`max` null: no limit), in one statement; CASE keeps the order.
+   */
+  function lockAndSlot(tx: Tx, processId: number, supplierId: string, max: number | null) {
+    const slot = max === null
+      ? sql<boolean>`true`
+      : sql<boolean>`exists (select 1 from generate_series(0, ${max - 1}::int) as s
+          where case when l.locked then pg_try_advisory_xact_lock(hashtext(${supplierId}), s) else false end)`
+    return tx.select({ locked: sql<boolean>`l.locked`, slot })
+      .from(sql`(select pg_try_advisory_xact_lock(${processLockKey(processId)}::bigint) as locked) as l`)
   }
 
   /** Processes of the supplier ordered by external account number (code point order), optionally paged. */
@@ -120,45 +175,89 @@ export function createImportsRepository(db: Db) {
     }
   }
 
+  /**
+   * The look-up behind validate, stage, create and the reads, prepared once: building it with
+   * Drizzle's query builder on every request cost more CPU than the rest of a validate's I/O.
+   */
+  const lookupQuery = (withRunning: boolean) => db.select({
+    supplier: supplierColumns,
+    processId: importProcesses.id,
+    state: importProcesses.state,
+    serviceAccountNumber: importProcesses.serviceAccountNumber,
+    accountCreatedAt: importProcesses.accountCreatedAt,
+    latestError: importProcesses.latestError,
+    hasStagedData: sql<boolean>`${importProcesses.stagedData} is not null`,
+    running: withRunning ? sql<boolean>`${importProcesses.id} is not null and ${createRunningSql(sql`${importProcesses.id}`)}` : sql<boolean>`false`
+  }).from(importSuppliers)
+    .leftJoin(importProcesses, and(
+      eq(importProcesses.supplierId, importSuppliers.id),
+      eq(importProcesses.externalAccountNumber, sql.placeholder('external'))))
+    .where(and(eq(importSuppliers.code, sql.placeholder('code')), eq(importSuppliers.organisationId, sql.placeholder('organisationId'))))
+    .prepare(withRunning ? 'lookup_running' : 'lookup')
+  const lookupPlain = lookupQuery(false)
+  const lookupRunning = lookupQuery(true)
+
   return {
     findProcess,
     insertEvent,
 
-    /** The supplier, only when it belongs to the organisation: a foreign one is as unknown. */
-    async supplierOfOrganisation(code: string, organisationId: string, executor: Db | Tx = db): Promise<SupplierRow | undefined> {
-      const [row] = await executor.select({
-        id: importSuppliers.id,
-        code: importSuppliers.code,
-        status: importSuppliers.status,
-        documentRoot: importSuppliers.documentRoot,
-        sendMigrationEmails: importSuppliers.sendMigrationEmails,
-        maxConcurrentProcessing: importSuppliers.maxConcurrentProcessing
-      }).from(importSuppliers)
-        .where(and(eq(importSuppliers.code, code), eq(importSuppliers.organisationId, organisationId)))
-      return row
+    /**
+     * The organisation's supplier with this code and its import process for `external` (when
+     * given), in one round trip; `withRunning` also asks whether a create of it is running.
+     * Undefined when the supplier is unknown or another organisation's.
+     */
+    async lookup(code: string, organisationId: string, external: string | undefined, withRunning = false): Promise<Lookup | undefined> {
+      const [row] = await (withRunning ? lookupRunning : lookupPlain).execute({ code, organisationId, external: external ?? null })
+      if (!row) return undefined
+      const process: ProcessRow | undefined = row.processId === null ? undefined : {
+        id: row.processId,
+        state: row.state!,
+        serviceAccountNumber: row.serviceAccountNumber,
+        accountCreatedAt: row.accountCreatedAt,
+        latestError: row.latestError as ProcessRow['latestError'],
+        hasStagedData: row.hasStagedData === true
+      }
+      return { supplier: row.supplier, process, running: row.running === true }
     },
 
-    /** True while a create (or dry run) of the process is running on any server. */
-    async createRunning(processId: number, executor: Db | Tx = db): Promise<boolean> {
-      const { classid, objid } = processLockKey(processId)
-      const [row] = await executor.select({
-        // Advisory locks belong to one database; pg_locks lists those of every database on the server.
-        running: sql<boolean>`exists (select 1 from pg_locks where locktype = 'advisory' and objsubid = 1
-          and database = (select oid from pg_database where datname = current_database())
-          and classid = ${classid}::bigint::oid and objid = ${objid}::bigint::oid and granted)`
-      }).from(sql`(select 1) as one`)
-      return row!.running === true
+    /**
+     * The first statements of a create's transaction, sent together: the process lock, a
+     * concurrency slot, and then the process, its supplier and the team as they are once the lock
+     * is held (a create that ran meanwhile has committed by then).
+     */
+    async claim(tx: Tx, processId: number, supplierId: string, maxConcurrent: number | null, teamName: string): Promise<Claim> {
+      const [locks, rows] = await runInOrder(db, [
+        lockAndSlot(tx, processId, supplierId, maxConcurrent),
+        tx.select({
+          state: importProcesses.state,
+          serviceAccountNumber: importProcesses.serviceAccountNumber,
+          stagedData: importProcesses.stagedData,
+          supplierCode: importSuppliers.code,
+          supplierStatus: importSuppliers.status,
+          sendMigrationEmails: importSuppliers.sendMigrationEmails,
+          teamId: operationsTeams.id
+        }).from(importProcesses)
+          .innerJoin(importSuppliers, eq(importSuppliers.id, importProcesses.supplierId))
+          .leftJoin(operationsTeams, eq(operationsTeams.name, teamName))
+          .where(eq(importProcesses.id, processId))
+      ]) as [{ locked: boolean; slot: boolean }[], Omit<Claim, 'locked' | 'slot'>[]]
+      return { locked: locks[0]!.locked === true, slot: locks[0]!.slot === true, ...rows[0]! }
     },
 
-    tryProcessLock,
-
-    /** Takes one of the supplier's `max` concurrency slots for the rest of the transaction; false when all are taken. */
-    async trySlot(tx: Tx, supplierId: string, max: number): Promise<boolean> {
-      const rows = await tx.select({ slot: sql<number>`s` })
-        .from(sql`generate_series(0, ${max - 1}::int) as s`)
-        .where(sql`pg_try_advisory_xact_lock(hashtext(${supplierId}), s)`)
-        .limit(1)
-      return rows.length > 0
+    /**
+     * A first stage in one statement: the process and its STAGED event. False when the process
+     * exists already (the caller then restages it through `stage`).
+     */
+    async stageNew(supplierId: string, externalAccountNumber: string, data: unknown, actor: Actor): Promise<boolean> {
+      const result = await db.execute(sql`with inserted as (
+          insert into import_processes (supplier_id, external_account_number, state, staged_data, first_staged_at)
+          values (${supplierId}, ${externalAccountNumber}, 'STAGED', ${JSON.stringify(data)}::jsonb, now())
+          on conflict do nothing
+          returning id)
+        insert into import_events (import_process_id, type, actor, organisation_id, api_key_id)
+        select id, 'STAGED'::import_event_type, ${actor.name}::text, ${actor.organisationId}::uuid, ${actor.apiKeyId}::uuid from inserted
+        returning 1 as staged`)
+      return rowsOf(result).length === 1
     },
 
     /**
@@ -176,7 +275,7 @@ export function createImportsRepository(db: Db) {
         }
         const process = (await findProcess(supplierId, externalAccountNumber, tx))!
         if (process.state !== 'STAGED') return { outcome: 'refused' as const, process }
-        if (!(await tryProcessLock(tx, process.id))) return { outcome: 'in_progress' as const, process }
+        if (!(await tryProcessLockShared(tx, process.id))) return { outcome: 'in_progress' as const, process }
         const updated = await tx.update(importProcesses).set({
           stagedData: data,
           firstStagedAt: sql`coalesce(${importProcesses.firstStagedAt}, now())`,
@@ -188,23 +287,22 @@ export function createImportsRepository(db: Db) {
       })
     },
 
-    async stagedData(tx: Tx, processId: number): Promise<unknown> {
-      const [row] = await tx.select({ data: importProcesses.stagedData }).from(importProcesses).where(eq(importProcesses.id, processId))
-      return row?.data
-    },
-
-    async teamByName(tx: Tx, name: string) {
-      const [row] = await tx.select({ id: operationsTeams.id, name: operationsTeams.name }).from(operationsTeams).where(eq(operationsTeams.name, name))
-      return row
-    },
-
-    /** Marks the process imported; false when it is no longer STAGED (skipped meanwhile). */
-    async markImported(tx: Tx, processId: number, serviceAccountNumber: string): Promise<Date | undefined> {
-      const [row] = await tx.update(importProcesses).set({
+    /**
+     * The statement that marks the process imported, to be sent with the account's inserts: it
+     * returns no row when the process is no longer STAGED (skipped meanwhile).
+     */
+    markImported(tx: Tx, processId: number, serviceAccountNumber: string) {
+      return tx.update(importProcesses).set({
         state: 'IMPORTED', serviceAccountNumber, accountCreatedAt: sql`now()`, latestError: null, updatedAt: sql`now()`
       }).where(and(eq(importProcesses.id, processId), eq(importProcesses.state, 'STAGED')))
-        .returning({ at: importProcesses.accountCreatedAt })
-      return row?.at ?? undefined
+        .returning({ id: importProcesses.id })
+    },
+
+    /** The statement that appends an event, to be sent with others. */
+    eventStatement(tx: Tx, processId: number, type: EventType, actor: Actor, detail: unknown = {}) {
+      return tx.insert(importEvents).values({
+        importProcessId: processId, type, actor: actor.name, organisationId: actor.organisationId, apiKeyId: actor.apiKeyId, detail
+      })
     },
 
     /** Records a failed create: its events and the process's latest error, in one transaction. */

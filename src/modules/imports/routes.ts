@@ -65,6 +65,12 @@ export function jsonArrayStream(chunks: AsyncGenerator<object[], void, undefined
   return stream
 }
 
+const LIST_SUMMARIES: Record<ProcessList, string> = {
+  all: 'Every import process of a supplier, skipped ones included',
+  pending: 'Import processes staged, not created, not skipped',
+  imported: 'Import processes created'
+}
+
 const accountRoute = { attachValidation: true, config: { validationCode: 'account_failed_validation' } } as const
 
 /** Account import (§5, §6) and reading import state (§7), under /v1/data-import. */
@@ -73,7 +79,14 @@ const importsRoutes: FastifyPluginAsyncTypebox = async function importsRoutes(ap
 
   app.post('/validate-account/', {
     ...accountRoute,
-    schema: { body: AccountData, response: { 200: AccountData, ...StandardErrorResponses } }
+    schema: {
+      tags: ['Account import'],
+      summary: 'Validate an account',
+      description: 'Every schema and rule check of §5; nothing is stored. 200 answers the normalised account ' +
+        '(decimals as strings, defaults, E.164 phones, postcodes); 400 `account_failed_validation` lists every problem.',
+      body: AccountData,
+      response: { 200: AccountData, ...StandardErrorResponses }
+    }
   }, async function validateAccount(request, reply) {
     const data = await service.validate(organisationOf(request.principal), request.body, schemaErrors(request))
     // The data has just passed the same schema and holds nothing else: plain JSON.stringify is
@@ -83,7 +96,13 @@ const importsRoutes: FastifyPluginAsyncTypebox = async function importsRoutes(ap
 
   app.post('/account-import-process/create-or-update/', {
     ...accountRoute,
-    schema: { body: AccountData, response: { 200: StageResponse, 201: StageResponse, ...StandardErrorResponses } }
+    schema: {
+      tags: ['Account import'],
+      summary: 'Stage an account',
+      description: 'The checks of validate, then the normalised data is stored: 201 the first time, 200 after.',
+      body: AccountData,
+      response: { 200: StageResponse, 201: StageResponse, ...StandardErrorResponses }
+    }
   }, async function stageAccount(request, reply) {
     const result = await service.stage(organisationOf(request.principal), request.body, schemaErrors(request))
     return reply.code(result.created ? 201 : 200).send(result.body)
@@ -91,27 +110,56 @@ const importsRoutes: FastifyPluginAsyncTypebox = async function importsRoutes(ap
 
   app.post('/account-import-process/process/', {
     ...accountRoute,
-    schema: { body: CreateRequest, response: { 201: CreateResponse, ...StandardErrorResponses } }
+    schema: {
+      tags: ['Account import'],
+      summary: 'Create a staged account',
+      description: 'Creates the account from its staged data, re-validated with today\'s date (201). With `dry_run: true` ' +
+        'the same work is rolled back: 400 `dry_run_rolled_back` when it would succeed.',
+      body: CreateRequest,
+      response: { 201: CreateResponse, ...StandardErrorResponses }
+    }
   }, async function createAccount(request, reply) {
     const result = await service.create(organisationOf(request.principal), request.body as CreateInput, schemaErrors(request))
     return reply.code(201).send(result)
   })
 
   app.get('/account-transfer-status/:supplier/:external/', {
-    schema: { params: AccountParams, response: { 200: TransferStatus, ...StandardErrorResponses } }
+    schema: {
+      tags: ['Import state'],
+      summary: 'Import status of an account',
+      description: '`UNKNOWN`, `IN_PROGRESS` (a create is running now) or `COMPLETED`, with the latest error.',
+      params: AccountParams,
+      response: { 200: TransferStatus, ...StandardErrorResponses }
+    }
   }, async function transferStatus(request) {
     return service.status(organisationOf(request.principal), request.params.supplier, request.params.external)
   })
 
   app.get('/accounts/:supplier/:external/', {
-    schema: { params: AccountParams, response: { 200: AccountSummary, ...StandardErrorResponses } }
+    schema: {
+      tags: ['Import state'],
+      summary: 'Summary of a created account',
+      description: 'Ledgers with balances, counts of what the account holds, the latest event and error; ' +
+        '404 `account_not_found` until the account is created.',
+      params: AccountParams,
+      response: { 200: AccountSummary, ...StandardErrorResponses }
+    }
   }, async function accountSummary(request) {
     return service.summary(organisationOf(request.principal), request.params.supplier, request.params.external)
   })
 
   for (const list of ['all', 'pending', 'imported'] as ProcessList[]) {
     app.get(`/${list}-account-import-processes/:supplier/`, {
-      schema: { params: SupplierParams, querystring: ListQuery, response: ImportProcessListResponses }
+      schema: {
+        tags: ['Import state'],
+        summary: LIST_SUMMARIES[list],
+        description: 'Ordered by external account number (code points). `limit` and `after` page through the list; ' +
+          'while rows remain, the response has `Link: <…?limit=N&after=…>; rel="next"`.',
+        operationId: `list${list[0]!.toUpperCase()}${list.slice(1)}AccountImportProcesses`,
+        params: SupplierParams,
+        querystring: ListQuery,
+        response: ImportProcessListResponses
+      }
     }, async function listProcesses(request, reply) {
       const { limit, after } = request.query
       const principal = organisationOf(request.principal)

@@ -13,7 +13,7 @@ import { createAccountsRepository } from '../accounts/repository.js'
 import { accountRules, normaliseAccount } from '../accounts/rules.js'
 import { planAccount } from '../accounts/plan.js'
 import type { OrganisationPrincipal } from '../auth/service.js'
-import { createImportsRepository, type Actor, type ListRow, type ProcessList, type ProcessRow, type SupplierRow } from './repository.js'
+import { createImportsRepository, type Actor, type ListRow, type Lookup, type ProcessList, type ProcessRow, type SupplierRow } from './repository.js'
 
 const accountFailed = (errors: ErrorEntry[], detail = 'Could not validate account data.'): AppError =>
   new AppError(400, 'account_failed_validation', detail, sortEntries(errors))
@@ -78,9 +78,9 @@ export function createImportsService(db: Db) {
   const accountsRepo = createAccountsRepository(db)
   const validateAccountData: ValidateFunction = compileBody(AccountData)
 
-  /** The caller's supplier for a code, or undefined (a code that cannot exist is not looked up). */
-  async function supplierFor(principal: OrganisationPrincipal, code: string | undefined): Promise<SupplierRow | undefined> {
-    return code !== undefined && SUPPLIER_CODE.test(code) ? repo.supplierOfOrganisation(code, principal.organisationId) : undefined
+  /** The caller's supplier for a code and the process of `external`, in one round trip. */
+  async function lookup(principal: OrganisationPrincipal, code: string | undefined, external: string | undefined, withRunning = false): Promise<Lookup | undefined> {
+    return code !== undefined && SUPPLIER_CODE.test(code) ? repo.lookup(code, principal.organisationId, external, withRunning) : undefined
   }
 
   /** Schema and business-rule errors of account data (Ajv fills defaults and omits empty values in place). */
@@ -93,14 +93,13 @@ export function createImportsService(db: Db) {
   /** The checks of §2 "Which check wins" before the one body of every problem (validate, stage). */
   async function precheck(principal: OrganisationPrincipal, body: any, ctx: RuleContext, stage: boolean) {
     const supplierCode = ctx.clean('import_supplier') ? str(body?.import_supplier) : undefined
-    const supplier = await supplierFor(principal, supplierCode)
     const external = ctx.clean('external_account_number') ? str(body?.external_account_number) : undefined
-    if (supplier && external !== undefined) {
-      const process = await repo.findProcess(supplier.id, external)
-      if (process) refuseByState(process, external)
-      if (process && stage && (await repo.createRunning(process.id))) throw inProgress()
+    const found = await lookup(principal, supplierCode, external, stage)
+    if (found?.process && external !== undefined) {
+      refuseByState(found.process, external)
+      if (stage && found.running) throw inProgress()
     }
-    return { supplier, supplierCode }
+    return { supplier: found?.supplier, supplierCode, known: found?.process !== undefined }
   }
 
   function refuseByState(process: ProcessRow, external: string): void {
@@ -111,7 +110,7 @@ export function createImportsService(db: Db) {
   /** Validate and stage share every check (§5): a clean validate predicts a clean stage. */
   async function validated(principal: OrganisationPrincipal, body: any, schemaErrors: ErrorEntry[], stage: boolean) {
     const ctx = ruleContext(schemaErrors, utcToday())
-    const { supplier, supplierCode } = await precheck(principal, body, ctx, stage)
+    const { supplier, supplierCode, known } = await precheck(principal, body, ctx, stage)
     accountRules(body, ctx)
     if (supplierCode !== undefined || ctx.clean('import_supplier')) {
       if (!supplier) {
@@ -121,7 +120,7 @@ export function createImportsService(db: Db) {
       }
     }
     if (ctx.errors.length > 0) throw accountFailed(ctx.errors)
-    return { supplier: supplier!, data: normaliseAccount(body as AccountData) }
+    return { supplier: supplier!, known, data: normaliseAccount(body as AccountData) }
   }
 
   /** The create of §6 inside one transaction; dry runs roll back at the end. */
@@ -129,20 +128,16 @@ export function createImportsService(db: Db) {
     principal: OrganisationPrincipal, supplier: SupplierRow, process: ProcessRow, external: string, teamName: string, dryRun: boolean
   ): Promise<CreateResponse> {
     return db.transaction(async (tx) => {
-      if (!(await repo.tryProcessLock(tx, process.id))) throw new ProcessLocked()
-      // The state after taking the lock: a create that ran meanwhile has committed by now.
-      const fresh = (await repo.findProcess(supplier.id, external, tx))!
-      if (fresh.state !== 'STAGED') throw new CreateRefused(fresh.state === 'IMPORTED' ? alreadyImported(external, fresh.serviceAccountNumber!) : skipped())
-      if (supplier.maxConcurrentProcessing !== null && !(await repo.trySlot(tx, supplier.id, supplier.maxConcurrentProcessing))) {
-        throw new CreateRefused(tooManyProcessing())
-      }
-      const current = (await repo.supplierOfOrganisation(supplier.code, principal.organisationId, tx))!
-      const team = await repo.teamByName(tx, teamName)
-      const staged = structuredClone(await repo.stagedData(tx, process.id))
+      const claim = await repo.claim(tx, process.id, supplier.id, supplier.maxConcurrentProcessing, teamName)
+      if (!claim.locked) throw new ProcessLocked()
+      // The state once the lock is held: a create that ran meanwhile has committed by now.
+      if (claim.state !== 'STAGED') throw new CreateRefused(claim.state === 'IMPORTED' ? alreadyImported(external, claim.serviceAccountNumber!) : skipped())
+      if (!claim.slot) throw new CreateRefused(tooManyProcessing())
+      const staged = structuredClone(claim.stagedData)
       const errors: ErrorEntry[] = []
-      if (!team) errors.push(entry('operations_team_name_does_not_exist', 'operations_team_name', `Operations team ${teamName} does not exist.`))
-      if (current.status !== 'Ongoing') {
-        errors.push(entry('import_supplier_migration_not_ongoing', 'import_supplier_code', `The migration of import supplier ${current.code} is ${current.status}.`))
+      if (claim.teamId === null) errors.push(entry('operations_team_name_does_not_exist', 'operations_team_name', `Operations team ${teamName} does not exist.`))
+      if (claim.supplierStatus !== 'Ongoing') {
+        errors.push(entry('import_supplier_migration_not_ongoing', 'import_supplier_code', `The migration of import supplier ${claim.supplierCode} is ${claim.supplierStatus}.`))
       }
       // The staged data is validated again with today's date: rules may have changed since staging.
       const schemaErrors = validateAccountData(staged) ? [] : entriesFromAjv(validateAccountData.errors ?? [])
@@ -151,19 +146,21 @@ export function createImportsService(db: Db) {
 
       const data = normaliseAccount(staged as AccountData)
       const rows = planAccount(data, {
-        importProcessId: process.id, supplierId: supplier.id, operationsTeamId: team!.id, sendMigrationEmails: current.sendMigrationEmails
+        importProcessId: process.id, supplierId: supplier.id, operationsTeamId: claim.teamId!, sendMigrationEmails: claim.sendMigrationEmails
       })
-      await accountsRepo.insertAccount(tx, rows)
       const serviceAccountNumber = rows.account.serviceAccountNumber
-      if (!(await repo.markImported(tx, process.id, serviceAccountNumber))) throw new CreateRefused(skipped())
       const result: CreateResponse = {
         service_account_number: serviceAccountNumber,
         ledgers: rows.ledgers.map((l) => ({ ledger_code: l.ledgerCode, ledger_number: l.ledgerNumber }))
       }
-      if (dryRun) throw new DryRunSucceeded()
       const actor = actorOf(principal)
-      await repo.insertEvent(tx, process.id, 'CREATE_ATTEMPTED', actor)
-      await repo.insertEvent(tx, process.id, 'CREATED', actor, result)
+      // The account's inserts, the state change and the events go in one round trip.
+      const [marked] = await accountsRepo.insertAccount(tx, rows, [
+        repo.markImported(tx, process.id, serviceAccountNumber),
+        ...(dryRun ? [] : [repo.eventStatement(tx, process.id, 'CREATE_ATTEMPTED', actor), repo.eventStatement(tx, process.id, 'CREATED', actor, result)])
+      ]) as [unknown[]]
+      if (marked.length === 0) throw new CreateRefused(skipped())
+      if (dryRun) throw new DryRunSucceeded()
       return result
     })
   }
@@ -175,9 +172,14 @@ export function createImportsService(db: Db) {
 
     /** Stores the normalised data: `created` the first time, `updated` after. */
     async stage(principal: OrganisationPrincipal, body: unknown, schemaErrors: ErrorEntry[]) {
-      const { supplier, data } = await validated(principal, body, schemaErrors, true)
+      const { supplier, known, data } = await validated(principal, body, schemaErrors, true)
       const external = data.external_account_number
-      const result = await repo.stage(supplier.id, external, data, actorOf(principal))
+      const actor = actorOf(principal)
+      // A first stage is one statement; a restage (or a race with another first stage) a transaction.
+      if (!known && (await repo.stageNew(supplier.id, external, data, actor))) {
+        return { created: true, body: { import_supplier: supplier.code, external_account_number: external } }
+      }
+      const result = await repo.stage(supplier.id, external, data, actor)
       if (result.outcome === 'in_progress') throw inProgress()
       if (result.outcome === 'refused') refuseByState(result.process, external)
       return {
@@ -189,13 +191,15 @@ export function createImportsService(db: Db) {
     async create(principal: OrganisationPrincipal, body: CreateInput, schemaErrors: ErrorEntry[]): Promise<CreateResponse> {
       const ctx = ruleContext(schemaErrors, utcToday())
       const code = ctx.clean('import_supplier_code') ? str(body.import_supplier_code) : undefined
-      const supplier = await supplierFor(principal, code)
+      const clean = ctx.clean('external_account_number') ? str(body.external_account_number) : undefined
+      const found = await lookup(principal, code, clean)
+      const supplier = found?.supplier
       if (code !== undefined && !supplier) ctx.report('does_not_exist', 'import_supplier_code', `Import supplier ${code} does not exist.`)
       if (ctx.errors.length > 0) throw accountFailed(ctx.errors)
       const external = body.external_account_number as string
       const teamName = body.operations_team_name as string
       const dryRun = body.dry_run === true
-      const process = await repo.findProcess(supplier!.id, external)
+      const process = found!.process
       if (!process || !process.hasStagedData) {
         throw accountFailed([entry('import_process_does_not_exist', 'external_account_number', `Nothing has been staged for account ${external}.`)])
       }
@@ -237,12 +241,12 @@ export function createImportsService(db: Db) {
 
     /** §7 status: UNKNOWN, IN_PROGRESS or COMPLETED, with the latest failed create. */
     async status(principal: OrganisationPrincipal, supplierCode: string, external: string): Promise<TransferStatus> {
-      const supplier = await supplierFor(principal, supplierCode)
-      const process = supplier ? await repo.findProcess(supplier.id, external) : undefined
+      const found = await lookup(principal, supplierCode, external, true)
+      const process = found?.process
       if (!process) throw processNotFound()
       let status: TransferStatus['status'] = 'UNKNOWN'
       if (process.state === 'IMPORTED') status = 'COMPLETED'
-      else if (process.state === 'STAGED' && (await repo.createRunning(process.id))) status = 'IN_PROGRESS'
+      else if (process.state === 'STAGED' && found!.running) status = 'IN_PROGRESS'
       return {
         status,
         service_account_number: process.serviceAccountNumber ?? '',
@@ -252,8 +256,9 @@ export function createImportsService(db: Db) {
 
     /** §7 account summary: 404 until the account is created. */
     async summary(principal: OrganisationPrincipal, supplierCode: string, external: string): Promise<AccountSummary> {
-      const supplier = await supplierFor(principal, supplierCode)
-      const process = supplier ? await repo.findProcess(supplier.id, external) : undefined
+      const found = await lookup(principal, supplierCode, external)
+      const supplier = found?.supplier
+      const process = found?.process
       if (!process) throw processNotFound()
       const account = process.state === 'IMPORTED' ? await accountsRepo.summary(process.id) : undefined
       if (!account) throw notFound('account_not_found', 'No account has been created for this import process.')
@@ -288,7 +293,7 @@ export function createImportsService(db: Db) {
 
     /** A page of a list of §7; 404 for an unknown or foreign supplier. */
     async listProcesses(principal: OrganisationPrincipal, supplierCode: string, list: ProcessList, page: { limit?: number; after?: string } = {}): Promise<ImportProcessListItem[]> {
-      const supplier = await supplierFor(principal, supplierCode)
+      const supplier = (await lookup(principal, supplierCode, undefined))?.supplier
       if (!supplier) throw processNotFound()
       return (await repo.listProcesses(supplier.id, list, page)).map(listItem)
     },
@@ -299,7 +304,7 @@ export function createImportsService(db: Db) {
      * at once still gets a normal error response; later failures surface from the generator.
      */
     async streamProcesses(principal: OrganisationPrincipal, supplierCode: string, list: ProcessList, after?: string): Promise<AsyncGenerator<ImportProcessListItem[], void, undefined>> {
-      const supplier = await supplierFor(principal, supplierCode)
+      const supplier = (await lookup(principal, supplierCode, undefined))?.supplier
       if (!supplier) throw processNotFound()
       const chunks = repo.processChunks(supplier.id, list, after)
       const first = await chunks.next()

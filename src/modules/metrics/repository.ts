@@ -36,16 +36,16 @@ export function createMetricsRepository(db: Db) {
 
     /**
      * Creates (and dry runs) running now on any server, by supplier: the process locks granted in
-     * this database (see `createRunning` in imports/repository.ts: key 2^40 + process id, so
-     * classid 256 and objid the process id; `objsubid = 1` marks a single bigint key). A stage
-     * holds the same lock for its short transaction, as the status endpoint also sees.
+     * this database (see `createRunningSql` in imports/repository.ts: key 2^40 + process id, so
+     * classid 256 and objid the process id; `objsubid = 1` marks a single bigint key). Creates
+     * hold it exclusively; restages hold it shared and are not counted.
      */
     async createsInFlight(): Promise<Array<{ supplier: string; creates: number }>> {
       return db.select({ supplier: importSuppliers.code, creates: sql<number>`count(*)::int` })
         .from(sql`pg_locks as l`)
         .innerJoin(importProcesses, sql`${importProcesses.id} = l.objid::text::bigint`)
         .innerJoin(importSuppliers, eq(importSuppliers.id, importProcesses.supplierId))
-        .where(sql`l.locktype = 'advisory' and l.classid = 256::oid and l.objsubid = 1 and l.granted
+        .where(sql`l.locktype = 'advisory' and l.classid = 256::oid and l.objsubid = 1 and l.mode = 'ExclusiveLock' and l.granted
           and l.database = (select oid from pg_database where datname = current_database())`)
         .groupBy(importSuppliers.code)
     }

@@ -1,19 +1,27 @@
-import { asc, eq } from 'drizzle-orm'
+import { and, asc, eq, sql } from 'drizzle-orm'
 import { notes } from '../../../drizzle/schema/index.js'
 import type { Tx } from '../../db/index.js'
+import { insertRows } from '../../db/insert.js'
 
 export type NoteInsert = typeof notes.$inferInsert
 
 export function createNotesRepository() {
   return {
-    /** The account's notes as their identity (body, document locations, time), oldest first. */
-    async notesOf(tx: Tx, accountId: string) {
+    /**
+     * The statement that reads the account's notes that could match notes with these bodies
+     * (the same body, or none), as their identity (body, document locations, time), oldest first.
+     */
+    notesLike(tx: Tx, accountId: string, bodies: string[]) {
       return tx.select({ body: notes.body, documentLocations: notes.documentLocations, noteCreatedAt: notes.noteCreatedAt })
-        .from(notes).where(eq(notes.accountId, accountId)).orderBy(asc(notes.noteCreatedAt), asc(notes.createdAt))
+        .from(notes)
+        .where(and(eq(notes.accountId, accountId),
+          sql`(${notes.body} is null or ${notes.body} in (select jsonb_array_elements_text(${JSON.stringify(bodies)}::jsonb)))`))
+        .orderBy(asc(notes.noteCreatedAt), asc(notes.createdAt))
     },
 
-    async insertNotes(tx: Tx, rows: NoteInsert[]): Promise<void> {
-      if (rows.length > 0) await tx.insert(notes).values(rows)
+    /** The insert of at least one note as a statement, to be sent with others. */
+    insertStatement(tx: Tx, rows: NoteInsert[]) {
+      return insertRows(tx, notes, rows)
     }
   }
 }

@@ -6,7 +6,15 @@ import { createNotesService } from './service.js'
 
 const notesRoutes: FastifyPluginAsyncTypebox<PostImportRouteOptions> = async function notesRoutes(app, opts) {
   const service = createNotesService(opts.base, opts.config.documentBucket)
-  app.post('/notes/create/', { schema: { body: NotesRequest, response: NotesResponses } }, async function createNotes(request, reply) {
+  app.post('/notes/create/', {
+    schema: {
+      tags: ['Post-import'],
+      summary: 'Add notes',
+      description: 'A note the account already has is not written again; one result per note.',
+      body: NotesRequest,
+      response: NotesResponses
+    }
+  }, async function createNotes(request, reply) {
     return reply.code(201).send(await service.create(organisationOf(request.principal), request.body))
   })
 }

@@ -43,8 +43,9 @@ export function createNotesService(base: PostImportBase, documentBucket: string)
       const { errors, locations } = check(request, account)
       if (errors.length > 0) throw invalidRequest(errors)
       const now = toSecond(new Date())
-      return base.write(principal, account, async (tx) => {
-        const known: Identity[] = (await repo.notesOf(tx, account.id)).map((n) => ({ body: n.body, locations: n.documentLocations, createdAt: n.noteCreatedAt }))
+      const bodies = request.notes.flatMap((n) => (n.body === undefined ? [] : [n.body]))
+      return base.readAndWrite(principal, account, (tx) => repo.notesLike(tx, account.id, bodies), async (tx, stored) => {
+        const known: Identity[] = stored.map((n) => ({ body: n.body, locations: n.documentLocations, createdAt: n.noteCreatedAt }))
         const rows: NoteInsert[] = []
         const results = request.notes.map((note, i): NoteResult => {
           const content = { body: note.body ?? null, locations: locations[i]! }
@@ -59,8 +60,11 @@ export function createNotesService(base: PostImportBase, documentBucket: string)
           })
           return { created_at: formatDateTime(createdAt), body: content.body, status: 'NOTE_CREATION_SUCCESS' }
         })
-        await repo.insertNotes(tx, rows)
-        return { result: results, detail: rows.length > 0 ? { endpoint: 'notes', created: rows.length } : undefined }
+        return {
+          result: results,
+          detail: rows.length > 0 ? { endpoint: 'notes', created: rows.length } : undefined,
+          writes: rows.length > 0 ? [repo.insertStatement(tx, rows)] : []
+        }
       })
     }
   }

@@ -3,6 +3,7 @@ import { AppError } from '../../errors.js'
 import { pgErrorCode } from '../../db/index.js'
 import type { AuthService } from '../auth/service.js'
 import { hashSecret, newSecret } from '../auth/secrets.js'
+import { hidesTraversal } from '../../rules/documents.js'
 import type { OperatorRepository, SupplierChanges, SupplierRecord, SupplierStatus } from './repository.js'
 
 const OPERATOR = 'operator'
@@ -28,7 +29,7 @@ export function normaliseDocumentRoot(value: string): string {
   const segments = root.split('/')
   // eslint-disable-next-line no-control-regex
   const bad = root.length > 512 || /[\\\u0000-\u001f\u007f]/.test(root) || /^[a-z][a-z0-9+.-]*:/i.test(root) ||
-    segments.some((s) => s === '' || s === '.' || s === '..')
+    segments.some((s) => s === '' || s === '.' || s === '..' || hidesTraversal(s))
   if (bad) throw invalid('documentRoot must be a relative path without "..", backslashes, schemes, empty segments or control characters.')
   return root
 }

@@ -16,7 +16,14 @@ const paymentInstructionRoutes: FastifyPluginAsyncTypebox<PostImportRouteOptions
     breakerWindowMs: config.paymentVendorBreakerWindowSeconds * 1000
   })
   const service = createPaymentInstructionsService(opts.base, app.db, vendors)
-  const schema = { body: PaymentInstructionRequest(Object.keys(config.paymentVendors)), response: PaymentInstructionResponses }
+  const schema = {
+    tags: ['Post-import'],
+    summary: 'Add a payment instruction',
+    description: 'Checked with the vendor named in `PAYMENT_VENDORS`; a 400 adds `error_detail`, `import_supplier`, ' +
+      '`external_account_number` and `reference`.',
+    body: PaymentInstructionRequest(Object.keys(config.paymentVendors)),
+    response: PaymentInstructionResponses
+  }
   app.post('/payment-instruction/create/', { schema }, async function createPaymentInstruction(request, reply) {
     return reply.code(201).send(await service.create(organisationOf(request.principal), request.body, request.log))
   })

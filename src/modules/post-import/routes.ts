@@ -6,6 +6,7 @@ import historicalStatementsRoutes from '../historical-statements/routes.js'
 import notesRoutes from '../notes/routes.js'
 import paymentInstructionRoutes from '../payment-instructions/routes.js'
 import transactionsRoutes from '../transactions/routes.js'
+import type { Limiter } from '../../limiter.js'
 import { createPostImportBase, type PostImportBase } from './service.js'
 
 export interface PostImportRouteOptions {
@@ -13,15 +14,43 @@ export interface PostImportRouteOptions {
   config: Config
 }
 
-/** The post-import endpoints of §9, under /v1/data-import. */
-const postImportRoutes: FastifyPluginAsyncTypebox<{ config: Config }> = async function postImportRoutes(app, opts) {
+/**
+ * The post-import endpoints of §9, under /v1/data-import. `limiter` bounds how many requests of
+ * the batch endpoints this process works on at once; the others wait before their body is read.
+ * The payment instruction is not limited: it waits on the vendor holding no connection, and its
+ * body is small.
+ */
+const postImportRoutes: FastifyPluginAsyncTypebox<{ config: Config; limiter: Limiter }> = async function postImportRoutes(app, opts) {
   const options: PostImportRouteOptions = { base: createPostImportBase(app.db), config: opts.config }
-  await app.register(notesRoutes, options)
   await app.register(paymentInstructionRoutes, options)
-  await app.register(billingDocumentsRoutes, options)
-  await app.register(historicalStatementsRoutes, options)
-  await app.register(historicalAgreementsRoutes, options)
-  await app.register(transactionsRoutes, options)
+  await app.register(async function batches(scope) {
+    const { limiter } = opts
+    const turns = new WeakMap<object, () => void>()
+    scope.addHook('onRequest', async function takeTurn(request, reply) {
+      let gone = false
+      const leave = () => { gone = true }
+      reply.raw.once('close', leave)
+      const release = await limiter.acquire()
+      reply.raw.off('close', leave)
+      if (gone) {
+        // The client left while waiting: give the turn on at once and go no further.
+        release()
+        reply.hijack()
+        return
+      }
+      turns.set(request, release)
+      // Given back when the answer is sent, or when the connection closes first.
+      reply.raw.once('close', release)
+    })
+    scope.addHook('onResponse', async function giveTurnBack(request) {
+      turns.get(request)?.()
+    })
+    await scope.register(notesRoutes, options)
+    await scope.register(billingDocumentsRoutes, options)
+    await scope.register(historicalStatementsRoutes, options)
+    await scope.register(historicalAgreementsRoutes, options)
+    await scope.register(transactionsRoutes, options)
+  })
 }
 
 export default postImportRoutes

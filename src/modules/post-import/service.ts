@@ -1,5 +1,5 @@
 import { SUPPLIER_CODE } from '../../../schemas/common.js'
-import type { Db, Tx } from '../../db/index.js'
+import { runInOrder, type Db, type Tx } from '../../db/index.js'
 import { AppError, entry, notFound, sortEntries, type ErrorEntry } from '../../errors.js'
 import type { OrganisationPrincipal } from '../auth/service.js'
 import { createImportsRepository, type SupplierRow } from '../imports/repository.js'
@@ -26,6 +26,25 @@ export function createPostImportBase(db: Db) {
   const imports = createImportsRepository(db)
   const repo = createPostImportRepository(db)
 
+  async function readAndWrite<T, R>(
+    principal: OrganisationPrincipal,
+    account: ImportedAccount,
+    read: ((tx: Tx) => PromiseLike<R>) | undefined,
+    work: (tx: Tx, read: R) => Promise<Work<T>>
+  ): Promise<T> {
+    return db.transaction(async (tx) => {
+      const [, first] = await runInOrder(db, [repo.lockAccount(tx, account.id), ...(read ? [read(tx)] : [])])
+      const { result, detail, writes = [] } = await work(tx, first as R)
+      const event = detail
+        ? [imports.eventStatement(tx, account.importProcessId, 'POST_IMPORT_WRITE', {
+            organisationId: principal.organisationId, apiKeyId: principal.apiKeyId, name: `organisation:${principal.organisationName}`
+          }, detail)]
+        : []
+      await runInOrder(db, [...writes, ...event])
+      return result
+    })
+  }
+
   return {
     repo,
 
@@ -34,38 +53,37 @@ export function createPostImportBase(db: Db) {
      * an account staged but not created, 400 when the supplier's migration is not Ongoing.
      */
     async resolve(principal: OrganisationPrincipal, supplierCode: string, external: string): Promise<ImportedAccount> {
-      const supplier = SUPPLIER_CODE.test(supplierCode) ? await imports.supplierOfOrganisation(supplierCode, principal.organisationId) : undefined
-      const process = supplier ? await imports.findProcess(supplier.id, external) : undefined
-      if (!process) throw notFound('import_process_does_not_exist', 'No import process exists for this import supplier and external account number.')
-      const account = process.state === 'IMPORTED' ? await repo.accountOfProcess(process.id) : undefined
-      if (!account) throw notFound('account_not_found', 'No account has been created for this import process.')
-      if (supplier!.status !== 'Ongoing') {
-        throw invalidRequest([entry('import_supplier_migration_not_ongoing', 'import_supplier', `The migration of import supplier ${supplier!.code} is ${supplier!.status}.`)])
+      const found = SUPPLIER_CODE.test(supplierCode) ? await repo.accountOf(supplierCode, principal.organisationId, external) : undefined
+      if (!found || found.processId === null) {
+        throw notFound('import_process_does_not_exist', 'No import process exists for this import supplier and external account number.')
       }
-      return { ...account, importProcessId: process.id, supplier: supplier! }
+      if (found.state !== 'IMPORTED' || found.accountId === null) throw notFound('account_not_found', 'No account has been created for this import process.')
+      const { supplier } = found
+      if (supplier.status !== 'Ongoing') {
+        throw invalidRequest([entry('import_supplier_migration_not_ongoing', 'import_supplier', `The migration of import supplier ${supplier.code} is ${supplier.status}.`)])
+      }
+      return { id: found.accountId, serviceAccountNumber: found.serviceAccountNumber!, importProcessId: found.processId, supplier }
     },
 
     /**
      * Runs `work` in one transaction holding the account's lock. When it returns a `detail`, a
      * `POST_IMPORT_WRITE` event records it in the same transaction; any throw rolls everything back.
+     * The `writes` that `work` may return are sent together with the event, in one round trip.
      */
-    async write<T>(
-      principal: OrganisationPrincipal,
-      account: ImportedAccount,
-      work: (tx: Tx) => Promise<{ result: T; detail?: Record<string, unknown> }>
-    ): Promise<T> {
-      return db.transaction(async (tx) => {
-        await repo.lockAccount(tx, account.id)
-        const { result, detail } = await work(tx)
-        if (detail) {
-          await imports.insertEvent(tx, account.importProcessId, 'POST_IMPORT_WRITE', {
-            organisationId: principal.organisationId, apiKeyId: principal.apiKeyId, name: `organisation:${principal.organisationName}`
-          }, detail)
-        }
-        return result
-      })
-    }
+    async write<T>(principal: OrganisationPrincipal, account: ImportedAccount, work: (tx: Tx) => Promise<Work<T>>): Promise<T> {
+      return readAndWrite(principal, account, undefined, work)
+    },
+
+    /** `write`, where `read` (a statement) is sent together with the lock and its result handed to `work`. */
+    readAndWrite
   }
+}
+
+/** What a post-import write did: its answer, the event's detail (none: nothing new), statements to send. */
+interface Work<T> {
+  result: T
+  detail?: Record<string, unknown>
+  writes?: PromiseLike<unknown>[]
 }
 
 export type PostImportBase = ReturnType<typeof createPostImportBase>

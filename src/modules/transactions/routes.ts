@@ -13,7 +13,15 @@ const transactionsRoutes: FastifyPluginAsyncTypebox<PostImportRouteOptions> = as
   const service = createTransactionsService(opts.base, app.db)
   app.post('/transactions/create/', {
     attachValidation: true,
-    schema: { body: TransactionsRequest, querystring: TransactionsQuery, response: TransactionsResponses }
+    schema: {
+      tags: ['Post-import'],
+      summary: 'Add transactions',
+      description: 'Transactions on the ENERGY ledger; one result per transaction. A problem inside a transaction ' +
+        'gives 400 with `status: TRANSACTION_IMPORT_ERROR`, `error_detail`, `transaction_data` and `attr`.',
+      body: TransactionsRequest,
+      querystring: TransactionsQuery,
+      response: TransactionsResponses
+    }
   }, async function createTransactions(request, reply) {
     const validation = request.validationError?.validation
     const schemaErrors = validation ? entriesFromAjv(validation as never) : []

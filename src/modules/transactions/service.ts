@@ -84,10 +84,10 @@ export function createTransactionsService(base: PostImportBase, db: Db) {
       const checkPreviouslyAdded = query.check_previously_added !== false
       const force = query.force_add_to_current_statement !== false
 
-      return base.write(principal, account, async (tx) => {
-        const ledger = await repo.energyLedger(tx, account.id)
+      const ids = body.transactions.map((t) => t.transaction_id)
+      return base.readAndWrite(principal, account, (tx) => repo.energyLedger(tx, account.id, ids), async (tx, [ledger]) => {
         if (!ledger) throw invalidRequest([entry('ledger_not_found', null, 'The account has no ENERGY ledger with an open statement.')])
-        const existing = await repo.existingIds(tx, ledger.id, body.transactions.map((t) => t.transaction_id))
+        const existing = new Set(ledger.existing)
         const add = (i: number, code: string, field: string, detail: string) =>
           problems.set(i, [...(problems.get(i) ?? []), entry(code, `transactions.${i}.${field}`, detail)])
 
@@ -129,22 +129,23 @@ export function createTransactionsService(base: PostImportBase, db: Db) {
           throw transactionImportError(body.transactions[index], problems.get(index)!)
         }
 
-        await accounts.insertTransactions(tx, rows)
+        // The inserts, the balance, the note and the event go in one round trip.
+        const writes = accounts.transactionInserts(tx, rows)
         if (added.length > 0) {
           const delta = sumDecimals(added.map((t: any) => signedAmount(t.type, t.amount)))
-          await base.repo.addToBalance(tx, ledger.id, delta.toFixed())
+          writes.push(base.repo.addToBalance(tx, ledger.id, delta.toFixed()))
         }
         if (moved.length > 0) {
           // One pinned note per request says which transactions were moved.
-          await notes.insertNotes(tx, [{
+          writes.push(notes.insertStatement(tx, [{
             id: randomUUID(), accountId: account.id, bySystem: true, isPinned: true, documentLocations: [], noteCreatedAt: new Date(),
             body: `Transactions dated before the open statement (from ${ledger.openFrom}) were moved into it: ${moved.join(', ')}.`
-          }])
+          }]))
         }
         const detail = added.length > 0
           ? { endpoint: 'transactions', added: added.length, already_existing: results.length - added.length, moved: moved.length }
           : undefined
-        return { result: { results }, detail }
+        return { result: { results }, detail, writes }
       })
     }
   }

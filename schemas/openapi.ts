@@ -1,0 +1,121 @@
+import { Type } from 'typebox'
+import { ErrorBody, ErrorEntry } from './common.js'
+
+/**
+ * The pieces of the OpenAPI document (`GET /openapi.json`) that no route schema carries: security
+ * schemes, the shared error responses, and the documentation of the two routes whose schemas are
+ * not ours (`POST /graphql`, owned by mercurius) or not JSON (`GET /metrics`). Documentation only:
+ * nothing here validates or serialises a request.
+ */
+
+export const SECURITY_SCHEMES = {
+  clientToken: {
+    type: 'http',
+    scheme: 'bearer',
+    bearerFormat: 'JWT',
+    description: 'An organisation\'s token, from `obtainToken(input: {APIKey})` on `POST /graphql` with the ' +
+      'organisation\'s API key. Sent as `Authorization: Bearer <token>` (also accepted: `Token <token>`, ' +
+      '`JWT <token>` or the token alone).'
+  },
+  operatorToken: {
+    type: 'http',
+    scheme: 'bearer',
+    bearerFormat: 'JWT',
+    description: 'The service operator\'s token, from `obtainToken(input: {APIKey})` with the operator API key.'
+  }
+} as const
+
+export type SecuritySchemeName = keyof typeof SECURITY_SCHEMES
+
+export const TAGS = [
+  { name: 'Account import', description: 'Validate, stage and create accounts (§5, §6).' },
+  { name: 'Import state', description: 'Read the import state of accounts and suppliers (§7).' },
+  { name: 'Post-import', description: 'Add history to a created account (§9).' },
+  { name: 'GraphQL', description: 'Tokens, and the operator\'s configuration (§3, §4).' },
+  { name: 'Operations', description: 'Health, readiness, metrics and this documentation.' }
+]
+
+/** Shared schemas, referenced as `#/components/schemas/<name>`. */
+export const COMPONENT_SCHEMAS = { ErrorBody, ErrorEntry }
+
+/**
+ * One shared response per error status, referenced as `#/components/responses/<name>`. Every
+ * 4xx/5xx body is `ErrorBody` (§2); some endpoints add fields of their own.
+ */
+export const ERROR_RESPONSES: Record<string, { name: string; description: string; retryAfter?: true }> = {
+  400: { name: 'BadRequest', description: 'The request is invalid: `errors` lists every problem (`attr` is the path of the input).' },
+  401: { name: 'Unauthorized', description: 'No token (`not_authenticated`), a bad or revoked one (`authentication_failed`), or an expired one (`token_expired`).' },
+  403: { name: 'Forbidden', description: 'The token may not call this endpoint (`permission_denied`).' },
+  404: { name: 'NotFound', description: 'Not found (`not_found`); the entry in `errors` says what, e.g. `import_process_does_not_exist`.' },
+  413: { name: 'PayloadTooLarge', description: 'The body is larger than `BODY_LIMIT_BYTES` (`payload_too_large`).' },
+  415: { name: 'UnsupportedMediaType', description: 'A body that is not `application/json` (`unsupported_media_type`).' },
+  429: { name: 'TooManyRequests', description: 'A rate limit (`throttled`) or the supplier\'s concurrent creates (`too_many_accounts_processing`); retry after `Retry-After` seconds.', retryAfter: true },
+  500: { name: 'ServerError', description: 'A server error (`server_error`); the body adds `request_id`.' },
+  503: { name: 'ServiceUnavailable', description: 'The server is stopping, or (readiness) the database does not answer.' }
+}
+
+/** The HTTP envelope of one GraphQL operation (mercurius validates it). */
+export const GraphqlOperation = Type.Object({
+  query: Type.String({ description: 'The GraphQL document.' }),
+  operationName: Type.Optional(Type.Union([Type.String(), Type.Null()])),
+  variables: Type.Optional(Type.Union([Type.Record(Type.String(), Type.Unknown()), Type.Null()])),
+  extensions: Type.Optional(Type.Record(Type.String(), Type.Unknown()))
+}, {
+  examples: [{
+    query: 'mutation ObtainToken($k: String) { obtainToken(input: {APIKey: $k}) { token expiresIn refreshToken refreshExpiresIn } }',
+    operationName: 'ObtainToken',
+    variables: { k: 'amk_…' }
+  }]
+})
+
+export const GraphqlResult = Type.Object({
+  data: Type.Optional(Type.Union([Type.Record(Type.String(), Type.Unknown()), Type.Null()])),
+  errors: Type.Optional(Type.Array(Type.Object({
+    message: Type.String(),
+    path: Type.Optional(Type.Array(Type.Union([Type.String(), Type.Integer()]))),
+    extensions: Type.Optional(Type.Object({ code: Type.Optional(Type.String()) }, { additionalProperties: true }))
+  }, { additionalProperties: true })))
+})
+
+/** `POST /graphql`, described as one operation. */
+export const GraphqlDocumentation = {
+  summary: 'GraphQL: obtainToken and the operator\'s surface',
+  description: 'One endpoint for every GraphQL operation. `obtainToken` needs no token and returns a JWT and a ' +
+    'single-use refresh token. The operator\'s mutations (organisations, API keys, import suppliers, operations ' +
+    'teams, skipping) and queries (suppliers, events, progress) need an operator token. Field errors come back ' +
+    'in `errors` with `extensions.code` (`authentication_failed`, `permission_denied`, …). An array of ' +
+    'operations is run as a batch and answered with an array. The schema is in `schemas/graphql.ts`.',
+  tags: ['GraphQL'],
+  operationId: 'graphql',
+  body: Type.Union([GraphqlOperation, Type.Array(GraphqlOperation, { minItems: 1 })]),
+  response: {
+    200: Type.Union([GraphqlResult, Type.Array(GraphqlResult)]),
+    400: Type.Union([GraphqlResult, ErrorBody], { description: 'A document that does not parse or validate (GraphQL errors), or a body that is not JSON (`ErrorBody`).' }),
+    413: ErrorBody,
+    415: ErrorBody,
+    429: ErrorBody
+  }
+}
+
+/** `GET /metrics`: Prometheus text, operator token only (§11). */
+export const MetricsDocumentation = {
+  summary: 'Prometheus metrics',
+  description: 'Request counts and durations by route and status, accounts per supplier, creates in flight, ' +
+    'and the process metrics, in the Prometheus text format. Only the operator\'s token may read them.',
+  tags: ['Operations'],
+  operationId: 'metrics',
+  response: {
+    200: {
+      description: 'Prometheus text exposition format.',
+      content: { 'text/plain; version=0.0.4; charset=utf-8': { schema: { type: 'string' } } }
+    },
+    401: ErrorBody,
+    403: ErrorBody,
+    500: ErrorBody
+  }
+}
+
+/** `GET /openapi.json`: this document. */
+export const OpenApiDocumentResponses = {
+  200: Type.Object({ openapi: Type.String() }, { additionalProperties: true, description: 'The OpenAPI 3.1 document.' })
+}

@@ -1,0 +1,79 @@
+/**
+ * The migration client's input: newline-delimited JSON, one account per line. A line is either
+ * an envelope `{"account": {...}, "notes": [...], ...}` carrying the account and its post-import
+ * data, or a bare account object (no post-import data). Each post-import key holds what the
+ * endpoint's request body holds without the account reference (`import_supplier`,
+ * `external_account_number`, which the client adds from the account).
+ */
+
+/** Post-import data an envelope may carry, in the order it is sent after creation. */
+export const SECTIONS = [
+  'notes',
+  'transactions',
+  'historical_agreements',
+  'historical_billing_documents',
+  'historical_statements',
+  'payment_instruction'
+] as const
+export type Section = (typeof SECTIONS)[number]
+
+/** A problem in the client's own words, shaped like an entry of the service's error body. */
+export interface Problem {
+  code: string
+  attr: string | null
+  detail: string
+}
+
+export type Json = Record<string, unknown>
+
+export interface Item {
+  account: Json
+  /** Post-import data by section; a section not given is absent. */
+  sections: Partial<Record<Section, unknown>>
+}
+
+export const isObject = (value: unknown): value is Json => typeof value === 'object' && value !== null && !Array.isArray(value)
+
+/** Sections holding a list of items (`historical_billing_documents` may be one request or a list; `payment_instruction` is one). */
+const LIST_SECTIONS: readonly Section[] = ['notes', 'transactions', 'historical_agreements', 'historical_statements']
+
+/** The account and its post-import data of one input line, or why the line cannot be used. */
+export function parseLine(text: string): { item: Item } | { problems: Problem[] } {
+  let value: unknown
+  try {
+    value = JSON.parse(text)
+  } catch (err) {
+    return { problems: [{ code: 'invalid_json', attr: null, detail: `The line is not JSON: ${(err as Error).message}` }] }
+  }
+  if (!isObject(value)) return { problems: [{ code: 'invalid_line', attr: null, detail: 'The line is not a JSON object.' }] }
+  if (!('account' in value)) return { item: { account: value, sections: {} } }
+
+  const problems: Problem[] = []
+  const sections: Item['sections'] = {}
+  for (const [key, section] of Object.entries(value)) {
+    if (key === 'account') continue
+    if (!(SECTIONS as readonly string[]).includes(key)) {
+      problems.push({ code: 'unexpected_field', attr: key, detail: `Unknown key ${key}: a line holds account, ${SECTIONS.join(', ')}.` })
+      continue
+    }
+    const name = key as Section
+    if (section === null || section === undefined) continue
+    const wanted = LIST_SECTIONS.includes(name) ? 'an array' : name === 'payment_instruction' ? 'an object' : 'an object or an array of objects'
+    const fits = LIST_SECTIONS.includes(name)
+      ? Array.isArray(section)
+      : name === 'payment_instruction'
+        ? isObject(section)
+        : isObject(section) || (Array.isArray(section) && section.every(isObject))
+    if (!fits) problems.push({ code: 'invalid_line', attr: key, detail: `${key} must be ${wanted}.` })
+    else sections[name] = section
+  }
+  if (!isObject(value.account)) problems.push({ code: 'invalid_line', attr: 'account', detail: 'account must be an object.' })
+  if (problems.length > 0) return { problems }
+  return { item: { account: value.account as Json, sections } }
+}
+
+/** The external account number of a line, when it can be read (for the report), else null. */
+export function externalOf(account: Json | undefined): string | null {
+  const value = account?.external_account_number
+  return typeof value === 'string' ? value : null
+}

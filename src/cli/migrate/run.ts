@@ -1,0 +1,393 @@
+import { createWriteStream, type WriteStream } from 'node:fs'
+import { externalOf, isObject, parseLine, SECTIONS, type Json, type Problem, type Section } from './input.js'
+import { countLines, readLines } from './lines.js'
+import { createProgress, duration } from './progress.js'
+import {
+  AuthenticationError, UnavailableError, createServiceClient, hasCode, problemsOf, type Answer, type RetryCounts, type RetryPolicy, type ServiceClient
+} from './service-client.js'
+
+/**
+ * The migration run: every line of the input through validate → stage → create → post-import,
+ * `concurrency` accounts at a time, one report line per account, and a summary.
+ */
+
+export interface MigrateOptions {
+  file: string
+  /** How the summary names the input and the report (as the user wrote them); default their paths. */
+  labels?: { file: string; report: string }
+  url: string
+  apiKey: string
+  team: string
+  concurrency: number
+  dryRun: boolean
+  resume: boolean
+  reportPath: string
+  retry: RetryPolicy
+}
+
+export interface RunIO {
+  stdout: (text: string) => void
+  stderr: (text: string) => void
+  /** Standard error is a terminal: draw a progress bar. */
+  tty: boolean
+  columns?: number
+  /** Plain progress lines this often when not on a terminal. */
+  progressIntervalMs: number
+  fetch?: typeof fetch
+  /** Aborted: take no more lines, finish the accounts in flight. */
+  signal?: AbortSignal
+}
+
+export type Outcome = 'created' | 'already_completed' | 'would_create' | 'failed'
+export type Step = 'read' | 'status' | 'validate' | 'stage' | 'create' | 'dry_run' | Section
+
+/** One line of the report. */
+export interface ReportEntry {
+  line: number
+  external_account_number: string | null
+  outcome: Outcome
+  service_account_number: string | null
+  /** Where a failed account stopped. */
+  step?: Step
+  /** The HTTP status of the failed call (0: no answer); absent for a line that could not be read. */
+  status?: number
+  code?: string
+  errors?: Problem[]
+  request_id?: string
+  /** Items sent per post-import section (a resumed account's are sent again, changing nothing already there). */
+  post_import?: Partial<Record<Section, number>>
+}
+
+export interface Summary {
+  file: string
+  url: string
+  reportPath: string
+  dryRun: boolean
+  accounts: number
+  created: number
+  alreadyCompleted: number
+  wouldCreate: number
+  failed: number
+  failedByStep: Partial<Record<Step, number>>
+  /** Failed accounts per error code (each code counted once per account). */
+  codes: Record<string, number>
+  postImport: Record<Section, number>
+  retries: RetryCounts
+  elapsedMs: number
+  /** Stopped before the end of the input: interrupted, or the API key was refused. */
+  stopped?: string
+}
+
+const CREATE_TRANSIENT = ['account_import_in_progress'] as const
+/** Largest lists per request (§9); longer ones are sent in several requests. */
+const CHUNK: Partial<Record<Section, number>> = { notes: 500, transactions: 1000, historical_agreements: 500, historical_statements: 1000 }
+const PATHS: Record<Section, string> = {
+  notes: 'notes/create/',
+  transactions: 'transactions/create/',
+  historical_agreements: 'historical-agreements/create/',
+  historical_billing_documents: 'historical-billing-documents/create/',
+  historical_statements: 'historical-statements/create/',
+  payment_instruction: 'payment-instruction/create/'
+}
+/** The request field holding a list section's items. */
+const LIST_FIELD: Partial<Record<Section, string>> = { notes: 'notes', transactions: 'transactions', historical_agreements: 'agreements', historical_statements: 'statements' }
+
+interface PostImportRequest {
+  path: string
+  body: Json
+  /** Items in the request. */
+  count: number
+  /** The list field and the index of the request's first item in the line's list (split lists). */
+  field?: string
+  offset: number
+}
+
+/** The external account number of a line that is not JSON, when it can be seen, for the report. */
+function guessExternal(text: string): string | null {
+  const m = /"external_account_number"\s*:\s*"((?:[^"\\]|\\.){1,128})"/.exec(text)
+  if (!m) return null
+  try {
+    return JSON.parse(`"${m[1]}"`) as string
+  } catch {
+    return null
+  }
+}
+
+/** Indexes of a split list's attrs counted from the start of the line's list. */
+function shiftAttrs(problems: Problem[], field: string | undefined, offset: number): Problem[] {
+  if (!field || offset === 0) return problems
+  const prefix = new RegExp(`^${field}\\.(\\d+)(?=\\.|$)`)
+  return problems.map((p) => ({ ...p, attr: p.attr?.replace(prefix, (_, i: string) => `${field}.${Number(i) + offset}`) ?? null }))
+}
+
+function chunks<T>(items: T[], size: number): T[][] {
+  const out: T[][] = []
+  for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size))
+  return out
+}
+
+function createPipeline(client: ServiceClient, options: MigrateOptions, onFatal: (err: AuthenticationError) => void) {
+  const enc = encodeURIComponent
+
+  function failed(entry: Omit<ReportEntry, 'outcome'>, step: Step, answer: Answer, field?: string, offset = 0): ReportEntry {
+    const errors = shiftAttrs(problemsOf(answer), field, offset)
+    const body = answer.body
+    return {
+      ...entry,
+      outcome: 'failed',
+      step,
+      status: answer.status,
+      code: isObject(body) && typeof body.code === 'string' ? body.code : errors[0]!.code,
+      errors,
+      ...(isObject(body) && typeof body.request_id === 'string' ? { request_id: body.request_id } : {})
+    }
+  }
+
+  /** The import status, waiting (with backoff) while a create of the account is running. */
+  async function status(supplier: string, external: string): Promise<Answer> {
+    let answer = await client.get(`account-transfer-status/${enc(supplier)}/${enc(external)}/`)
+    for (let wait = 1; answer.status === 200 && answer.body?.status === 'IN_PROGRESS' && wait < options.retry.maxAttempts; wait++) {
+      await new Promise((resolve) => setTimeout(resolve, Math.min(options.retry.backoffMaxMs, options.retry.backoffBaseMs * 2 ** wait)))
+      answer = await client.get(`account-transfer-status/${enc(supplier)}/${enc(external)}/`)
+    }
+    return answer
+  }
+
+  /** The requests of one post-import section; billing documents get the ledger number they need. */
+  async function requestsOf(section: Section, value: unknown, ref: Json, ledgers: () => Promise<Array<{ ledger_code: string; ledger_number: string }>>): Promise<PostImportRequest[] | Problem> {
+    const path = PATHS[section]
+    const field = LIST_FIELD[section]
+    if (field) {
+      const items = value as unknown[]
+      return chunks(items, CHUNK[section]!).map((chunk, i) => ({ path, body: { [field]: chunk, ...ref }, count: chunk.length, field, offset: i * CHUNK[section]! }))
+    }
+    if (section === 'payment_instruction') return [{ path, body: { ...(value as Json), ...ref }, count: 1, offset: 0 }]
+    const requests: PostImportRequest[] = []
+    for (const doc of Array.isArray(value) ? (value as Json[]) : [value as Json]) {
+      const ledgerCode = typeof doc.ledger_code === 'string' ? doc.ledger_code : 'ENERGY'
+      let ledgerNumber = doc.ledger_number
+      if (ledgerNumber === undefined) {
+        ledgerNumber = (await ledgers()).find((l) => l.ledger_code === ledgerCode)?.ledger_number
+        if (ledgerNumber === undefined) return { code: 'ledger_not_found', attr: 'ledger_code', detail: `The account has no ${ledgerCode} ledger.` }
+      }
+      const documents = Array.isArray(doc.historical_billing_documents) ? doc.historical_billing_documents.length : 0
+      requests.push({ path, body: { ...doc, ledger_code: ledgerCode, ledger_number: ledgerNumber, ...ref }, count: documents, offset: 0 })
+    }
+    return requests
+  }
+
+  /** One account, from its input line to its report entry. */
+  async function migrateLine(line: number, text: string): Promise<ReportEntry> {
+    const parsed = parseLine(text)
+    if ('problems' in parsed) {
+      return { line, external_account_number: guessExternal(text), outcome: 'failed', service_account_number: null, step: 'read', code: parsed.problems[0]!.code, errors: parsed.problems }
+    }
+    const { account, sections } = parsed.item
+    const external = externalOf(account)
+    const supplier = typeof account.import_supplier === 'string' ? account.import_supplier : null
+    const entry = { line, external_account_number: external, service_account_number: null as string | null }
+    let serviceAccountNumber: string | undefined
+    let ledgersKnown: Array<{ ledger_code: string; ledger_number: string }> | undefined
+    let completedBefore = false
+
+    /** With --resume, an account already imported is picked up where it was left. */
+    const alreadyImported = (answer: Answer) => {
+      if (!options.resume || answer.status !== 400 || !hasCode(answer.body, 'account_already_imported')) return false
+      serviceAccountNumber = String(answer.body.service_account_number)
+      completedBefore = true
+      return true
+    }
+
+    if (options.resume && external !== null && supplier !== null) {
+      const answer = await status(supplier, external)
+      if (answer.status === 200 && answer.body?.status === 'COMPLETED') {
+        serviceAccountNumber = String(answer.body.service_account_number)
+        completedBefore = true
+      } else if (answer.status !== 200 && answer.status !== 404) {
+        return failed(entry, 'status', answer)
+      }
+    }
+
+    if (!completedBefore) {
+      const validated = await client.post('validate-account/', account)
+      if (validated.status !== 200 && !alreadyImported(validated)) return failed(entry, 'validate', validated)
+    }
+    if (!completedBefore) {
+      const staged = await client.post('account-import-process/create-or-update/', account, CREATE_TRANSIENT)
+      if (staged.status !== 200 && staged.status !== 201 && !alreadyImported(staged)) return failed(entry, 'stage', staged)
+    }
+    if (!completedBefore) {
+      const request = { external_account_number: external, import_supplier_code: supplier, operations_team_name: options.team }
+      if (options.dryRun) {
+        const dry = await client.post('account-import-process/process/', { ...request, dry_run: true }, CREATE_TRANSIENT)
+        if (dry.status === 400 && isObject(dry.body) && dry.body.code === 'dry_run_rolled_back') return { ...entry, outcome: 'would_create' }
+        return failed(entry, 'dry_run', dry)
+      }
+      const created = await client.post('account-import-process/process/', request, CREATE_TRANSIENT)
+      if (created.status === 201) {
+        serviceAccountNumber = String(created.body.service_account_number)
+        ledgersKnown = created.body.ledgers
+      } else if (created.status === 400 && hasCode(created.body, 'account_already_imported') && created.attempts > 1) {
+        // An earlier attempt of this very request was created, but its answer was lost.
+        serviceAccountNumber = String(created.body.service_account_number)
+      } else if (!alreadyImported(created)) {
+        return failed(entry, 'create', created)
+      }
+    }
+    entry.service_account_number = serviceAccountNumber ?? null
+    if (options.dryRun) return { ...entry, outcome: 'already_completed' }
+
+    // Post-import data: every endpoint is retry-safe, so a resumed account's is simply sent again.
+    const ref = { import_supplier: supplier, external_account_number: external }
+    const ledgers = async () => {
+      if (ledgersKnown) return ledgersKnown
+      const summary = await client.get(`accounts/${enc(supplier ?? '')}/${enc(external ?? '')}/`)
+      ledgersKnown = summary.status === 200 && Array.isArray(summary.body?.ledgers) ? summary.body.ledgers : []
+      return ledgersKnown!
+    }
+    const sent: Partial<Record<Section, number>> = {}
+    for (const section of SECTIONS) {
+      const value = sections[section]
+      if (value === undefined || (Array.isArray(value) && value.length === 0)) continue
+      const requests = await requestsOf(section, value, ref, ledgers)
+      if (!Array.isArray(requests)) {
+        return { ...entry, outcome: 'failed', step: section, code: requests.code, errors: [requests], ...(Object.keys(sent).length > 0 ? { post_import: sent } : {}) }
+      }
+      for (const request of requests) {
+        const answer = await client.post(request.path, request.body)
+        if (answer.status !== 201) {
+          return { ...failed(entry, section, answer, request.field, request.offset), ...(Object.keys(sent).length > 0 ? { post_import: sent } : {}) }
+        }
+        sent[section] = (sent[section] ?? 0) + request.count
+      }
+    }
+    return { ...entry, outcome: completedBefore ? 'already_completed' : 'created', ...(Object.keys(sent).length > 0 ? { post_import: sent } : {}) }
+  }
+
+  /** Never throws: an unexpected failure is the account's failure; a refused key stops the run. */
+  return async function migrate(line: number, text: string): Promise<ReportEntry> {
+    try {
+      return await migrateLine(line, text)
+    } catch (err) {
+      if (err instanceof AuthenticationError) onFatal(err)
+      const code = err instanceof AuthenticationError || err instanceof UnavailableError ? err.code : 'client_error'
+      const errors = [{ code, attr: null, detail: err instanceof Error ? err.message : String(err) }]
+      return { line, external_account_number: guessExternal(text), outcome: 'failed', service_account_number: null, code, errors }
+    }
+  }
+}
+
+const REPORT_KEYS: Array<keyof ReportEntry> = [
+  'line', 'external_account_number', 'outcome', 'service_account_number', 'step', 'status', 'code', 'errors', 'request_id', 'post_import'
+]
+
+/** The entry with its keys in one order, so report lines read alike. */
+function inReportOrder(entry: ReportEntry): ReportEntry {
+  const ordered: Record<string, unknown> = {}
+  for (const key of REPORT_KEYS) if (entry[key] !== undefined) ordered[key] = entry[key]
+  return ordered as unknown as ReportEntry
+}
+
+/** Writes one JSON line per account, waiting when the disk is behind. */
+async function openReport(path: string): Promise<{ write: (entry: ReportEntry) => Promise<void>; close: () => Promise<void> }> {
+  const stream: WriteStream = createWriteStream(path, { flags: 'w' })
+  await new Promise<void>((resolve, reject) => {
+    stream.once('open', () => resolve())
+    stream.once('error', reject)
+  })
+  return {
+    async write(entry) {
+      if (!stream.write(JSON.stringify(entry) + '\n')) await new Promise<void>((resolve) => stream.once('drain', () => resolve()))
+    },
+    close: () => new Promise<void>((resolve, reject) => stream.end((err?: Error | null) => (err ? reject(err) : resolve())))
+  }
+}
+
+/**
+ * Migrates every account of `options.file`. Throws `AuthenticationError` or `UnavailableError`
+ * when no first token can be had, and file errors when the input or report cannot be opened.
+ */
+export async function migrate(options: MigrateOptions, io: RunIO): Promise<Summary> {
+  const client = createServiceClient({ url: options.url, apiKey: options.apiKey, retry: options.retry, ...(io.fetch ? { fetch: io.fetch } : {}) })
+  const total = await countLines(options.file)
+  await client.login()
+  const report = await openReport(options.reportPath)
+  const started = Date.now()
+  const summary: Summary = {
+    file: options.labels?.file ?? options.file, url: options.url, reportPath: options.labels?.report ?? options.reportPath, dryRun: options.dryRun,
+    accounts: 0, created: 0, alreadyCompleted: 0, wouldCreate: 0, failed: 0, failedByStep: {}, codes: {},
+    postImport: Object.fromEntries(SECTIONS.map((s) => [s, 0])) as Record<Section, number>,
+    retries: client.counts, elapsedMs: 0
+  }
+  let fatal: AuthenticationError | undefined
+  const pipeline = createPipeline(client, options, (err) => { fatal ??= err })
+  const progress = createProgress({ write: io.stderr, tty: io.tty, columns: io.columns, total, intervalMs: io.progressIntervalMs })
+
+  async function record(entry: ReportEntry): Promise<void> {
+    summary.accounts++
+    if (entry.outcome === 'created') summary.created++
+    else if (entry.outcome === 'already_completed') summary.alreadyCompleted++
+    else if (entry.outcome === 'would_create') summary.wouldCreate++
+    else {
+      summary.failed++
+      const step = entry.step ?? 'read'
+      summary.failedByStep[step] = (summary.failedByStep[step] ?? 0) + 1
+      for (const code of new Set((entry.errors ?? []).map((e) => e.code))) summary.codes[code] = (summary.codes[code] ?? 0) + 1
+    }
+    for (const [section, count] of Object.entries(entry.post_import ?? {})) summary.postImport[section as Section] += count
+    progress.update({ done: summary.accounts, failed: summary.failed })
+    await report.write(inReportOrder(entry))
+  }
+
+  const lines = readLines(options.file, options.concurrency * 2)
+  const inFlight = new Set<Promise<void>>()
+  const stopped = () => io.signal?.aborted === true || fatal !== undefined
+  try {
+    for (;;) {
+      while (inFlight.size >= options.concurrency) await Promise.race(inFlight)
+      if (stopped()) break
+      const next = await lines.next()
+      if (next === undefined) break
+      if (next.text.trim() === '') continue
+      const task: Promise<void> = pipeline(next.number, next.text).then(record).finally(() => { inFlight.delete(task) })
+      inFlight.add(task)
+    }
+    await Promise.all(inFlight)
+  } finally {
+    lines.close()
+    progress.finish()
+    await report.close()
+  }
+  summary.elapsedMs = Date.now() - started
+  if (fatal) summary.stopped = `the service refused the API key (${fatal.code}: ${fatal.message})`
+  else if (io.signal?.aborted) summary.stopped = 'interrupted'
+  return summary
+}
+
+const count = (n: number, one: string, many = one + 's') => `${n} ${n === 1 ? one : many}`
+
+/** The summary printed at the end of a run. */
+export function renderSummary(s: Summary): string {
+  const rate = s.elapsedMs > 0 ? (s.accounts / (s.elapsedMs / 1000)).toFixed(1) : '0.0'
+  const rows: Array<[string, string]> = [['accounts', String(s.accounts)]]
+  if (s.dryRun) rows.push(['would be created', String(s.wouldCreate)])
+  else rows.push(['created', String(s.created)])
+  if (s.alreadyCompleted > 0 || !s.dryRun) rows.push(['already completed', String(s.alreadyCompleted)])
+  const steps = Object.entries(s.failedByStep).map(([step, n]) => `${step} ${n}`).join(', ')
+  rows.push(['failed', `${s.failed}${steps ? ` (${steps})` : ''}`])
+  const sent = SECTIONS.filter((section) => s.postImport[section] > 0).map((section) => `${section} ${s.postImport[section]}`)
+  if (sent.length > 0) rows.push(['post-import sent', sent.join(', ')])
+  const codes = Object.entries(s.codes).sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0])).slice(0, 8)
+  if (codes.length > 0) rows.push(['top error codes', codes.map(([code, n]) => `${code} ${n}`).join(', ')])
+  const r = s.retries
+  rows.push(['retried', `429 ${r.throttled}, 5xx ${r.serverErrors}, network ${r.networkErrors}, in progress ${r.inProgress}; tokens obtained ${r.tokens}`])
+  rows.push(['time', `${duration(s.elapsedMs)} (${rate} accounts/s)`])
+  const width = Math.max(...rows.map(([k]) => k.length)) + 1
+  const title = `${s.dryRun ? 'Dry run' : 'Migration'} of ${s.file} against ${s.url}${s.stopped ? `: stopped, ${s.stopped}` : ''}`
+  const lines = [title, ...rows.map(([k, v]) => `  ${(k + ':').padEnd(width)} ${v}`), `Report: ${s.reportPath}`]
+  if (s.stopped) lines.push('Run again with --resume to carry on: accounts already created are not created twice.')
+  else if (s.codes.account_already_imported && !s.dryRun) {
+    lines.push(`${count(s.codes.account_already_imported, 'account was', 'accounts were')} already imported: --resume sends their post-import data instead.`)
+  }
+  return lines.join('\n') + '\n'
+}

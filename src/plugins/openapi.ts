@@ -1,0 +1,236 @@
+import { readFileSync } from 'node:fs'
+import { STATUS_CODES } from 'node:http'
+import { join } from 'node:path'
+import swagger, { type FastifyDynamicSwaggerOptions } from '@fastify/swagger'
+import swaggerUi from '@fastify/swagger-ui'
+import type { FastifyInstance, FastifySchema, RouteOptions } from 'fastify'
+import fp from 'fastify-plugin'
+import { ErrorBody } from '../../schemas/common.js'
+import {
+  COMPONENT_SCHEMAS, ERROR_RESPONSES, GraphqlDocumentation, MetricsDocumentation, OpenApiDocumentResponses,
+  SECURITY_SCHEMES, TAGS, type SecuritySchemeName
+} from '../../schemas/openapi.js'
+import { DECIMAL_TEXT } from '../decimal.js'
+import { projectRoot } from '../paths.js'
+
+/** Where the interactive documentation is served. */
+export const DOCS_PREFIX = '/docs'
+
+/**
+ * The page's Content-Security-Policy: everything from this server only (the UI's assets come from
+ * node_modules, never a CDN). Inline styles are allowed: the UI sets style attributes.
+ */
+export const DOCS_CSP = "default-src 'self'; base-uri 'self'; connect-src 'self'; font-src 'self' data:; " +
+  "form-action 'self'; frame-ancestors 'none'; img-src 'self' data:; object-src 'none'; script-src 'self'; " +
+  "style-src 'self' 'unsafe-inline'"
+
+/** Keywords of JSON Schema 2020-12 (and draft-07, which Ajv reads) and of OpenAPI's Schema Object. */
+const STANDARD_KEYWORDS = new Set([
+  '$schema', '$id', '$ref', '$anchor', '$dynamicRef', '$dynamicAnchor', '$vocabulary', '$comment', '$defs', 'definitions',
+  'allOf', 'anyOf', 'oneOf', 'not', 'if', 'then', 'else', 'dependentSchemas', 'prefixItems', 'items', 'additionalItems',
+  'contains', 'properties', 'patternProperties', 'additionalProperties', 'propertyNames', 'unevaluatedItems',
+  'unevaluatedProperties', 'type', 'enum', 'const', 'multipleOf', 'maximum', 'exclusiveMaximum', 'minimum',
+  'exclusiveMinimum', 'maxLength', 'minLength', 'pattern', 'maxItems', 'minItems', 'uniqueItems', 'maxContains',
+  'minContains', 'maxProperties', 'minProperties', 'required', 'dependentRequired', 'title', 'description', 'default',
+  'deprecated', 'readOnly', 'writeOnly', 'examples', 'format', 'contentEncoding', 'contentMediaType', 'contentSchema',
+  'discriminator', 'xml', 'externalDocs', 'example'
+])
+/** Keywords whose value is a map of name → schema. */
+const SCHEMA_MAPS = new Set(['properties', 'patternProperties', '$defs', 'definitions', 'dependentSchemas'])
+/** Keywords whose value is a schema or a list of schemas. */
+const SUBSCHEMAS = new Set([
+  'allOf', 'anyOf', 'oneOf', 'not', 'if', 'then', 'else', 'prefixItems', 'items', 'additionalItems', 'contains',
+  'additionalProperties', 'propertyNames', 'unevaluatedItems', 'unevaluatedProperties', 'contentSchema'
+])
+
+type Json = null | boolean | number | string | Json[] | { [key: string]: Json }
+type SchemaObject = { [key: string]: unknown }
+
+function appendDescription(schema: SchemaObject, text: string): void {
+  schema.description = typeof schema.description === 'string' ? `${schema.description} ${text}` : text
+}
+
+/** `omitEmpty` → `x-omit-empty`: an OpenAPI extension (allowed anywhere) named after a keyword. */
+function extensionName(keyword: string): string {
+  return 'x-' + keyword.replace(/[A-Z]/g, (c) => '-' + c.toLowerCase())
+}
+
+/**
+ * A response as the document shows it: a schema, or (for other media types than JSON) an object
+ * with `description` and `content: {<media type>: {schema}}` as @fastify/swagger reads it.
+ */
+function toOpenApiResponse(response: unknown): unknown {
+  const content = (response as { content?: Record<string, { schema: unknown }> } | null)?.content
+  if (!content) return toOpenApiSchema(response)
+  return {
+    ...(response as SchemaObject),
+    content: Object.fromEntries(Object.entries(content).map(([type, media]) => [type, { ...media, schema: toOpenApiSchema(media.schema) }]))
+  }
+}
+
+/**
+ * A copy of a schema for the document: the project's Ajv keywords (src/validation.ts) become `x-`
+ * extensions with a sentence for people, so nothing unknown to OpenAPI leaks in. Never changes its
+ * input (the same objects validate requests).
+ */
+export function toOpenApiSchema(schema: unknown): unknown {
+  if (Array.isArray(schema)) return schema.map(toOpenApiSchema)
+  if (schema === null || typeof schema !== 'object') return schema
+  const out: SchemaObject = {}
+  for (const [key, value] of Object.entries(schema)) {
+    if (SCHEMA_MAPS.has(key) && value !== null && typeof value === 'object') {
+      out[key] = Object.fromEntries(Object.entries(value).map(([name, sub]) => [name, toOpenApiSchema(sub)]))
+    } else if (SUBSCHEMAS.has(key)) {
+      out[key] = toOpenApiSchema(value)
+    } else if (STANDARD_KEYWORDS.has(key) || key.startsWith('x-')) {
+      out[key] = structuredClone(value as Json)
+    } else {
+      out[extensionName(key)] = structuredClone(value as Json)
+    }
+  }
+  const decimal = out['x-decimal'] as { integer: number; scale: number; positive?: boolean } | undefined
+  if (decimal) {
+    out.pattern ??= DECIMAL_TEXT.source // applies to the string form only
+    appendDescription(out, `Exact decimal: a decimal string, or a JSON number of at most 15 significant digits; ` +
+      `at most ${decimal.integer} digits before the point and ${decimal.scale} after` +
+      `${decimal.positive ? ', greater than zero' : ''}. Returned as a decimal string.`)
+  }
+  const jsonValue = out['x-json-value'] as { maxBytes: number; maxDepth: number } | undefined
+  if (jsonValue) {
+    appendDescription(out, `Any JSON value, at most ${jsonValue.maxBytes} bytes serialised and ${jsonValue.maxDepth} levels deep.`)
+  }
+  return out
+}
+
+/** Who may call a route: the security requirement of its operation. */
+function securityOf(url: string): Array<Partial<Record<SecuritySchemeName, string[]>>> | undefined {
+  if (url.startsWith('/v1/data-import/')) return [{ clientToken: [] }]
+  if (url === '/metrics') return [{ operatorToken: [] }]
+  // obtainToken needs no token; the operator's fields need the operator's.
+  if (url === '/graphql') return [{}, { operatorToken: [] }, { clientToken: [] }]
+  return undefined
+}
+
+/** Marks the statuses answered with the shared error body; `finishDocument` turns them into `$ref`s. */
+const ERROR_STATUSES = 'x-amis-error-statuses'
+
+/** One route's schema as the document shows it (a new object: the route's own is left alone). */
+function documentRoute({ schema, url, route }: { schema: FastifySchema; url: string; route: RouteOptions }) {
+  const method = Array.isArray(route.method) ? route.method.join(',') : route.method
+  // GraphQL is one POST operation: its GET form is not listed (the UI's routes hide themselves).
+  if (url === '/graphql' && method === 'GET') return { schema: { hide: true } }
+  let source = (schema ?? {}) as SchemaObject
+  if (url === '/graphql') source = { ...GraphqlDocumentation }
+  if (url === '/metrics') source = { ...MetricsDocumentation }
+  if (source.hide) return { schema: source }
+
+  const out: SchemaObject = { ...source }
+  for (const part of ['body', 'querystring', 'params', 'headers'] as const) {
+    if (source[part] !== undefined) out[part] = toOpenApiSchema(source[part])
+  }
+  const errorStatuses: string[] = []
+  if (source.response) {
+    const response: SchemaObject = {}
+    for (const [status, value] of Object.entries(source.response as SchemaObject)) {
+      if (value === ErrorBody && ERROR_RESPONSES[status]) errorStatuses.push(status)
+      else response[status] = toOpenApiResponse(value)
+    }
+    out.response = response
+  }
+  if (errorStatuses.length > 0) out[ERROR_STATUSES] = errorStatuses
+  out.operationId ??= route.handler.name || undefined
+  const security = securityOf(url)
+  if (security) out.security = security
+  return { schema: out as FastifySchema }
+}
+
+type Operation = { responses: Record<string, { description: string; content?: unknown } | { $ref: string }>; [key: string]: unknown }
+
+/** Shared error responses as `$ref`s, and readable descriptions for the others. */
+function finishDocument({ openapiObject }: { openapiObject: Partial<Record<string, any>> }) {
+  for (const pathItem of Object.values(openapiObject.paths ?? {}) as Array<Record<string, Operation>>) {
+    for (const operation of Object.values(pathItem)) {
+      for (const [status, response] of Object.entries(operation.responses)) {
+        if ('description' in response && response.description === 'Default Response') {
+          response.description = status === '201' && !response.content ? 'Created (empty body).' : `${STATUS_CODES[status] ?? status}.`
+        }
+      }
+      const statuses = (operation[ERROR_STATUSES] ?? []) as string[]
+      delete operation[ERROR_STATUSES]
+      for (const status of statuses) {
+        operation.responses[status] = { $ref: `#/components/responses/${ERROR_RESPONSES[status]!.name}` }
+      }
+      operation.responses = Object.fromEntries(Object.entries(operation.responses).sort(([a], [b]) => a.localeCompare(b)))
+    }
+  }
+  return openapiObject
+}
+
+/** `components.responses`: one per error status, all with the contract's error body. */
+function errorResponses() {
+  return Object.fromEntries(Object.values(ERROR_RESPONSES).map(({ name, description, retryAfter }) => [name, {
+    description,
+    ...(retryAfter ? { headers: { 'Retry-After': { description: 'Seconds to wait before retrying.', schema: { type: 'integer' } } } } : {}),
+    content: { 'application/json': { schema: { $ref: '#/components/schemas/ErrorBody' } } }
+  }]))
+}
+
+function componentSchemas() {
+  const schemas = Object.fromEntries(Object.entries(COMPONENT_SCHEMAS).map(([name, schema]) => [name, toOpenApiSchema(schema) as SchemaObject]))
+  // ErrorBody refers to its entries by name.
+  schemas.ErrorBody = { ...schemas.ErrorBody, properties: { ...(schemas.ErrorBody!.properties as SchemaObject), errors: { type: 'array', items: { $ref: '#/components/schemas/ErrorEntry' } } } }
+  return schemas
+}
+
+function packageVersion(): string {
+  return (JSON.parse(readFileSync(join(projectRoot, 'package.json'), 'utf8')) as { version: string }).version
+}
+
+/**
+ * The OpenAPI 3.1 document of every route, built by @fastify/swagger from the routes' own TypeBox
+ * schemas (`GET /openapi.json`), and the interactive documentation on it (`GET /docs`, Swagger UI
+ * served from node_modules). Registered before the routes, so its onRoute hook sees them all.
+ */
+export default fp(async function openapiPlugin(app: FastifyInstance) {
+  const options: FastifyDynamicSwaggerOptions = {
+    openapi: {
+      openapi: '3.1.0',
+      info: {
+        title: 'Account Migration Import Service',
+        version: packageVersion(),
+        description: 'Moves energy customer accounts from a previous supplier\'s system into the platform: validate, ' +
+          'stage and create accounts, add their history, and read import progress. Every 4xx/5xx body is `ErrorBody`. ' +
+          'Data-import paths accept a trailing slash or none. Obtain a token with `obtainToken` on `POST /graphql`. ' +
+          'In objects marked `x-omit-empty`, an optional field sent as `null` or blank is treated as omitted.'
+      },
+      tags: TAGS,
+      components: {
+        securitySchemes: SECURITY_SCHEMES as never,
+        schemas: componentSchemas() as never,
+        responses: errorResponses() as never
+      }
+    },
+    transform: documentRoute as never,
+    transformObject: finishDocument as never
+  }
+  await app.register(swagger, options)
+
+  app.get('/openapi.json', {
+    schema: {
+      summary: 'This OpenAPI document',
+      tags: ['Operations'],
+      operationId: 'openapi',
+      response: OpenApiDocumentResponses
+    },
+    logLevel: 'warn'
+  }, async function openapiDocument() {
+    return app.swagger() as { openapi: string }
+  })
+
+  await app.register(swaggerUi, {
+    routePrefix: DOCS_PREFIX,
+    staticCSP: DOCS_CSP,
+    uiConfig: { deepLinking: true, docExpansion: 'list', defaultModelsExpandDepth: 0 },
+    theme: { title: 'Account Migration Import Service: API' }
+  })
+}, { name: 'openapi' })

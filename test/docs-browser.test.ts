@@ -1,0 +1,94 @@
+import t from 'tap'
+import { accessSync, constants, mkdirSync, mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { delimiter, join } from 'node:path'
+import { chromium } from 'playwright-core'
+import { projectRoot } from '../src/paths.js'
+import { buildTestApp } from './helpers/app.js'
+
+/** `CHROMIUM_PATH`, else `chromium` on PATH (Debian's package; .ci/run installs it). */
+function findChromium(): string | undefined {
+  if (process.env.CHROMIUM_PATH) return process.env.CHROMIUM_PATH
+  for (const dir of (process.env.PATH ?? '').split(delimiter)) {
+    const candidate = join(dir, 'chromium')
+    try {
+      accessSync(candidate, constants.X_OK)
+      return candidate
+    } catch {
+      // not here
+    }
+  }
+  return undefined
+}
+
+const artifacts = join(projectRoot, 'test', 'artifacts')
+
+t.test('/docs renders the endpoints in headless Chromium', async (t) => {
+  const executablePath = findChromium()
+  // Not a skip: CI installs Chromium, so a missing one is a broken setup.
+  if (!executablePath) {
+    t.fail('chromium not found: install Debian\'s chromium package or set CHROMIUM_PATH')
+    return
+  }
+
+  const { app } = await buildTestApp(t, { env: { NODE_ENV: 'production' } })
+  await app.listen({ port: 0, host: '127.0.0.1' })
+  const base = `http://127.0.0.1:${(app.server.address() as { port: number }).port}`
+
+  const page0 = await fetch(`${base}/docs`)
+  t.equal(page0.status, 200)
+  t.match(page0.headers.get('content-security-policy'), /script-src 'self'/, 'the page has its Content-Security-Policy')
+  t.ok(page0.headers.get('x-request-id'), 'and the app\'s own headers')
+
+  const profile = mkdtempSync(join(tmpdir(), 'amis-chromium-'))
+  t.teardown(() => rmSync(profile, { recursive: true, force: true }))
+  const browser = await chromium.launchPersistentContext(profile, {
+    executablePath,
+    headless: true,
+    viewport: { width: 1280, height: 900 },
+    args: [
+      '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-quic', '--no-first-run',
+      '--disable-component-update', '--disable-sync'
+    ]
+  })
+  t.teardown(() => browser.close())
+
+  // Everything must come from this server: a request elsewhere (a CDN) is refused and reported.
+  const foreign: string[] = []
+  await browser.route('**/*', (route) => {
+    const url = route.request().url()
+    if (url.startsWith(base + '/') || url.startsWith('data:')) return route.continue()
+    foreign.push(url)
+    return route.abort()
+  })
+  const problems: string[] = []
+  const page = await browser.newPage()
+  page.on('console', (message) => { if (message.type() === 'error') problems.push(message.text()) })
+  page.on('pageerror', (err) => { problems.push(err.message) })
+
+  const response = await page.goto(`${base}/docs`, { waitUntil: 'load' })
+  t.equal(response?.status(), 200)
+  // Swagger UI renders the operations in several passes: wait for as many as the document has.
+  const documented = Object.keys(((await (await fetch(`${base}/openapi.json`)).json()) as { paths: object }).paths)
+  await page.waitForFunction(`document.querySelectorAll('.opblock-summary-path').length >= ${documented.length}`, undefined, { timeout: 30_000 })
+  await page.waitForSelector('.info .title', { timeout: 30_000 })
+
+  const paths = (await page.locator('.opblock-summary-path').allTextContents()).map((text) => text.replace(/\u200b/g, '').trim())
+  for (const path of [
+    '/v1/data-import/validate-account/',
+    '/v1/data-import/account-import-process/process/',
+    '/v1/data-import/accounts/{supplier}/{external}/',
+    '/v1/data-import/transactions/create/',
+    '/graphql',
+    '/metrics'
+  ]) t.ok(paths.includes(path), `lists ${path}`)
+  t.same([...new Set(paths)].sort(), documented.sort(), 'every documented path is listed')
+  t.match(await page.locator('.info .title').textContent(), /Account Migration Import Service/)
+  t.ok(await page.locator('button.authorize').isVisible(), 'offers to authorise with a token')
+
+  mkdirSync(artifacts, { recursive: true })
+  await page.screenshot({ path: join(artifacts, 'docs.png'), fullPage: true })
+
+  t.same(foreign, [], 'nothing is fetched from another origin')
+  t.same(problems, [], 'no console errors (a Content-Security-Policy violation would be one)')
+})

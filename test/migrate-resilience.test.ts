@@ -1,0 +1,128 @@
+import t from 'tap'
+import { spawn } from 'node:child_process'
+import { existsSync, readFileSync } from 'node:fs'
+import { createServer, request as httpRequest, type IncomingMessage, type ServerResponse } from 'node:http'
+import { join } from 'node:path'
+import { projectRoot } from '../src/paths.js'
+import { clientArgs, generated, inputFile, migrationServer, readReport, runClient } from './helpers/migrate.js'
+import { checkMigrated } from './helpers/migrate-expect.js'
+
+type Fault = 'throttle' | 'fail' | 'drop' | 'lose-answer'
+
+/**
+ * A real HTTP proxy on loopback in front of the real server. `decide` picks, per request, whether
+ * to pass it on, answer 429 (Retry-After: 1) or 500 without passing it on, drop the connection,
+ * or pass it on and then answer 502 instead of the real answer (the work is done, the answer lost).
+ */
+async function faultyProxy(t: Parameters<typeof migrationServer>[0], target: string, decide: (n: number, req: IncomingMessage) => Fault | undefined) {
+  const { hostname, port } = new URL(target)
+  const seen: Record<Fault | 'passed', number> = { throttle: 0, fail: 0, drop: 0, 'lose-answer': 0, passed: 0 }
+  let n = 0
+  const proxy = createServer((req: IncomingMessage, res: ServerResponse) => {
+    const fault = decide(++n, req)
+    seen[fault ?? 'passed']++
+    const error = (status: number, code: string, headers: Record<string, string> = {}) => {
+      res.writeHead(status, { 'content-type': 'application/json', ...headers })
+      res.end(JSON.stringify({ detail: 'Injected by the test proxy.', code, errors: [] }))
+    }
+    if (fault === 'throttle') return error(429, 'throttled', { 'retry-after': '1' })
+    if (fault === 'fail') return error(500, 'server_error')
+    if (fault === 'drop') return req.socket.destroy()
+    const upstream = httpRequest({ hostname, port, method: req.method, path: req.url, headers: req.headers }, (answer) => {
+      if (fault === 'lose-answer') {
+        answer.resume()
+        answer.on('end', () => error(502, 'http_502'))
+        return
+      }
+      res.writeHead(answer.statusCode ?? 502, answer.headers)
+      answer.pipe(res)
+    })
+    upstream.on('error', () => res.destroy())
+    req.pipe(upstream)
+  })
+  await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve))
+  t.teardown(() => new Promise<void>((resolve) => {
+    proxy.closeAllConnections()
+    proxy.close(() => resolve())
+  }))
+  return { url: `http://127.0.0.1:${(proxy.address() as { port: number }).port}`, seen }
+}
+
+t.test('a server answering 429 and 500 for a while, dropping connections and losing answers, is ridden out', async (t) => {
+  const { url, tenant, client } = await migrationServer(t)
+  const dir = t.testdir()
+  const lines = generated(20, 'proxy').map((l) => l.line as any)
+  const file = inputFile(dir, 'accounts.ndjson', lines)
+  let calls = 0
+  let creates = 0
+  let notes = 0
+  const { url: proxyUrl, seen } = await faultyProxy(t, url, (n, req) => {
+    if (n <= 2) return n === 1 ? 'throttle' : 'fail' // the token request
+    if (!req.url?.startsWith('/v1/')) return undefined
+    // Then the first data-import calls (four in flight at once) get 429 and 500 by turns.
+    if (++calls <= 14) return calls % 2 === 1 ? 'throttle' : 'fail'
+    if (calls === 20 || calls === 40) return 'drop'
+    // The first creates and notes are done by the server but their answers are lost: retried, nothing twice.
+    if (req.url?.includes('/process/') && ++creates <= 3) return 'lose-answer'
+    if (req.url?.includes('/notes/') && ++notes <= 3) return 'lose-answer'
+    return undefined
+  })
+  const reportPath = join(dir, 'report.ndjson')
+  const run = await runClient(clientArgs(file, proxyUrl, reportPath, '--concurrency', '4', '--max-attempts', '10'), { AMIS_API_KEY: tenant.apiKey })
+  t.equal(run.code, 0, run.stdout + run.stderr)
+  t.match(run.stdout, /created: +20\n  already completed: +0\n  failed: +0\n/)
+  t.equal(seen.throttle, 8)
+  t.equal(seen.fail, 8)
+  t.equal(seen.drop, 2)
+  t.equal(seen['lose-answer'], 6)
+  const retried = /retried: +429 (\d+), 5xx (\d+), network (\d+)/.exec(run.stdout)!
+  t.equal(Number(retried[1]), 8, 'every 429 waited out')
+  t.equal(Number(retried[2]), 8 + 6, 'every 5xx retried')
+  t.equal(Number(retried[3]), 2, 'every dropped connection retried')
+  t.ok(readReport(reportPath).every((r) => r.outcome === 'created' && /^A-/.test(r.service_account_number ?? '')))
+  t.equal((await client.list('imported')).json().length, 20)
+  await checkMigrated(t, () => client, lines)
+})
+
+t.test('a client killed half-way and started again with --resume completes the rest, nothing twice', async (t) => {
+  const { url, tenant, client } = await migrationServer(t)
+  const dir = t.testdir()
+  const lines = generated(40, 'resume').map((l) => l.line as any)
+  const file = inputFile(dir, 'accounts.ndjson', lines)
+  const firstReport = join(dir, 'first.ndjson')
+
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/migrate/index.ts', ...clientArgs(file, url, firstReport, '--concurrency', '2')], {
+    cwd: projectRoot,
+    env: { PATH: process.env.PATH ?? '', AMIS_API_KEY: tenant.apiKey },
+    stdio: ['ignore', 'pipe', 'pipe']
+  })
+  let output = ''
+  child.stdout.on('data', (d: Buffer) => { output += d.toString() })
+  child.stderr.on('data', (d: Buffer) => { output += d.toString() })
+  const exited = new Promise<NodeJS.Signals | number | null>((resolve) => child.on('exit', (code, signal) => resolve(signal ?? code)))
+  t.teardown(() => { if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL') })
+
+  // Kill it as soon as some accounts are done (the report is written as each one finishes).
+  const deadline = Date.now() + 40_000
+  const done = () => (existsSync(firstReport) ? readFileSync(firstReport, 'utf8').split('\n').length - 1 : 0)
+  while (done() < 8 && Date.now() < deadline && child.exitCode === null) await new Promise((resolve) => setTimeout(resolve, 20))
+  child.kill('SIGKILL')
+  t.equal(await exited, 'SIGKILL', output)
+  const before = done()
+  t.ok(before >= 8 && before < 40, `killed half-way (${before} of 40 reported)`)
+
+  const secondReport = join(dir, 'second.ndjson')
+  const run = await runClient(clientArgs(file, url, secondReport, '--resume', '--concurrency', '4'), { AMIS_API_KEY: tenant.apiKey })
+  t.equal(run.code, 0, run.stdout)
+  const report = readReport(secondReport)
+  t.equal(report.length, 40)
+  const completed = report.filter((r) => r.outcome === 'already_completed').length
+  t.ok(completed >= before, `the ${before} accounts done before were not created again (${completed} already completed)`)
+  t.equal(report.filter((r) => r.outcome === 'created').length, 40 - completed)
+  t.match(run.stdout, new RegExp(`created: +${40 - completed}\\n  already completed: +${completed}\\n  failed: +0\\n`))
+
+  // One account per line, each with exactly its notes and transactions.
+  const imported = (await client.list('imported')).json() as Array<{ external_account_number: string }>
+  t.same(imported.map((r) => r.external_account_number), lines.map((l) => l.account.external_account_number).sort())
+  await checkMigrated(t, () => client, lines)
+})

@@ -1,0 +1,221 @@
+import t, { type Test } from 'tap'
+import { validate, compileErrors } from '@readme/openapi-parser'
+import { Ajv2020 } from 'ajv/dist/2020.js'
+import addFormatsModule from 'ajv-formats'
+import type { RouteOptions } from 'fastify'
+import { AccountData, CreateRequest } from '../schemas/account.js'
+import { toOpenApiSchema } from '../src/plugins/openapi.js'
+import { exampleAccount, importSetup } from './helpers/accounts.js'
+
+// ajv-formats is CommonJS; under NodeNext its default import is the module object.
+const addFormats = ((addFormatsModule as unknown as { default?: typeof addFormatsModule }).default ??
+  addFormatsModule) as unknown as (ajv: Ajv2020) => Ajv2020
+
+type Doc = Record<string, any>
+
+/** Routes that are deliberately not in the document, and why. */
+function undocumented(method: string, url: string): boolean {
+  if (method === 'HEAD') return true // Fastify's automatic HEAD of each GET
+  if (url === '/docs' || url.startsWith('/docs/')) return true // the documentation page and its assets
+  return url === '/graphql' && method === 'GET' // GraphQL is described as one POST operation
+}
+
+/** `/v1/x/:a/` and `/v1/x/{a}` name the same path. */
+const pathKey = (url: string) => url.replace(/:([A-Za-z0-9_]+)/g, '{$1}').replace(/\/$/, '')
+
+/** The app with the routes it registered, and its document as `GET /openapi.json` serves it. */
+async function documented(t: Test) {
+  const routes: RouteOptions[] = []
+  const setup = await importSetup(t, { onRoute: (route) => { routes.push(route) } })
+  const res = await setup.app.inject({ url: '/openapi.json' })
+  t.equal(res.statusCode, 200, 'served without a token')
+  t.match(res.headers['content-type'], /^application\/json/)
+  return { ...setup, routes, doc: res.json() as Doc }
+}
+
+function operations(doc: Doc): Array<{ path: string; method: string; op: Doc }> {
+  return Object.entries(doc.paths as Record<string, Record<string, Doc>>).flatMap(([path, item]) =>
+    Object.entries(item).map(([method, op]) => ({ path, method, op })))
+}
+
+/** Required names and property names, all the way down: what a client must send, and may. */
+function shape(schema: any): unknown {
+  if (schema === null || typeof schema !== 'object') return null
+  const out: Record<string, unknown> = {}
+  if (schema.properties) {
+    out.required = [...(schema.required ?? [])].sort()
+    out.properties = Object.fromEntries(Object.entries(schema.properties).map(([k, v]) => [k, shape(v)]))
+    out.additionalProperties = schema.additionalProperties
+  }
+  if (schema.items) out.items = shape(schema.items)
+  for (const key of ['oneOf', 'anyOf', 'allOf']) if (schema[key]) out[key] = schema[key].map(shape)
+  return out
+}
+
+/**
+ * A strict JSON Schema 2020-12 validator for the document's schemas: an Ajv keyword of the
+ * project (`decimal`, `omitEmpty`, …) leaking into the document is an "unknown keyword" here.
+ */
+function strictAjv(doc: Doc): Ajv2020 {
+  const ajv = new Ajv2020({ strict: true, allowUnionTypes: true, discriminator: true, allErrors: true })
+  addFormats(ajv)
+  ajv.addKeyword('example')
+  const extensions = new Set<string>()
+  JSON.stringify(doc, (key, value) => {
+    if (key.startsWith('x-')) extensions.add(key)
+    return value
+  })
+  for (const keyword of extensions) ajv.addKeyword(keyword)
+  ajv.addSchema({ $id: 'components', $defs: JSON.parse(JSON.stringify(doc.components.schemas).replaceAll('#/components/schemas/', 'components#/$defs/')) })
+  return ajv
+}
+
+function compileIn(ajv: Ajv2020, schema: unknown) {
+  return ajv.compile(JSON.parse(JSON.stringify(schema).replaceAll('#/components/schemas/', 'components#/$defs/')))
+}
+
+const accountDataBefore = JSON.stringify(AccountData)
+
+t.test('the document is valid OpenAPI 3.1', async (t) => {
+  const { doc } = await documented(t)
+  t.equal(doc.openapi, '3.1.0')
+  const result = await validate(structuredClone(doc) as never)
+  t.ok(result.valid, result.valid ? 'valid' : compileErrors(result))
+  t.same(result.warnings, [], 'no warnings')
+
+  t.test('its schemas hold only JSON Schema and OpenAPI keywords (or x- extensions)', async (t) => {
+    const ajv = strictAjv(doc)
+    let compiled = 0
+    for (const { path, method, op } of operations(doc)) {
+      const schemas = [
+        ...(op.parameters ?? []).map((p: Doc) => p.schema),
+        ...Object.values(op.requestBody?.content ?? {}).map((m: any) => m.schema),
+        ...Object.values(op.responses).flatMap((r: any) => Object.values(r.content ?? {}).map((m: any) => m.schema))
+      ]
+      for (const schema of schemas) {
+        t.doesNotThrow(() => compileIn(ajv, schema), `${method} ${path}`)
+        compiled++
+      }
+    }
+    t.ok(compiled > 40, `${compiled} schemas compiled`)
+    const text = JSON.stringify(doc)
+    for (const keyword of ['decimal', 'omitEmpty', 'jsonValue', 'errorCodes']) {
+      t.notMatch(text, new RegExp(`"${keyword}":`), `no bare ${keyword}`)
+    }
+    t.match(text, /"x-decimal":\{"integer":10,"scale":10\}/, 'decimals keep their bounds as an extension')
+  })
+})
+
+t.test('every route of the app is in the document with its methods', async (t) => {
+  const { doc, routes } = await documented(t)
+  const paths = new Map(Object.entries(doc.paths as Record<string, Doc>).map(([p, item]) => [pathKey(p), item]))
+  const seen: string[] = []
+  for (const route of routes) {
+    for (const method of [route.method].flat()) {
+      if (undocumented(method, route.url)) {
+        t.notOk(paths.get(pathKey(route.url))?.[method.toLowerCase()], `${method} ${route.url} is not listed`)
+        continue
+      }
+      t.ok(paths.get(pathKey(route.url))?.[method.toLowerCase()], `${method} ${route.url}`)
+      seen.push(`${method} ${pathKey(route.url)}`)
+    }
+  }
+  t.equal(operations(doc).length, seen.length, 'and nothing else')
+  for (const expected of [
+    'POST /graphql', 'GET /metrics', 'GET /healthz', 'GET /readyz', 'GET /openapi.json',
+    'POST /v1/data-import/validate-account', 'POST /v1/data-import/account-import-process/process',
+    'GET /v1/data-import/accounts/{supplier}/{external}', 'GET /v1/data-import/pending-account-import-processes/{supplier}',
+    'POST /v1/data-import/transactions/create', 'POST /v1/data-import/payment-instruction/create'
+  ]) t.ok(seen.includes(expected), expected)
+
+  const ids = operations(doc).map(({ op }) => op.operationId)
+  t.ok(ids.every((id) => typeof id === 'string' && id.length > 0), 'every operation has an operationId')
+  t.equal(new Set(ids).size, ids.length, 'operationIds are unique')
+  t.ok(operations(doc).every(({ op }) => typeof op.summary === 'string' && op.tags?.length === 1), 'every operation has a summary and a tag')
+})
+
+t.test('data-import operations: bearer token, shared error responses', async (t) => {
+  const { doc } = await documented(t)
+  t.same(doc.components.securitySchemes.clientToken, { ...doc.components.securitySchemes.clientToken, type: 'http', scheme: 'bearer', bearerFormat: 'JWT' })
+  const errorBody = doc.components.schemas.ErrorBody
+  t.same(errorBody.required, ['detail', 'code', 'errors'])
+  t.same(doc.components.schemas.ErrorEntry.required, ['detail', 'code', 'attr'])
+  t.same(doc.components.responses.TooManyRequests.headers['Retry-After'].schema, { type: 'integer' })
+
+  const dataImport = operations(doc).filter(({ path }) => path.startsWith('/v1/data-import/'))
+  t.equal(dataImport.length, 14)
+  for (const { path, method, op } of dataImport) {
+    t.same(op.security, [{ clientToken: [] }], `${method} ${path}: security`)
+    const expected: Record<string, string> = {
+      400: 'BadRequest', 401: 'Unauthorized', 403: 'Forbidden', 404: 'NotFound', 429: 'TooManyRequests', 500: 'ServerError',
+      ...(method === 'post' ? { 413: 'PayloadTooLarge', 415: 'UnsupportedMediaType' } : {})
+    }
+    for (const [status, name] of Object.entries(expected)) {
+      t.same(op.responses[status], { $ref: `#/components/responses/${name}` }, `${method} ${path}: ${status}`)
+      t.same(doc.components.responses[name].content['application/json'].schema, { $ref: '#/components/schemas/ErrorBody' })
+    }
+    const success = Object.keys(op.responses).filter((s) => s.startsWith('2'))
+    t.ok(success.length > 0, `${method} ${path}: a success response`)
+  }
+
+  const metrics = doc.paths['/metrics'].get
+  t.same(metrics.security, [{ operatorToken: [] }], '/metrics: operator token')
+  t.ok(metrics.responses['200'].content['text/plain; version=0.0.4; charset=utf-8'], '/metrics: Prometheus text')
+  const graphql = doc.paths['/graphql'].post
+  t.same(graphql.security, [{}, { operatorToken: [] }, { clientToken: [] }], '/graphql: obtainToken needs no token')
+  t.match(graphql.description, /obtainToken/)
+  t.ok(graphql.requestBody.content['application/json'].schema.anyOf, 'one operation or a batch')
+  t.notOk(doc.paths['/healthz'].get.security, 'health needs no token')
+})
+
+t.test('request bodies are the schemas the routes validate with', async (t) => {
+  const { doc, routes } = await documented(t)
+  const bodyOf = (path: string) => doc.paths[path].post.requestBody.content['application/json'].schema
+  const account = bodyOf('/v1/data-import/validate-account/')
+  t.same(account, bodyOf('/v1/data-import/account-import-process/create-or-update/'), 'validate and stage take the same body')
+  for (const field of ['external_account_number', 'import_supplier', 'account_type', 'billing_address', 'ledgers', 'supply_addresses', 'transfer_balance']) {
+    t.ok(account.required.includes(field), `account: ${field} is required`)
+  }
+  t.equal(account.additionalProperties, false, 'unknown fields are refused')
+  t.equal(account.properties.transfer_balance['x-decimal'].integer, 10)
+  t.match(account.properties.transfer_balance.description, /Exact decimal/)
+  const create = bodyOf('/v1/data-import/account-import-process/process/')
+  t.same([...create.required].sort(), ['external_account_number', 'import_supplier_code', 'operations_team_name'])
+  t.same(create.properties.dry_run, { type: 'boolean', default: false })
+  t.same(shape(create), shape(toOpenApiSchema(CreateRequest)))
+
+  let compared = 0
+  for (const route of routes) {
+    if (!route.schema?.body || route.url === '/graphql') continue
+    t.same(shape(bodyOf(route.url)), shape(toOpenApiSchema(route.schema.body)), `${route.url}: same fields as the route's schema`)
+    compared++
+  }
+  t.equal(compared, 9, 'every data-import POST compared')
+})
+
+t.test('the document describes what the service really accepts and answers', async (t) => {
+  const { doc, client } = await documented(t)
+  const ajv = strictAjv(doc)
+  const op = doc.paths['/v1/data-import/validate-account/'].post
+  const request = compileIn(ajv, op.requestBody.content['application/json'].schema)
+  const answer = compileIn(ajv, op.responses['200'].content['application/json'].schema)
+  const errorBody = compileIn(ajv, { $ref: '#/components/schemas/ErrorBody' })
+
+  const ok = await client.validate(exampleAccount())
+  t.equal(ok.statusCode, 200)
+  t.ok(answer(ok.json()), 'the 200 answer fits its schema: ' + JSON.stringify(answer.errors))
+  t.ok(request(ok.json()), 'the normalised account is a valid request body: ' + JSON.stringify(request.errors))
+  t.notOk(request({ ...ok.json(), surname: 'x' }), 'an unknown field is not')
+
+  const bad = await client.validate(exampleAccount({ transfer_balance: 'twelve' }))
+  t.equal(bad.statusCode, 400)
+  t.ok(errorBody(bad.json()), 'a 400 fits ErrorBody')
+  t.notOk(request(bad.json()), 'and so does not the account schema')
+})
+
+t.test('generating the document changes no route schema', async (t) => {
+  const { app } = await documented(t)
+  t.equal(JSON.stringify(AccountData), accountDataBefore, 'AccountData still carries its Ajv keywords')
+  t.match(accountDataBefore, /"decimal":\{/)
+  t.same((await app.inject({ url: '/docs/json' })).json(), (await app.inject({ url: '/openapi.json' })).json(), 'the page reads the same document')
+})
