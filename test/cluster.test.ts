@@ -187,7 +187,7 @@ if (!testDatabaseUrl) {
       t.equal((await database.db.select({ n: count() }).from(accounts))[0]!.n, 1, 'one account in the database')
     })
 
-    t.test('a revoked key fails on every worker within 6 s', async (t) => {
+    t.test('a revoked key fails on every worker within 30 s (§4; the key cache holds 5 s)', async (t) => {
       // Both workers check the key once, so each has it cached as valid.
       const warm = new Set<number>()
       await until('both workers served the key', async () => {
@@ -219,8 +219,8 @@ if (!testDatabaseUrl) {
           t.notOk(refusedAfter.has(res.pid), `worker ${res.pid} accepts the key again after refusing it`)
         }
         return refusedAfter.size === 2 ? true : undefined
-      }, 10_000)
-      for (const [pid, ms] of refusedAfter) t.ok(ms <= 6000, `worker ${pid} refuses ${ms} ms after the revocation`)
+      }, 35_000)
+      for (const [pid, ms] of refusedAfter) t.ok(ms <= 30_000, `worker ${pid} refuses ${ms} ms after the revocation`)
       const served = new Set<number>()
       for (let i = 0; i < 6; i++) {
         const res = await list(tenant.token)
