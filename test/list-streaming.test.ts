@@ -220,6 +220,7 @@ t.test('streamed lists', async (t) => {
     }
     const stream = jsonArrayStream(counted(), () => t.fail('no error expected'))
     stream.pipe(new Writable({ highWaterMark: 1024, write() {} }))
+    for (let waited = 0; pulled === 0 && waited < 10_000; waited += 20) await new Promise((r) => setTimeout(r, 20))
     await new Promise((r) => setTimeout(r, 300))
     t.ok(pulled >= 1 && pulled <= 3, `a stuck consumer: ${pulled} of ${total / LIST_CHUNK_ROWS} chunks read`)
     stream.destroy()
