@@ -120,10 +120,15 @@ export function createImportsRepository(db: Db) {
     return row as ProcessRow | undefined
   }
 
-  async function insertEvent(executor: Db | Tx, processId: number, type: EventType, actor: Actor, detail: unknown = {}) {
-    await executor.insert(importEvents).values({
+  /** The statement that appends an event; lazy, so it can be sent with others of its transaction. */
+  function eventStatement(executor: Db | Tx, processId: number, type: EventType, actor: Actor, detail: unknown = {}) {
+    return executor.insert(importEvents).values({
       importProcessId: processId, type, actor: actor.name, organisationId: actor.organisationId, apiKeyId: actor.apiKeyId, detail
     })
+  }
+
+  async function insertEvent(executor: Db | Tx, processId: number, type: EventType, actor: Actor, detail: unknown = {}) {
+    await eventStatement(executor, processId, type, actor, detail)
   }
 
   /** Takes the process lock in shared mode (a restage) for the rest of the transaction; false when a create holds it. */
@@ -200,6 +205,7 @@ export function createImportsRepository(db: Db) {
   return {
     findProcess,
     insertEvent,
+    eventStatement,
 
     /**
      * The organisation's supplier with this code and its import process for `external` (when
@@ -296,13 +302,6 @@ export function createImportsRepository(db: Db) {
         state: 'IMPORTED', serviceAccountNumber, accountCreatedAt: sql`now()`, latestError: null, updatedAt: sql`now()`
       }).where(and(eq(importProcesses.id, processId), eq(importProcesses.state, 'STAGED')))
         .returning({ id: importProcesses.id })
-    },
-
-    /** The statement that appends an event, to be sent with others. */
-    eventStatement(tx: Tx, processId: number, type: EventType, actor: Actor, detail: unknown = {}) {
-      return tx.insert(importEvents).values({
-        importProcessId: processId, type, actor: actor.name, organisationId: actor.organisationId, apiKeyId: actor.apiKeyId, detail
-      })
     },
 
     /** Records a failed create: its events and the process's latest error, in one transaction. */
