@@ -1,10 +1,11 @@
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
+import { execFileSync } from 'node:child_process'
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import autocannon from 'autocannon'
 import postgres from 'postgres'
 import { projectRoot } from '../src/paths.js'
+import { rssMb, start } from './processes.js'
 
 /**
  * `npm run bench`: load benchmarks of a running server (a separate process) against the
@@ -33,40 +34,6 @@ for (const a of account.supply_addresses) delete a.supply_address.administrative
 
 interface Measured { rps: number; p50: number; p99: number; errors: number; non2xx: number; peakRssMb: number }
 interface Row extends Measured { scenario: string; database: string; unit?: string; perSecond?: number }
-
-/** Starts a Node process and waits for the line that says where it listens. */
-async function start(args: string[], env: Record<string, string>, pattern: RegExp): Promise<{ child: ChildProcess; url: string }> {
-  const child = spawn(process.execPath, args, {
-    cwd: projectRoot, env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe']
-  })
-  // Output is kept only until the process listens; after that it is drained and dropped.
-  let out = ''
-  let started = false
-  const keep = (d: Buffer) => { if (!started) out += d.toString() }
-  child.stdout!.on('data', keep)
-  child.stderr!.on('data', keep)
-  const deadline = Date.now() + 120_000
-  while (Date.now() < deadline) {
-    const m = pattern.exec(out)
-    if (m) {
-      started = true
-      return { child, url: m[1]! }
-    }
-    if (child.exitCode !== null) throw new Error(`${args.join(' ')} exited: ${out}`)
-    await new Promise((r) => setTimeout(r, 100))
-  }
-  throw new Error(`${args.join(' ')} did not start: ${out}`)
-}
-
-/** Resident memory of a process in MB (Linux). */
-function rssMb(pid: number): number {
-  try {
-    const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))
-    return m ? Number(m[1]) / 1024 : 0
-  } catch {
-    return 0
-  }
-}
 
 async function load(url: string, pid: number, options: Partial<autocannon.Options>): Promise<Measured> {
   const runs: Measured[] = []

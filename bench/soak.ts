@@ -1,10 +1,11 @@
-import { execFileSync, spawn } from 'node:child_process'
+import { execFileSync } from 'node:child_process'
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import Big from 'big.js'
 import postgres from 'postgres'
 import { projectRoot } from '../src/paths.js'
+import { rssMb as exactRssMb, start } from './processes.js'
 
 /**
  * `npm run soak`: the compiled server against a fresh database on the PostgreSQL server, under a
@@ -29,14 +30,8 @@ const FIXTURE = JSON.parse(readFileSync(join(projectRoot, 'test', 'fixtures', 'a
 const OPENING_BALANCE = new Big(FIXTURE.ledgers[0].ledger_balance)
 const DAY = new Date(Date.now() - 86_400_000).toISOString().slice(0, 10)
 
-function rssMb(pid: number): number {
-  try {
-    const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))
-    return m ? Math.round(Number(m[1]) / 1024) : 0
-  } catch {
-    return 0
-  }
-}
+/** Resident memory of the server in whole MB. */
+const rssMb = (pid: number) => Math.round(exactRssMb(pid))
 
 /** A random integer in [0, n). */
 const pick = (n: number) => Math.floor(Math.random() * n)
@@ -51,32 +46,14 @@ async function main(): Promise<void> {
   console.log('building…')
   execFileSync(process.execPath, [join(projectRoot, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.build.json'], { cwd: projectRoot, stdio: 'inherit' })
   const dataDir = mkdtempSync(join(tmpdir(), 'amis-soak-'))
-  const child = spawn(process.execPath, ['dist/src/server.js'], {
-    cwd: projectRoot,
-    env: {
-      PATH: process.env.PATH ?? '', HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: 'info', NODE_ENV: 'production', DATA_DIR: dataDir,
-      DATABASE_URL: url.toString(), TOKEN_SECRET, OPERATOR_API_KEY: OPERATOR_KEY, TOKEN_TTL_SECONDS: '86400', TOKEN_RATE_LIMIT_PER_MINUTE: '100000'
-    },
-    stdio: ['ignore', 'pipe', 'pipe']
-  })
-  // Output is kept until the server listens, then only 5xx-related lines (level 50: errors).
-  let out = ''
+  // After the server listens, only 5xx-related lines are kept (level 50: errors).
   const errorLines: string[] = []
-  const keep = (d: Buffer) => {
-    const text = d.toString()
-    if (!base) out += text
-    else for (const line of text.split('\n')) if (line.includes('"level":50') && errorLines.length < 20) errorLines.push(line.slice(0, 500))
-  }
-  let base = ''
-  child.stdout!.on('data', keep)
-  child.stderr!.on('data', keep)
-  for (const deadline = Date.now() + 60_000; !base && Date.now() < deadline;) {
-    const m = /Server listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(out)
-    if (m) base = m[1]!
-    else if (child.exitCode !== null) throw new Error('server exited: ' + out)
-    else await new Promise((r) => setTimeout(r, 100))
-  }
-  if (!base) throw new Error('server did not start: ' + out)
+  const { child, url: base } = await start(['dist/src/server.js'], {
+    HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: 'info', NODE_ENV: 'production', DATA_DIR: dataDir,
+    DATABASE_URL: url.toString(), TOKEN_SECRET, OPERATOR_API_KEY: OPERATOR_KEY, TOKEN_TTL_SECONDS: '86400', TOKEN_RATE_LIMIT_PER_MINUTE: '100000'
+  }, /Server listening at (http:\/\/127\.0\.0\.1:\d+)/, (text) => {
+    for (const line of text.split('\n')) if (line.includes('"level":50') && errorLines.length < 20) errorLines.push(line.slice(0, 500))
+  })
   const pid = child.pid!
 
   try {
