@@ -3,6 +3,8 @@
  * failure turned into one of two typed errors the command line can print as one line each.
  */
 
+import { fetchCause, isObject, isTimeout } from './http.js'
+
 /** How long one request may take before the client gives up on it. */
 export const REQUEST_TIMEOUT_MS = 30_000
 
@@ -53,17 +55,10 @@ const OBTAIN_TOKEN = `mutation ObtainToken($input: ObtainTokenInput!) {
   obtainToken(input: $input) { token }
 }`
 
-type Json = Record<string, unknown>
-
-const isObject = (value: unknown): value is Json => typeof value === 'object' && value !== null && !Array.isArray(value)
-
-/** Why `fetch` failed, in words: undici hides the socket error in `cause` (sometimes an AggregateError). */
+/** Why `fetch` failed, in words. */
 function networkReason(err: unknown, endpoint: string, timeoutMs: number): string {
-  if (err instanceof Error && (err.name === 'TimeoutError' || err.name === 'AbortError')) {
-    return `no answer within ${Math.round(timeoutMs / 1000)} s`
-  }
-  let cause: unknown = err instanceof Error && err.cause !== undefined ? err.cause : err
-  if (cause instanceof AggregateError && cause.errors.length > 0) cause = cause.errors[0]
+  if (isTimeout(err)) return `no answer within ${Math.round(timeoutMs / 1000)} s`
+  const cause = fetchCause(err)
   if (cause instanceof Error && cause.message === 'bad port') {
     return `fetch refuses to connect to port ${new URL(endpoint).port} (a blocked "bad port"); use another port`
   }

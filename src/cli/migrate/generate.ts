@@ -1,4 +1,4 @@
-import type { Json } from './input.js'
+import type { Json } from '../http.js'
 import { Random, seedTag } from './random.js'
 
 /**

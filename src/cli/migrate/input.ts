@@ -5,6 +5,7 @@
  * endpoint's request body holds without the account reference (`import_supplier`,
  * `external_account_number`, which the client adds from the account).
  */
+import { isObject, type Json } from '../http.js'
 
 /** Post-import data an envelope may carry, in the order it is sent after creation. */
 export const SECTIONS = [
@@ -24,15 +25,12 @@ export interface Problem {
   detail: string
 }
 
-export type Json = Record<string, unknown>
-
 export interface Item {
   account: Json
   /** Post-import data by section; a section not given is absent. */
   sections: Partial<Record<Section, unknown>>
 }
 
-export const isObject = (value: unknown): value is Json => typeof value === 'object' && value !== null && !Array.isArray(value)
 
 /** Sections holding a list of items (`historical_billing_documents` may be one request or a list; `payment_instruction` is one). */
 const LIST_SECTIONS: readonly Section[] = ['notes', 'transactions', 'historical_agreements', 'historical_statements']

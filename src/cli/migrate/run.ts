@@ -1,5 +1,6 @@
 import { createWriteStream, type WriteStream } from 'node:fs'
-import { externalOf, isObject, parseLine, SECTIONS, type Json, type Problem, type Section } from './input.js'
+import { isObject, type Json } from '../http.js'
+import { externalOf, parseLine, SECTIONS, type Problem, type Section } from './input.js'
 import { countLines, readLines } from './lines.js'
 import { createProgress, duration } from './progress.js'
 import {

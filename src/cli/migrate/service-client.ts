@@ -5,7 +5,8 @@
  * backoff and jitter. A 4xx other than 429 is an answer, never retried (a 401 only after renewing
  * the token).
  */
-import { isObject, type Problem } from './input.js'
+import { fetchCause, isObject, isTimeout } from '../http.js'
+import type { Problem } from './input.js'
 
 export interface RetryPolicy {
   /** Attempts of one request that fails with a 5xx, a network error or a transient code (1 = no retry). */
@@ -88,11 +89,10 @@ export function retryAfterMs(header: string | null, now = Date.now()): number | 
   return Number.isNaN(at) ? undefined : Math.max(0, at - now)
 }
 
-/** Why `fetch` failed, in a few words (undici hides the socket error in `cause`). */
+/** Why `fetch` failed, in a few words. */
 function networkReason(err: unknown): string {
-  if (err instanceof Error && (err.name === 'TimeoutError' || err.name === 'AbortError')) return 'no answer in time'
-  let cause: unknown = err instanceof Error && err.cause !== undefined ? err.cause : err
-  if (cause instanceof AggregateError && cause.errors.length > 0) cause = cause.errors[0]
+  if (isTimeout(err)) return 'no answer in time'
+  const cause = fetchCause(err)
   if (cause instanceof Error) {
     const code = (cause as { code?: unknown }).code
     return typeof code === 'string' ? `${code} ${cause.message}`.trim() : cause.message || cause.name
