@@ -1,6 +1,7 @@
 import { closeSync, mkdirSync, openSync, readFileSync, rmSync, writeSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import { PGlite } from '@electric-sql/pglite'
+import { sql, type SQL } from 'drizzle-orm'
 import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core'
 import { drizzle as drizzlePglite } from 'drizzle-orm/pglite'
 import { migrate as migratePglite } from 'drizzle-orm/pglite/migrator'
@@ -155,6 +156,14 @@ export async function runInOrder(db: Db, statements: PromiseLike<unknown>[]): Pr
   const results: unknown[] = []
   for (const s of statements) results.push(await s)
   return results
+}
+
+/**
+ * A list of texts as a subquery, sent as one JSON parameter instead of one per value (a batch of
+ * 500 ids would be 500 parameters, and a statement too big to prepare): `column in ${textList(ids)}`.
+ */
+export function textList(values: string[]): SQL {
+  return sql`(select jsonb_array_elements_text(${JSON.stringify(values)}::jsonb))`
 }
 
 /** The rows of a raw `db.execute()` result: PGlite answers `{rows}`, postgres.js an array. */

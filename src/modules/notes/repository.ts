@@ -1,6 +1,6 @@
 import { and, asc, eq, sql } from 'drizzle-orm'
 import { notes } from '../../../drizzle/schema/index.js'
-import type { Tx } from '../../db/index.js'
+import { textList, type Tx } from '../../db/index.js'
 import { insertRows } from '../../db/insert.js'
 
 export type NoteInsert = typeof notes.$inferInsert
@@ -15,7 +15,7 @@ export function createNotesRepository() {
       return tx.select({ body: notes.body, documentLocations: notes.documentLocations, noteCreatedAt: notes.noteCreatedAt })
         .from(notes)
         .where(and(eq(notes.accountId, accountId),
-          sql`(${notes.body} is null or ${notes.body} in (select jsonb_array_elements_text(${JSON.stringify(bodies)}::jsonb)))`))
+          sql`(${notes.body} is null or ${notes.body} in ${textList(bodies)})`))
         .orderBy(asc(notes.noteCreatedAt), asc(notes.createdAt))
     },
 

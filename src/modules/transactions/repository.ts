@@ -1,12 +1,12 @@
 import { and, desc, eq, sql } from 'drizzle-orm'
 import { ledgers, statements } from '../../../drizzle/schema/index.js'
-import type { Tx } from '../../db/index.js'
+import { textList, type Tx } from '../../db/index.js'
 
 export function createTransactionsRepository() {
   return {
     /**
      * The statement that reads the account's ENERGY ledger, the start of its open statement, and
-     * which of `ids` the ledger already holds (sent as one JSON parameter, not one per id); lazy.
+     * which of `ids` the ledger already holds; lazy.
      */
     energyLedger(tx: Tx, accountId: string, ids: string[]) {
       return tx.select({
@@ -14,7 +14,7 @@ export function createTransactionsRepository() {
         openFrom: statements.periodFrom,
         openStatementId: statements.id,
         existing: sql<string[]>`(select coalesce(json_agg(t.transaction_id), '[]'::json) from ledger_transactions t
-          where t.ledger_id = ${ledgers.id} and t.transaction_id in (select jsonb_array_elements_text(${JSON.stringify(ids)}::jsonb)))`
+          where t.ledger_id = ${ledgers.id} and t.transaction_id in ${textList(ids)})`
           .mapWith((v: unknown) => (typeof v === 'string' ? JSON.parse(v) : v) as string[])
       })
         .from(ledgers)
