@@ -6,13 +6,20 @@ import { tokenFor } from './helpers/graphql.js'
 import { clientArgs, generated, inputFile, migrationServer, readReport, runClient } from './helpers/migrate.js'
 import { checkMigrated } from './helpers/migrate-expect.js'
 
-/** A payment vendor on loopback that knows every CARD instruction whose reference starts with `pi_`. */
-async function paymentVendor(t: Parameters<typeof migrationServer>[0]): Promise<string> {
+/**
+ * A payment vendor on loopback that knows every CARD instruction whose reference starts with `pi_`.
+ * It answers nothing before `holdMs` after its first call, so a run lasts at least that long.
+ */
+async function paymentVendor(t: Parameters<typeof migrationServer>[0], holdMs: number): Promise<string> {
+  let firstCall: number | undefined
   const vendor = createServer((req, res) => {
+    firstCall ??= Date.now()
     const reference = decodeURIComponent(req.url?.replace('/payment-instructions/', '') ?? '')
     const found = reference.startsWith('pi_')
-    res.writeHead(found ? 200 : 404, { 'content-type': 'application/json' })
-    res.end(found ? JSON.stringify({ reference, type: 'CARD', status: 'ACTIVE', details: { last4: '4242' } }) : '{}')
+    setTimeout(() => {
+      res.writeHead(found ? 200 : 404, { 'content-type': 'application/json' })
+      res.end(found ? JSON.stringify({ reference, type: 'CARD', status: 'ACTIVE', details: { last4: '4242' } }) : '{}')
+    }, Math.max(0, firstCall + holdMs - Date.now()))
   })
   await new Promise<void>((resolve) => vendor.listen(0, '127.0.0.1', resolve))
   t.teardown(() => new Promise<void>((resolve) => vendor.close(() => resolve())))
@@ -20,9 +27,13 @@ async function paymentVendor(t: Parameters<typeof migrationServer>[0]): Promise<
 }
 
 t.test('generated accounts with post-import data migrate end to end', async (t) => {
-  const vendorUrl = await paymentVendor(t)
   // Tokens of two seconds: the client renews them (before expiry, and once on a 401) as it goes.
-  const { url, app, tenant } = await migrationServer(t, { env: { PAYMENT_VENDORS: `ACMEPAY=${vendorUrl}`, TOKEN_TTL_SECONDS: '2' } })
+  // The vendor holds its first answers for 2.5 s, so the run outlives the first token however
+  // fast the machine is: every worker soon waits on a payment instruction, and work remains.
+  const vendorUrl = await paymentVendor(t, 2500)
+  const { url, app, tenant } = await migrationServer(t, {
+    env: { PAYMENT_VENDORS: `ACMEPAY=${vendorUrl}`, PAYMENT_VENDOR_TIMEOUT_MS: '10000', TOKEN_TTL_SECONDS: '2' }
+  })
   const freshClient = async () => importClient(app, { ...tenant, token: await tokenFor(app, tenant.apiKey) })
   const dir = t.testdir()
   const lines = generated(50, 'end-to-end', { paymentVendor: 'ACMEPAY' }).map((l) => l.line as any)
