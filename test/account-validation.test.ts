@@ -426,7 +426,9 @@ t.test('account data validation', async (t) => {
     await rejects(t, account((a) => set(a, `${CUR}.0.type`, 'CHARGE')),
       [['unexpected_field', `${CUR}.0.line_items`], ['unexpected_field', `${CUR}.0.product_code`]],
       'a SUPPLY_CHARGE relabelled CHARGE is checked as a CHARGE')
-    await rejects(t, account((a) => set(a, `${CUR}.1.type`, 'REPAYMENT')), [['invalid_choice', `${CUR}.1.payment_type`]],
+    // The type itself is valid, so the balance rule (which reads types and amounts) runs: a REPAYMENT subtracts.
+    await rejects(t, account((a) => set(a, `${CUR}.1.type`, 'REPAYMENT')),
+      [['invalid_choice', `${CUR}.1.payment_type`], ['balance_mismatch_on_ledger_balance', 'ledgers.0.ledger_balance']],
       'DEBIT_CARD is a PAYMENT type, not a REPAYMENT type')
   })
 
@@ -1012,6 +1014,39 @@ t.test('account data validation', async (t) => {
       'an unknown account type: no family name rule (family name present anyway)')
     await rejects(t, account((a) => { a.account_type = 'HOUSE'; delete a.customers[0].family_name }), [['invalid_choice', 'account_type']],
       'an unknown account type: the family name rule does not guess')
+  })
+
+  t.test('a problem in a field a rule does not read does not hide the rule', async (t) => {
+    await rejects(t, account((a) => {
+      a.ledgers[0].ledger_code = 'DEPOSIT'
+      set(a, `${CUR}.1.amount`, 'x')
+    }), [['energy_ledger_required', 'ledgers'], ['invalid_decimal', `${CUR}.1.amount`]],
+    'the ENERGY ledger rule reads only the ledger codes: a bad amount inside a ledger does not hide it')
+    await rejects(t, account((a) => {
+      a.customers[0].portfolio_roles = ['BILL_PAYER']
+      a.customers[0].email = 'not-an-address'
+      a.customers[0].title = 'King'
+    }), [['required_user_role', 'customers'], ['invalid_email', 'customers.0.email'], ['invalid_choice', 'customers.0.title']],
+    'the ADMIN role rule reads the roles only: a bad title does not hide it')
+    await rejects(t, account((a) => {
+      set(a, `${CUR}.1.note`, 'n'.repeat(2001))
+      a.ledgers[0].ledger_balance = '1.00'
+      a.transfer_balance = '1.00'
+    }), [['max_length', `${CUR}.1.note`], ['balance_mismatch_on_ledger_balance', 'ledgers.0.ledger_balance']],
+    'the ledger balance rule reads types and amounts: a note too long does not hide it')
+    await rejects(t, account((a) => {
+      set(a, `${CUR}.0.line_items.0.rate_band`, ' ')
+      set(a, `${CUR}.0.amount`, '1000.00')
+    }), [['ledger_transaction_amount_does_not_match_with_line_item_net_amount_and_tax_amount', `${CUR}.0.amount`],
+      ['blank', `${CUR}.0.line_items.0.rate_band`], ['balance_mismatch_on_ledger_balance', 'ledgers.0.ledger_balance']],
+    'the SUPPLY_CHARGE total reads the amounts: a blank rate band does not hide it')
+    await rejects(t, account((a) => {
+      a.unknown_occupier = true
+      a.customers = []
+      const address = a.supply_addresses[0]
+      a.supply_addresses = [address, { ...address, supply_address: { ...address.supply_address, street_address: '2 Other Row' }, supply_points: [{ ...address.supply_points[0], identifier: 'X-2', load_zone: 'z'.repeat(33) }] }]
+    }), [['occupier_account_with_multiple_supply_addresses', 'supply_addresses'], ['max_length', 'supply_addresses.1.supply_points.0.load_zone']],
+    'the occupier rule reads the number of supply addresses: a bad supply point does not hide it')
   })
 
   t.test('every problem in one response, sorted by attr then code', async (t) => {

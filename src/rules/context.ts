@@ -9,6 +9,11 @@ export interface RuleContext {
   today: string
   /** True when the value at `path` (and everything inside it) passed its schema checks. */
   clean(...paths: string[]): boolean
+  /**
+   * True when the value at `path` itself passed its checks (its type, its length), whatever is
+   * wrong inside it: for a rule that reads a list's length, or reads only some of its items' fields.
+   */
+  shallow(...paths: string[]): boolean
   report(code: string, attr: string | null, detail: string): void
   readonly errors: ErrorEntry[]
 }
@@ -32,8 +37,8 @@ export function ruleContext(schemaErrors: ErrorEntry[], today: string): RuleCont
     const parts = e.attr.split('.')
     for (let i = 1; i <= parts.length; i++) dirty.add(parts.slice(0, i).join('.'))
   }
-  const cleanOne = (path: string): boolean => {
-    if (wholeBody || dirty.has(path)) return false
+  const shallowOne = (path: string): boolean => {
+    if (wholeBody || errorAttrs.has(path)) return false
     let at = path.lastIndexOf('.')
     while (at > 0) {
       if (errorAttrs.has(path.slice(0, at))) return false
@@ -41,12 +46,14 @@ export function ruleContext(schemaErrors: ErrorEntry[], today: string): RuleCont
     }
     return true
   }
+  const cleanOne = (path: string): boolean => !dirty.has(path) && shallowOne(path)
   const errors = [...schemaErrors]
   return {
     today,
     errors,
     // Without schema errors everything is clean: the common case costs nothing.
     clean: schemaErrors.length === 0 ? () => true : (...paths) => paths.every(cleanOne),
+    shallow: schemaErrors.length === 0 ? () => true : (...paths) => paths.every(shallowOne),
     report: (code, attr, detail) => { errors.push(entry(code, attr, detail)) }
   }
 }

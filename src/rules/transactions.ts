@@ -20,8 +20,11 @@ export function transactionRules(tx: any, path: string, ctx: RuleContext): void 
   lineItems.forEach((item, l) => lineItemRules(item, `${path}.line_items.${l}`, ctx))
   taxItems.forEach((item, x) => taxItemRules(item, `${path}.tax_items.${x}`, ctx))
 
-  if (tx.type === 'SUPPLY_CHARGE' && ctx.clean(`${path}.type`, `${path}.amount`, `${path}.line_items`) &&
-      (tx.tax_items === undefined || ctx.clean(`${path}.tax_items`))) {
+  // Reads the amounts only: a bad rate band or tax type does not hide a wrong total.
+  const itemsClean = (list: string, items: any[], field: string) =>
+    ctx.shallow(`${path}.${list}`) && items.every((_, i) => ctx.clean(`${path}.${list}.${i}.${field}`))
+  if (tx.type === 'SUPPLY_CHARGE' && ctx.clean(`${path}.type`, `${path}.amount`) && itemsClean('line_items', lineItems, 'net_amount') &&
+      (tx.tax_items === undefined || itemsClean('tax_items', taxItems, 'amount'))) {
     const expected = sumDecimals(lineItems.map((i) => i.net_amount)).plus(sumDecimals(taxItems.map((i) => i.amount)))
     if (!toBig(tx.amount).eq(expected)) {
       ctx.report('ledger_transaction_amount_does_not_match_with_line_item_net_amount_and_tax_amount', `${path}.amount`,

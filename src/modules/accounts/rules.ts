@@ -65,14 +65,16 @@ function customerRules(data: any, billingCountry: string | undefined, ctx: RuleC
   const customers = arrayOf(data.customers)
   const occupierKnown = ctx.clean('unknown_occupier')
   const unknownOccupier = data.unknown_occupier === true
-  if (occupierKnown && ctx.clean('customers')) {
+  // These read the list's length and (for the roles) each customer's roles, nothing else of them.
+  if (occupierKnown && ctx.shallow('customers')) {
     if (!unknownOccupier && customers.length === 0) {
       ctx.report('min_items', 'customers', 'At least one customer is required unless the occupier is unknown.')
     }
     if (unknownOccupier && customers.length > 0) {
       ctx.report('customer_with_unknown_occupier', 'customers', 'An account with an unknown occupier has no customers.')
     }
-    if (!unknownOccupier && customers.length > 0 && !customers.some((c) => arrayOf(c.portfolio_roles).includes('ADMIN'))) {
+    const rolesClean = customers.every((_, c) => ctx.clean(`customers.${c}.portfolio_roles`))
+    if (!unknownOccupier && customers.length > 0 && rolesClean && !customers.some((c) => arrayOf(c.portfolio_roles).includes('ADMIN'))) {
       ctx.report('required_user_role', 'customers', 'At least one customer must hold the ADMIN role.')
     }
   }
@@ -99,7 +101,7 @@ function customerRules(data: any, billingCountry: string | undefined, ctx: RuleC
 
 function supplyAddressRules(data: any, ctx: RuleContext): void {
   const addresses = arrayOf(data.supply_addresses)
-  if (ctx.clean('unknown_occupier', 'supply_addresses') && data.unknown_occupier === true && addresses.length > 1) {
+  if (ctx.clean('unknown_occupier') && ctx.shallow('supply_addresses') && data.unknown_occupier === true && addresses.length > 1) {
     ctx.report('occupier_account_with_multiple_supply_addresses', 'supply_addresses', 'An account with an unknown occupier has at most one supply address.')
   }
   const identifiers: Array<[string, unknown]> = []
@@ -175,10 +177,12 @@ function ledgerRules(data: any, ctx: RuleContext): void {
   transactionIds.sort((a, b) => compareAttr(a[0], b[0]))
   laterDuplicates(ctx, 'duplicate_transaction_ids', 'The transaction id appears more than once in the account.', transactionIds)
 
-  if (ledgers.length > 0 && ctx.clean('ledgers') && !ledgers.some((l) => l.ledger_code === 'ENERGY')) {
+  // Reads the ledger codes only: a problem elsewhere in a ledger does not hide it.
+  const codesClean = ctx.shallow('ledgers') && ledgers.every((_, n) => ctx.clean(`ledgers.${n}.ledger_code`))
+  if (ledgers.length > 0 && codesClean && !ledgers.some((l) => l.ledger_code === 'ENERGY')) {
     ctx.report('energy_ledger_required', 'ledgers', 'An ENERGY ledger is required.')
   }
-  const balancesClean = ctx.clean('transfer_balance') && ledgers.every((_, n) => ctx.clean(`ledgers.${n}.ledger_balance`))
+  const balancesClean = ctx.clean('transfer_balance') && ctx.shallow('ledgers') && ledgers.every((_, n) => ctx.clean(`ledgers.${n}.ledger_balance`))
   if (ledgers.length > 0 && balancesClean) {
     const total = sumDecimals(ledgers.map((l) => l.ledger_balance))
     if (!total.eq(toBig(data.transfer_balance))) {
@@ -198,7 +202,7 @@ function singleLedgerRules(ledger: any, path: string, ctx: RuleContext): void {
   const historical = arrayOf(ledger.historical_statement_transactions)
   const current = arrayOf(ledger.current_statement_transactions)
   const openingClean = ctx.clean(`${path}.last_statement_balance`)
-  if (closingClean && closing === undefined) {
+  if (closingClean && closing === undefined && ctx.shallow(`${path}.historical_statement_transactions`)) {
     const nonZeroOpening = openingClean && ledger.last_statement_balance !== undefined && !toBig(ledger.last_statement_balance).eq(0)
     if (historical.length > 0 || nonZeroOpening) {
       ctx.report('historical_statement_transactions_require_last_statement_closing_date', closingAttr,
@@ -220,7 +224,7 @@ function singleLedgerRules(ledger: any, path: string, ctx: RuleContext): void {
     })
   }
   const amountsClean = current.every((_, t) => ctx.clean(`${path}.current_statement_transactions.${t}.amount`, `${path}.current_statement_transactions.${t}.type`))
-  if (openingClean && amountsClean && ctx.clean(`${path}.ledger_balance`, `${path}.current_statement_transactions`)) {
+  if (openingClean && amountsClean && ctx.clean(`${path}.ledger_balance`) && ctx.shallow(`${path}.current_statement_transactions`)) {
     const opening = toBig(ledger.last_statement_balance ?? 0)
     const expected = current.reduce((sum, tx) => sum.plus(signedAmount(tx.type, tx.amount)), opening)
     if (!expected.eq(toBig(ledger.ledger_balance))) {
