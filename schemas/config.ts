@@ -26,6 +26,11 @@ export const EnvSchema = Type.Object({
   PAYMENT_VENDOR_TIMEOUT_MS: Type.Integer({ minimum: 50, maximum: 60000, default: 3000 }),
   PAYMENT_VENDOR_RETRIES: Type.Integer({ minimum: 0, maximum: 10, default: 2 }),
   PAYMENT_VENDOR_BREAKER_WINDOW_SECONDS: Type.Integer({ minimum: 1, maximum: 3600, default: 30 }),
+  /** Slow or stalled clients (§15): headers must arrive within this, the whole request within the next. */
+  HEADERS_TIMEOUT_SECONDS: Type.Integer({ minimum: 1, maximum: 600, default: 15 }),
+  REQUEST_TIMEOUT_SECONDS: Type.Integer({ minimum: 1, maximum: 3600, default: 120 }),
+  /** An idle keep-alive connection is closed after this. */
+  KEEP_ALIVE_TIMEOUT_SECONDS: Type.Integer({ minimum: 1, maximum: 600, default: 5 }),
   SMTP_URL: Type.Optional(Type.String({ pattern: '^smtps?://' })),
   EMAIL_FROM: Type.String({ minLength: 3, default: 'Account migrations <no-reply@localhost>' }),
   TOKEN_RATE_LIMIT_PER_MINUTE: Type.Integer({ minimum: 1, default: 20 }),

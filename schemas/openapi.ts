@@ -42,17 +42,29 @@ export const COMPONENT_SCHEMAS = { ErrorBody, ErrorEntry }
  * One shared response per error status, referenced as `#/components/responses/<name>`. Every
  * 4xx/5xx body is `ErrorBody` (§2); some endpoints add fields of their own.
  */
-export const ERROR_RESPONSES: Record<string, { name: string; description: string; retryAfter?: true }> = {
+export const ERROR_RESPONSES: Record<string, { name: string; description: string; retryAfter?: true; allow?: true }> = {
   400: { name: 'BadRequest', description: 'The request is invalid: `errors` lists every problem (`attr` is the path of the input).' },
   401: { name: 'Unauthorized', description: 'No token (`not_authenticated`), a bad or revoked one (`authentication_failed`), or an expired one (`token_expired`).' },
   403: { name: 'Forbidden', description: 'The token may not call this endpoint (`permission_denied`).' },
   404: { name: 'NotFound', description: 'Not found (`not_found`); the entry in `errors` says what, e.g. `import_process_does_not_exist`.' },
+  405: { name: 'MethodNotAllowed', description: 'The path does not serve this method (`method_not_allowed`); the `Allow` header lists those it serves.', allow: true },
+  408: { name: 'RequestTimeout', description: 'The request (headers within `HEADERS_TIMEOUT_SECONDS`, all of it within `REQUEST_TIMEOUT_SECONDS`) did not arrive in time (`request_timeout`); the connection is closed.' },
   413: { name: 'PayloadTooLarge', description: 'The body is larger than `BODY_LIMIT_BYTES` (`payload_too_large`).' },
   415: { name: 'UnsupportedMediaType', description: 'A body that is not `application/json` (`unsupported_media_type`).' },
+  414: { name: 'UriTooLong', description: 'A path segment is longer than 1024 characters (`invalid_request`, with `max_length`).' },
   429: { name: 'TooManyRequests', description: 'A rate limit (`throttled`) or the supplier\'s concurrent creates (`too_many_accounts_processing`); retry after `Retry-After` seconds.', retryAfter: true },
+  431: { name: 'RequestHeaderFieldsTooLarge', description: 'The request headers are larger than the server reads (`request_header_fields_too_large`); the connection is closed.' },
   500: { name: 'ServerError', description: 'A server error (`server_error`); the body adds `request_id`.' },
   503: { name: 'ServiceUnavailable', description: 'The server is stopping, or (readiness) the database does not answer.' }
 }
+
+/**
+ * Statuses any operation can answer, whatever its own schema says: another method on its path
+ * (405), a slow or oversized request cut off by the HTTP server (408, 431), an over-long path
+ * segment where the path has parameters (414), and the server stopping (503).
+ */
+export const EVERY_OPERATION_STATUSES = ['405', '408', '431', '500', '503']
+export const PATH_PARAMETER_STATUSES = ['414']
 
 /** The HTTP envelope of one GraphQL operation (mercurius validates it). */
 export const GraphqlOperation = Type.Object({

@@ -7,8 +7,9 @@ import { serializeError } from './logging.js'
 import authPlugin from './plugins/auth.js'
 import dbPlugin from './plugins/db.js'
 import emailsPlugin from './plugins/emails.js'
-import errorsPlugin, { frameworkError } from './plugins/errors.js'
+import errorsPlugin, { clientError, frameworkError } from './plugins/errors.js'
 import graphqlPlugin from './plugins/graphql.js'
+import methodsPlugin from './plugins/methods.js'
 import metricsPlugin from './plugins/metrics.js'
 import openapiPlugin from './plugins/openapi.js'
 import rateLimitsPlugin from './plugins/rate-limits.js'
@@ -59,6 +60,11 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
       serializers: { err: serializeError }
     },
     bodyLimit: config.bodyLimitBytes,
+    // Slow or stalled clients hold nothing for long (§15). Node checks these every
+    // connectionsCheckingInterval (30 s by default): once a second keeps them close to the setting.
+    requestTimeout: config.requestTimeoutSeconds * 1000,
+    keepAliveTimeout: config.keepAliveTimeoutSeconds * 1000,
+    http: { headersTimeout: config.headersTimeoutSeconds * 1000, connectionsCheckingInterval: 1000 },
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 1024 },
     // A sane incoming X-Request-Id is kept (so clients can correlate); otherwise a new one.
     genReqId: (req) => {
@@ -68,13 +74,16 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     requestIdHeader: false,
     // A malformed or overlong path is answered in the contract's body too (§2).
     frameworkErrors: frameworkError,
+    clientErrorHandler: clientError,
     logController: new AccessLog(),
     return503OnClosing: true
   }).withTypeProvider<TypeBoxTypeProvider>()
 
   try {
     app.setValidatorCompiler(validatorCompiler)
-    if (options.onRoute) app.addHook('onRoute', options.onRoute)
+    const onRoute = options.onRoute
+    // The hidden routes that answer 405 are not the API's: tests are told of the others.
+    if (onRoute) app.addHook('onRoute', (route) => { if (route.config?.methodNotAllowed !== true) onRoute(route) })
     app.addHook('onRequest', async function requestIdHeader(request, reply) {
       reply.header('x-request-id', request.id)
     })
@@ -91,6 +100,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     })
 
     await app.register(errorsPlugin)
+    await app.register(methodsPlugin)
     // Before every route: the OpenAPI document is built from the routes it sees registered.
     await app.register(openapiPlugin)
     await app.register(dbPlugin, { database })
@@ -103,10 +113,13 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     await app.register(emailsPlugin, { config })
     await app.register(healthRoutes)
     await app.register(async function dataImport(scope) {
+      scope.addHook('onRequest', scope.authenticateOrganisation)
       scope.addHook('preValidation', scope.requireOrganisation)
       await scope.register(importsRoutes)
       await scope.register(postImportRoutes, { config, limiter: postImportLimiter })
     }, { prefix: '/v1/data-import' })
+    // Last: every path is known now, so the methods it does not serve answer 405.
+    app.answerOtherMethods()
     app.log.info({ database: database.kind }, `database: ${database.description}`)
     return app
   } catch (err) {

@@ -28,6 +28,11 @@ export interface Config {
   paymentVendorRetries: number
   /** A vendor's circuit breaker opens when every call has failed for this long, and stays open as long. */
   paymentVendorBreakerWindowSeconds: number
+  /** Headers not complete within this: the request is ended (408). */
+  headersTimeoutSeconds: number
+  /** Request (headers and body) not complete within this: it is ended (408). */
+  requestTimeoutSeconds: number
+  keepAliveTimeoutSeconds: number
   smtpUrl: string | undefined
   /** Sender of migration e-mails. */
   emailFrom: string
@@ -69,6 +74,9 @@ export function loadConfig(source: Record<string, string | undefined>): Config {
   if (typed.WORKERS > 1 && typed.DATABASE_URL === undefined) {
     throw new ConfigError(`invalid configuration: WORKERS=${typed.WORKERS} needs DATABASE_URL (the embedded database serves one process per DATA_DIR)`)
   }
+  if (typed.HEADERS_TIMEOUT_SECONDS > typed.REQUEST_TIMEOUT_SECONDS) {
+    throw new ConfigError('invalid configuration: HEADERS_TIMEOUT_SECONDS must not be longer than REQUEST_TIMEOUT_SECONDS')
+  }
   const paymentVendors = parseVendors(typed.PAYMENT_VENDORS)
   return {
     host: typed.HOST,
@@ -89,6 +97,9 @@ export function loadConfig(source: Record<string, string | undefined>): Config {
     paymentVendorTimeoutMs: typed.PAYMENT_VENDOR_TIMEOUT_MS,
     paymentVendorRetries: typed.PAYMENT_VENDOR_RETRIES,
     paymentVendorBreakerWindowSeconds: typed.PAYMENT_VENDOR_BREAKER_WINDOW_SECONDS,
+    headersTimeoutSeconds: typed.HEADERS_TIMEOUT_SECONDS,
+    requestTimeoutSeconds: typed.REQUEST_TIMEOUT_SECONDS,
+    keepAliveTimeoutSeconds: typed.KEEP_ALIVE_TIMEOUT_SECONDS,
     smtpUrl: typed.SMTP_URL,
     emailFrom: typed.EMAIL_FROM,
     tokenRateLimitPerMinute: typed.TOKEN_RATE_LIMIT_PER_MINUTE,

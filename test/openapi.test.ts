@@ -158,6 +158,15 @@ t.test('data-import operations: bearer token, shared error responses', async (t)
     t.ok(success.length > 0, `${method} ${path}: a success response`)
   }
 
+  for (const { path, method, op } of operations(doc)) {
+    const every: Record<string, string> = { 405: 'MethodNotAllowed', 408: 'RequestTimeout', 431: 'RequestHeaderFieldsTooLarge', 500: 'ServerError', 503: 'ServiceUnavailable' }
+    if (path.includes('{')) every[414] = 'UriTooLong'
+    for (const [status, name] of Object.entries(every)) {
+      t.same(op.responses[status], { $ref: `#/components/responses/${name}` }, `${method} ${path}: ${status}`)
+    }
+  }
+  t.same(doc.components.responses.MethodNotAllowed.headers.Allow.schema, { type: 'string' }, '405 carries Allow')
+
   const metrics = doc.paths['/metrics'].get
   t.same(metrics.security, [{ operatorToken: [] }], '/metrics: operator token')
   t.ok(metrics.responses['200'].content['text/plain; version=0.0.4; charset=utf-8'], '/metrics: Prometheus text')

@@ -4,7 +4,7 @@ import { randomBytes } from 'node:crypto'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import type { Config } from '../config.js'
-import { notAuthenticated, permissionDenied } from '../errors.js'
+import { AppError, notAuthenticated, permissionDenied } from '../errors.js'
 import { createAuthRepository } from '../modules/auth/repository.js'
 import { hashSecret, newSecret } from '../modules/auth/secrets.js'
 import { createAuthService, tokenFromHeader, type AuthService, type Principal } from '../modules/auth/service.js'
@@ -12,11 +12,20 @@ import { createAuthService, tokenFromHeader, type AuthService, type Principal } 
 declare module 'fastify' {
   interface FastifyInstance {
     auth: AuthService
-    /** preValidation hook of data-import routes: an organisation token, within its rate limit. */
+    /**
+     * onRequest hook of data-import routes: checks the token before anything else is spent on the
+     * request (no limiter turn, queue place or connection is taken for a caller without a valid
+     * token). It never throws: a body problem still wins over a token problem (§2 order), so the
+     * refusal is kept for `requireOrganisation`.
+     */
+    authenticateOrganisation(request: FastifyRequest): Promise<void>
+    /** preValidation hook of data-import routes: the refusal found by `authenticateOrganisation`, then the rate limit. */
     requireOrganisation(request: FastifyRequest): Promise<void>
   }
   interface FastifyRequest {
     principal: Principal | undefined
+    /** Why `authenticateOrganisation` refused the caller, answered once the body has been read. */
+    authRefusal: AppError | undefined
   }
 }
 
@@ -72,15 +81,29 @@ export default fp(async function authPlugin(app: FastifyInstance, opts: AuthPlug
   })
   app.decorate('auth', auth)
   app.decorateRequest('principal', undefined)
+  app.decorateRequest('authRefusal', undefined)
 
-  app.decorate('requireOrganisation', async function requireOrganisation(request: FastifyRequest) {
+  async function organisationPrincipal(request: FastifyRequest): Promise<Principal> {
     const token = tokenFromHeader(request.headers.authorization)
     if (token === undefined) throw notAuthenticated()
     const principal = await auth.authenticate(token)
-    if (principal.kind !== 'organisation') {
-      throw permissionDenied('Operator tokens cannot call data-import endpoints.')
+    if (principal.kind !== 'organisation') throw permissionDenied('Operator tokens cannot call data-import endpoints.')
+    return principal
+  }
+
+  app.decorate('authenticateOrganisation', async function authenticateOrganisation(request: FastifyRequest) {
+    try {
+      request.principal = await organisationPrincipal(request)
+    } catch (err) {
+      if (!(err instanceof AppError)) throw err
+      request.authRefusal = err
     }
-    request.principal = principal
+  })
+
+  app.decorate('requireOrganisation', async function requireOrganisation(request: FastifyRequest) {
+    // A route without the onRequest hook authenticates here.
+    if (request.principal === undefined && request.authRefusal === undefined) await app.authenticateOrganisation(request)
+    if (request.authRefusal) throw request.authRefusal
     await app.limits.organisation(request)
   })
 }, { name: 'auth', dependencies: ['db', 'rate-limits'] })

@@ -1,3 +1,5 @@
+import { STATUS_CODES } from 'node:http'
+import type { Duplex } from 'node:stream'
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import { pgErrorCode } from '../db/index.js'
@@ -86,6 +88,28 @@ export function frameworkError(error: FastifyError, request: FastifyRequest, rep
   }
   request.log.error({ err: error }, 'unexpected router error')
   sendError(reply, request, new AppError(500, 'server_error', 'A server error occurred.'))
+}
+
+/**
+ * Errors Node's HTTP parser meets before a request exists (Fastify's `clientErrorHandler` option):
+ * a request not complete in time (408, §15), headers too large (431), or bytes that are not HTTP
+ * (400). Answered in the contract's body, then the connection is closed.
+ */
+export function clientError(this: FastifyInstance, err: NodeJS.ErrnoException, socket: Duplex): void {
+  if (err.code === 'ECONNRESET' || socket.destroyed) return
+  const [status, body]: [number, ErrorBody] =
+    err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+      ? [408, { detail: 'The request did not arrive in time.', code: 'request_timeout', errors: [] }]
+      : err.code === 'HPE_HEADER_OVERFLOW'
+        ? [431, { detail: 'The request headers are too large.', code: 'request_header_fields_too_large', errors: [] }]
+        : [400, { detail: 'Invalid request.', code: 'invalid_request', errors: [entry('invalid', null, 'The request is not valid HTTP.')] }]
+  this.log.debug({ err }, 'client error')
+  if (socket.writable) {
+    const text = JSON.stringify(body)
+    socket.write(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nConnection: close\r\nContent-Length: ${Buffer.byteLength(text)}\r\n` +
+      `Content-Type: application/json; charset=utf-8\r\n\r\n${text}`)
+  }
+  socket.destroy()
 }
 
 /** The one place errors become the contract's body (§2). 5xx are logged with the request id and masked. */

@@ -9,6 +9,7 @@ import { tokenFromHeader, type Principal } from '../modules/auth/service.js'
 import { createOperatorRepository } from '../modules/operator/repository.js'
 import { createOperatorService, type UpdateSupplierInput } from '../modules/operator/service.js'
 import { bodyError, sendError, toAppError } from './errors.js'
+import { refuseMethod } from './methods.js'
 
 function graphqlError(code: string, message: string): mercurius.ErrorWithProps {
   return new mercurius.ErrorWithProps(message, { code })
@@ -49,20 +50,30 @@ export function countTokenFields(document: DocumentNode): number {
   return total
 }
 
-function tokenFieldsInRequest(request: FastifyRequest): number {
-  const body = request.method === 'GET' ? request.query : request.body
-  const operations = Array.isArray(body) ? body : [body]
-  let total = 0
-  for (const op of operations) {
-    const query = (op as { query?: unknown } | null)?.query
-    if (typeof query !== 'string') continue
+/** Tokens a GraphQL document may hold: bounds the work of parsing what anyone may send. */
+const MAX_TOKENS = 5000
+
+/**
+ * The GraphQL requests of a body (§15): one request object or a non-empty array of them, each
+ * with a `query` that is GraphQL text. Returns each request's parsed document, or why the body is
+ * malformed. A request that is refused here is never executed, so nothing runs that the token
+ * limit did not count (mercurius would try a `query` that is not GraphQL as a JSON document tree).
+ */
+export function graphqlDocuments(body: unknown): DocumentNode[] | string {
+  const requests = Array.isArray(body) ? body : [body]
+  if (requests.length === 0) return 'An empty batch holds no request.'
+  const documents: DocumentNode[] = []
+  for (const request of requests) {
+    if (request === null || typeof request !== 'object' || Array.isArray(request)) return 'Each request must be an object with a query.'
+    const query = (request as { query?: unknown }).query
+    if (typeof query !== 'string') return 'query must be a string holding a GraphQL document.'
     try {
-      total += countTokenFields(parse(query))
-    } catch {
-      // not a GraphQL document: mercurius answers 400 for it
+      documents.push(parse(query, { maxTokens: MAX_TOKENS }))
+    } catch (err) {
+      return err instanceof GraphQLError ? err.message : 'query is not a GraphQL document.'
     }
   }
-  return total
+  return documents
 }
 
 /** True when any string inside the arguments holds U+0000, which §1 refuses and PostgreSQL cannot store. */
@@ -136,9 +147,25 @@ export default fp(async function graphqlPlugin(app: FastifyInstance) {
   }
 
   await app.register(async function graphqlScope(scope) {
-    // Token issuing is limited per client address, counting every obtainToken field (§4).
-    scope.addHook('preHandler', async function limitTokenRequests(request: FastifyRequest, reply: FastifyReply) {
-      const fields = tokenFieldsInRequest(request)
+    // GraphQL is POST only (§15): mercurius's GET route (and its HEAD) answers 405.
+    scope.addHook('onRoute', function postOnly(route) {
+      const method = [route.method].flat()
+      if (method.includes('GET') || method.includes('HEAD')) {
+        route.config = { ...route.config, methodNotAllowed: true }
+        route.onRequest = [refuseMethod(['POST'])]
+      }
+    })
+
+    // Only well-formed GraphQL requests go on; token issuing is limited per client address,
+    // counting every obtainToken field of the documents that will run (§4, §15).
+    scope.addHook('preHandler', async function checkRequests(request: FastifyRequest, reply: FastifyReply) {
+      if (!/^application\/json\s*(;|$)/i.test(request.headers['content-type'] ?? '')) {
+        sendError(reply, request, new AppError(415, 'unsupported_media_type', 'Requests with a body must be application/json.'))
+        return reply
+      }
+      const documents = graphqlDocuments(request.body)
+      if (typeof documents === 'string') throw new mercurius.ErrorWithProps(documents, { code: 'invalid' }, 400)
+      const fields = documents.reduce((n, document) => n + countTokenFields(document), 0)
       if (fields === 0) return
       try {
         await app.limits.tokens(request, fields)
@@ -155,9 +182,10 @@ export default fp(async function graphqlPlugin(app: FastifyInstance) {
       path: '/graphql',
       graphiql: false,
       allowBatchedQueries: true,
+      graphql: { parseOptions: { maxTokens: MAX_TOKENS } },
       errorHandler: async (error, request, reply) => {
         // Body parse, size and type problems get the contract's body like everywhere else.
-        const known = bodyError(error) ? toAppError(error, request) : undefined
+        const known = error instanceof AppError ? error : bodyError(error) ? toAppError(error, request) : undefined
         if (known) return sendError(reply, request, known)
         // Keep the error's own status (400 for invalid documents) however many errors it expands to.
         const status = typeof error.statusCode === 'number' ? error.statusCode : 500

@@ -7,7 +7,7 @@ import type { FastifyInstance, FastifySchema, RouteOptions } from 'fastify'
 import fp from 'fastify-plugin'
 import { ErrorBody } from '../../schemas/common.js'
 import {
-  COMPONENT_SCHEMAS, ERROR_RESPONSES, GraphqlDocumentation, MetricsDocumentation, OpenApiDocumentResponses,
+  COMPONENT_SCHEMAS, ERROR_RESPONSES, EVERY_OPERATION_STATUSES, GraphqlDocumentation, PATH_PARAMETER_STATUSES, MetricsDocumentation, OpenApiDocumentResponses,
   SECURITY_SCHEMES, TAGS, type SecuritySchemeName
 } from '../../schemas/openapi.js'
 import { DECIMAL_TEXT } from '../decimal.js'
@@ -117,8 +117,8 @@ const ERROR_STATUSES = 'x-amis-error-statuses'
 /** One route's schema as the document shows it (a new object: the route's own is left alone). */
 function documentRoute({ schema, url, route }: { schema: FastifySchema; url: string; route: RouteOptions }) {
   const method = Array.isArray(route.method) ? route.method.join(',') : route.method
-  // GraphQL is one POST operation: its GET form is not listed (the UI's routes hide themselves).
-  if (url === '/graphql' && method === 'GET') return { schema: { hide: true } }
+  // Routes that only answer 405 (GET /graphql among them) are not operations.
+  if (route.config?.methodNotAllowed === true) return { schema: { hide: true } }
   let source = (schema ?? {}) as SchemaObject
   if (url === '/graphql') source = { ...GraphqlDocumentation }
   if (url === '/metrics') source = { ...MetricsDocumentation }
@@ -157,6 +157,10 @@ function finishDocument({ openapiObject }: { openapiObject: Partial<Record<strin
       }
       const statuses = (operation[ERROR_STATUSES] ?? []) as string[]
       delete operation[ERROR_STATUSES]
+      const hasPathParameters = ((operation.parameters ?? []) as Array<{ in?: string }>).some((p) => p.in === 'path')
+      for (const status of [...EVERY_OPERATION_STATUSES, ...(hasPathParameters ? PATH_PARAMETER_STATUSES : [])]) {
+        if (!(status in operation.responses) && !statuses.includes(status)) statuses.push(status)
+      }
       for (const status of statuses) {
         operation.responses[status] = { $ref: `#/components/responses/${ERROR_RESPONSES[status]!.name}` }
       }
@@ -168,9 +172,10 @@ function finishDocument({ openapiObject }: { openapiObject: Partial<Record<strin
 
 /** `components.responses`: one per error status, all with the contract's error body. */
 function errorResponses() {
-  return Object.fromEntries(Object.values(ERROR_RESPONSES).map(({ name, description, retryAfter }) => [name, {
+  return Object.fromEntries(Object.values(ERROR_RESPONSES).map(({ name, description, retryAfter, allow }) => [name, {
     description,
     ...(retryAfter ? { headers: { 'Retry-After': { description: 'Seconds to wait before retrying.', schema: { type: 'integer' } } } } : {}),
+    ...(allow ? { headers: { Allow: { description: 'The methods the path serves.', schema: { type: 'string' } } } } : {}),
     content: { 'application/json': { schema: { $ref: '#/components/schemas/ErrorBody' } } }
   }]))
 }

@@ -27,6 +27,8 @@ const postImportRoutes: FastifyPluginAsyncTypebox<{ config: Config; limiter: Lim
     const { limiter } = opts
     const turns = new WeakMap<object, () => void>()
     scope.addHook('onRequest', async function takeTurn(request, reply) {
+      // A caller without a valid token takes no turn: its refusal is answered without one.
+      if (request.principal === undefined) return
       let gone = false
       const leave = () => { gone = true }
       reply.raw.once('close', leave)
