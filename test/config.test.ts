@@ -56,3 +56,10 @@ t.test('production needs TOKEN_SECRET and OPERATOR_API_KEY', async (t) => {
   t.throws(() => loadConfig({ NODE_ENV: 'production', TOKEN_SECRET: 's'.repeat(40) }), /OPERATOR_API_KEY is required/)
   t.equal(loadConfig({ NODE_ENV: 'production', TOKEN_SECRET: 's'.repeat(40), OPERATOR_API_KEY: 'k'.repeat(40) }).production, true)
 })
+
+t.test('timeouts for slow clients: defaults, and headers never longer than the whole request', async (t) => {
+  const c = loadConfig({})
+  t.same([c.headersTimeoutSeconds, c.requestTimeoutSeconds, c.keepAliveTimeoutSeconds], [15, 120, 5])
+  t.throws(() => loadConfig({ HEADERS_TIMEOUT_SECONDS: '30', REQUEST_TIMEOUT_SECONDS: '20' }), /HEADERS_TIMEOUT_SECONDS must not be longer than REQUEST_TIMEOUT_SECONDS/)
+  t.throws(() => loadConfig({ KEEP_ALIVE_TIMEOUT_SECONDS: '0' }), /KEEP_ALIVE_TIMEOUT_SECONDS/)
+})
