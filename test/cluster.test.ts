@@ -137,7 +137,7 @@ async function startCluster(t: Test, env: Record<string, string>) {
 }
 
 if (!testDatabaseUrl) {
-  t.skip('a cluster of workers is tested against the PostgreSQL server (set TEST_DATABASE_URL)')
+  t.skip('a cluster of workers is tested against the PostgreSQL server (set TEST_DATABASE_URL)', () => {})
 } else {
   t.test('WORKERS=2 against one PostgreSQL database', async (t) => {
     const { app, database, url } = await buildSharedTestApp(t)

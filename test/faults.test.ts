@@ -225,7 +225,7 @@ async function ready(app: FastifyInstance) {
 }
 
 if (!testDatabaseUrl) {
-  t.skip('fault injection runs against the PostgreSQL server (set TEST_DATABASE_URL)')
+  t.skip('fault injection runs against the PostgreSQL server (set TEST_DATABASE_URL)', () => {})
 } else {
   t.test('connection dropped mid-write', async (t) => {
     const s = await setup(t)
@@ -390,7 +390,7 @@ async function throwawayCluster(t: Test) {
   try {
     bindir = execFileSync('pg_config', ['--bindir'], { encoding: 'utf8' }).trim()
   } catch {
-    t.skip('not run: pg_config is not on PATH, so no PostgreSQL cluster of our own can be made')
+    t.skip('not run: pg_config is not on PATH, so no PostgreSQL cluster of our own can be made', () => {})
     return undefined
   }
   const root = process.getuid?.() === 0
@@ -404,7 +404,7 @@ async function throwawayCluster(t: Test) {
       wrap = ['runuser', '-u', 'postgres', '--']
     } catch {
       rmSync(dir, { recursive: true, force: true })
-      t.skip('not run: running as root without a postgres user, and PostgreSQL refuses to run as root')
+      t.skip('not run: running as root without a postgres user, and PostgreSQL refuses to run as root', () => {})
       return undefined
     }
   }

@@ -217,7 +217,7 @@ async function holdAccounts(database: Database): Promise<() => Promise<void>> {
 
 t.test('post-import requests beyond DATABASE_POOL_SIZE wait their turn, and all are answered', async (t) => {
   if (!testDatabaseUrl) {
-    t.skip('needs the PostgreSQL server: PGlite has one connection, so a held row lock would block the test too')
+    t.skip('needs the PostgreSQL server: PGlite has one connection, so a held row lock would block the test too', () => {})
     return
   }
   const { app, database, post } = await importedSetup(t, { env: { DATABASE_POOL_SIZE: '2' } })
@@ -246,7 +246,7 @@ t.test('post-import requests beyond DATABASE_POOL_SIZE wait their turn, and all 
 
 t.test('a client that leaves while waiting for its turn gives the turn on: nothing is held for ever', async (t) => {
   if (!testDatabaseUrl) {
-    t.skip('needs the PostgreSQL server: PGlite has one connection, so a held row lock would block the test too')
+    t.skip('needs the PostgreSQL server: PGlite has one connection, so a held row lock would block the test too', () => {})
     return
   }
   const { app, database, ref, tenant } = await importedSetup(t, { env: { DATABASE_POOL_SIZE: '1' } })

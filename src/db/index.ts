@@ -10,6 +10,7 @@ import { migrate as migratePostgres } from 'drizzle-orm/postgres-js/migrator'
 import postgres from 'postgres'
 import * as schema from '../../drizzle/schema/index.js'
 import { migrationsFolder } from '../paths.js'
+import { driverPatchProblem } from './driver-check.js'
 
 /** The Drizzle type both drivers satisfy: repositories are written against it and run on both. */
 export type Db = PgDatabase<PgQueryResultHKT, typeof schema>
@@ -79,6 +80,8 @@ export async function openPglite(options: PgliteOptions): Promise<Database> {
 /** A PostgreSQL server through the `postgres` driver, migrated under an advisory lock. */
 export async function openPostgres(url: string, poolSize = 10): Promise<Database> {
   const where = describeUrl(url)
+  const unpatched = driverPatchProblem()
+  if (unpatched) throw new DatabaseStartupError(`cannot use the PostgreSQL server at ${where}: ${unpatched}`)
   const options = { onnotice: () => {}, connect_timeout: 5 }
   const migrator = postgres(url, { ...options, max: 1 })
   try {
