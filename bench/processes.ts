@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process'
 import { readFileSync } from 'node:fs'
 import { projectRoot } from '../src/paths.js'
+import { setTimeout as sleep } from 'node:timers/promises'
 
 /**
  * Starts a Node process in the project and waits for the line that says where it listens (the
@@ -26,7 +27,7 @@ export async function start(
       return { child, url: m[1]! }
     }
     if (child.exitCode !== null) throw new Error(`${args.join(' ')} exited: ${out}`)
-    await new Promise((r) => setTimeout(r, 100))
+    await sleep(100)
   }
   throw new Error(`${args.join(' ')} did not start: ${out}`)
 }

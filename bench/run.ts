@@ -160,7 +160,7 @@ async function ours(database: string, env: Record<string, string>, listSql: post
     rows.at(-1)!.perSecond = Math.round(list.peakRssMb - before)
   } finally {
     server.child.kill('SIGTERM')
-    await new Promise((r) => server.child.once('exit', r))
+    await new Promise((resolve) => server.child.once('exit', resolve))
   }
   return rows
 }
@@ -180,7 +180,7 @@ async function ceilings(url: string): Promise<Row[]> {
     }
   } finally {
     ceiling.child.kill('SIGTERM')
-    await new Promise((r) => ceiling.child.once('exit', r))
+    await new Promise((resolve) => ceiling.child.once('exit', resolve))
   }
   return rows
 }
@@ -263,10 +263,10 @@ function markdown(meta: { at: string; seconds: number; connections: number; runs
 const tableOf = process.argv.indexOf('--table')
 ;(tableOf > 0
   ? Promise.resolve().then(() => {
-      const file = process.argv[tableOf + 1]!
-      const { rows, ...meta } = JSON.parse(readFileSync(file, 'utf8'))
-      writeFileSync(file.replace(/\.json$/, '.md'), markdown(meta, rows))
-    })
+    const file = process.argv[tableOf + 1]!
+    const { rows, ...meta } = JSON.parse(readFileSync(file, 'utf8'))
+    writeFileSync(file.replace(/\.json$/, '.md'), markdown(meta, rows))
+  })
   : main()
 ).catch((err) => {
   console.error(err)

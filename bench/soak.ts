@@ -6,6 +6,7 @@ import Big from 'big.js'
 import postgres from 'postgres'
 import { projectRoot } from '../src/paths.js'
 import { rssMb as exactRssMb, start } from './processes.js'
+import { setTimeout as sleep } from 'node:timers/promises'
 
 /**
  * `npm run soak`: the compiled server against a fresh database on the PostgreSQL server, under a
@@ -61,7 +62,7 @@ async function main(): Promise<void> {
     write(report)
   } finally {
     child.kill('SIGTERM')
-    await new Promise((r) => child.once('exit', r))
+    await new Promise((resolve) => child.once('exit', resolve))
     rmSync(dataDir, { recursive: true, force: true })
     await admin.unsafe(`drop database if exists "${name}" with (force)`)
     await admin.end()
@@ -237,7 +238,7 @@ async function soak(base: string, pid: number, databaseUrl: string, errorLines: 
   while (Date.now() - started < SECONDS * 1000) {
     const due = started + (sent + skipped) * (1000 / RATE)
     const wait = due - Date.now()
-    if (wait > 0) await new Promise((r) => setTimeout(r, wait))
+    if (wait > 0) await sleep(wait)
     if (inFlight.size >= 200) { skipped++; continue }
     const [, , run] = choose()
     const p: Promise<void> = run().catch((err) => { surprises.push({ action: 'generator', expected: 'no throw', got: String(err) }) })

@@ -1,4 +1,5 @@
 import { Type, type TSchema, type Static } from 'typebox'
+import { WELL_FORMED_CHARACTERS } from './text.js'
 
 /**
  * Building blocks of the data-import schemas. Custom keywords (registered in src/validation.ts):
@@ -8,21 +9,18 @@ import { Type, type TSchema, type Static } from 'typebox'
  * - `errorCodes: {keyword: code}`: the contract code a keyword's failure reports.
  */
 
-/** Well-formed Unicode without U+0000 (§1): a lone surrogate or NUL fails the pattern (`invalid`). */
-const WELL_FORMED = '[^\\u0000\\uD800-\\uDFFF]*'
-
 /** A required or optional string of 1–max code points; whitespace-only is `blank`. */
 export function Text(max: number, options: { min?: number; pattern?: string } = {}) {
   return Type.String({
     minLength: options.min ?? 1,
     maxLength: max,
-    pattern: options.pattern ?? `^(?=[^]*\\S)${WELL_FORMED}$`
+    pattern: options.pattern ?? `^(?=[\\s\\S]*\\S)${WELL_FORMED_CHARACTERS}$`
   })
 }
 
 /** Text without leading or trailing whitespace (an identifier such as an external account number). */
 export function Trimmed(max: number) {
-  return Text(max, { pattern: `^(?![\\s])${WELL_FORMED}(?<![\\s])$` })
+  return Text(max, { pattern: `^(?![\\s])${WELL_FORMED_CHARACTERS}(?<![\\s])$` })
 }
 
 /** One of fixed values (`invalid_choice`). */

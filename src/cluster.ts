@@ -69,6 +69,7 @@ export function runPrimary(workers: number, logLevel: string): void {
   // the operator key; the others start once it listens, and find them.
   cluster.fork()
   cluster.once('listening', function startOthers() {
-    for (let i = 1; i < workers && !stopping; i++) cluster.fork()
+    if (stopping) return
+    for (let i = 1; i < workers; i++) cluster.fork()
   })
 }

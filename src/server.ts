@@ -25,8 +25,8 @@ async function main(): Promise<void> {
     await app.close()
     process.exit(0)
   }
-  process.on('SIGTERM', () => void close('SIGTERM'))
-  process.on('SIGINT', () => void close('SIGINT'))
+  process.on('SIGTERM', () => { void close('SIGTERM') })
+  process.on('SIGINT', () => { void close('SIGINT') })
 }
 
 main().catch((err: unknown) => {

@@ -1,6 +1,7 @@
 import { Ajv, type FuncKeywordDefinition, type Options } from 'ajv'
 import addFormatsModule from 'ajv-formats'
 import type { FastifySchemaCompiler } from 'fastify'
+import { isWellFormedJson } from '../schemas/text.js'
 import { decimalProblems, toBig, type DecimalBounds } from './decimal.js'
 
 // ajv-formats is CommonJS; under NodeNext its default import is the module object.
@@ -114,7 +115,7 @@ const jsonValueKeyword = {
     if (data === undefined) return true
     const depth = jsonDepth(data, limits.maxDepth + 1)
     if (depth > limits.maxDepth) return fail('max_depth', `Ensure this value is nested at most ${limits.maxDepth} levels deep.`)
-    if (!wellFormedJson(data)) return fail('invalid', 'Text must be well-formed Unicode without U+0000.')
+    if (!isWellFormedJson(data)) return fail('invalid', 'Text must be well-formed Unicode without U+0000.')
     if (Buffer.byteLength(JSON.stringify(data), 'utf8') > limits.maxBytes) {
       return fail('max_length', `Ensure this value is at most ${limits.maxBytes} bytes serialised.`)
     }
@@ -132,17 +133,6 @@ function jsonDepth(value: unknown, stopAt: number): number {
     if (deepest >= stopAt) break
   }
   return deepest + 1
-}
-
-const ILL_FORMED = /[\u0000\uD800-\uDFFF]/u
-
-function wellFormedJson(value: unknown): boolean {
-  if (typeof value === 'string') return !ILL_FORMED.test(value)
-  if (value === null || typeof value !== 'object') return true
-  for (const [key, child] of Object.entries(value)) {
-    if (ILL_FORMED.test(key) || !wellFormedJson(child)) return false
-  }
-  return true
 }
 
 /** Bodies are never coerced ("22" is not 22); query strings, params and headers are. */

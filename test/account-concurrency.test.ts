@@ -10,6 +10,7 @@ import { codes, exampleAccount, importClient, TEAM } from './helpers/accounts.js
 import { holdLocks, testDatabaseUrl } from './helpers/database.js'
 import { asOperator, createTenant } from './helpers/graphql.js'
 import { startServer, type Running } from './helpers/server.js'
+import { setTimeout as sleep } from 'node:timers/promises'
 
 /**
  * The concurrency guarantees of §6 on the PostgreSQL server (PGlite runs one transaction at a
@@ -45,7 +46,7 @@ async function until(t: Test, what: string, check: () => Promise<boolean>, ms = 
   const deadline = Date.now() + ms
   while (Date.now() < deadline) {
     if (await check()) return
-    await new Promise((r) => setTimeout(r, 50))
+    await sleep(50)
   }
   t.fail(`timed out waiting until ${what}`)
 }
@@ -158,7 +159,7 @@ if (!testDatabaseUrl) {
       return r
     }))
     await until(t, 'four creates were refused', async () => settled.size >= 4)
-    await new Promise((r) => setTimeout(r, 300))
+    await sleep(300)
     t.equal(settled.size, 4, 'two creates are still running')
     for (const r of settled.values()) {
       t.equal(r.status, 429)

@@ -7,8 +7,8 @@ import { codes, exampleAccount, importClient, importSetup, TEAM } from './helper
 import { tableCounts } from './helpers/database.js'
 import { asOperator, createTenant } from './helpers/graphql.js'
 
-const EVENTS = `query($s: String!, $e: String!) { importProcessEvents(importSupplierCode: $s, externalAccountNumber: $e) { type at actor detail } }`
-const PROGRESS = `query($s: String!) { migrationProgress(importSupplierCode: $s) { staged pending imported skipped failed } }`
+const EVENTS = 'query($s: String!, $e: String!) { importProcessEvents(importSupplierCode: $s, externalAccountNumber: $e) { type at actor detail } }'
+const PROGRESS = 'query($s: String!) { migrationProgress(importSupplierCode: $s) { staged pending imported skipped failed } }'
 const setSupplier = (input: Record<string, unknown>) =>
   ['mutation($i: UpdateImportSupplierInput!) { updateImportSupplier(input: $i) { code } }', { i: { code: 'ACME_ENERGY', ...input } }] as const
 

@@ -123,7 +123,7 @@ t.test('the admin command line against the real service', async (t) => {
     const res = await run('create-organisation', 'Acme Energy')
     t.equal(res.code, 0)
     t.equal(res.stderr, '')
-    t.match(res.stdout, /^Organisation created\n  id:    [0-9a-f-]{36}\n  name:  Acme Energy\n$/)
+    t.match(res.stdout, /^Organisation created\n {2}id: {4}[0-9a-f-]{36}\n {2}name: {2}Acme Energy\n$/)
     const rows = await database.db.select().from(organisations).where(eq(organisations.name, 'Acme Energy'))
     t.equal(rows.length, 1, 'the organisation exists')
     t.ok(res.stdout.includes(rows[0]!.id), 'the printed id is the stored one')
@@ -159,7 +159,7 @@ t.test('the admin command line against the real service', async (t) => {
     await run('create-organisation', 'Keyholder')
     const res = await run('create-api-key', 'Keyholder')
     t.equal(res.code, 0)
-    t.match(res.stdout, /^API key created for organisation Keyholder\n  id:            [0-9a-f-]{36}\n  organisation:  Keyholder\n/)
+    t.match(res.stdout, /^API key created for organisation Keyholder\n {2}id: {12}[0-9a-f-]{36}\n {2}organisation: {2}Keyholder\n/)
     t.match(res.stdout, /shown only once/)
     const key = /^ {4}(amk_[A-Za-z0-9_-]{43})$/m.exec(res.stdout)?.[1]
     const id = /^ {2}id: +(\S+)$/m.exec(res.stdout)?.[1]
@@ -210,8 +210,8 @@ t.test('the admin command line against the real service', async (t) => {
     const plain = await run('create-supplier', 'PLAIN_SUPPLIER', '--organisation=Base')
     t.equal(plain.code, 0)
     t.same(plain.requests[1]!.body.variables, { input: { code: 'PLAIN_SUPPLIER', organisation: 'Base' } }, 'omitted flags are not sent')
-    t.match(plain.stdout, /  document root: +\(bucket root\)\n/)
-    t.match(plain.stdout, /  max concurrent processing: +no limit\n/)
+    t.match(plain.stdout, / {2}document root: +\(bucket root\)\n/)
+    t.match(plain.stdout, / {2}max concurrent processing: +no limit\n/)
     t.same(await supplier('PLAIN_SUPPLIER'), {
       code: 'PLAIN_SUPPLIER', organisation: 'Base', status: 'Ongoing', documentRoot: '', sendMigrationEmails: false, maxConcurrentProcessing: null
     })
@@ -246,7 +246,7 @@ t.test('the admin command line against the real service', async (t) => {
     const status = await run('update-supplier', 'UPD', '--status', 'Paused')
     t.equal(status.code, 0, status.stderr)
     t.same(status.requests[1]!.body.variables, { input: { code: 'UPD', status: 'Paused' } }, 'only the given flag is sent')
-    t.match(status.stdout, /^Import supplier updated\n  code: +UPD\n/)
+    t.match(status.stdout, /^Import supplier updated\n {2}code: +UPD\n/)
     t.same(await supplier('UPD'), {
       code: 'UPD', organisation: 'Base', status: 'Paused', documentRoot: 'upd', sendMigrationEmails: true, maxConcurrentProcessing: 7
     }, 'the omitted fields are unchanged')
@@ -261,7 +261,7 @@ t.test('the admin command line against the real service', async (t) => {
     t.equal(none.code, 0)
     t.ok('maxConcurrentProcessing' in none.requests[1]!.body.variables.input, 'the field is sent')
     t.equal(none.requests[1]!.body.variables.input.maxConcurrentProcessing, null, 'as an explicit null')
-    t.match(none.stdout, /  max concurrent processing:  no limit\n/)
+    t.match(none.stdout, / {2}max concurrent processing: {2}no limit\n/)
     t.same(await supplier('UPD'), {
       code: 'UPD', organisation: 'Base', status: 'Paused', documentRoot: 'upd', sendMigrationEmails: false, maxConcurrentProcessing: null
     }, 'the limit is cleared, nothing else changed')
@@ -322,7 +322,7 @@ t.test('the admin command line against the real service', async (t) => {
   t.test('create-team', async (t) => {
     const res = await run('create-team', 'Team Blue')
     t.equal(res.code, 0)
-    t.match(res.stdout, /^Operations team created\n  id:    \S+\n  name:  Team Blue\n$/)
+    t.match(res.stdout, /^Operations team created\n {2}id: {4}\S+\n {2}name: {2}Team Blue\n$/)
     const rows = await database.db.select().from(operationsTeams).where(eq(operationsTeams.name, 'Team Blue'))
     t.equal(rows.length, 1, 'the team exists')
     t.ok(res.stdout.includes(`id:    ${rows[0]!.id}\n`))

@@ -7,7 +7,7 @@ import { tableCounts } from './helpers/database.js'
 import { asOperator, createTenant } from './helpers/graphql.js'
 
 const PATH = 'historical-billing-documents/create/'
-const EVENTS = `query($s: String!, $e: String!) { importProcessEvents(importSupplierCode: $s, externalAccountNumber: $e) { type detail } }`
+const EVENTS = 'query($s: String!, $e: String!) { importProcessEvents(importSupplierCode: $s, externalAccountNumber: $e) { type detail } }'
 
 /** A SUPPLY_CHARGE whose amount is its line's net amount plus its tax (44 + 9.24). */
 const supplyCharge = (id: string, changes: Record<string, unknown> = {}) => ({

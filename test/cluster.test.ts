@@ -11,6 +11,7 @@ import { exampleAccount, TEAM } from './helpers/accounts.js'
 import { freshDatabase, testDatabaseUrl } from './helpers/database.js'
 import { asOperator, createTenant } from './helpers/graphql.js'
 import { refusedStart, spawnServer } from './helpers/server.js'
+import { setTimeout as sleep } from 'node:timers/promises'
 
 /**
  * `WORKERS=n` (§11 scale-out): n processes started by node:cluster share one port. Everything
@@ -97,7 +98,7 @@ async function until<T>(what: string, check: () => T | undefined | Promise<T | u
   while (Date.now() < deadline) {
     const value = await check()
     if (value !== undefined) return value
-    await new Promise((r) => setTimeout(r, 50))
+    await sleep(50)
   }
   throw new Error(`timed out waiting until ${what}`)
 }

@@ -5,6 +5,7 @@ import { emailOutbox } from '../drizzle/schema/index.js'
 import { createEmailWorker } from '../src/modules/emails/worker.js'
 import { exampleAccount, importSetup } from './helpers/accounts.js'
 import { asOperator } from './helpers/graphql.js'
+import { setTimeout as sleep } from 'node:timers/promises'
 
 interface Received { to: string[]; data: string }
 
@@ -52,7 +53,7 @@ t.test('a created account queues one e-mail per customer address; the worker del
   const created = await client.create('MAIL-1')
   t.equal(created.statusCode, 201)
   const deadline = Date.now() + 15_000
-  while (smtp.received.length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100))
+  while (smtp.received.length === 0 && Date.now() < deadline) await sleep(100)
   t.equal(smtp.received.length, 1, 'one e-mail: the second customer has no address')
   const mail = smtp.received[0]!
   t.same(mail.to, ['ada.lovelace@mailbox.org'])
@@ -63,7 +64,7 @@ t.test('a created account queues one e-mail per customer address; the worker del
   while (Date.now() < deadline) {
     [row] = await database.db.select().from(emailOutbox)
     if (row?.status === 'SENT') break
-    await new Promise((r) => setTimeout(r, 50))
+    await sleep(50)
   }
   t.same([row!.status, row!.attempts], ['SENT', 1])
 })

@@ -13,6 +13,7 @@ import { daysFromToday, exampleAccount, importClient, TEAM } from './helpers/acc
 import { freshDatabase, holdLocks, tableCounts, testDatabaseUrl } from './helpers/database.js'
 import { asOperator, createTenant, type Tenant } from './helpers/graphql.js'
 import { startServer, type Running } from './helpers/server.js'
+import { setTimeout as sleep } from 'node:timers/promises'
 
 /**
  * Fault injection on the PostgreSQL server: a database connection dropped in the middle of a
@@ -47,7 +48,7 @@ async function until(t: Test, what: string, check: () => Promise<boolean>, ms = 
   const deadline = Date.now() + ms
   while (Date.now() < deadline) {
     if (await check().catch(() => false)) return true
-    await new Promise((r) => setTimeout(r, 50))
+    await sleep(50)
   }
   t.fail(`timed out waiting until ${what}`)
   return false

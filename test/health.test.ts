@@ -1,5 +1,6 @@
 import t from 'tap'
 import { buildTestApp } from './helpers/app.js'
+import { setTimeout as sleep } from 'node:timers/promises'
 
 t.test('health endpoints need no token', async (t) => {
   const { app, database } = await buildTestApp(t)
@@ -37,9 +38,9 @@ t.test('closing finishes requests in flight, refuses new ones, then closes the d
   const base = `http://127.0.0.1:${address.port}`
 
   const inFlight = fetch(`${base}/test/slow`)
-  await new Promise((r) => setTimeout(r, 100))
+  await sleep(100)
   const closing = app.close()
-  await new Promise((r) => setTimeout(r, 100))
+  await sleep(100)
   const refused = await fetch(`${base}/healthz`).then((r) => r.status, () => 'refused')
   t.ok(refused === 503 || refused === 'refused', `a new request is refused while closing (${refused})`)
   release()

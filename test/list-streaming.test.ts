@@ -9,6 +9,7 @@ import { LIST_CHUNK_ROWS, createImportsRepository } from '../src/modules/imports
 import { jsonArrayStream } from '../src/modules/imports/routes.js'
 import { buildTestApp } from './helpers/app.js'
 import { asOperator, createTenant } from './helpers/graphql.js'
+import { setTimeout as sleep } from 'node:timers/promises'
 
 /**
  * §7: without `limit` a list is streamed as one JSON array, read in keyset chunks, with memory
@@ -70,7 +71,7 @@ t.test('jsonArrayStream: back-pressure, stopping and failures', async (t) => {
   /** Endless chunks of 1000 items (about 40 kB each), counting what was pulled. */
   function endless() {
     const seen = { pulled: 0, finished: false }
-    async function* chunks() {
+    async function * chunks() {
       try {
         for (;;) {
           seen.pulled++
@@ -89,33 +90,33 @@ t.test('jsonArrayStream: back-pressure, stopping and failures', async (t) => {
     // A consumer that takes one piece and never finishes writing it.
     const stuck = new Writable({ highWaterMark: 1024, write() {} })
     stream.pipe(stuck)
-    await new Promise((r) => setTimeout(r, 200))
+    await sleep(200)
     t.ok(seen.pulled >= 1, 'the first chunk was read')
     t.ok(seen.pulled <= 3, `at most a chunk or two ahead of a stuck consumer (pulled ${seen.pulled})`)
     stream.destroy()
-    await new Promise((r) => setTimeout(r, 50))
+    await sleep(50)
     t.equal(seen.finished, true, 'destroying the stream ends the generator')
     const after = seen.pulled
-    await new Promise((r) => setTimeout(r, 50))
+    await sleep(50)
     t.equal(seen.pulled, after, 'nothing more is read')
   })
 
   t.test('the pieces make one JSON array; no chunks make []', async (t) => {
-    async function* three() {
+    async function * three() {
       yield [{ a: 1 }, { a: '"2"' }]
       yield [{ a: null }]
     }
     let text = ''
     for await (const piece of jsonArrayStream(three(), () => t.fail('no error expected'))) text += piece
     t.equal(text, '[{"a":1},{"a":"\\"2\\""},{"a":null}]')
-    async function* none() {}
+    async function * none() {}
     let empty = ''
     for await (const piece of jsonArrayStream(none(), () => t.fail('no error expected'))) empty += piece
     t.equal(empty, '[]')
   })
 
   t.test('a failure after the first chunk destroys the stream and is reported', async (t) => {
-    async function* failing() {
+    async function * failing() {
       yield [{ a: 1 }]
       throw new Error('database went away')
     }
@@ -212,7 +213,7 @@ t.test('streamed lists', async (t) => {
     // Flat memory, proven without timing or heap figures (the bench measures those in its `all- list` scenario):
     // the 100,000 rows are read from the database only as fast as the consumer takes them.
     let pulled = 0
-    async function* counted() {
+    async function * counted() {
       for await (const chunk of createImportsRepository(database.db).processChunks(big, 'all')) {
         pulled++
         yield chunk
@@ -220,8 +221,10 @@ t.test('streamed lists', async (t) => {
     }
     const stream = jsonArrayStream(counted(), () => t.fail('no error expected'))
     stream.pipe(new Writable({ highWaterMark: 1024, write() {} }))
-    for (let waited = 0; pulled === 0 && waited < 10_000; waited += 20) await new Promise((r) => setTimeout(r, 20))
-    await new Promise((r) => setTimeout(r, 300))
+    // `pulled` is counted by the stream's callbacks while this waits.
+    // eslint-disable-next-line no-unmodified-loop-condition
+    for (let waited = 0; pulled === 0 && waited < 10_000; waited += 20) await sleep(20)
+    await sleep(300)
     t.ok(pulled >= 1 && pulled <= 3, `a stuck consumer: ${pulled} of ${total / LIST_CHUNK_ROWS} chunks read`)
     stream.destroy()
   })
@@ -254,10 +257,10 @@ t.test('streamed lists', async (t) => {
       req.end()
     })
     t.equal(left, false, 'the client left before the end')
-    await new Promise((r) => setTimeout(r, 100))
+    await sleep(100)
     const readSoFar = selects
     t.ok(readSoFar < 20, `only the first chunks of 100 were read (${readSoFar} queries)`)
-    await new Promise((r) => setTimeout(r, 300))
+    await sleep(300)
     t.equal(selects, readSoFar, 'no chunk is read after the client left')
     t.match(logs(), /"reqId":"leaving-client"[^\n]*stream closed prematurely/, 'the server saw the client leave')
 
@@ -266,7 +269,6 @@ t.test('streamed lists', async (t) => {
     t.equal(JSON.parse(next.body).length, rows.filter((row) => row.state === 'STAGED').length)
     t.equal(errorsLogged(), errorsBefore, 'no error logged for the departed client')
   })
-
 
   t.test('the unpaged lists hold every row in code point order, exactly as the pages joined', async (t) => {
     for (const list of LISTS) {
@@ -346,5 +348,4 @@ t.test('streamed lists', async (t) => {
     t.match(logs(), /list stream failed after the response started/)
     t.equal((await get('/v1/data-import/all-account-import-processes/ACME_ENERGY/?limit=1')).statusCode, 200, 'the server carries on')
   })
-
 })

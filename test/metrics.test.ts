@@ -6,6 +6,7 @@ import type { Database } from '../src/db/index.js'
 import { exampleAccount, importClient, importedSetup, importSetup } from './helpers/accounts.js'
 import { rowsOf, testDatabaseUrl } from './helpers/database.js'
 import { asOperator, createTenant, operatorToken } from './helpers/graphql.js'
+import { setTimeout as sleep } from 'node:timers/promises'
 
 /** One sample of the Prometheus text: name, labels, value. */
 interface Sample {
@@ -234,7 +235,7 @@ t.test('post-import requests beyond DATABASE_POOL_SIZE wait their turn, and all 
   const deadline = Date.now() + 10_000
   let seen = await gauges()
   while ((seen[0] !== 2 || seen[1] !== 3) && Date.now() < deadline) {
-    await new Promise((r) => setTimeout(r, 50))
+    await sleep(50)
     seen = await gauges()
   }
   t.same(seen, [2, 3], 'two at work (the pool size), three waiting')
@@ -259,7 +260,7 @@ t.test('a client that leaves while waiting for its turn gives the turn on: nothi
     const deadline = Date.now() + 10_000
     let seen = await gauges()
     while (JSON.stringify(seen) !== JSON.stringify(want) && Date.now() < deadline) {
-      await new Promise((r) => setTimeout(r, 50))
+      await sleep(50)
       seen = await gauges()
     }
     return seen

@@ -70,7 +70,7 @@ t.test('a server answering 429 and 500 for a while, dropping connections and los
   const reportPath = join(dir, 'report.ndjson')
   const run = await runClient(clientArgs(file, proxyUrl, reportPath, '--concurrency', '4', '--max-attempts', '10'), { AMIS_API_KEY: tenant.apiKey })
   t.equal(run.code, 0, run.stdout + run.stderr)
-  t.match(run.stdout, /created: +20\n  already completed: +0\n  failed: +0\n/)
+  t.match(run.stdout, /created: +20\n {2}already completed: +0\n {2}failed: +0\n/)
   t.equal(seen.throttle, 8)
   t.equal(seen.fail, 8)
   t.equal(seen.drop, 2)

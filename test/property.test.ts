@@ -69,7 +69,7 @@ t.test('property-based account input', async (t) => {
   /** POSTs a JSON text; a request that does not answer in time, or answers 500, fails the property. */
   async function post(url: string, payload: string): Promise<LightMyRequestResponse> {
     let timer: NodeJS.Timeout | undefined
-    const timeout = new Promise<never>((_, reject) => {
+    const timeout = new Promise<never>((_resolve, reject) => {
       timer = setTimeout(() => reject(new Error(`no answer from ${url} within ${REQUEST_TIMEOUT_MS} ms`)), REQUEST_TIMEOUT_MS)
     })
     try {

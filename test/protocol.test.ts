@@ -6,6 +6,7 @@ import { parse } from 'graphql'
 import { buildTestApp, TEST_OPERATOR_KEY } from './helpers/app.js'
 import { createTenant, OBTAIN_TOKEN } from './helpers/graphql.js'
 import { routeRecorder } from './helpers/security.js'
+import { setTimeout as sleep } from 'node:timers/promises'
 
 /**
  * Protocol hardening: GraphQL takes only GraphQL text, 405 with Allow on known paths, callers
@@ -123,7 +124,7 @@ t.test('callers without a token take no turn: stalled ones do not delay an authe
     socket.write('POST /v1/data-import/notes/create/ HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"notes": [')
     stalled.push(socket)
   }
-  await new Promise((r) => setTimeout(r, 300))
+  await sleep(300)
   const started = Date.now()
   const res = await fetch(`http://127.0.0.1:${port}/v1/data-import/notes/create/`, {
     method: 'POST',

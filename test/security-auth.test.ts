@@ -84,7 +84,7 @@ t.test('every protected endpoint refuses missing, expired, forged and revoked to
     'no kid': createSigner({ key: TEST_TOKEN_SECRET, expiresIn: 60_000 })({ role: 'org' }),
     'an unknown kid': createSigner({ key: TEST_TOKEN_SECRET, expiresIn: 60_000 })({ role: 'org', kid: '00000000-0000-4000-8000-000000000000' }),
     'a role that does not exist': createSigner({ key: TEST_TOKEN_SECRET, expiresIn: 60_000 })({ role: 'admin', kid: acme.apiKeyId }),
-    'garbage': 'not.a.jwt',
+    garbage: 'not.a.jwt',
     'a revoked API key': revoked.token
   }
   const expired = createSigner({ key: TEST_TOKEN_SECRET, expiresIn: 1000, clockTimestamp: Date.now() - 120_000 })

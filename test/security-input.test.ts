@@ -23,12 +23,13 @@ async function startVendor(t: Test) {
 const NASTY: Record<string, string> = {
   'sql or': "' OR 1=1 --",
   'sql drop': '"; drop table accounts; --',
-  'traversal': '../../etc/passwd',
+  traversal: '../../etc/passwd',
   'encoded traversal': '%2e%2e%2f',
-  'nul': 'a\u0000b',
+  nul: 'a\u0000b',
   'very long': 'x'.repeat(20_000),
-  'unicode': 'Zoë 🚀 \u202eevil\u202c ☃ 中文',
-  'template': '${jndi:ldap://x}{{7*7}}<script>alert(1)</script>'
+  unicode: 'Zoë 🚀 \u202eevil\u202c ☃ 中文',
+  // eslint-disable-next-line no-template-curly-in-string -- a hostile string, not a template
+  template: '${jndi:ldap://x}{{7*7}}<script>alert(1)</script>'
 }
 
 /** Dot paths of every string leaf of a JSON value. */

@@ -2,7 +2,6 @@ import t, { type Test } from 'tap'
 import { mkdtempSync, statSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { projectRoot } from '../src/paths.js'
 import { freshDatabase, testDatabaseUrl } from './helpers/database.js'
 import { refusedStart, startServer } from './helpers/server.js'
 

@@ -230,7 +230,7 @@ function isAlive(pid: number): boolean {
 
 function withTimeout<T>(promise: PromiseLike<T>, ms: number): Promise<T> {
   let timer: NodeJS.Timeout | undefined
-  const timeout = new Promise<never>((_, reject) => {
+  const timeout = new Promise<never>((_resolve, reject) => {
     timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms)
   })
   return Promise.race([Promise.resolve(promise), timeout]).finally(() => clearTimeout(timer))

@@ -3,6 +3,7 @@ import fp from 'fastify-plugin'
 import { GraphQLError, GraphQLScalarType, Kind, parse, type DocumentNode, type SelectionSetNode } from 'graphql'
 import mercurius, { type IResolvers, type MercuriusContext } from 'mercurius'
 import { graphqlSchema } from '../../schemas/graphql.js'
+import { isWellFormedJson } from '../../schemas/text.js'
 import { AppError } from '../errors.js'
 import { formatDateTime, formatNullableDateTime } from '../format.js'
 import { tokenFromHeader, type Principal } from '../modules/auth/service.js'
@@ -76,13 +77,6 @@ export function graphqlDocuments(body: unknown): DocumentNode[] | string {
   return documents
 }
 
-/** True when any string inside the arguments holds U+0000, which §1 refuses and PostgreSQL cannot store. */
-function hasNul(value: unknown): boolean {
-  if (typeof value === 'string') return value.includes('\u0000')
-  if (value !== null && typeof value === 'object') return Object.values(value).some(hasNul)
-  return false
-}
-
 const JSONScalar = new GraphQLScalarType({
   name: 'JSON',
   serialize: (value) => value,
@@ -108,7 +102,7 @@ export default fp(async function graphqlPlugin(app: FastifyInstance) {
       if ((await principal(ctx)).kind !== 'operator') {
         throw new AppError(403, 'permission_denied', 'Only the service operator may use this field.')
       }
-      if (hasNul(args)) throw new AppError(400, 'invalid', 'Strings may not contain U+0000.')
+      if (!isWellFormedJson(args)) throw new AppError(400, 'invalid', 'Strings must be well-formed Unicode without U+0000.')
       return run(args)
     })
   }

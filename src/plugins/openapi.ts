@@ -91,7 +91,7 @@ export function toOpenApiSchema(schema: unknown): unknown {
   const decimal = out['x-decimal'] as { integer: number; scale: number; positive?: boolean } | undefined
   if (decimal) {
     out.pattern ??= DECIMAL_TEXT.source // applies to the string form only
-    appendDescription(out, `Exact decimal: a decimal string, or a JSON number of at most 15 significant digits; ` +
+    appendDescription(out, 'Exact decimal: a decimal string, or a JSON number of at most 15 significant digits; ' +
       `at most ${decimal.integer} digits before the point and ${decimal.scale} after` +
       `${decimal.positive ? ', greater than zero' : ''}. Returned as a decimal string.`)
   }
@@ -116,7 +116,6 @@ const ERROR_STATUSES = 'x-amis-error-statuses'
 
 /** One route's schema as the document shows it (a new object: the route's own is left alone). */
 function documentRoute({ schema, url, route }: { schema: FastifySchema; url: string; route: RouteOptions }) {
-  const method = Array.isArray(route.method) ? route.method.join(',') : route.method
   // Routes that only answer 405 (GET /graphql among them) are not operations.
   if (route.config?.methodNotAllowed === true) return { schema: { hide: true } }
   let source = (schema ?? {}) as SchemaObject

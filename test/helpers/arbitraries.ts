@@ -1,6 +1,7 @@
 import fc from 'fast-check'
 import { Big } from '../../src/decimal.js'
 import { AccountData, PORTFOLIO_ROLES } from '../../schemas/account.js'
+import { isWellFormed } from '../../schemas/text.js'
 
 /**
  * fast-check arbitraries for account data (§5), derived from the TypeBox schemas: `fromSchema`
@@ -34,7 +35,7 @@ export function text(max: number, { trimmed = false } = {}): fc.Arbitrary<string
   const short = fc.array(unit, { minLength: 1, maxLength: Math.min(max, 12) }).map((parts) => parts.join(''))
   const full = fc.array(unit, { minLength: max, maxLength: max }).map((parts) => parts.join(''))
   return fc.oneof({ weight: 9, arbitrary: short }, { weight: 1, arbitrary: full }).map((raw) => {
-    let s = codePoints(raw.replace(/[\u0000\uD800-\uDFFF]/gu, 'z')).slice(0, max).join('')
+    let s = codePoints(Array.from(raw, (c) => (isWellFormed(c) ? c : 'z')).join('')).slice(0, max).join('')
     if (trimmed) s = s.replace(/^\s+|\s+$/g, '')
     return s.trim() === '' ? 'x' : s
   })

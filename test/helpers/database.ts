@@ -97,7 +97,6 @@ export async function freshDatabase(): Promise<{ database: Database; url?: strin
   }
 }
 
-
 /** Row counts of every table of the service, by table name. */
 export async function tableCounts(database: Database): Promise<Record<string, number>> {
   const tables = rowsOf<{ name: string }>(await database.db.execute(sql`select table_name as name from information_schema.tables

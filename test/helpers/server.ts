@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process'
 import { projectRoot } from '../../src/paths.js'
+import { setTimeout as sleep } from 'node:timers/promises'
 
 export interface Running {
   child: ChildProcess
@@ -30,7 +31,7 @@ export async function startServer(env: Record<string, string>): Promise<Running>
     const m = /Server listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(s.output())
     if (m) return { ...s, url: m[1]! }
     if (s.child.exitCode !== null) throw new Error('server exited: ' + s.output())
-    await new Promise((r) => setTimeout(r, 100))
+    await sleep(100)
   }
   s.child.kill('SIGKILL')
   throw new Error('server did not start: ' + s.output())

@@ -213,7 +213,8 @@ interface Built {
 function buildAccount(rng: Random, external: string, options: GenerateOptions, fault: Fault | undefined): Built {
   const today = options.today
   const kind = rng.next()
-  const accountType = fault === 'customer_family_name_required' ? 'DOMESTIC'
+  const accountType = fault === 'customer_family_name_required'
+    ? 'DOMESTIC'
     : kind < 0.7 ? 'DOMESTIC' : kind < 0.85 ? 'BUSINESS' : kind < 0.9 ? 'DOMESTIC_OCCUPIER' : kind < 0.95 ? 'DOMESTIC_VACANT' : 'BUSINESS_OCCUPIER'
   const unknownOccupier = fault === undefined && rng.chance(0.03)
   const billing = address(rng)
@@ -308,9 +309,11 @@ function buildAccount(rng: Random, external: string, options: GenerateOptions, f
     external_account_number: external,
     import_supplier: options.supplier,
     account_type: accountType,
-    ...(billingOptions < 0.4 ? {} : billingOptions < 0.8
-      ? { account_billing_options: { use_industry_billing: true } }
-      : { account_billing_options: { use_industry_billing: false, period_length: rng.pick(['MONTHLY', 'QUARTERLY']), period_start_day: rng.int(1, 28) } }),
+    ...(billingOptions < 0.4
+      ? {}
+      : billingOptions < 0.8
+        ? { account_billing_options: { use_industry_billing: true } }
+        : { account_billing_options: { use_industry_billing: false, period_length: rng.pick(['MONTHLY', 'QUARTERLY']), period_start_day: rng.int(1, 28) } }),
     billing_address: billing,
     ...(rng.chance(0.7) ? { communication_preference: rng.pick(['ONLINE', 'PRINT']) } : {}),
     ...(customers.length > 0 ? { customers } : {}),
@@ -435,7 +438,7 @@ export function externalNumber(seed: string, index: number): string {
  * `count` accounts, one at a time (memory does not grow with `count`). Invalid ones are spread
  * evenly: exactly the floor or ceiling of `count × invalidShare` of them.
  */
-export function* generateAccounts(options: GenerateOptions): Generator<GeneratedLine> {
+export function * generateAccounts(options: GenerateOptions): Generator<GeneratedLine> {
   const phase = new Random(`${options.seed}:phase`).next()
   for (let i = 0; i < options.count; i++) {
     const rng = new Random(`${options.seed}:${i}`)

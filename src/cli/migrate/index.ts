@@ -179,7 +179,6 @@ async function runMigration(args: string[], flags: Flags, io: MigrateCliIO): Pro
     labels: { file: args[0]!, report },
     retry
   }, {
-    stdout: io.stdout,
     stderr: io.stderr,
     tty: io.tty ?? false,
     ...(io.columns !== undefined ? { columns: io.columns } : {}),

@@ -31,7 +31,6 @@ export interface Item {
   sections: Partial<Record<Section, unknown>>
 }
 
-
 /** Sections holding a list of items (`historical_billing_documents` may be one request or a list; `payment_instruction` is one). */
 const LIST_SECTIONS: readonly Section[] = ['notes', 'transactions', 'historical_agreements', 'historical_statements']
 

@@ -27,7 +27,6 @@ export interface MigrateOptions {
 }
 
 export interface RunIO {
-  stdout: (text: string) => void
   stderr: (text: string) => void
   /** Standard error is a terminal: draw a progress bar. */
   tty: boolean

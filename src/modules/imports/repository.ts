@@ -170,7 +170,7 @@ export function createImportsRepository(db: Db) {
    * consumer that stops pulling holds nothing. Not a snapshot: a process that changes list while
    * the chunks are read may be missed or included, but no row comes twice and the order holds.
    */
-  async function* processChunks(supplierId: string, list: ProcessList, after?: string, size = LIST_CHUNK_ROWS): AsyncGenerator<ListRow[], void, undefined> {
+  async function * processChunks(supplierId: string, list: ProcessList, after?: string, size = LIST_CHUNK_ROWS): AsyncGenerator<ListRow[], void, undefined> {
     let last = after
     for (;;) {
       const rows = await listProcesses(supplierId, list, { limit: size, after: last })
@@ -215,14 +215,16 @@ export function createImportsRepository(db: Db) {
     async lookup(code: string, organisationId: string, external: string | undefined, withRunning = false): Promise<Lookup | undefined> {
       const [row] = await (withRunning ? lookupRunning : lookupPlain).execute({ code, organisationId, external: external ?? null })
       if (!row) return undefined
-      const process: ProcessRow | undefined = row.processId === null ? undefined : {
-        id: row.processId,
-        state: row.state!,
-        serviceAccountNumber: row.serviceAccountNumber,
-        accountCreatedAt: row.accountCreatedAt,
-        latestError: row.latestError as ProcessRow['latestError'],
-        hasStagedData: row.hasStagedData === true
-      }
+      const process: ProcessRow | undefined = row.processId === null
+        ? undefined
+        : {
+            id: row.processId,
+            state: row.state!,
+            serviceAccountNumber: row.serviceAccountNumber,
+            accountCreatedAt: row.accountCreatedAt,
+            latestError: row.latestError as ProcessRow['latestError'],
+            hasStagedData: row.hasStagedData === true
+          }
       return { supplier: row.supplier, process, running: row.running === true }
     },
 

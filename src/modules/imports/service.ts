@@ -309,7 +309,7 @@ export function createImportsService(db: Db) {
       const chunks = repo.processChunks(supplier.id, list, after)
       const first = await chunks.next()
       const firstItems = first.done ? [] : first.value.map(listItem)
-      return (async function* items() {
+      return (async function * items() {
         if (firstItems.length === 0) return
         yield firstItems
         for await (const rows of chunks) yield rows.map(listItem)

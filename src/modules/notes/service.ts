@@ -69,4 +69,3 @@ export function createNotesService(base: PostImportBase, documentBucket: string)
     }
   }
 }
-

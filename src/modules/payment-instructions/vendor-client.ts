@@ -1,4 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises'
+import { isWellFormedJson } from '../../../schemas/text.js'
 
 /** What a vendor says about one payment instruction (`GET <base>/payment-instructions/<reference>`). */
 export interface VendorInstruction {
@@ -199,7 +200,7 @@ function parseInstruction(text: string | undefined, reference: string): VendorIn
   if (!isObject(body)) return undefined
   const { type, status } = body
   const details = body.details ?? {}
-  if (body.reference !== reference || typeof type !== 'string' || typeof status !== 'string' || !isObject(details) || !storable(details)) {
+  if (body.reference !== reference || typeof type !== 'string' || typeof status !== 'string' || !isObject(details) || !isWellFormedJson(details)) {
     return undefined
   }
   return { reference, type, status, details }
@@ -207,13 +208,4 @@ function parseInstruction(text: string | undefined, reference: string): VendorIn
 
 function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value)
-}
-
-const UNSTORABLE = /[\u0000\uD800-\uDFFF]/u
-
-/** PostgreSQL's jsonb refuses U+0000 and lone surrogates (the `u` flag matches only lone ones). */
-function storable(value: unknown): boolean {
-  if (typeof value === 'string') return !UNSTORABLE.test(value)
-  if (value === null || typeof value !== 'object') return true
-  return Object.entries(value).every(([key, child]) => !UNSTORABLE.test(key) && storable(child))
 }

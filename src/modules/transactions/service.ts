@@ -150,4 +150,3 @@ export function createTransactionsService(base: PostImportBase, db: Db) {
     }
   }
 }
-

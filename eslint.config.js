@@ -1,0 +1,38 @@
+// Lint: neostandard (the style of the Fastify ecosystem, which this code already follows; `--fix`
+// is the formatter) with three of its layout rules set to the code's existing style, and
+// typescript-eslint's type-aware checks for promises: an unawaited promise loses its error, or a write.
+import neostandard from 'neostandard'
+
+export default [
+  ...neostandard({
+    ts: true,
+    ignores: ['dist/**', 'data/**', 'coverage/**', 'test/.cache/**', 'test/artifacts/**', 'bench/results/**']
+  }),
+  {
+    rules: {
+      // The code's own layout: `function name(args)`, and objects laid out as reads best.
+      '@stylistic/space-before-function-paren': ['error', { anonymous: 'always', named: 'never', asyncArrow: 'always' }],
+      '@stylistic/object-property-newline': 'off',
+      '@stylistic/object-curly-newline': 'off',
+      // Field names of the API are snake_case.
+      camelcase: 'off',
+      // `void promise` marks a promise deliberately not awaited (no-floating-promises asks for it).
+      'no-void': ['error', { allowAsStatement: true }]
+    }
+  },
+  {
+    files: ['**/*.ts'],
+    languageOptions: {
+      parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname }
+    },
+    rules: {
+      '@typescript-eslint/no-floating-promises': ['error', {
+        // tap runs subtests whether or not their promise is awaited.
+        allowForKnownSafePromises: [{ from: 'package', name: 'PromiseWithSubtest', package: '@tapjs/core' }]
+      }],
+      '@typescript-eslint/no-misused-promises': 'error',
+      // A type and the value of the same name (`AccountData` schema and type) are one declaration to TypeScript.
+      '@typescript-eslint/no-redeclare': 'off'
+    }
+  }
+]

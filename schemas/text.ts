@@ -1,0 +1,22 @@
+/**
+ * Well-formed text (§1): no U+0000, and no UTF-16 surrogate standing alone. PostgreSQL cannot store
+ * either. The one definition, used by the schemas' patterns and by code that checks text by hand.
+ */
+const UNSTORABLE = '\\u0000\\uD800-\\uDFFF'
+
+/** A pattern fragment: any number of well-formed characters (in a `u`-flag or Ajv pattern). */
+export const WELL_FORMED_CHARACTERS = `[^${UNSTORABLE}]*`
+
+// With the `u` flag a surrogate range matches only lone surrogates, never a pair.
+const ILL_FORMED = new RegExp(`[${UNSTORABLE}]`, 'u')
+
+export function isWellFormed(text: string): boolean {
+  return !ILL_FORMED.test(text)
+}
+
+/** True when every string and object key inside a JSON value is well formed. */
+export function isWellFormedJson(value: unknown): boolean {
+  if (typeof value === 'string') return isWellFormed(value)
+  if (value === null || typeof value !== 'object') return true
+  return Object.entries(value).every(([key, child]) => isWellFormed(key) && isWellFormedJson(child))
+}
