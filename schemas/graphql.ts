@@ -27,7 +27,8 @@ export const graphqlSchema = /* GraphQL */ `
   type Organisation { id: ID! name: String! }
   "The key is shown only here, at creation."
   type CreatedApiKey { id: ID! key: String! organisation: String! }
-  type ApiKey { id: ID! organisation: String! revokedAt: String }
+  "An API key as listed: never the key itself (only its hash is stored)."
+  type ApiKey { id: ID! organisation: String! createdAt: String revokedAt: String }
   type ImportSupplier {
     code: String!
     organisation: String!
@@ -44,7 +45,42 @@ export const graphqlSchema = /* GraphQL */ `
     serviceAccountNumber: String
   }
   type ImportEvent { type: ImportEventType! at: String! actor: String! detail: JSON }
-  type MigrationProgress { staged: Int! pending: Int! imported: Int! skipped: Int! failed: Int! }
+  type MigrationProgress {
+    staged: Int!
+    pending: Int!
+    imported: Int!
+    skipped: Int!
+    "Pending accounts whose latest create failed."
+    failed: Int!
+    "Accounts with an open failure record of any step."
+    failing: Int!
+  }
+  type FailureEntry { code: String! attr: String }
+  "The latest failure of one step of one account: codes and attrs only."
+  type Failure {
+    externalAccountNumber: String!
+    step: String!
+    failedAt: String!
+    "Failures of this step since it last succeeded."
+    attempts: Int!
+    httpStatus: Int!
+    code: String!
+    errors: [FailureEntry!]!
+  }
+  type FailureCountsByStep {
+    validate: Int!
+    stage: Int!
+    create: Int!
+    notes: Int!
+    transactions: Int!
+    historicalAgreements: Int!
+    historicalBillingDocuments: Int!
+    historicalStatements: Int!
+    paymentInstruction: Int!
+  }
+  type FailureCodeCount { step: String! code: String! accounts: Int! }
+  type FailureSummary { failingAccounts: Int! byStep: FailureCountsByStep! byCode: [FailureCodeCount!]! }
+  type TimelineMinute { minute: String! staged: Int! created: Int! failed: Int! }
 
   input CreateOrganisationInput { name: String! }
   input CreateApiKeyInput { organisation: String! }
@@ -79,8 +115,17 @@ export const graphqlSchema = /* GraphQL */ `
   }
 
   type Query {
+    "Every supplier for the operator; an organisation's token sees its own."
     importSuppliers: [ImportSupplier!]!
+    organisations: [Organisation!]!
+    apiKeys(organisation: String): [ApiKey!]!
+    operationsTeams: [OperationsTeam!]!
     importProcessEvents(importSupplierCode: String!, externalAccountNumber: String!): [ImportEvent!]!
     migrationProgress(importSupplierCode: String!): MigrationProgress
+    migrationFailureSummary(importSupplierCode: String!): FailureSummary
+    "Open failure records by external account number then step; first 1-10000 (default 100), after: an external account number or <external>:<step>."
+    migrationFailures(importSupplierCode: String!, step: String, code: String, first: Int, after: String): [Failure!]!
+    "One entry per minute of the last minutes (1-10080, default 60), oldest first."
+    migrationTimeline(importSupplierCode: String!, minutes: Int): [TimelineMinute!]!
   }
 `

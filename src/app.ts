@@ -7,6 +7,7 @@ import { serializeError } from './logging.js'
 import authPlugin from './plugins/auth.js'
 import dbPlugin from './plugins/db.js'
 import emailsPlugin from './plugins/emails.js'
+import failuresPlugin from './plugins/failures.js'
 import errorsPlugin, { clientError, frameworkError } from './plugins/errors.js'
 import graphqlPlugin from './plugins/graphql.js'
 import methodsPlugin from './plugins/methods.js'
@@ -17,6 +18,7 @@ import { createLimiter } from './limiter.js'
 import { validatorCompiler } from './validation.js'
 import healthRoutes from './modules/health/routes.js'
 import importsRoutes from './modules/imports/routes.js'
+import failuresRoutes from './modules/failures/routes.js'
 import postImportRoutes from './modules/post-import/routes.js'
 
 export interface BuildOptions {
@@ -105,6 +107,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     await app.register(openapiPlugin)
     await app.register(dbPlugin, { database })
     await app.register(rateLimitsPlugin, { config })
+    await app.register(failuresPlugin)
     await app.register(authPlugin, { config, announce: options.announce ?? ((m) => process.stdout.write(m + '\n')) })
     // Batch post-import requests worked on at once by this process: as many as it has connections.
     const postImportLimiter = createLimiter(config.databasePoolSize)
@@ -116,6 +119,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
       scope.addHook('onRequest', scope.authenticateOrganisation)
       scope.addHook('preValidation', scope.requireOrganisation)
       await scope.register(importsRoutes)
+      await scope.register(failuresRoutes)
       await scope.register(postImportRoutes, { config, limiter: postImportLimiter })
     }, { prefix: '/v1/data-import' })
     // Last: every path is known now, so the methods it does not serve answer 405.

@@ -143,7 +143,7 @@ t.test('data-import operations: bearer token, shared error responses', async (t)
   t.same(doc.components.responses.TooManyRequests.headers['Retry-After'].schema, { type: 'integer' })
 
   const dataImport = operations(doc).filter(({ path }) => path.startsWith('/v1/data-import/'))
-  t.equal(dataImport.length, 14)
+  t.equal(dataImport.length, 17)
   for (const { path, method, op } of dataImport) {
     t.same(op.security, [{ clientToken: [] }], `${method} ${path}: security`)
     const expected: Record<string, string> = {

@@ -11,6 +11,10 @@ import { createOperatorRepository } from '../modules/operator/repository.js'
 import { createOperatorService, type UpdateSupplierInput } from '../modules/operator/service.js'
 import { bodyError, sendError, toAppError } from './errors.js'
 import { refuseMethod } from './methods.js'
+import { parseAfter, STEPS, type Step } from '../modules/failures/service.js'
+
+/** `historical_agreements` → `historicalAgreements`: GraphQL names of the REST keys. */
+const camelCase = (name: string) => name.replace(/_([a-z])/g, (_m, c: string) => c.toUpperCase())
 
 function graphqlError(code: string, message: string): mercurius.ErrorWithProps {
   return new mercurius.ErrorWithProps(message, { code })
@@ -107,6 +111,22 @@ export default fp(async function graphqlPlugin(app: FastifyInstance) {
     })
   }
 
+  /**
+   * Resolver for the fields organisations may read for their own suppliers (§13): `owner` is the
+   * organisation's name, undefined for the operator (every supplier).
+   */
+  function forOwnerOrOperator<A, T>(run: (args: A, owner: string | undefined) => Promise<T>) {
+    return (_root: unknown, args: A, ctx: MercuriusContext) => guarded(async () => {
+      const caller = await principal(ctx)
+      if (!isWellFormedJson(args)) throw new AppError(400, 'invalid', 'Strings must be well-formed Unicode without U+0000.')
+      return run(args, caller.kind === 'organisation' ? caller.organisationName : undefined)
+    })
+  }
+
+  const { failures } = app
+  const supplierIdOf = async (code: string, owner: string | undefined) => (await operator.supplier(code, owner)).id
+  const invalid = (message: string) => new AppError(400, 'invalid', message)
+
   const resolvers: IResolvers = {
     JSON: JSONScalar,
     Mutation: {
@@ -131,12 +151,50 @@ export default fp(async function graphqlPlugin(app: FastifyInstance) {
         operator.skipImportProcess(input.importSupplierCode, input.externalAccountNumber))
     },
     Query: {
-      importSuppliers: forOperator(() => operator.listImportSuppliers()),
-      importProcessEvents: forOperator(async (args: { importSupplierCode: string; externalAccountNumber: string }) => {
-        const events = await operator.importProcessEvents(args.importSupplierCode, args.externalAccountNumber)
+      importSuppliers: forOwnerOrOperator((_args: unknown, owner) => operator.listImportSuppliers(owner)),
+      organisations: forOperator(() => operator.listOrganisations()),
+      apiKeys: forOperator(async (args: { organisation?: string | null }) => {
+        const keys = await operator.listApiKeys(args.organisation ?? undefined)
+        return keys.map((k) => ({ ...k, createdAt: formatDateTime(k.createdAt), revokedAt: formatNullableDateTime(k.revokedAt) }))
+      }),
+      operationsTeams: forOperator(() => operator.listOperationsTeams()),
+      importProcessEvents: forOwnerOrOperator(async (args: { importSupplierCode: string; externalAccountNumber: string }, owner) => {
+        const events = await operator.importProcessEvents(args.importSupplierCode, args.externalAccountNumber, owner)
         return events.map((e) => ({ ...e, at: formatDateTime(e.at) }))
       }),
-      migrationProgress: forOperator((args: { importSupplierCode: string }) => operator.migrationProgress(args.importSupplierCode))
+      migrationProgress: forOwnerOrOperator(async (args: { importSupplierCode: string }, owner) => {
+        const supplierId = await supplierIdOf(args.importSupplierCode, owner)
+        const [progress, failing] = await Promise.all([operator.migrationProgress(args.importSupplierCode, owner), failures.failingAccounts(supplierId)])
+        return { ...progress, failing }
+      }),
+      migrationFailureSummary: forOwnerOrOperator(async (args: { importSupplierCode: string }, owner) => {
+        const summary = await failures.summary(await supplierIdOf(args.importSupplierCode, owner))
+        return {
+          failingAccounts: summary.failing_accounts,
+          byStep: Object.fromEntries(Object.entries(summary.by_step).map(([step, n]) => [camelCase(step), n])),
+          byCode: summary.by_code
+        }
+      }),
+      migrationFailures: forOwnerOrOperator(async (args: { importSupplierCode: string; step?: string | null; code?: string | null; first?: number | null; after?: string | null }, owner) => {
+        const first = args.first ?? 100
+        if (!Number.isInteger(first) || first < 1 || first > 10_000) throw invalid('first must be 1–10000.')
+        if (args.step != null && !STEPS.includes(args.step as Step)) throw invalid(`step must be one of ${STEPS.join(', ')}.`)
+        const items = await failures.list(await supplierIdOf(args.importSupplierCode, owner), {
+          ...(args.step != null ? { step: args.step as Step } : {}),
+          ...(args.code != null ? { code: args.code } : {}),
+          ...(args.after != null ? { after: parseAfter(args.after) } : {}),
+          limit: first
+        })
+        return items.map((f) => ({
+          externalAccountNumber: f.external_account_number, step: f.step, failedAt: f.failed_at, attempts: f.attempts,
+          httpStatus: f.http_status, code: f.code, errors: f.errors
+        }))
+      }),
+      migrationTimeline: forOwnerOrOperator(async (args: { importSupplierCode: string; minutes?: number | null }, owner) => {
+        const minutes = args.minutes ?? 60
+        if (!Number.isInteger(minutes) || minutes < 1 || minutes > 10_080) throw invalid('minutes must be 1–10080.')
+        return failures.readTimeline(await supplierIdOf(args.importSupplierCode, owner), minutes)
+      })
     }
   }
 
@@ -209,4 +267,4 @@ export default fp(async function graphqlPlugin(app: FastifyInstance) {
     })
     return mercurius.defaultErrorFormatter({ ...execution, errors }, ctx)
   }
-}, { name: 'graphql', dependencies: ['db', 'auth', 'rate-limits', 'errors'] })
+}, { name: 'graphql', dependencies: ['db', 'auth', 'rate-limits', 'errors', 'failures'] })

@@ -3,10 +3,12 @@ import { BillingDocumentsRequest, BillingDocumentsResponses } from '../../../sch
 import { organisationOf } from '../auth/service.js'
 import type { PostImportRouteOptions } from '../post-import/routes.js'
 import { createBillingDocumentsService } from './service.js'
+import { postImportStep } from '../../plugins/failures.js'
 
 const billingDocumentsRoutes: FastifyPluginAsyncTypebox<PostImportRouteOptions> = async function billingDocumentsRoutes(app, opts) {
   const service = createBillingDocumentsService(opts.base, app.db)
   app.post('/historical-billing-documents/create/', {
+    config: postImportStep('historical_billing_documents'),
     schema: {
       tags: ['Post-import'],
       summary: 'Add historical billing documents',

@@ -3,10 +3,12 @@ import { HistoricalAgreementsRequest, HistoricalAgreementsResponses } from '../.
 import { organisationOf } from '../auth/service.js'
 import type { PostImportRouteOptions } from '../post-import/routes.js'
 import { createHistoricalAgreementsService } from './service.js'
+import { postImportStep } from '../../plugins/failures.js'
 
 const historicalAgreementsRoutes: FastifyPluginAsyncTypebox<PostImportRouteOptions> = async function historicalAgreementsRoutes(app, opts) {
   const service = createHistoricalAgreementsService(opts.base)
   app.post('/historical-agreements/create/', {
+    config: postImportStep('historical_agreements'),
     schema: {
       tags: ['Post-import'],
       summary: 'Add historical agreements',

@@ -3,10 +3,12 @@ import { HistoricalStatementsRequest, HistoricalStatementsResponses } from '../.
 import { organisationOf } from '../auth/service.js'
 import type { PostImportRouteOptions } from '../post-import/routes.js'
 import { createHistoricalStatementsService } from './service.js'
+import { postImportStep } from '../../plugins/failures.js'
 
 const historicalStatementsRoutes: FastifyPluginAsyncTypebox<PostImportRouteOptions> = async function historicalStatementsRoutes(app, opts) {
   const service = createHistoricalStatementsService(opts.base, opts.config.documentBucket)
   app.post('/historical-statements/create/', {
+    config: postImportStep('historical_statements'),
     schema: {
       tags: ['Post-import'],
       summary: 'Add historical statements',

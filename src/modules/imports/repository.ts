@@ -1,5 +1,5 @@
-import { and, asc, desc, eq, gt, sql, type SQL } from 'drizzle-orm'
-import { importEvents, importProcesses, importSuppliers, operationsTeams } from '../../../drizzle/schema/index.js'
+import { and, asc, desc, eq, gt, inArray, sql, type SQL } from 'drizzle-orm'
+import { importEvents, importFailures, importProcesses, importSuppliers, operationsTeams } from '../../../drizzle/schema/index.js'
 import { rowsOf, runInOrder, type Db, type Tx } from '../../db/index.js'
 import type { ErrorEntry } from '../../errors.js'
 import { formatDateTime } from '../../format.js'
@@ -127,6 +127,12 @@ export function createImportsRepository(db: Db) {
     })
   }
 
+  /** A successful stage clears the pair's validate and stage failure records (§13); lazy. */
+  function clearStaged(tx: Tx, supplierId: string, externalAccountNumber: string) {
+    return tx.delete(importFailures).where(and(eq(importFailures.supplierId, supplierId),
+      eq(importFailures.externalAccountNumber, externalAccountNumber), inArray(importFailures.step, ['validate', 'stage'])))
+  }
+
   async function insertEvent(executor: Db | Tx, processId: number, type: EventType, actor: Actor, detail: unknown = {}) {
     await eventStatement(executor, processId, type, actor, detail)
   }
@@ -202,6 +208,20 @@ export function createImportsRepository(db: Db) {
   const lookupPlain = lookupQuery(false)
   const lookupRunning = lookupQuery(true)
 
+  function lookupFromRow(row: Record<string, any>): Lookup {
+    const process: ProcessRow | undefined = row.processId === null
+      ? undefined
+      : {
+          id: row.processId,
+          state: row.state,
+          serviceAccountNumber: row.serviceAccountNumber,
+          accountCreatedAt: row.accountCreatedAt,
+          latestError: row.latestError as ProcessRow['latestError'],
+          hasStagedData: row.hasStagedData === true
+        }
+    return { supplier: row.supplier, process, running: row.running === true }
+  }
+
   return {
     findProcess,
     insertEvent,
@@ -214,18 +234,43 @@ export function createImportsRepository(db: Db) {
      */
     async lookup(code: string, organisationId: string, external: string | undefined, withRunning = false): Promise<Lookup | undefined> {
       const [row] = await (withRunning ? lookupRunning : lookupPlain).execute({ code, organisationId, external: external ?? null })
+      return row ? lookupFromRow(row) : undefined
+    },
+
+    /**
+     * `lookup` for validate, which runs its rules first: when they passed (`clean`) and the answer
+     * will be a success (the supplier Ongoing, the account neither imported nor skipped), the same
+     * statement removes the pair's validate failure record (§13), so a success costs no extra
+     * round trip and a concurrent failure answered earlier is not left behind.
+     */
+    async lookupClearingValidate(code: string, organisationId: string, external: string | undefined, clean: boolean): Promise<Lookup | undefined> {
+      const result = await db.execute(sql`with found as (
+          select s.id, s.code, s.status, s.document_root, s.send_migration_emails, s.max_concurrent_processing,
+            p.id as process_id, p.state, p.service_account_number, p.account_created_at, p.latest_error,
+            p.staged_data is not null as has_staged_data
+          from import_suppliers s
+          left join import_processes p on p.supplier_id = s.id and p.external_account_number = ${external ?? null}::text
+          where s.code = ${code} and s.organisation_id = ${organisationId}::uuid),
+        cleared as (
+          delete from import_failures f using found
+          where ${clean}::boolean and f.supplier_id = found.id and f.external_account_number = ${external ?? null}::text
+            and f.step = 'validate' and found.status = 'Ongoing' and (found.state is null or found.state = 'STAGED'))
+        select * from found`)
+      const [row] = rowsOf<Record<string, any>>(result)
       if (!row) return undefined
-      const process: ProcessRow | undefined = row.processId === null
-        ? undefined
-        : {
-            id: row.processId,
-            state: row.state!,
-            serviceAccountNumber: row.serviceAccountNumber,
-            accountCreatedAt: row.accountCreatedAt,
-            latestError: row.latestError as ProcessRow['latestError'],
-            hasStagedData: row.hasStagedData === true
-          }
-      return { supplier: row.supplier, process, running: row.running === true }
+      return lookupFromRow({
+        supplier: {
+          id: row.id, code: row.code, status: row.status, documentRoot: row.document_root,
+          sendMigrationEmails: row.send_migration_emails, maxConcurrentProcessing: row.max_concurrent_processing
+        },
+        processId: row.process_id === null ? null : Number(row.process_id),
+        state: row.state,
+        serviceAccountNumber: row.service_account_number,
+        accountCreatedAt: row.account_created_at === null ? null : new Date(row.account_created_at),
+        latestError: row.latest_error,
+        hasStagedData: row.has_staged_data,
+        running: false
+      })
     },
 
     /**
@@ -261,7 +306,10 @@ export function createImportsRepository(db: Db) {
           insert into import_processes (supplier_id, external_account_number, state, staged_data, first_staged_at)
           values (${supplierId}, ${externalAccountNumber}, 'STAGED', ${JSON.stringify(data)}::jsonb, now())
           on conflict do nothing
-          returning id)
+          returning id),
+        cleared as (
+          delete from import_failures where exists (select 1 from inserted) and supplier_id = ${supplierId}
+            and external_account_number = ${externalAccountNumber} and step in ('validate', 'stage'))
         insert into import_events (import_process_id, type, actor, organisation_id, api_key_id)
         select id, 'STAGED'::import_event_type, ${actor.name}::text, ${actor.organisationId}::uuid, ${actor.apiKeyId}::uuid from inserted
         returning 1 as staged`)
@@ -278,7 +326,7 @@ export function createImportsRepository(db: Db) {
           supplierId, externalAccountNumber, state: 'STAGED', stagedData: data, firstStagedAt: sql`now()`
         }).onConflictDoNothing().returning({ id: importProcesses.id })
         if (inserted) {
-          await insertEvent(tx, inserted.id, 'STAGED', actor)
+          await runInOrder(db, [eventStatement(tx, inserted.id, 'STAGED', actor), clearStaged(tx, supplierId, externalAccountNumber)])
           return { outcome: 'created' as const }
         }
         const process = (await findProcess(supplierId, externalAccountNumber, tx))!
@@ -290,7 +338,7 @@ export function createImportsRepository(db: Db) {
           updatedAt: sql`now()`
         }).where(and(eq(importProcesses.id, process.id), eq(importProcesses.state, 'STAGED'))).returning({ id: importProcesses.id })
         if (updated.length === 0) return { outcome: 'refused' as const, process: (await findProcess(supplierId, externalAccountNumber, tx))! }
-        await insertEvent(tx, process.id, 'RESTAGED', actor)
+        await runInOrder(db, [eventStatement(tx, process.id, 'RESTAGED', actor), clearStaged(tx, supplierId, externalAccountNumber)])
         return { outcome: 'updated' as const }
       })
     },

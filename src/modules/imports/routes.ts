@@ -1,5 +1,4 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { Readable } from 'node:stream'
 import type { FastifyRequest } from 'fastify'
 import {
   AccountData, AccountParams, AccountSummary, CreateRequest, CreateResponse, StageResponse, TransferStatus
@@ -10,6 +9,7 @@ import { entriesFromAjv, type ErrorEntry } from '../../errors.js'
 import { organisationOf } from '../auth/service.js'
 import type { ProcessList } from './repository.js'
 import { createImportsService, type CreateInput } from './service.js'
+import { jsonArrayStream } from '../../json-stream.js'
 
 /**
  * Schema problems of an account route's body. These routes validate with `attachValidation`:
@@ -21,64 +21,26 @@ function schemaErrors(request: FastifyRequest): ErrorEntry[] {
   return validation ? entriesFromAjv(validation as never) : []
 }
 
-/**
- * A JSON array as a stream, written from chunks of items pulled one at a time: the next chunk is
- * read only when the stream wants more (the socket drained), so memory does not grow with the
- * list. Destroying the stream (client gone) ends the generator, so nothing more is read. A
- * failure after the status was sent can only cut the body short: `onError` is told and the
- * stream is destroyed, which closes the connection without the final chunk.
- */
-export function jsonArrayStream(chunks: AsyncGenerator<object[], void, undefined>, onError: (err: unknown) => void): Readable {
-  let opened = false
-  const stream: Readable = new Readable({
-    read() {
-      // One turn of the event loop per chunk: PGlite answers without yielding, and other requests
-      // (and this socket) should not wait for a whole list.
-      setImmediate(pull)
-    },
-    destroy(err, callback) {
-      chunks.return(undefined).then(() => callback(err), () => callback(err))
-    }
-  })
-
-  function pull(): void {
-    if (stream.destroyed) return
-    chunks.next().then(({ done, value }) => {
-      if (stream.destroyed) return
-      if (done) {
-        stream.push(opened ? ']' : '[]')
-        stream.push(null)
-        return
-      }
-      let text = ''
-      for (const item of value) {
-        text += (opened ? ',' : '[') + JSON.stringify(item)
-        opened = true
-      }
-      stream.push(text)
-    }, (err: unknown) => {
-      onError(err)
-      stream.destroy(err as Error)
-    })
-  }
-
-  return stream
-}
-
 const LIST_SUMMARIES: Record<ProcessList, string> = {
   all: 'Every import process of a supplier, skipped ones included',
   pending: 'Import processes staged, not created, not skipped',
   imported: 'Import processes created'
 }
 
-const accountRoute = { attachValidation: true, config: { validationCode: 'account_failed_validation' } } as const
+const accountRoute = { attachValidation: true } as const
+/** The route config of an account step: its schema errors' top-level code, and its failure records (§13). */
+const accountStep = (step: 'validate' | 'stage' | 'create') => ({
+  validationCode: 'account_failed_validation',
+  failureStep: { step, supplierField: step === 'create' ? 'import_supplier_code' as const : 'import_supplier' as const }
+})
 
 /** Account import (§5, §6) and reading import state (§7), under /v1/data-import. */
 const importsRoutes: FastifyPluginAsyncTypebox = async function importsRoutes(app) {
-  const service = createImportsService(app.db)
+  const service = createImportsService(app.db, app.failures)
 
   app.post('/validate-account/', {
     ...accountRoute,
+    config: accountStep('validate'),
     schema: {
       tags: ['Account import'],
       summary: 'Validate an account',
@@ -96,6 +58,7 @@ const importsRoutes: FastifyPluginAsyncTypebox = async function importsRoutes(ap
 
   app.post('/account-import-process/create-or-update/', {
     ...accountRoute,
+    config: accountStep('stage'),
     schema: {
       tags: ['Account import'],
       summary: 'Stage an account',
@@ -110,6 +73,7 @@ const importsRoutes: FastifyPluginAsyncTypebox = async function importsRoutes(ap
 
   app.post('/account-import-process/process/', {
     ...accountRoute,
+    config: accountStep('create'),
     schema: {
       tags: ['Account import'],
       summary: 'Create a staged account',

@@ -13,6 +13,7 @@ import { createAccountsRepository } from '../accounts/repository.js'
 import { accountRules, normaliseAccount } from '../accounts/rules.js'
 import { planAccount } from '../accounts/plan.js'
 import type { OrganisationPrincipal } from '../auth/service.js'
+import { ACCOUNT_STEPS, type FailuresService } from '../failures/service.js'
 import { createImportsRepository, type Actor, type ListRow, type Lookup, type ProcessList, type ProcessRow, type SupplierRow } from './repository.js'
 
 const accountFailed = (errors: ErrorEntry[], detail = 'Could not validate account data.'): AppError =>
@@ -73,7 +74,7 @@ const listItem = (row: ListRow): ImportProcessListItem => ({
 
 const str = (value: unknown): string | undefined => (typeof value === 'string' ? value : undefined)
 
-export function createImportsService(db: Db) {
+export function createImportsService(db: Db, failures: FailuresService) {
   const repo = createImportsRepository(db)
   const accountsRepo = createAccountsRepository(db)
   const validateAccountData: ValidateFunction = compileBody(AccountData)
@@ -90,15 +91,25 @@ export function createImportsService(db: Db) {
     return ctx
   }
 
-  /** The checks of §2 "Which check wins" before the one body of every problem (validate, stage). */
+  /**
+   * The checks of §2 "Which check wins" before the one body of every problem (validate, stage),
+   * and the account rules. Validate runs its rules first, so that its look-up can also clear the
+   * pair's validate failure record when the answer will be a success (§13).
+   */
   async function precheck(principal: OrganisationPrincipal, body: any, ctx: RuleContext, stage: boolean) {
     const supplierCode = ctx.clean('import_supplier') ? str(body?.import_supplier) : undefined
     const external = ctx.clean('external_account_number') ? str(body?.external_account_number) : undefined
-    const found = await lookup(principal, supplierCode, external, stage)
+    if (!stage) accountRules(body, ctx)
+    const found = stage
+      ? await lookup(principal, supplierCode, external, true)
+      : supplierCode !== undefined && SUPPLIER_CODE.test(supplierCode)
+        ? await repo.lookupClearingValidate(supplierCode, principal.organisationId, external, ctx.errors.length === 0)
+        : undefined
     if (found?.process && external !== undefined) {
       refuseByState(found.process, external)
       if (stage && found.running) throw inProgress()
     }
+    if (stage) accountRules(body, ctx)
     return { supplier: found?.supplier, supplierCode, known: found?.process !== undefined }
   }
 
@@ -111,7 +122,6 @@ export function createImportsService(db: Db) {
   async function validated(principal: OrganisationPrincipal, body: any, schemaErrors: ErrorEntry[], stage: boolean) {
     const ctx = ruleContext(schemaErrors, utcToday())
     const { supplier, supplierCode, known } = await precheck(principal, body, ctx, stage)
-    accountRules(body, ctx)
     if (supplierCode !== undefined || ctx.clean('import_supplier')) {
       if (!supplier) {
         ctx.report('does_not_exist', 'import_supplier', `Import supplier ${String(body?.import_supplier)} does not exist.`)
@@ -157,7 +167,13 @@ export function createImportsService(db: Db) {
       // The account's inserts, the state change and the events go in one round trip.
       const [marked] = await accountsRepo.insertAccount(tx, rows, [
         repo.markImported(tx, process.id, serviceAccountNumber),
-        ...(dryRun ? [] : [repo.eventStatement(tx, process.id, 'CREATE_ATTEMPTED', actor), repo.eventStatement(tx, process.id, 'CREATED', actor, result)])
+        ...(dryRun
+          ? []
+          : [
+              repo.eventStatement(tx, process.id, 'CREATE_ATTEMPTED', actor), repo.eventStatement(tx, process.id, 'CREATED', actor, result),
+              // A create clears the account's validate, stage and create failure records (§13).
+              failures.repo.clearByIdStatement(tx, supplier.id, external, ACCOUNT_STEPS)
+            ])
       ]) as [unknown[]]
       if (marked.length === 0) throw new CreateRefused(skipped())
       if (dryRun) throw new DryRunSucceeded()
@@ -177,11 +193,13 @@ export function createImportsService(db: Db) {
       const actor = actorOf(principal)
       // A first stage is one statement; a restage (or a race with another first stage) a transaction.
       if (!known && (await repo.stageNew(supplier.id, external, data, actor))) {
+        failures.timeline.count(supplier.id, 'staged')
         return { created: true, body: { import_supplier: supplier.code, external_account_number: external } }
       }
       const result = await repo.stage(supplier.id, external, data, actor)
       if (result.outcome === 'in_progress') throw inProgress()
       if (result.outcome === 'refused') refuseByState(result.process, external)
+      failures.timeline.count(supplier.id, 'staged')
       return {
         created: result.outcome === 'created',
         body: { import_supplier: supplier.code, external_account_number: external }
@@ -208,7 +226,9 @@ export function createImportsService(db: Db) {
       const actor = actorOf(principal)
       for (let attempt = 1; ; attempt++) {
         try {
-          return await createInTransaction(principal, supplier!, process, external, teamName, dryRun)
+          const created = await createInTransaction(principal, supplier!, process, external, teamName, dryRun)
+          failures.timeline.count(supplier!.id, 'created')
+          return created
         } catch (err) {
           if (err instanceof DryRunSucceeded) {
             await repo.insertEvent(db, process.id, 'DRY_RUN', actor, { would_succeed: true, errors: [] })

@@ -3,10 +3,12 @@ import { NotesRequest, NotesResponses } from '../../../schemas/notes.js'
 import { organisationOf } from '../auth/service.js'
 import type { PostImportRouteOptions } from '../post-import/routes.js'
 import { createNotesService } from './service.js'
+import { postImportStep } from '../../plugins/failures.js'
 
 const notesRoutes: FastifyPluginAsyncTypebox<PostImportRouteOptions> = async function notesRoutes(app, opts) {
   const service = createNotesService(opts.base, opts.config.documentBucket)
   app.post('/notes/create/', {
+    config: postImportStep('notes'),
     schema: {
       tags: ['Post-import'],
       summary: 'Add notes',

@@ -1,6 +1,6 @@
 import { and, asc, eq, isNull, sql } from 'drizzle-orm'
 import {
-  apiKeys, importEvents, importProcesses, importSupplierEvents, importSuppliers, operationsTeams, organisations
+  apiKeys, importEvents, importFailures, importProcesses, importSupplierEvents, importSuppliers, operationsTeams, organisations
 } from '../../../drizzle/schema/index.js'
 import type { Db, Tx } from '../../db/index.js'
 
@@ -93,10 +93,28 @@ export function createOperatorRepository(db: Db) {
 
     supplierByCode: (code: string) => supplierByCode(code),
 
-    async listSuppliers(): Promise<SupplierRecord[]> {
+    /** Every supplier, or one organisation's (by name). */
+    async listSuppliers(organisation?: string): Promise<SupplierRecord[]> {
       return db.select(supplierColumns).from(importSuppliers)
         .innerJoin(organisations, eq(organisations.id, importSuppliers.organisationId))
+        .where(organisation === undefined ? undefined : eq(organisations.name, organisation))
         .orderBy(asc(importSuppliers.code))
+    },
+
+    async listOrganisations() {
+      return db.select({ id: organisations.id, name: organisations.name }).from(organisations).orderBy(asc(organisations.name))
+    },
+
+    /** API keys (never the key: it is not stored), by organisation then creation; one organisation's when named. */
+    async listApiKeys(organisation?: string) {
+      return db.select({ id: apiKeys.id, organisation: organisations.name, createdAt: apiKeys.createdAt, revokedAt: apiKeys.revokedAt })
+        .from(apiKeys).innerJoin(organisations, eq(organisations.id, apiKeys.organisationId))
+        .where(organisation === undefined ? undefined : eq(organisations.name, organisation))
+        .orderBy(asc(organisations.name), asc(apiKeys.createdAt), asc(apiKeys.id))
+    },
+
+    async listTeams() {
+      return db.select({ id: operationsTeams.id, name: operationsTeams.name }).from(operationsTeams).orderBy(asc(operationsTeams.name))
     },
 
     async insertTeam(name: string) {
@@ -110,10 +128,14 @@ export function createOperatorRepository(db: Db) {
      */
     async skipProcess(supplierId: string, externalAccountNumber: string, actor: string) {
       return db.transaction(async (tx) => {
+        const clearFailures = () => tx.delete(importFailures)
+          .where(and(eq(importFailures.supplierId, supplierId), eq(importFailures.externalAccountNumber, externalAccountNumber)))
         const [inserted] = await tx.insert(importProcesses).values({ supplierId, externalAccountNumber, state: 'SKIPPED' })
           .onConflictDoNothing().returning({ id: importProcesses.id })
         if (inserted) {
           await tx.insert(importEvents).values({ importProcessId: inserted.id, type: 'SKIPPED', actor, detail: { previousState: null } })
+          // A skipped account's failures are no longer anyone's work (§13).
+          await clearFailures()
           return { imported: false as const, serviceAccountNumber: null }
         }
         const [process] = await tx.select({ id: importProcesses.id, state: importProcesses.state, serviceAccountNumber: importProcesses.serviceAccountNumber })
@@ -126,6 +148,7 @@ export function createOperatorRepository(db: Db) {
           await tx.update(importProcesses).set({ state: 'SKIPPED', updatedAt: sql`now()` }).where(eq(importProcesses.id, process!.id))
           await tx.insert(importEvents).values({ importProcessId: process!.id, type: 'SKIPPED', actor, detail: { previousState: process!.state } })
         }
+        await clearFailures()
         return { imported: false as const, serviceAccountNumber: process!.serviceAccountNumber }
       })
     },

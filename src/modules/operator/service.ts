@@ -60,9 +60,10 @@ export interface UpdateSupplierInput {
 
 /** The operator's configuration rules (§3). Every method is for an operator principal only. */
 export function createOperatorService(repo: OperatorRepository, auth: AuthService) {
-  async function supplier(code: string): Promise<SupplierRecord> {
+  /** The supplier with this code; an organisation (`owner`, its name) sees only its own, as if others did not exist. */
+  async function supplier(code: string, owner?: string): Promise<SupplierRecord> {
     const found = await repo.supplierByCode(code)
-    if (!found) throw notFound(`Import supplier ${code} does not exist.`)
+    if (!found || (owner !== undefined && found.organisation !== owner)) throw notFound(`Import supplier ${code} does not exist.`)
     return found
   }
 
@@ -118,7 +119,17 @@ export function createOperatorService(repo: OperatorRepository, auth: AuthServic
       return updated
     },
 
-    listImportSuppliers: () => repo.listSuppliers(),
+    /** Every supplier for the operator; an organisation's own for an organisation (`owner`, its name). */
+    listImportSuppliers: (owner?: string) => repo.listSuppliers(owner),
+
+    listOrganisations: () => repo.listOrganisations(),
+
+    async listApiKeys(organisation?: string) {
+      if (organisation !== undefined && !(await repo.organisationIdByName(organisation))) throw notFound(`Organisation ${organisation} does not exist.`)
+      return repo.listApiKeys(organisation)
+    },
+
+    listOperationsTeams: () => repo.listTeams(),
 
     createOperationsTeam(name: string) {
       const clean = checkName(name, 'name')
@@ -135,15 +146,17 @@ export function createOperatorService(repo: OperatorRepository, auth: AuthServic
       return { importSupplierCode, externalAccountNumber, state: 'SKIPPED' as const, serviceAccountNumber: result.serviceAccountNumber }
     },
 
-    async importProcessEvents(importSupplierCode: string, externalAccountNumber: string) {
-      const found = await supplier(importSupplierCode)
+    supplier,
+
+    async importProcessEvents(importSupplierCode: string, externalAccountNumber: string, owner?: string) {
+      const found = await supplier(importSupplierCode, owner)
       const events = await repo.processEvents(found.id, externalAccountNumber)
       if (!events) throw notFound(`No import process for ${importSupplierCode} / ${externalAccountNumber}.`)
       return events
     },
 
-    async migrationProgress(importSupplierCode: string) {
-      return repo.progress((await supplier(importSupplierCode)).id)
+    async migrationProgress(importSupplierCode: string, owner?: string) {
+      return repo.progress((await supplier(importSupplierCode, owner)).id)
     }
   }
 }

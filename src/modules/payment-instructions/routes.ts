@@ -4,6 +4,7 @@ import { organisationOf } from '../auth/service.js'
 import type { PostImportRouteOptions } from '../post-import/routes.js'
 import { createPaymentInstructionsService } from './service.js'
 import { createVendorClient } from './vendor-client.js'
+import { postImportStep } from '../../plugins/failures.js'
 
 const paymentInstructionRoutes: FastifyPluginAsyncTypebox<PostImportRouteOptions> = async function paymentInstructionRoutes(app, opts) {
   const { config } = opts
@@ -24,7 +25,7 @@ const paymentInstructionRoutes: FastifyPluginAsyncTypebox<PostImportRouteOptions
     body: PaymentInstructionRequest(Object.keys(config.paymentVendors)),
     response: PaymentInstructionResponses
   }
-  app.post('/payment-instruction/create/', { schema }, async function createPaymentInstruction(request, reply) {
+  app.post('/payment-instruction/create/', { schema, config: postImportStep('payment_instruction') }, async function createPaymentInstruction(request, reply) {
     return reply.code(201).send(await service.create(organisationOf(request.principal), request.body, request.log))
   })
 }

@@ -4,6 +4,7 @@ import { entriesFromAjv } from '../../errors.js'
 import { organisationOf } from '../auth/service.js'
 import type { PostImportRouteOptions } from '../post-import/routes.js'
 import { createTransactionsService } from './service.js'
+import { postImportStep } from '../../plugins/failures.js'
 
 /**
  * Schema problems inside one transaction get the transaction body of §2, so this route validates
@@ -12,6 +13,7 @@ import { createTransactionsService } from './service.js'
 const transactionsRoutes: FastifyPluginAsyncTypebox<PostImportRouteOptions> = async function transactionsRoutes(app, opts) {
   const service = createTransactionsService(opts.base, app.db)
   app.post('/transactions/create/', {
+    config: postImportStep('transactions'),
     attachValidation: true,
     schema: {
       tags: ['Post-import'],

@@ -1,0 +1,152 @@
+import type { FastifyBaseLogger } from 'fastify'
+import { isWellFormed } from '../../../schemas/text.js'
+import type { Db } from '../../db/index.js'
+import type { ErrorEntry } from '../../errors.js'
+import { formatDateTime } from '../../format.js'
+import { createFailuresRepository, STEPS, type FailureFilter, type FailureRow, type Step } from './repository.js'
+import { createTimeline, minuteOf } from './timeline.js'
+
+export { STEPS, type Step }
+
+/** How a request of a step was answered, as far as failure records care (§13). */
+export interface Answer {
+  step: Step
+  /** As the request sent them: anything; nothing is recorded unless they are usable. */
+  supplierCode: unknown
+  externalAccountNumber: unknown
+  organisationId: string
+  status: number
+  code: string
+  errors: ErrorEntry[]
+}
+
+/** Told of every recorded failure (the metrics counter). */
+export type FailureListener = (failure: { supplierCode: string; step: Step; codes: string[] }) => void
+
+/** Entry codes whose answer is about another request, not the account: never recorded. */
+const NOT_RECORDED_CODES = new Set(['account_import_in_progress', 'account_import_skipped'])
+/** Answers that clear validate, stage and create: the account is fine (or already there). */
+const CLEARING_CODES = new Set(['account_already_imported', 'dry_run_rolled_back'])
+export const ACCOUNT_STEPS: readonly Step[] = ['validate', 'stage', 'create']
+
+/** A usable external account number (§5): 1–128 characters, no leading or trailing whitespace. */
+export function isExternalAccountNumber(value: unknown): value is string {
+  return typeof value === 'string' && value.length > 0 && value === value.trim() && Array.from(value).length <= 128 && isWellFormed(value)
+}
+
+/** The failure list's `after`: an external account number, or `<external>:<step>`. */
+export function parseAfter(after: string): { external: string; step?: Step } {
+  const at = after.lastIndexOf(':')
+  const step = after.slice(at + 1) as Step
+  return at >= 0 && STEPS.includes(step) ? { external: after.slice(0, at), step } : { external: after }
+}
+
+export interface FailureItem {
+  external_account_number: string
+  step: Step
+  failed_at: string
+  attempts: number
+  http_status: number
+  code: string
+  errors: Array<{ code: string; attr: string | null }>
+}
+
+export const failureItem = (row: FailureRow): FailureItem => ({
+  external_account_number: row.externalAccountNumber,
+  step: row.step,
+  failed_at: formatDateTime(row.failedAt),
+  attempts: row.attempts,
+  http_status: row.httpStatus,
+  code: row.code,
+  errors: row.errors
+})
+
+/**
+ * Failure records and the timeline (§13): what is recorded and cleared, and the reads. Recording
+ * never fails a request: a problem is logged and the answer goes out as it was.
+ */
+export function createFailuresService(db: Db, options: { log: FastifyBaseLogger }) {
+  const repo = createFailuresRepository(db)
+  const listeners: FailureListener[] = []
+  const timeline = createTimeline(repo, { log: options.log })
+
+  return {
+    repo,
+    timeline,
+
+    /**
+     * Settles the records of a step after its answer: a 400 or 500 records a failure (with the
+     * exceptions of §13), `account_already_imported` and a successful dry run clear validate, stage
+     * and create. A 2xx is cleared by the service that answered it, within its own writes.
+     */
+    async settle(answer: Answer, log: FastifyBaseLogger = options.log): Promise<void> {
+      const { supplierCode, externalAccountNumber: external } = answer
+      if (typeof supplierCode !== 'string' || !isExternalAccountNumber(external)) return
+      try {
+        if (CLEARING_CODES.has(answer.code)) {
+          await repo.clearStatement(db, { supplierCode, organisationId: answer.organisationId, externalAccountNumber: external }, ACCOUNT_STEPS)
+          return
+        }
+        if (answer.status !== 400 && answer.status !== 500) return
+        if (answer.errors.some((e) => NOT_RECORDED_CODES.has(e.code))) return
+        const errors = answer.errors.slice(0, 100).map((e) => ({ code: e.code, attr: e.attr }))
+        const supplierId = await repo.record({
+          supplierCode, organisationId: answer.organisationId, externalAccountNumber: external,
+          step: answer.step, httpStatus: answer.status, code: answer.code, errors
+        })
+        if (supplierId === undefined) return
+        timeline.count(supplierId, 'failed')
+        const codes = errors.length > 0 ? [...new Set(errors.map((e) => e.code))] : [answer.code]
+        for (const listener of listeners) listener({ supplierCode, step: answer.step, codes })
+      } catch (err) {
+        log.error({ err, step: answer.step }, 'failure record could not be written; the answer is sent unchanged')
+      }
+    },
+
+    /** Clears a step's record after its success (post-import endpoints). Never throws. */
+    async cleared(answer: Omit<Answer, 'status' | 'code' | 'errors'>, log: FastifyBaseLogger = options.log): Promise<void> {
+      const { supplierCode, externalAccountNumber: external } = answer
+      if (typeof supplierCode !== 'string' || !isExternalAccountNumber(external)) return
+      try {
+        await repo.clearStatement(db, { supplierCode, organisationId: answer.organisationId, externalAccountNumber: external }, [answer.step])
+      } catch (err) {
+        log.error({ err, step: answer.step }, 'failure record could not be cleared')
+      }
+    },
+
+    /** A page of a supplier's failure records, by external account number then step. */
+    async list(supplierId: string, filter: FailureFilter): Promise<FailureItem[]> {
+      return (await repo.list(supplierId, filter)).map(failureItem)
+    },
+
+    chunks: repo.chunks,
+
+    /** The failure-summary body. */
+    async summary(supplierId: string) {
+      const { failingAccounts, byStep, byCode } = await repo.summary(supplierId)
+      const steps = Object.fromEntries(STEPS.map((s) => [s, 0])) as Record<Step, number>
+      for (const row of byStep) steps[row.step] = row.accounts
+      const codes = byCode.sort((a, b) => b.accounts - a.accounts || STEPS.indexOf(a.step) - STEPS.indexOf(b.step) ||
+        (a.code < b.code ? -1 : a.code > b.code ? 1 : 0))
+      return { failing_accounts: failingAccounts, by_step: steps, by_code: codes }
+    },
+
+    failingAccounts: repo.failingAccounts,
+
+    /** The last `minutes` minutes, the current one included, with this process's counts written first. */
+    async readTimeline(supplierId: string, minutes: number) {
+      await timeline.flush()
+      const rows = await repo.timeline(supplierId, minuteOf(timeline.now()), minutes)
+      return rows.map((r) => ({ minute: formatDateTime(r.minute), staged: r.staged, created: r.created, failed: r.failed }))
+    },
+
+    /** Tells `listener` of every failure recorded from now on. */
+    onFailure(listener: FailureListener): void {
+      listeners.push(listener)
+    },
+
+    close: () => timeline.close()
+  }
+}
+
+export type FailuresService = ReturnType<typeof createFailuresService>

@@ -1,0 +1,66 @@
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import fp from 'fastify-plugin'
+import { createFailuresService, type FailuresService, type Step } from '../modules/failures/service.js'
+import { toAppError } from './errors.js'
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    failures: FailuresService
+  }
+  interface FastifyContextConfig {
+    /**
+     * The migration step a route answers for (§13): its 400 and 500 answers are recorded as the
+     * account's failure of that step. `supplierField` names the body field holding the supplier
+     * code; `clearOnSuccess` clears the step's record after a 2xx (routes whose service does not
+     * clear it within its own writes).
+     */
+    failureStep?: { step: Step; supplierField: 'import_supplier' | 'import_supplier_code'; clearOnSuccess?: boolean }
+  }
+}
+
+function field(body: unknown, name: string): unknown {
+  return body !== null && typeof body === 'object' && !Array.isArray(body) ? (body as Record<string, unknown>)[name] : undefined
+}
+
+/**
+ * Failure records (§13) for the routes that declare a `failureStep`: the one place a step's
+ * answer becomes a record. Runs before the answer is sent, so records follow the order of answers.
+ */
+export default fp(async function failuresPlugin(app: FastifyInstance) {
+  const failures = createFailuresService(app.db, { log: app.log })
+  app.decorate('failures', failures)
+  app.addHook('onClose', async function writeTimeline() {
+    await failures.close()
+  })
+
+  app.addHook('onError', async function recordFailure(request: FastifyRequest, _reply: FastifyReply, error: FastifyError) {
+    const config = request.routeOptions.config?.failureStep
+    const principal = request.principal
+    if (!config || principal?.kind !== 'organisation') return
+    const known = toAppError(error, request)
+    await failures.settle({
+      step: config.step,
+      supplierCode: field(request.body, config.supplierField),
+      externalAccountNumber: field(request.body, 'external_account_number'),
+      organisationId: principal.organisationId,
+      status: known?.statusCode ?? 500,
+      code: known?.code ?? 'server_error',
+      errors: known?.errors ?? []
+    }, request.log)
+  })
+
+  app.addHook('onSend', async function clearFailure(request: FastifyRequest, reply: FastifyReply) {
+    const config = request.routeOptions.config?.failureStep
+    const principal = request.principal
+    if (!config?.clearOnSuccess || principal?.kind !== 'organisation' || reply.statusCode >= 300) return
+    await failures.cleared({
+      step: config.step,
+      supplierCode: field(request.body, config.supplierField),
+      externalAccountNumber: field(request.body, 'external_account_number'),
+      organisationId: principal.organisationId
+    }, request.log)
+  })
+}, { name: 'failures', dependencies: ['db', 'errors'] })
+
+/** The route config of a post-import endpoint (§9): its step, cleared by the hook after a 2xx. */
+export const postImportStep = (step: Step) => ({ failureStep: { step, supplierField: 'import_supplier' as const, clearOnSuccess: true } })

@@ -1,0 +1,95 @@
+import t from 'tap'
+import { exampleAccount, importClient, importSetup } from './helpers/accounts.js'
+import { asOperator, createTenant, gql, operatorToken } from './helpers/graphql.js'
+
+/**
+ * The GraphQL side of failure records (§13): the operator's lists, and the queries organisations
+ * may run for their own suppliers only.
+ */
+
+const badPhone = (external: string) => exampleAccount({ external_account_number: external, customers: [{ ...exampleAccount().customers[0], landline: 'abcde' }] })
+
+t.test('operator lists: organisations, API keys (never the key), operations teams', async (t) => {
+  const { app, tenant } = await importSetup(t)
+  await createTenant(app, 'Bravo', 'BRAVO')
+  const data = await asOperator(app, '{ organisations { id name } apiKeys { id organisation createdAt revokedAt } operationsTeams { name } }')
+  t.same(data.organisations.map((o: any) => o.name), ['Acme', 'Bravo'])
+  t.same(data.apiKeys.map((k: any) => k.organisation), ['Acme', 'Bravo'])
+  t.equal(data.apiKeys[0].id, tenant.apiKeyId)
+  t.match(data.apiKeys[0].createdAt, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/)
+  t.equal(data.apiKeys[0].revokedAt, null)
+  t.same(data.operationsTeams, [{ name: 'Migrations' }])
+  const acme = await asOperator(app, '{ apiKeys(organisation: "Acme") { organisation } }')
+  t.same(acme.apiKeys, [{ organisation: 'Acme' }], 'one organisation\'s keys')
+  const unknown = await gql(app, '{ apiKeys(organisation: "Nobody") { id } }', {}, await operatorToken(app))
+  t.equal(unknown.errors?.[0]?.extensions?.code, 'not_found')
+  const key = await gql(app, '{ apiKeys { key } }', {}, tenant.token)
+  t.equal(key.status, 400, 'there is no key field to ask for')
+})
+
+t.test('organisations read progress, failures, the timeline and events of their own suppliers only', async (t) => {
+  const setup = await importSetup(t)
+  const { app, tenant, client } = setup
+  const other = await createTenant(app, 'Other', 'OTHER_ENERGY')
+  await client.validate(badPhone('F-1'))
+  await client.validate(badPhone('F-2'))
+  await client.stage(exampleAccount({ external_account_number: 'F-3' }))
+  await client.create('F-3', { team: 'nope' })
+  await importClient(app, other).validate({ ...badPhone('O-1'), import_supplier: 'OTHER_ENERGY' })
+
+  const suppliers = await gql(app, '{ importSuppliers { code organisation } }', {}, tenant.token)
+  t.same(suppliers.data?.importSuppliers, [{ code: 'ACME_ENERGY', organisation: 'Acme' }], 'importSuppliers: its own')
+
+  const query = `query($s: String!) {
+    migrationProgress(importSupplierCode: $s) { staged pending failed failing }
+    migrationFailureSummary(importSupplierCode: $s) { failingAccounts byStep { validate create historicalAgreements } byCode { step code accounts } }
+    migrationFailures(importSupplierCode: $s) { externalAccountNumber step failedAt attempts httpStatus code errors { code attr } }
+    migrationTimeline(importSupplierCode: $s, minutes: 5) { minute staged created failed }
+    importProcessEvents(importSupplierCode: $s, externalAccountNumber: "F-3") { type }
+  }`
+  const own = await gql(app, query, { s: 'ACME_ENERGY' }, tenant.token)
+  t.notOk(own.errors, JSON.stringify(own.errors))
+  const data = own.data!
+  t.same(data.migrationProgress, { staged: 1, pending: 1, failed: 1, failing: 3 })
+  t.same(data.migrationFailureSummary, {
+    failingAccounts: 3,
+    byStep: { validate: 2, create: 1, historicalAgreements: 0 },
+    byCode: [{ step: 'validate', code: 'invalid_phone_number', accounts: 2 }, { step: 'create', code: 'operations_team_name_does_not_exist', accounts: 1 }]
+  })
+  t.same(data.migrationFailures.map((f: any) => [f.externalAccountNumber, f.step, f.httpStatus, f.attempts]), [['F-1', 'validate', 400, 1], ['F-2', 'validate', 400, 1], ['F-3', 'create', 400, 1]])
+  t.same(data.migrationFailures[0].errors, [{ code: 'invalid_phone_number', attr: 'customers.0.landline' }])
+  t.equal(data.migrationTimeline.length, 5)
+  t.same(data.migrationTimeline.reduce((n: number, m: any) => n + m.failed, 0), 3)
+  t.same(data.importProcessEvents.map((e: any) => e.type), ['STAGED', 'CREATE_ATTEMPTED', 'CREATE_FAILED'])
+
+  const fields = ['migrationProgress { failing }', 'migrationFailureSummary { failingAccounts }', 'migrationFailures { externalAccountNumber }',
+    'migrationTimeline { failed }', 'importProcessEvents(externalAccountNumber: "O-1") { type }']
+  for (const supplier of ['OTHER_ENERGY', 'NO_SUCH']) {
+    for (const field of fields) {
+      const [name, rest] = [field.split(/[ (]/)[0]!, field.slice(field.split(/[ (]/)[0]!.length)]
+      const args = rest.startsWith('(') ? rest.replace('(', `(importSupplierCode: "${supplier}", `) : `(importSupplierCode: "${supplier}")${rest}`
+      const foreign = await gql(app, `{ ${name}${args} }`, {}, tenant.token)
+      t.same(foreign.errors?.map((e) => e.extensions?.code), ['not_found'], `${supplier} ${name}: as if it did not exist`)
+      t.notMatch(JSON.stringify(foreign.body), /O-1"|"failing":1/, 'nothing of it shown')
+    }
+  }
+  const operator = await asOperator(app, 'query($s: String!) { migrationFailures(importSupplierCode: $s) { externalAccountNumber } }', { s: 'OTHER_ENERGY' })
+  t.same(operator.migrationFailures, [{ externalAccountNumber: 'O-1' }], 'the operator sees every supplier')
+
+  const paged = await gql(app, 'query { migrationFailures(importSupplierCode: "ACME_ENERGY", first: 1, after: "F-1:validate", step: "validate") { externalAccountNumber } }', {}, tenant.token)
+  t.same(paged.data?.migrationFailures, [{ externalAccountNumber: 'F-2' }], 'first, after and step')
+  const coded = await gql(app, 'query { migrationFailures(importSupplierCode: "ACME_ENERGY", code: "operations_team_name_does_not_exist") { externalAccountNumber } }', {}, tenant.token)
+  t.same(coded.data?.migrationFailures, [{ externalAccountNumber: 'F-3' }], 'code')
+  for (const args of ['first: 0', 'first: 10001', 'step: "nope"']) {
+    const bad = await gql(app, `query { migrationFailures(importSupplierCode: "ACME_ENERGY", ${args}) { step } }`, {}, tenant.token)
+    t.equal(bad.errors?.[0]?.extensions?.code, 'invalid', args)
+  }
+  for (const minutes of [0, 10081]) {
+    const bad = await gql(app, `query { migrationTimeline(importSupplierCode: "ACME_ENERGY", minutes: ${minutes}) { minute } }`, {}, tenant.token)
+    t.equal(bad.errors?.[0]?.extensions?.code, 'invalid', `minutes ${minutes}`)
+  }
+  for (const field of ['{ organisations { name } }', '{ apiKeys { id } }', '{ operationsTeams { name } }']) {
+    const denied = await gql(app, field, {}, tenant.token)
+    t.equal(denied.errors?.[0]?.extensions?.code, 'permission_denied', `${field}: operator only`)
+  }
+})
