@@ -35,6 +35,8 @@ export const EnvSchema = Type.Object({
   EMAIL_FROM: Type.String({ minLength: 3, default: 'Account migrations <no-reply@localhost>' }),
   TOKEN_RATE_LIMIT_PER_MINUTE: Type.Integer({ minimum: 1, default: 20 }),
   ORG_RATE_LIMIT_PER_MINUTE: Type.Integer({ minimum: 0, default: 0 }),
+  /** A static token a Prometheus scrape job may send to /metrics instead of an operator token. */
+  METRICS_TOKEN: Type.Optional(Type.String({ minLength: 32 })),
   LOG_LEVEL: Type.Union(
     ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((level) => Type.Literal(level)),
     { default: 'info' }

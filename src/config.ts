@@ -38,6 +38,8 @@ export interface Config {
   emailFrom: string
   tokenRateLimitPerMinute: number
   orgRateLimitPerMinute: number
+  /** Accepted by /metrics as `Authorization: Bearer <token>` besides operator tokens. */
+  metricsToken: string | undefined
   logLevel: string
 }
 
@@ -104,6 +106,7 @@ export function loadConfig(source: Record<string, string | undefined>): Config {
     emailFrom: typed.EMAIL_FROM,
     tokenRateLimitPerMinute: typed.TOKEN_RATE_LIMIT_PER_MINUTE,
     orgRateLimitPerMinute: typed.ORG_RATE_LIMIT_PER_MINUTE,
+    metricsToken: typed.METRICS_TOKEN,
     logLevel: typed.LOG_LEVEL
   }
 }

@@ -111,7 +111,7 @@ t.test('the admin command line against the real service', async (t) => {
     t.match(one.stdout, /--max-concurrent-processing <n\|none>/)
     t.notMatch(one.stdout, /--organisation/, 'only the options update-supplier takes')
     t.same(await admin(['help', 'progress']).then((r) => [r.code, r.stdout.split('\n')[0]]),
-      [0, 'Usage: npm run admin -- progress <supplier-code>'])
+      [0, 'Usage: npm run admin -- progress <supplier-code> [options]'])
 
     const bare = await admin([])
     t.equal(bare.code, 2, 'no command is a usage error')
@@ -394,17 +394,70 @@ t.test('the admin command line against the real service', async (t) => {
       '  pending:   2',
       '  imported:  1',
       '  skipped:   1',
-      '  failed:    1',
+      '  failed:    1  (pending, latest create failed)',
+      '  failing:   0  (accounts with a failure on record; see: npm run admin -- failures TRACK)',
       ''
     ].join('\n'))
     const progressJson = await run('progress', 'TRACK', '--json')
-    t.same(JSON.parse(progressJson.stdout), { migrationProgress: { staged: 3, pending: 2, imported: 1, skipped: 1, failed: 1 } })
+    t.same(JSON.parse(progressJson.stdout), { migrationProgress: { staged: 3, pending: 2, imported: 1, skipped: 1, failed: 1, failing: 0 } })
 
     const noSupplier = await run('progress', 'NO_SUCH')
     t.equal(noSupplier.code, 1)
     t.equal(noSupplier.stderr, 'error: not_found: Import supplier NO_SUCH does not exist.\n')
 
     refusedBeforeAnyRequest(t, await run('events', 'TRACK'), /^error: events needs <external-account-number>/)
+  })
+
+  t.test('lists of organisations, API keys and teams; failures by code; progress --watch', async (t) => {
+    await asOperator(app, 'mutation { createOrganisation(input: {name: "Lister"}) { id } }')
+    const key = (await asOperator(app, 'mutation { createApiKey(input: {organisation: "Lister"}) { id key } }')).createApiKey
+    await asOperator(app, 'mutation { createImportSupplier(input: {code: "LISTED", organisation: "Lister"}) { code } }')
+    await asOperator(app, 'mutation { createOperationsTeam(input: {name: "Zeta Team"}) { id } }')
+
+    const organisations = await run('list-organisations')
+    t.equal(organisations.code, 0)
+    t.match(organisations.stdout, /^NAME {2,}ID\n/)
+    t.match(organisations.stdout, /\nLister {2,}[0-9a-f-]{36}\n/)
+    const keys = await run('list-api-keys', '--organisation', 'Lister')
+    t.equal(keys.code, 0)
+    t.match(keys.stdout, /^ID {2,}ORGANISATION {2,}CREATED {2,}REVOKED\n/)
+    t.ok(keys.stdout.includes(`\n${key.id}  Lister`), 'the key\'s id, to revoke it by')
+    t.match(keys.stdout, /\d{4}-\d\d-\d\dT[\d:]+Z {2}-\n\n1 API key, 1 active\n$/)
+    t.notOk(keys.stdout.includes(key.key), 'never the key')
+    t.equal((await run('list-api-keys', '--organisation', 'Nobody')).stderr, 'error: not_found: Organisation Nobody does not exist.\n')
+    const teams = await run('list-teams')
+    t.match(teams.stdout, /\nZeta Team {2,}[0-9a-f-]{36}\n/)
+
+    const org = await gql(app, OBTAIN_TOKEN, { input: { APIKey: key.key } })
+    const token = org.data!.obtainToken.token as string
+    const bad = { external_account_number: 'L-<1>', import_supplier: 'LISTED', account_type: 'DOMESTIC' }
+    for (const external of ['L-<1>', 'L-2']) {
+      await app.inject({ method: 'POST', url: '/v1/data-import/validate-account/', headers: { authorization: `Bearer ${token}` }, payload: { ...bad, external_account_number: external } })
+    }
+    const failures = await run('failures', 'LISTED')
+    t.equal(failures.code, 0, failures.stderr)
+    t.match(failures.stdout, /^Failures of LISTED: 2 accounts failing\n\nSTEP {2,}CODE {2,}ACCOUNTS\nvalidate {2}min_items {2}2\nvalidate {2}required {3}2\n/)
+    t.match(failures.stdout, /\nEXTERNAL ACCOUNT NUMBER {2}STEP {2,}ATTEMPTS {2}FAILED AT {2,}HTTP {2}PROBLEMS\nL-2 {2,}validate {2}1 {2,}\S+ {2}400 {3}required at billing_address; min_items at customers; /)
+    t.match(failures.stdout, /\nL-<1> {2,}validate/, 'the account number as it is')
+    const narrowed = await run('failures', 'LISTED', '--code', 'nope', '--step', 'create')
+    t.match(narrowed.stdout, /showing step create, code nope\)\n\nNo failures match\./)
+    const limited = await run('failures', 'LISTED', '--limit', '1')
+    t.match(limited.stdout, /Accounts \(the first 1; --limit for more/)
+    t.equal((await run('failures', 'NO_SUCH')).stderr, 'error: not_found: Import supplier NO_SUCH does not exist.\n')
+    refusedBeforeAnyRequest(t, await run('failures', 'LISTED', '--step', 'nope'), /--step must be one of validate, stage/)
+    refusedBeforeAnyRequest(t, await run('failures', 'LISTED', '--limit', '0'), /--limit must be a whole number from 1 to 10000/)
+    refusedBeforeAnyRequest(t, await run('list-teams', '--step', 'validate'), /list-teams does not take --step/)
+
+    const stop = new AbortController()
+    let out = ''
+    let readings = 0
+    const watching = runAdmin(['progress', 'LISTED', '--watch'], {
+      env, stderr: () => {}, watchIntervalSeconds: 0.05, signal: stop.signal,
+      stdout: (s) => { out += s; if (++readings === 3) stop.abort() }
+    })
+    t.equal(await watching, 0, 'Ctrl-C ends the watch with exit code 0')
+    t.equal(readings, 3, 'redrawn until stopped')
+    t.match(out, /Migration progress of LISTED at \d\d:\d\d:\d\d UTC\n[\s\S]*failing: {3}2 /)
   })
 
   t.test('authentication', async (t) => {
@@ -421,10 +474,10 @@ t.test('the admin command line against the real service', async (t) => {
     t.equal(overrides.code, 1, '--operator-key wins over the environment')
     t.same(overrides.requests[0]!.body.variables, { input: { APIKey: 'amo_wrong' } })
 
-    // An organisation's key gets a token, but not the operator's fields.
+    // An organisation's key gets a token, but not the operator's fields (it may list its own suppliers).
     await run('create-organisation', 'Tenant')
     const key = /^ {4}(amk_\S+)$/m.exec((await run('create-api-key', 'Tenant')).stdout)![1]!
-    const tenant = await admin(['list-suppliers'], { env: { ADMIN_URL: url, OPERATOR_API_KEY: key } })
+    const tenant = await admin(['list-organisations'], { env: { ADMIN_URL: url, OPERATOR_API_KEY: key } })
     t.equal(tenant.code, 1)
     t.equal(tenant.stderr, 'error: permission_denied: Only the service operator may use this field.\n')
     t.equal(tenant.requests.length, 2)

@@ -289,3 +289,34 @@ t.test('a client that leaves while waiting for its turn gives the turn on: nothi
   const stored = (await database.db.execute(sql`select body from notes where body like 'Leaving%'`))
   t.same(rowsOf(stored), [], 'nothing of the requests whose clients left')
 })
+
+t.test('METRICS_TOKEN lets a scrape job read /metrics without a token that expires', async (t) => {
+  const token = 'scrape-token-0123456789-abcdefghijklmnop'
+  const { app, tenant } = await importSetup(t, { env: { METRICS_TOKEN: token } })
+  const res = await app.inject({ method: 'GET', url: '/metrics', headers: { authorization: `Bearer ${token}` } })
+  t.equal(res.statusCode, 200)
+  t.match(res.body, /amis_accounts_staged/)
+  const wrong = await app.inject({ method: 'GET', url: '/metrics', headers: { authorization: `Bearer ${token}x` } })
+  t.equal(wrong.statusCode, 401, 'another token is not it')
+  const org = await app.inject({ method: 'GET', url: '/metrics', headers: { authorization: `Bearer ${tenant.token}` } })
+  t.equal(org.statusCode, 403, 'organisation tokens still may not')
+  const data = await app.inject({ method: 'GET', url: '/v1/data-import/all-account-import-processes/ACME_ENERGY/', headers: { authorization: `Bearer ${token}` } })
+  t.equal(data.statusCode, 401, 'the scrape token opens nothing else')
+  const { samples } = await scrape(app, await operatorToken(app))
+  t.ok(samples.length > 0, 'operator tokens still work')
+})
+
+t.test('recorded failures are counted by supplier, step and code', async (t) => {
+  const { app, client } = await importSetup(t)
+  const bad = exampleAccount({ external_account_number: 'M-1', customers: [{ ...exampleAccount().customers[0], landline: 'abcde' }], transfer_balance: 'x' })
+  await client.validate(bad)
+  await client.validate(bad)
+  await client.create('M-2')
+  await client.validate({ ...bad, import_supplier: 'NOPE' })
+  const { samples } = await scrape(app, await operatorToken(app))
+  const name = 'amis_failures_recorded_total'
+  t.equal(valueOf(samples, name, { supplier: 'ACME_ENERGY', step: 'validate', code: 'invalid_phone_number' }), 2)
+  t.equal(valueOf(samples, name, { supplier: 'ACME_ENERGY', step: 'validate', code: 'invalid_decimal' }), 2)
+  t.equal(valueOf(samples, name, { supplier: 'ACME_ENERGY', step: 'create', code: 'import_process_does_not_exist' }), 1)
+  t.equal(samples.filter((s) => s.name === name).length, 3, 'nothing counted for an unknown supplier')
+})

@@ -7,6 +7,7 @@
  */
 import { createGraphQLClient, ServiceError, UnreachableError } from './graphql-client.js'
 import { isEntryPoint, parseCommandLine } from './entry.js'
+import { STEP_NAMES } from '../../schemas/failures.js'
 
 export interface AdminIO {
   env: Record<string, string | undefined>
@@ -14,6 +15,12 @@ export interface AdminIO {
   stderr: (s: string) => void
   /** Defaults to the global `fetch`. */
   fetch?: typeof fetch
+  /** Standard output is a terminal: `progress --watch` redraws the screen instead of appending. */
+  tty?: boolean
+  /** Ends `progress --watch` (Ctrl-C). */
+  signal?: AbortSignal
+  /** Seconds between `progress --watch` redraws (default 5). */
+  watchIntervalSeconds?: number
 }
 
 export const DEFAULT_URL = 'http://127.0.0.1:3000'
@@ -39,7 +46,11 @@ const OPTIONS = {
   'document-root': { type: 'string' },
   status: { type: 'string' },
   'send-migration-emails': { type: 'string' },
-  'max-concurrent-processing': { type: 'string' }
+  'max-concurrent-processing': { type: 'string' },
+  step: { type: 'string' },
+  code: { type: 'string' },
+  limit: { type: 'string' },
+  watch: { type: 'boolean' }
 } as const
 
 type OptionName = keyof typeof OPTIONS
@@ -58,7 +69,20 @@ const OPTION_HELP: Record<OptionName, [string, string]> = {
   url: ['--url <url>', `Service URL (env ADMIN_URL, default ${DEFAULT_URL}).`],
   'operator-key': ['--operator-key <key>', 'Operator API key (env OPERATOR_API_KEY; prefer the env variable).'],
   json: ['--json', 'Print the raw GraphQL data object as JSON.'],
+  step: ['--step <step>', `Only failures of this step: ${STEP_NAMES.join(', ')}.`],
+  code: ['--code <code>', 'Only failures holding this error code (e.g. invalid_postcode).'],
+  limit: ['--limit <n>', 'Accounts to list, 1–10000 (default 50).'],
+  watch: ['--watch', 'Redraw every few seconds until Ctrl-C.'],
   help: ['-h, --help', 'Show help (for a command: <command> --help).']
+}
+
+/** A whole number flag within bounds. */
+function integerFlag(flags: Flags, name: OptionName, min: number, max: number, fallback: number): number {
+  const value = stringFlag(flags, name)
+  if (value === undefined) return fallback
+  const n = /^[0-9]+$/.test(value.trim()) ? Number(value.trim()) : NaN
+  if (!Number.isSafeInteger(n) || n < min || n > max) throw new UsageError(`--${name} must be a whole number from ${min} to ${max}, not "${value}"`)
+  return n
 }
 
 /** A string flag's value, or undefined when it was not given. */
@@ -169,6 +193,51 @@ function renderEvents(supplier: string, account: string, events: ImportEvent[]):
   return `${title}\n\n` + table(['AT', 'TYPE', 'ACTOR', 'DETAIL'], events.map((e) => [e.at, e.type, e.actor, detail(e.detail)]))
 }
 
+/** Progress as key/value lines; `at` adds when it was read (the watch mode). */
+function renderProgress(supplier: string, p: Data | null, at?: Date): string {
+  if (!p) return `No progress reported for ${supplier}.\n`
+  const title = `Migration progress of ${supplier}` + (at ? ` at ${at.toISOString().slice(11, 19)} UTC` : '')
+  return keyValues(title, [
+    ['staged', String(p.staged)],
+    ['pending', String(p.pending)],
+    ['imported', String(p.imported)],
+    ['skipped', String(p.skipped)],
+    ['failed', `${p.failed}  (pending, latest create failed)`],
+    ['failing', `${p.failing}  (accounts with a failure on record; see: ${PROGRAM} failures ${supplier})`]
+  ])
+}
+
+interface Failure {
+  externalAccountNumber: string
+  step: string
+  failedAt: string
+  attempts: number
+  httpStatus: number
+  code: string
+  errors: Array<{ code: string; attr: string | null }>
+}
+
+/** The failures of a supplier: a table by step and code, then the failing accounts with their attrs. */
+function renderFailures(supplier: string, data: Data, flags: Flags, limit: number): string {
+  const summary = data.migrationFailureSummary as { failingAccounts: number; byCode: Array<{ step: string; code: string; accounts: number }> }
+  const failures = data.migrationFailures as Failure[]
+  const step = stringFlag(flags, 'step')
+  const code = stringFlag(flags, 'code')
+  if (summary.failingAccounts === 0) return `No failures on record for ${supplier}: every account passed its latest attempt.\n`
+  const codes = summary.byCode.filter((c) => (step === undefined || c.step === step) && (code === undefined || c.code === code))
+  const filter = [step && `step ${step}`, code && `code ${code}`].filter(Boolean).join(', ')
+  const out = [`Failures of ${supplier}: ${plural(summary.failingAccounts, 'account')} failing${filter ? ` (showing ${filter})` : ''}`, '']
+  out.push(codes.length === 0 ? 'No failures match.\n' : table(['STEP', 'CODE', 'ACCOUNTS'], codes.map((c) => [c.step, c.code, String(c.accounts)])))
+  if (failures.length > 0) {
+    const more = failures.length > limit ? ` (the first ${limit}; --limit for more, --json for every field)` : ''
+    out.push(`Accounts${more}:`, '')
+    const attrs = (f: Failure) => f.errors.length === 0 ? f.code : f.errors.map((e) => `${e.code}${e.attr === null ? '' : ` at ${e.attr}`}`).join('; ')
+    out.push(table(['EXTERNAL ACCOUNT NUMBER', 'STEP', 'ATTEMPTS', 'FAILED AT', 'HTTP', 'PROBLEMS'],
+      failures.slice(0, limit).map((f) => [f.externalAccountNumber, f.step, String(f.attempts), f.failedAt, String(f.httpStatus), attrs(f)])))
+  }
+  return out.join('\n')
+}
+
 function renderApiKey(key: { id: string; key: string; organisation: string }): string {
   return keyValues(`API key created for organisation ${key.organisation}`, [['id', key.id], ['organisation', key.organisation]]) + [
     '',
@@ -195,7 +264,7 @@ interface Command {
   summary: string
   /** The GraphQL request for the command line; throws `UsageError` for bad values. */
   build(args: string[], flags: Flags): { query: string; variables: Record<string, unknown> }
-  render(data: Data, args: string[]): string
+  render(data: Data, args: string[], flags: Flags): string
 }
 
 const COMMANDS: Command[] = [
@@ -320,23 +389,67 @@ const COMMANDS: Command[] = [
   {
     name: 'progress',
     args: ['<supplier-code>'],
-    options: [],
-    summary: 'Show how far the migration of one import supplier has got.',
+    options: ['watch'],
+    summary: 'Show how far the migration of one import supplier has got (--watch: redraw every few seconds until Ctrl-C).',
     build: ([importSupplierCode]) => ({
-      query: 'query MigrationProgress($importSupplierCode: String!) { migrationProgress(importSupplierCode: $importSupplierCode) { staged pending imported skipped failed } }',
+      query: 'query MigrationProgress($importSupplierCode: String!) { migrationProgress(importSupplierCode: $importSupplierCode) { staged pending imported skipped failed failing } }',
       variables: { importSupplierCode }
     }),
-    render(data, [supplier]) {
-      const p = data.migrationProgress
-      if (!p) return `No progress reported for ${supplier}.\n`
-      return keyValues(`Migration progress of ${supplier}`, [
-        ['staged', String(p.staged)],
-        ['pending', String(p.pending)],
-        ['imported', String(p.imported)],
-        ['skipped', String(p.skipped)],
-        ['failed', String(p.failed)]
-      ])
-    }
+    render: (data, [supplier]) => renderProgress(supplier!, data.migrationProgress)
+  },
+  {
+    name: 'failures',
+    args: ['<supplier-code>'],
+    options: ['step', 'code', 'limit'],
+    summary: 'What fails for one import supplier: accounts by step and error code, then the failing accounts.',
+    build([importSupplierCode], flags) {
+      const step = stringFlag(flags, 'step')
+      if (step !== undefined && !(STEP_NAMES as readonly string[]).includes(step)) throw new UsageError(`--step must be one of ${STEP_NAMES.join(', ')}, not "${step}"`)
+      const limit = integerFlag(flags, 'limit', 1, 10_000, 50)
+      return {
+        query: `query MigrationFailures($s: String!, $step: String, $code: String, $first: Int) {
+          migrationFailureSummary(importSupplierCode: $s) { failingAccounts byCode { step code accounts } }
+          migrationFailures(importSupplierCode: $s, step: $step, code: $code, first: $first) { externalAccountNumber step failedAt attempts httpStatus code errors { code attr } }
+        }`,
+        // One more than shown says whether there are more.
+        variables: { s: importSupplierCode, step: step ?? null, code: stringFlag(flags, 'code') ?? null, first: Math.min(limit + 1, 10_000) }
+      }
+    },
+    render: (data, [supplier], flags) => renderFailures(supplier!, data, flags, integerFlag(flags, 'limit', 1, 10_000, 50))
+  },
+  {
+    name: 'list-organisations',
+    args: [],
+    options: [],
+    summary: 'List the client organisations.',
+    build: () => ({ query: 'query Organisations { organisations { id name } }', variables: {} }),
+    render: (data) => data.organisations.length === 0
+      ? 'No organisations.\n'
+      : table(['NAME', 'ID'], data.organisations.map((o: Data) => [o.name, o.id])) + `\n${plural(data.organisations.length, 'organisation')}\n`
+  },
+  {
+    name: 'list-api-keys',
+    args: [],
+    options: ['organisation'],
+    summary: 'List API keys (their ids, for revoke-api-key; never the keys themselves), optionally of one organisation.',
+    build: (_args, flags) => ({
+      query: 'query ApiKeys($o: String) { apiKeys(organisation: $o) { id organisation createdAt revokedAt } }',
+      variables: { o: stringFlag(flags, 'organisation') ?? null }
+    }),
+    render: (data) => data.apiKeys.length === 0
+      ? 'No API keys.\n'
+      : table(['ID', 'ORGANISATION', 'CREATED', 'REVOKED'], data.apiKeys.map((k: Data) => [k.id, k.organisation, k.createdAt ?? '', k.revokedAt ?? '-'])) +
+        `\n${plural(data.apiKeys.length, 'API key')}, ${data.apiKeys.filter((k: Data) => k.revokedAt === null).length} active\n`
+  },
+  {
+    name: 'list-teams',
+    args: [],
+    options: [],
+    summary: 'List the operations teams (accounts are assigned to one at creation).',
+    build: () => ({ query: 'query OperationsTeams { operationsTeams { id name } }', variables: {} }),
+    render: (data) => data.operationsTeams.length === 0
+      ? `No operations teams (create one with: ${PROGRAM} create-team <name>).\n`
+      : table(['NAME', 'ID'], data.operationsTeams.map((o: Data) => [o.name, o.id])) + `\n${plural(data.operationsTeams.length, 'operations team')}\n`
   }
 ]
 
@@ -362,8 +475,11 @@ function generalHelp(): string {
     '  help [command]',
     '      Show this help, or the help of one command.',
     '',
-    'Supplier options (create-supplier, update-supplier):',
+    'Supplier options (create-supplier, update-supplier; --organisation also filters list-api-keys):',
     ...optionLines(['organisation', ...SUPPLIER_OPTIONS]),
+    '',
+    'Failure and progress options (failures, progress):',
+    ...optionLines(['step', 'code', 'limit', 'watch']),
     '',
     'Options of every command:',
     ...optionLines(GLOBAL_OPTIONS),
@@ -436,12 +552,35 @@ function connection(flags: Flags, env: AdminIO['env']): { url: string; endpoint:
 function serviceErrorLines(err: ServiceError, duringLogin: boolean): string {
   const facts = [...(err.status !== undefined ? [`HTTP ${err.status}`] : []), ...err.notes]
   const suffix = facts.length > 0 ? ` (${facts.join(', ')})` : ''
-  return err.problems.map((p) => {
+  const seen = new Set<string>()
+  return err.problems.filter((p) => !seen.has(`${p.code} ${p.message}`) && seen.add(`${p.code} ${p.message}`)).map((p) => {
     const hint = duringLogin && p.code === 'authentication_failed'
       ? ' The operator key was refused: check --operator-key or OPERATOR_API_KEY.'
       : ''
     return `error: ${p.code}: ${p.message}${hint}${suffix}\n`
   }).join('')
+}
+
+/**
+ * `progress --watch`: reads and shows the progress every few seconds until the signal (Ctrl-C).
+ * On a terminal the screen is redrawn; otherwise each reading is appended.
+ */
+async function watchProgress(
+  client: ReturnType<typeof createGraphQLClient>, request: { query: string; variables: Record<string, unknown> }, supplier: string, io: AdminIO
+): Promise<number> {
+  const intervalMs = (io.watchIntervalSeconds ?? 5) * 1000
+  for (;;) {
+    const data = await client.request<Data>(request.query, request.variables)
+    const text = renderProgress(supplier, data.migrationProgress, new Date()) + `\nRefreshing every ${intervalMs / 1000} s; Ctrl-C to stop.\n`
+    io.stdout(io.tty ? '\x1b[H\x1b[2J' + text : text + '\n')
+    if (io.signal?.aborted) return 0
+    const stopped = await new Promise<boolean>((resolve) => {
+      const timer = setTimeout(() => { io.signal?.removeEventListener('abort', stop); resolve(false) }, intervalMs)
+      function stop(): void { clearTimeout(timer); resolve(true) }
+      io.signal?.addEventListener('abort', stop, { once: true })
+    })
+    if (stopped) return 0
+  }
 }
 
 /** Runs the admin command line; returns the exit code. Never calls `process.exit` itself. */
@@ -477,8 +616,9 @@ export async function runAdmin(argv: string[], io: AdminIO): Promise<number> {
     loggingIn = true
     await client.login(key)
     loggingIn = false
+    if (command.name === 'progress' && flags.watch) return await watchProgress(client, request, args[0]!, io)
     const data = await client.request<Data>(request.query, request.variables)
-    io.stdout(flags.json ? JSON.stringify(data, null, 2) + '\n' : command.render(data, args))
+    io.stdout(flags.json ? JSON.stringify(data, null, 2) + '\n' : command.render(data, args, flags))
     return 0
   } catch (err) {
     if (err instanceof UsageError) {
@@ -498,9 +638,13 @@ export async function runAdmin(argv: string[], io: AdminIO): Promise<number> {
 }
 
 if (isEntryPoint(import.meta.url)) {
+  const interrupted = new AbortController()
+  process.once('SIGINT', () => interrupted.abort())
   process.exit(await runAdmin(process.argv.slice(2), {
     env: process.env,
     stdout: (s) => process.stdout.write(s),
-    stderr: (s) => process.stderr.write(s)
+    stderr: (s) => process.stderr.write(s),
+    tty: process.stdout.isTTY === true,
+    signal: interrupted.signal
   }))
 }

@@ -5,6 +5,7 @@ import type { Config } from '../config.js'
 import type { Limiter } from '../limiter.js'
 import { notAuthenticated, permissionDenied } from '../errors.js'
 import { tokenFromHeader } from '../modules/auth/service.js'
+import { hashSecret, sameHash } from '../modules/auth/secrets.js'
 import { createMetricsRepository, type SupplierCounts } from '../modules/metrics/repository.js'
 
 /**
@@ -116,12 +117,26 @@ export default fp(async function metricsPlugin(app: FastifyInstance, opts: { con
     }).set(opts.config.databasePoolSize)
   }
 
+  const failuresRecorded = new Counter({
+    name: 'amis_failures_recorded_total',
+    help: 'Failures recorded (failure records written), by supplier, step and error code; a failure holding several codes counts once for each.',
+    labelNames: ['supplier', 'step', 'code'],
+    registers: [register]
+  })
+  app.failures.onFailure(({ supplierCode, step, codes }) => {
+    for (const code of codes) failuresRecorded.inc({ supplier: supplierCode, step, code })
+  })
+
   // What a scrape reads: this app's metrics and the process's.
   const scraped = Registry.merge([register, processRegistry()])
 
+  const metricsToken = opts.config.metricsToken === undefined ? undefined : hashSecret(opts.config.metricsToken)
+
+  /** An operator token, or the configured METRICS_TOKEN (a scrape job needs no token renewal). */
   async function requireOperator(request: FastifyRequest): Promise<void> {
     const token = tokenFromHeader(request.headers.authorization)
     if (token === undefined) throw notAuthenticated()
+    if (metricsToken !== undefined && sameHash(hashSecret(token), metricsToken)) return
     const principal = await app.auth.authenticate(token)
     if (principal.kind !== 'operator') throw permissionDenied('Only the operator can read metrics.')
     request.principal = principal
@@ -132,4 +147,4 @@ export default fp(async function metricsPlugin(app: FastifyInstance, opts: { con
     const text = await scraped.metrics()
     return reply.type(scraped.contentType).send(text)
   })
-}, { name: 'metrics', dependencies: ['db', 'auth'] })
+}, { name: 'metrics', dependencies: ['db', 'auth', 'failures'] })
