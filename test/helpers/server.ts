@@ -45,3 +45,21 @@ export async function refusedStart(env: Record<string, string>) {
   clearTimeout(timer)
   return { code, output: s.output().trim() }
 }
+
+/** `n` server processes on one PostgreSQL database (`url`), each with a DATA_DIR of its own; killed at teardown. */
+export async function startServers(t: { teardown(fn: () => unknown): void }, url: string, n: number, env: Record<string, string> = {}): Promise<Running[]> {
+  const { mkdtempSync, rmSync } = await import('node:fs')
+  const { tmpdir } = await import('node:os')
+  const { join } = await import('node:path')
+  const { TEST_OPERATOR_KEY, TEST_TOKEN_SECRET } = await import('./app.js')
+  const dir = mkdtempSync(join(tmpdir(), 'amis-servers-'))
+  const servers = await Promise.all(Array.from({ length: n }, (_, i) => startServer({
+    DATABASE_URL: url, DATA_DIR: join(dir, String(i)), TOKEN_SECRET: TEST_TOKEN_SECRET, OPERATOR_API_KEY: TEST_OPERATOR_KEY, NODE_ENV: 'test', ...env
+  })))
+  t.teardown(async () => {
+    for (const s of servers) if (s.child.exitCode === null && s.child.signalCode === null) s.child.kill('SIGKILL')
+    await Promise.all(servers.map((s) => s.exit))
+    rmSync(dir, { recursive: true, force: true })
+  })
+  return servers
+}
