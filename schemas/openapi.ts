@@ -31,6 +31,7 @@ export const TAGS = [
   { name: 'Account import', description: 'Validate, stage and create accounts (§5, §6).' },
   { name: 'Import state', description: 'Read the import state of accounts and suppliers (§7).' },
   { name: 'Post-import', description: 'Add history to a created account (§9).' },
+  { name: 'Batches', description: 'Many accounts per request, each with its own result.' },
   { name: 'Failures and progress', description: 'What fails, for which accounts, and the migration minute by minute (§13).' },
   { name: 'GraphQL', description: 'Tokens, and the operator\'s configuration (§3, §4).' },
   { name: 'Operations', description: 'Health, readiness, metrics and this documentation.' }

@@ -67,9 +67,9 @@ t.test('generated accounts with post-import data migrate end to end', async (t) 
   // Again without --resume: every account is already imported, and nothing is sent.
   const again = await runClient(clientArgs(file, url, join(dir, 'again.ndjson')), env)
   t.equal(again.code, 1)
-  t.match(again.stdout, /failed: +50 \(validate 50\)/)
+  t.match(again.stdout, /failed: +50 \(stage 50\)/)
   t.match(again.stdout, /50 accounts were already imported: --resume sends their post-import data instead\./)
-  t.match(readReport(join(dir, 'again.ndjson'))[0], { outcome: 'failed', step: 'validate', status: 400, code: 'account_already_imported', errors: [{ code: 'account_already_imported', attr: 'external_account_number' }] })
+  t.match(readReport(join(dir, 'again.ndjson'))[0], { outcome: 'failed', step: 'stage', status: 400, code: 'account_already_imported', errors: [{ code: 'account_already_imported', attr: 'external_account_number' }] })
 
   // With --resume: every account is already completed; its post-import data is sent again and changes nothing.
   const resumed = await runClient(clientArgs(file, url, join(dir, 'resumed.ndjson'), '--resume'), env)
@@ -102,7 +102,7 @@ t.test('bad lines are reported with their reasons and the run carries on', async
   const reportPath = join(dir, 'report.ndjson')
   const run = await runClient(clientArgs(file, url, reportPath, '--concurrency', '1'), { AMIS_API_KEY: tenant.apiKey })
   t.equal(run.code, 1, 'non-zero: some accounts failed')
-  t.match(run.stdout, /accounts: +11\n {2}created: +3\n {2}already completed: +0\n {2}failed: +8 \(read 5, validate 2, notes 1\)\n/)
+  t.match(run.stdout, /accounts: +11\n {2}created: +3\n {2}already completed: +0\n {2}failed: +8 \(read 5, stage 2, notes 1\)\n/)
   t.match(run.stdout, /top error codes: +invalid_json 2, invalid_line 2, does_not_exist 1, invalid_postcode 1, note_body_or_document_path_not_found 1, unexpected_field 1\n/)
 
   const byLine = new Map(readReport(reportPath).map((r) => [r.line, r]))
@@ -111,7 +111,7 @@ t.test('bad lines are reported with their reasons and the run carries on', async
   t.match(byLine.get(2), { outcome: 'failed', step: 'read', code: 'invalid_json', external_account_number: null, errors: [{ code: 'invalid_json', attr: null }] })
   t.match(byLine.get(3), { outcome: 'failed', step: 'read', code: 'invalid_line' })
   t.match(byLine.get(4), {
-    outcome: 'failed', step: 'validate', status: 400, code: 'account_failed_validation', external_account_number: 'BAD-POSTCODE',
+    outcome: 'failed', step: 'stage', status: 400, code: 'account_failed_validation', external_account_number: 'BAD-POSTCODE',
     service_account_number: null, errors: [{ code: 'invalid_postcode', attr: 'billing_address.postal_code' }]
   })
   t.notOk(byLine.has(5), 'blank lines are skipped')
@@ -123,7 +123,7 @@ t.test('bad lines are reported with their reasons and the run carries on', async
   })
   t.match(byLine.get(9), { step: 'read', code: 'invalid_json', external_account_number: 'CUT-OFF' })
   t.match(byLine.get(10), { outcome: 'created' })
-  t.match(byLine.get(11), { step: 'validate', errors: [{ code: 'does_not_exist', attr: 'import_supplier' }] })
+  t.match(byLine.get(11), { step: 'stage', errors: [{ code: 'does_not_exist', attr: 'import_supplier' }] })
   t.match(byLine.get(12), { outcome: 'created' })
 
   t.equal((await client.status(good[3].account.external_account_number)).json().status, 'COMPLETED')
@@ -139,7 +139,7 @@ t.test('--dry-run creates nothing', async (t) => {
   const run = await runClient(clientArgs(file, url, join(dir, 'report.ndjson'), '--dry-run'), { AMIS_API_KEY: tenant.apiKey })
   t.equal(run.code, 1, 'the invalid account fails')
   t.match(run.stdout, /^Dry run of /)
-  t.match(run.stdout, /accounts: +10\n {2}would be created: +9\n {2}failed: +1 \(validate 1\)\n/)
+  t.match(run.stdout, /accounts: +10\n {2}would be created: +9\n {2}failed: +1 \(stage 1\)\n/)
   t.notMatch(run.stdout, /post-import sent/)
   const report = readReport(join(dir, 'report.ndjson'))
   t.equal(report.filter((r) => r.outcome === 'would_create').length, 9)

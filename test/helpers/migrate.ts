@@ -47,9 +47,12 @@ export async function runClient(argv: string[], env: Record<string, string>, io:
   return run
 }
 
-/** The common options of a run against `url` with `report` as the report file. */
+/**
+ * The common options of a run against `url` with `report` as the report file, account by account
+ * (`--batch-size 1`, the single endpoints) unless `more` gives another batch size (the last wins).
+ */
 export const clientArgs = (file: string, url: string, report: string, ...more: string[]) =>
-  [file, '--url', url, '--team', TEAM, '--report', report, ...more]
+  [file, '--url', url, '--team', TEAM, '--report', report, '--batch-size', '1', ...more]
 
 export function readReport(path: string): ReportEntry[] {
   return readFileSync(path, 'utf8').split('\n').filter((l) => l !== '').map((l) => JSON.parse(l) as ReportEntry)

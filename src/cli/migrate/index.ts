@@ -27,6 +27,9 @@ export interface MigrateCliIO {
 
 export const DEFAULT_URL = 'http://127.0.0.1:3000'
 const PROGRAM = 'npm run migrate --'
+/** Accounts per batch and batches in flight, from the benchmark (bench/README.md). */
+export const DEFAULT_BATCH_SIZE = 100
+export const DEFAULT_BATCH_CONCURRENCY = 2
 
 class UsageError extends Error {
   override name = 'UsageError'
@@ -36,6 +39,7 @@ const OPTIONS = {
   url: { type: 'string' },
   team: { type: 'string' },
   concurrency: { type: 'string' },
+  'batch-size': { type: 'string' },
   'dry-run': { type: 'boolean' },
   resume: { type: 'boolean' },
   report: { type: 'string' },
@@ -52,7 +56,7 @@ const OPTIONS = {
 type OptionName = keyof typeof OPTIONS
 type Flags = Partial<Record<OptionName, string | boolean>>
 
-const MIGRATE_OPTIONS: OptionName[] = ['url', 'team', 'concurrency', 'dry-run', 'resume', 'report', 'timeout', 'max-attempts', 'help']
+const MIGRATE_OPTIONS: OptionName[] = ['url', 'team', 'concurrency', 'batch-size', 'dry-run', 'resume', 'report', 'timeout', 'max-attempts', 'help']
 const GENERATE_OPTIONS: OptionName[] = ['seed', 'invalid-share', 'post-import-share', 'supplier', 'payment-vendor', 'as-of', 'help']
 
 const HELP = `Account Migration Import Service — migration client
@@ -62,13 +66,15 @@ Usage:
   ${PROGRAM} generate <N> [options] > accounts.ndjson
 
 Migrates every account of a newline-delimited JSON file (one account per line, optionally with
-its post-import data) through validate, stage, create and the post-import endpoints.
+its post-import data): staged, created and given its post-import data, many accounts per request
+(POST batches/), or one account at a time through the single endpoints with --batch-size 1.
 The API key comes from the environment variable AMIS_API_KEY.
 
 Options:
   --url <url>              Service URL (env AMIS_URL, default ${DEFAULT_URL}).
   --team <name>            Operations team the accounts are assigned to (env AMIS_TEAM). Required.
-  --concurrency <n>        Accounts in flight at once, 1–256 (default 8).
+  --batch-size <n>         Accounts per request, 1–1000 (default ${DEFAULT_BATCH_SIZE}; 1 = the single endpoints, one account at a time).
+  --concurrency <n>        Requests in flight at once, 1–256 (default ${DEFAULT_BATCH_CONCURRENCY} batches, or 8 accounts with --batch-size 1).
   --dry-run                Validate, stage and dry-run the create only: no account is created.
   --resume                 Accounts already COMPLETED are not created again; their post-import data is sent again (retry-safe).
   --report <file>          Report file, one JSON line per account (default <file>.report.ndjson).
@@ -167,12 +173,14 @@ async function runMigration(args: string[], flags: Flags, io: MigrateCliIO): Pro
     ...(typeof flags.timeout === 'string' ? { timeoutMs: integer('timeout', flags.timeout, 1, 3600) * 1000 } : {}),
     ...(typeof flags['max-attempts'] === 'string' ? { maxAttempts: integer('max-attempts', flags['max-attempts'], 1, 100) } : {})
   }
+  const batchSize = typeof flags['batch-size'] === 'string' ? integer('batch-size', flags['batch-size'], 1, 1000) : DEFAULT_BATCH_SIZE
   const summary = await migrate({
     file,
     url,
     apiKey,
     team,
-    concurrency: typeof flags.concurrency === 'string' ? integer('concurrency', flags.concurrency, 1, 256) : 8,
+    batchSize,
+    concurrency: typeof flags.concurrency === 'string' ? integer('concurrency', flags.concurrency, 1, 256) : batchSize > 1 ? DEFAULT_BATCH_CONCURRENCY : 8,
     dryRun: flags['dry-run'] === true,
     resume: flags.resume === true,
     reportPath: resolve(base, report),

@@ -30,6 +30,27 @@ const transactionInserts = (tx: Tx, rows: Pick<AccountRows, 'transactions' | 'li
 ]
 
 export function createAccountsRepository(db: Db) {
+  /**
+   * `insertAccount` for many accounts at once: `rows` holds the child rows of all of them (the
+   * `account` field is ignored), one multi-row insert per table.
+   */
+  async function insertAccounts(tx: Tx, accountRows: Array<AccountRows['account']>, rows: AccountRows, then: Statement[] = []): Promise<unknown[]> {
+    const results = await runInOrder(db, [
+      ...insertsOf(tx, accounts, accountRows),
+      ...insertsOf(tx, customers, rows.customers),
+      ...insertsOf(tx, ledgers, rows.ledgers),
+      ...insertsOf(tx, statements, rows.statements),
+      ...transactionInserts(tx, rows),
+      ...insertsOf(tx, supplyAddresses, rows.supplyAddresses),
+      ...insertsOf(tx, supplyPoints, rows.supplyPoints),
+      ...insertsOf(tx, agreements, rows.agreements),
+      ...insertsOf(tx, accountMetadata, rows.metadata),
+      ...insertsOf(tx, emailOutbox, rows.outbox),
+      ...then
+    ])
+    return results.slice(results.length - then.length)
+  }
+
   return {
     /** Writes transactions with their line and tax items (post-import writes, billing documents). */
     async insertTransactions(tx: Tx, rows: Pick<AccountRows, 'transactions' | 'lineItems' | 'taxItems'>): Promise<void> {
@@ -45,21 +66,10 @@ export function createAccountsRepository(db: Db) {
      * results are returned.
      */
     async insertAccount(tx: Tx, rows: AccountRows, then: Statement[] = []): Promise<unknown[]> {
-      const results = await runInOrder(db, [
-        insertRows(tx, accounts, [rows.account]),
-        ...insertsOf(tx, customers, rows.customers),
-        ...insertsOf(tx, ledgers, rows.ledgers),
-        ...insertsOf(tx, statements, rows.statements),
-        ...transactionInserts(tx, rows),
-        ...insertsOf(tx, supplyAddresses, rows.supplyAddresses),
-        ...insertsOf(tx, supplyPoints, rows.supplyPoints),
-        ...insertsOf(tx, agreements, rows.agreements),
-        ...insertsOf(tx, accountMetadata, rows.metadata),
-        ...insertsOf(tx, emailOutbox, rows.outbox),
-        ...then
-      ])
-      return results.slice(results.length - then.length)
+      return insertAccounts(tx, [rows.account], rows, then)
     },
+
+    insertAccounts,
 
     /** The account created for an import process, with what the summary of §7 shows. */
     async summary(importProcessId: number) {

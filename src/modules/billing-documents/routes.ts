@@ -1,12 +1,11 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { BillingDocumentsRequest, BillingDocumentsResponses } from '../../../schemas/billing-documents.js'
 import { organisationOf } from '../auth/service.js'
-import type { PostImportRouteOptions } from '../post-import/routes.js'
-import { createBillingDocumentsService } from './service.js'
+import type { PostImportRouteOptions } from '../post-import/services.js'
 import { postImportStep } from '../../plugins/failures.js'
 
 const billingDocumentsRoutes: FastifyPluginAsyncTypebox<PostImportRouteOptions> = async function billingDocumentsRoutes(app, opts) {
-  const service = createBillingDocumentsService(opts.base, app.db)
+  const service = opts.services.historicalBillingDocuments
   app.post('/historical-billing-documents/create/', {
     config: postImportStep('historical_billing_documents'),
     schema: {

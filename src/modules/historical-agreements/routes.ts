@@ -1,12 +1,11 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { HistoricalAgreementsRequest, HistoricalAgreementsResponses } from '../../../schemas/historical-agreements.js'
 import { organisationOf } from '../auth/service.js'
-import type { PostImportRouteOptions } from '../post-import/routes.js'
-import { createHistoricalAgreementsService } from './service.js'
+import type { PostImportRouteOptions } from '../post-import/services.js'
 import { postImportStep } from '../../plugins/failures.js'
 
 const historicalAgreementsRoutes: FastifyPluginAsyncTypebox<PostImportRouteOptions> = async function historicalAgreementsRoutes(app, opts) {
-  const service = createHistoricalAgreementsService(opts.base)
+  const service = opts.services.historicalAgreements
   app.post('/historical-agreements/create/', {
     config: postImportStep('historical_agreements'),
     schema: {

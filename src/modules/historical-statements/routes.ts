@@ -1,12 +1,11 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { HistoricalStatementsRequest, HistoricalStatementsResponses } from '../../../schemas/historical-statements.js'
 import { organisationOf } from '../auth/service.js'
-import type { PostImportRouteOptions } from '../post-import/routes.js'
-import { createHistoricalStatementsService } from './service.js'
+import type { PostImportRouteOptions } from '../post-import/services.js'
 import { postImportStep } from '../../plugins/failures.js'
 
 const historicalStatementsRoutes: FastifyPluginAsyncTypebox<PostImportRouteOptions> = async function historicalStatementsRoutes(app, opts) {
-  const service = createHistoricalStatementsService(opts.base, opts.config.documentBucket)
+  const service = opts.services.historicalStatements
   app.post('/historical-statements/create/', {
     config: postImportStep('historical_statements'),
     schema: {

@@ -54,7 +54,7 @@ export const LIST_CHUNK_ROWS = 1000
  *   number), one per create in flight, up to the supplier's `max_concurrent_processing`.
  * The status endpoint reads `pg_locks` for the exclusive process lock to report IN_PROGRESS.
  */
-const PROCESS_LOCK_BASE = 1n << 40n
+export const PROCESS_LOCK_BASE = 1n << 40n
 
 function processLockKey(id: number): string {
   return (PROCESS_LOCK_BASE + BigInt(id)).toString()

@@ -182,6 +182,23 @@ export function createImportsService(db: Db, failures: FailuresService) {
   }
 
   return {
+    /** Schema problems of account data, as the stage route reports them (defaults are filled in place). */
+    schemaErrors(data: unknown): ErrorEntry[] {
+      return validateAccountData(data) ? [] : entriesFromAjv(validateAccountData.errors ?? [])
+    },
+
+    /**
+     * The checks of stage that need no database, for a supplier known to be the caller's and
+     * Ongoing (batches check it once for all their accounts): every problem, or the normalised data.
+     */
+    checkAccount(data: unknown, schemaErrors: ErrorEntry[]): { errors: ErrorEntry[]; data?: AccountData } {
+      const ctx = checkAccount(data, schemaErrors, utcToday())
+      return ctx.errors.length > 0 ? { errors: sortEntries(ctx.errors) } : { errors: [], data: normaliseAccount(data as AccountData) }
+    },
+
+    /** Plans the rows of a create (the same plan as a single create). */
+    plan: planAccount,
+
     async validate(principal: OrganisationPrincipal, body: unknown, schemaErrors: ErrorEntry[]) {
       return (await validated(principal, body, schemaErrors, false)).data
     },

@@ -1,12 +1,11 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { NotesRequest, NotesResponses } from '../../../schemas/notes.js'
 import { organisationOf } from '../auth/service.js'
-import type { PostImportRouteOptions } from '../post-import/routes.js'
-import { createNotesService } from './service.js'
+import type { PostImportRouteOptions } from '../post-import/services.js'
 import { postImportStep } from '../../plugins/failures.js'
 
 const notesRoutes: FastifyPluginAsyncTypebox<PostImportRouteOptions> = async function notesRoutes(app, opts) {
-  const service = createNotesService(opts.base, opts.config.documentBucket)
+  const service = opts.services.notes
   app.post('/notes/create/', {
     config: postImportStep('notes'),
     schema: {

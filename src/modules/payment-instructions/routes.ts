@@ -1,22 +1,12 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { PaymentInstructionRequest, PaymentInstructionResponses } from '../../../schemas/payment-instruction.js'
 import { organisationOf } from '../auth/service.js'
-import type { PostImportRouteOptions } from '../post-import/routes.js'
-import { createPaymentInstructionsService } from './service.js'
-import { createVendorClient } from './vendor-client.js'
+import type { PostImportRouteOptions } from '../post-import/services.js'
 import { postImportStep } from '../../plugins/failures.js'
 
 const paymentInstructionRoutes: FastifyPluginAsyncTypebox<PostImportRouteOptions> = async function paymentInstructionRoutes(app, opts) {
   const { config } = opts
-  // One client per app: the circuit breakers live as long as the server.
-  const vendors = createVendorClient({
-    vendors: config.paymentVendors,
-    tokens: config.paymentVendorTokens,
-    timeoutMs: config.paymentVendorTimeoutMs,
-    retries: config.paymentVendorRetries,
-    breakerWindowMs: config.paymentVendorBreakerWindowSeconds * 1000
-  })
-  const service = createPaymentInstructionsService(opts.base, app.db, vendors)
+  const service = opts.services.paymentInstruction
   const schema = {
     tags: ['Post-import'],
     summary: 'Add a payment instruction',

@@ -6,13 +6,9 @@ import historicalStatementsRoutes from '../historical-statements/routes.js'
 import notesRoutes from '../notes/routes.js'
 import paymentInstructionRoutes from '../payment-instructions/routes.js'
 import transactionsRoutes from '../transactions/routes.js'
+import batchesRoutes from '../batches/routes.js'
 import type { Limiter } from '../../limiter.js'
-import { createPostImportBase, type PostImportBase } from './service.js'
-
-export interface PostImportRouteOptions {
-  base: PostImportBase
-  config: Config
-}
+import { createPostImportServices, type PostImportRouteOptions } from './services.js'
 
 /**
  * The post-import endpoints of §9, under /v1/data-import. `limiter` bounds how many requests of
@@ -21,7 +17,7 @@ export interface PostImportRouteOptions {
  * body is small.
  */
 const postImportRoutes: FastifyPluginAsyncTypebox<{ config: Config; limiter: Limiter }> = async function postImportRoutes(app, opts) {
-  const options: PostImportRouteOptions = { base: createPostImportBase(app.db), config: opts.config }
+  const options: PostImportRouteOptions = { services: createPostImportServices(app.db, opts.config), config: opts.config }
   await app.register(paymentInstructionRoutes, options)
   await app.register(async function batches(scope) {
     const { limiter } = opts
@@ -52,6 +48,7 @@ const postImportRoutes: FastifyPluginAsyncTypebox<{ config: Config; limiter: Lim
     await scope.register(historicalStatementsRoutes, options)
     await scope.register(historicalAgreementsRoutes, options)
     await scope.register(transactionsRoutes, options)
+    await scope.register(batchesRoutes, options)
   })
 }
 

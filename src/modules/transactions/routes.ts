@@ -2,8 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { TransactionsQuery, TransactionsRequest, TransactionsResponses } from '../../../schemas/transaction-import.js'
 import { entriesFromAjv } from '../../errors.js'
 import { organisationOf } from '../auth/service.js'
-import type { PostImportRouteOptions } from '../post-import/routes.js'
-import { createTransactionsService } from './service.js'
+import type { PostImportRouteOptions } from '../post-import/services.js'
 import { postImportStep } from '../../plugins/failures.js'
 
 /**
@@ -11,7 +10,7 @@ import { postImportStep } from '../../plugins/failures.js'
  * with `attachValidation` and lets the service shape the answer.
  */
 const transactionsRoutes: FastifyPluginAsyncTypebox<PostImportRouteOptions> = async function transactionsRoutes(app, opts) {
-  const service = createTransactionsService(opts.base, app.db)
+  const service = opts.services.transactions
   app.post('/transactions/create/', {
     config: postImportStep('transactions'),
     attachValidation: true,

@@ -1,0 +1,34 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { BatchRequest, BatchResponses } from '../../../schemas/batches.js'
+import { organisationOf } from '../auth/service.js'
+import { createImportsService } from '../imports/service.js'
+import type { PostImportRouteOptions } from '../post-import/services.js'
+import { createBatchesService } from './service.js'
+
+/** `POST batches/`: many accounts per request, each staged, created and given its history. */
+const batchesRoutes: FastifyPluginAsyncTypebox<PostImportRouteOptions> = async function batchesRoutes(app, opts) {
+  const service = createBatchesService({
+    db: app.db,
+    imports: createImportsService(app.db, app.failures),
+    postImport: opts.services,
+    failures: app.failures,
+    vendorCodes: Object.keys(opts.config.paymentVendors)
+  })
+  app.post('/batches/', {
+    schema: {
+      tags: ['Batches'],
+      summary: 'Migrate many accounts at once',
+      description: 'Up to 1,000 entries `{account, notes?, transactions?, historical_agreements?, historical_statements?, ' +
+        'historical_billing_documents?, payment_instruction?}`. Each is staged, created and given its sections in that ' +
+        'order, with the single endpoints\' rules, and gets its own result (200, in request order); a step that fails ' +
+        'stops its entry only. Problems of the request as a whole (its fields, the supplier, the team) are a 400 and ' +
+        'nothing is stored. `dry_run: true` validates, stages and dry-run creates every entry.',
+      body: BatchRequest,
+      response: BatchResponses
+    }
+  }, async function runBatch(request) {
+    return service.run(organisationOf(request.principal), request.body, request.log)
+  })
+}
+
+export default batchesRoutes
