@@ -1,0 +1,108 @@
+import t from 'tap'
+import { join } from 'node:path'
+import { sql } from 'drizzle-orm'
+import { buildSharedTestApp, TEST_OPERATOR_KEY, TEST_TOKEN_SECRET } from './helpers/app.js'
+import { exampleAccount, importClient, TEAM } from './helpers/accounts.js'
+import { holdLocks, rowsOf, testDatabaseUrl } from './helpers/database.js'
+import { asOperator, createTenant } from './helpers/graphql.js'
+import { generated, inputFile, readReport, runClient, clientArgs } from './helpers/migrate.js'
+import { checkMigrated } from './helpers/migrate-expect.js'
+import { startServer, startServers, type Running } from './helpers/server.js'
+
+/**
+ * Batches against the PostgreSQL server with several server processes: overlapping batches, a
+ * supplier's concurrency limit, and a server killed in the middle of a batch.
+ */
+
+function postBatch(server: Running, token: string, accounts: unknown[]) {
+  return fetch(`${server.url}/v1/data-import/batches/`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
+    body: JSON.stringify({ import_supplier: 'ACME_ENERGY', operations_team_name: TEAM, accounts })
+  }).then(async (res) => ({ status: res.status, body: (await res.json()) as any }))
+}
+
+if (!testDatabaseUrl) {
+  t.skip('batches under concurrency are tested against the PostgreSQL server (set TEST_DATABASE_URL)', () => {})
+} else {
+  t.test('batches on PostgreSQL with two server processes', async (t) => {
+    const { app, database, url } = await buildSharedTestApp(t)
+    const tenant = await createTenant(app, 'Acme', 'ACME_ENERGY')
+    await asOperator(app, 'mutation($n: String!) { createOperationsTeam(input: {name: $n}) { id } }', { n: TEAM })
+    const servers = await startServers(t, url!, 2)
+    const client = importClient(app, tenant)
+
+    t.test('overlapping batches in different orders: each account created once, every entry a definite outcome', async (t) => {
+      for (let round = 0; round < 3; round++) {
+        const externals = Array.from({ length: 120 }, (_, i) => `OV-${round}-${String(i).padStart(3, '0')}`)
+        const entries = externals.map((x) => ({ account: exampleAccount({ external_account_number: x }), notes: [{ body: `note of ${x}` }] }))
+        const [a, b] = await Promise.all([
+          postBatch(servers[0]!, tenant.token, entries),
+          postBatch(servers[1]!, tenant.token, [...entries].reverse())
+        ])
+        t.same([a.status, b.status], [200, 200], `round ${round}: both answered`)
+        for (const answer of [a, b]) {
+          const outcomes = new Set(answer.body.results.map((r: any) => r.outcome))
+          t.ok([...outcomes].every((o) => o === 'created' || o === 'already_imported'), `round ${round}: outcomes ${[...outcomes].join(', ')}`)
+        }
+        const created = a.body.counts.created + b.body.counts.created
+        t.equal(created, 120, `round ${round}: 120 accounts created, once each`)
+        const [row] = rowsOf<{ accounts: string | number; notes: string | number }>(await database.db.execute(sql`select
+          (select count(*) from accounts where external_account_number like ${`OV-${round}-%`}) as accounts,
+          (select count(*) from notes n join accounts a on a.id = n.account_id where a.external_account_number like ${`OV-${round}-%`}) as notes`))
+        t.same([Number(row!.accounts), Number(row!.notes)], [120, 120], `round ${round}: one account and one note each`)
+      }
+    })
+
+    t.test('a batch waits for a free slot of its supplier, and an entry that finds none in 30 s fails with 429', async (t) => {
+      await asOperator(app, 'mutation { updateImportSupplier(input: {code: "ACME_ENERGY", maxConcurrentProcessing: 1}) { code } }')
+      t.teardown(() => asOperator(app, 'mutation { updateImportSupplier(input: {code: "ACME_ENERGY", maxConcurrentProcessing: null}) { code } }'))
+      const [supplier] = rowsOf<{ id: string }>(await database.db.execute(sql`select id from import_suppliers where code = 'ACME_ENERGY'`))
+      // The supplier's only slot, held by another session (as a create running elsewhere would).
+      const release = await holdLocks(t, url!, (s) => s`select pg_advisory_xact_lock(hashtext(${supplier!.id}), 0)`)
+      const started = Date.now()
+      const waiting = postBatch(servers[0]!, tenant.token, [{ account: exampleAccount({ external_account_number: 'SLOT-1' }) }])
+      const answer = await waiting
+      const waited = Date.now() - started
+      t.ok(waited >= 29_000, `waited ${waited} ms`)
+      t.same(answer.body.results.map((r: any) => [r.outcome, r.step, r.status, r.code]), [['failed', 'create', 429, 'too_many_accounts_processing']])
+      await release()
+      const retried = await postBatch(servers[0]!, tenant.token, [{ account: exampleAccount({ external_account_number: 'SLOT-1' }) }])
+      t.same(retried.body.counts.created, 1, 'with the slot free, the same entry is created')
+      t.equal((await client.status('SLOT-1')).json().status, 'COMPLETED')
+    })
+
+    t.test('a server killed in the middle of a batch: every entry done or not started; --resume finishes, nothing twice', async (t) => {
+      const dir = t.testdir()
+      const lines = generated(400, 'batch-kill').map((l) => l.line as any)
+      const file = inputFile(dir, 'accounts.ndjson', lines)
+      const env = { DATABASE_URL: url!, DATA_DIR: join(dir, 'data'), TOKEN_SECRET: TEST_TOKEN_SECRET, OPERATOR_API_KEY: TEST_OPERATOR_KEY, NODE_ENV: 'test' }
+      const victim = await startServer(env)
+      t.teardown(() => { if (victim.child.exitCode === null) victim.child.kill('SIGKILL') })
+      const first = runClient(clientArgs(file, victim.url, join(dir, 'first.ndjson'), '--batch-size', '100', '--max-attempts', '2'), { AMIS_API_KEY: tenant.apiKey })
+      // Kill it once some accounts of the run exist, while batches are still being worked on.
+      const deadline = Date.now() + 60_000
+      for (;;) {
+        const [row] = rowsOf<{ n: string | number }>(await database.db.execute(sql`select count(*) as n from accounts where external_account_number in ${sql.raw(`(${lines.map((l) => `'${l.account.external_account_number}'`).join(',')})`)}`))
+        if (Number(row!.n) >= 50 || Date.now() > deadline) break
+        await new Promise((resolve) => setTimeout(resolve, 10))
+      }
+      victim.child.kill('SIGKILL')
+      await victim.exit
+      const interrupted = await first
+      t.not(interrupted.code, 0, 'the first run could not finish')
+
+      // Nothing half done: every account is whole or absent (a created account has its accounts' rows and its events).
+      const [broken] = rowsOf<{ n: string | number }>(await database.db.execute(sql`select count(*) as n from import_processes p
+        where p.state = 'IMPORTED' and not exists (select 1 from accounts a where a.import_process_id = p.id)`))
+      t.equal(Number(broken!.n), 0, 'no process marked imported without its account')
+
+      const again = await startServer({ ...env, DATA_DIR: join(dir, 'data2') })
+      t.teardown(() => { if (again.child.exitCode === null) again.child.kill('SIGKILL') })
+      const second = await runClient(clientArgs(file, again.url, join(dir, 'second.ndjson'), '--batch-size', '100', '--resume'), { AMIS_API_KEY: tenant.apiKey })
+      t.equal(second.code, 0, second.stdout)
+      t.equal(readReport(join(dir, 'second.ndjson')).length, 400)
+      await checkMigrated(t, () => client, lines)
+    })
+  })
+}
