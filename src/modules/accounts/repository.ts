@@ -14,7 +14,7 @@ const MAX_PARAMETERS = 60_000
 type Statement = PromiseLike<unknown>
 
 /** The multi-row inserts of `rows` into `table`, in chunks under the parameter limit. */
-function insertsOf(tx: Tx, table: PgTable, rows: Record<string, unknown>[]): Statement[] {
+export function insertsOf(tx: Tx, table: PgTable, rows: Record<string, unknown>[]): Statement[] {
   if (rows.length === 0) return []
   const columns = Object.keys(getTableColumns(table)).length
   const size = Math.max(1, Math.floor(MAX_PARAMETERS / columns))

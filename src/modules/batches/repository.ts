@@ -1,8 +1,10 @@
 import { sql } from 'drizzle-orm'
-import { importEvents } from '../../../drizzle/schema/index.js'
+import {
+  accountMetadata, accounts, agreements, billingDocuments, customers, emailOutbox, historicalStatements, importEvents, ledgers,
+  ledgerTransactions, notes, paymentInstructions, statements, supplyAddresses, supplyPoints, transactionLineItems, transactionTaxItems
+} from '../../../drizzle/schema/index.js'
 import { rowsOf, runInOrder, textList, type Db } from '../../db/index.js'
-import { insertRows } from '../../db/insert.js'
-import { createAccountsRepository } from '../accounts/repository.js'
+import { insertsOf } from '../accounts/repository.js'
 import type { AccountRows } from '../accounts/plan.js'
 import { PROCESS_LOCK_BASE, type Actor, type ProcessState, type SupplierRow } from '../imports/repository.js'
 
@@ -11,6 +13,30 @@ export interface BatchProcess {
   id: number
   state: ProcessState
   serviceAccountNumber: string | null
+}
+
+/** Rows of a new account's post-import sections, planned by the sections' own services. */
+export interface ExtraRows {
+  transactions: AccountRows['transactions']
+  lineItems: AccountRows['lineItems']
+  taxItems: AccountRows['taxItems']
+  agreements: AccountRows['agreements']
+  billingDocuments: Array<typeof billingDocuments.$inferInsert>
+  notes: Array<typeof notes.$inferInsert>
+  historicalStatements: Array<typeof historicalStatements.$inferInsert>
+  paymentInstructions: Array<typeof paymentInstructions.$inferInsert>
+}
+
+/** An account of a batch, validated and planned: what one transaction will write for it. */
+export interface PlannedAccount {
+  external: string
+  /** The normalised data, staged as stage stores it. */
+  data: Record<string, unknown>
+  /** Its rows, as `planAccount` made them (the process id is filled in once known). */
+  rows: AccountRows
+  extra: ExtraRows
+  /** The details of its POST_IMPORT_WRITE events, one per section that writes. */
+  postImportEvents: Array<Record<string, unknown>>
 }
 
 /** What the set-based stage and create did with each account it was given. */
@@ -29,8 +55,6 @@ const byCodePoint = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0)
  * planned by the same `planAccount` as a single create, events are the same events.
  */
 export function createBatchesRepository(db: Db) {
-  const accounts = createAccountsRepository(db)
-
   return {
     /** The caller's supplier with this code and the operations team of this name, in one round trip. */
     async supplierAndTeam(code: string, organisationId: string, teamName: string) {
@@ -59,22 +83,18 @@ export function createBatchesRepository(db: Db) {
     },
 
     /**
-     * Stages and creates accounts in one transaction, as one stage and one create of each would:
-     * the process (new, or staged before and not being created), the account's rows, the state
-     * change, the STAGED or RESTAGED, CREATE_ATTEMPTED and CREATED events, and the accounts' failure
-     * records cleared. Each existing process is locked as a create locks it, so nothing can change
-     * its staged data in between: the data validated by the caller is what is created. Accounts
-     * another request holds (or creates meanwhile) are left out and named in `elsewhere`. Any
-     * database error rolls everything back and is thrown: the caller then takes the accounts one
-     * by one.
+     * Stages and creates accounts in one transaction, as one stage and one create of each would,
+     * with the post-import rows planned for them: the process (new, or staged before and not being
+     * created), the account's rows and its sections' rows, the state change, the events (STAGED or
+     * RESTAGED, CREATE_ATTEMPTED, CREATED, a POST_IMPORT_WRITE per section) and the accounts'
+     * failure records cleared. Each existing process is locked as a create locks it, so nothing
+     * can change its staged data in between: the data the caller validated is what is created.
+     * Accounts another request holds (or stages meanwhile) are left out and named in `elsewhere`.
+     * Any database error rolls everything back and is thrown: the caller then takes the accounts
+     * one by one.
      */
-    async stageAndCreate(
-      supplierId: string,
-      entries: Array<{ external: string; data: Record<string, unknown> }>,
-      actor: Actor,
-      plan: (processId: number, data: Record<string, unknown>) => AccountRows
-    ): Promise<StageAndCreateOutcome> {
-      const sorted = [...entries].sort((a, b) => byCodePoint(a.external, b.external))
+    async stageAndCreate(supplierId: string, planned: PlannedAccount[], actor: Actor): Promise<StageAndCreateOutcome> {
+      const sorted = [...planned].sort((a, b) => byCodePoint(a.external, b.external))
       const externals = sorted.map((e) => e.external)
       return db.transaction(async (tx) => {
         // Locks first (in one order, so two batches do not deadlock on them), then the state as it is once they are held.
@@ -87,62 +107,85 @@ export function createBatchesRepository(db: Db) {
         const locked = new Set(rowsOf<{ id: number | string; locked: boolean }>(locks).filter((r) => r.locked).map((r) => Number(r.id)))
         const existing = new Map(rowsOf<{ id: number | string; external: string; state: ProcessState }>(current).map((r) => [r.external, { id: Number(r.id), state: r.state }]))
         const elsewhere: string[] = []
-        const restaged: Array<{ external: string; id: number; data: Record<string, unknown> }> = []
-        const fresh: typeof sorted = []
+        const creating: Array<PlannedAccount & { id: number; first: boolean }> = []
+        const fresh: PlannedAccount[] = []
         for (const entry of sorted) {
           const process = existing.get(entry.external)
           if (!process) fresh.push(entry)
-          else if (process.state === 'STAGED' && locked.has(process.id)) restaged.push({ ...entry, id: process.id })
+          else if (process.state === 'STAGED' && locked.has(process.id)) creating.push({ ...entry, id: process.id, first: false })
           else elsewhere.push(entry.external)
         }
-        const inserted = fresh.length === 0
-          ? []
-          : rowsOf<{ id: number | string; external: string }>(await tx.execute(sql`
+        if (fresh.length > 0) {
+          const inserted = rowsOf<{ id: number | string; external: string }>(await tx.execute(sql`
             insert into import_processes (supplier_id, external_account_number, state, staged_data, first_staged_at)
             select ${supplierId}::uuid, e.external, 'STAGED', e.data, now()
-            from jsonb_to_recordset(${JSON.stringify(fresh)}::jsonb) as e(external text, data jsonb)
+            from jsonb_to_recordset(${JSON.stringify(fresh.map((e) => ({ external: e.external, data: e.data })))}::jsonb) as e(external text, data jsonb)
             order by e.external
             on conflict do nothing
             returning id, external_account_number as external`))
-        const insertedIds = new Map(inserted.map((r) => [r.external, Number(r.id)]))
-        for (const entry of fresh) if (!insertedIds.has(entry.external)) elsewhere.push(entry.external) // staged by another request meanwhile
-
-        const creating = [
-          ...fresh.filter((e) => insertedIds.has(e.external)).map((e) => ({ ...e, id: insertedIds.get(e.external)!, first: true })),
-          ...restaged.map((e) => ({ ...e, first: false }))
-        ]
+          const ids = new Map(inserted.map((r) => [r.external, Number(r.id)]))
+          for (const entry of fresh) {
+            const id = ids.get(entry.external)
+            if (id === undefined) elsewhere.push(entry.external) // staged by another request meanwhile
+            else creating.push({ ...entry, id, first: true })
+          }
+        }
         const created: StageAndCreateOutcome['created'] = new Map()
         if (creating.length === 0) return { created, elsewhere }
 
-        const merged: AccountRows = {
-          account: undefined as never, customers: [], ledgers: [], statements: [], transactions: [], lineItems: [], taxItems: [],
-          supplyAddresses: [], supplyPoints: [], agreements: [], metadata: [], outbox: []
+        const all = {
+          accounts: [] as unknown[], customers: [] as unknown[], ledgers: [] as unknown[], statements: [] as unknown[], billingDocuments: [] as unknown[],
+          transactions: [] as unknown[], lineItems: [] as unknown[], taxItems: [] as unknown[], supplyAddresses: [] as unknown[],
+          supplyPoints: [] as unknown[], agreements: [] as unknown[], metadata: [] as unknown[], outbox: [] as unknown[], notes: [] as unknown[],
+          historicalStatements: [] as unknown[], paymentInstructions: [] as unknown[]
         }
-        const accountRows: Array<AccountRows['account']> = []
         const marks: Array<{ id: number; san: string; data: Record<string, unknown> | null }> = []
         const events: Array<typeof importEvents.$inferInsert> = []
         const event = (importProcessId: number, type: (typeof importEvents.$inferInsert)['type'], detail: unknown = {}) => events.push({
           importProcessId, type, actor: actor.name, organisationId: actor.organisationId, apiKeyId: actor.apiKeyId, detail
         })
         for (const entry of creating) {
-          const rows = plan(entry.id, entry.data)
-          accountRows.push(rows.account)
-          for (const key of Object.keys(merged) as Array<keyof AccountRows>) {
-            if (key !== 'account') (merged[key] as unknown[]).push(...(rows[key] as unknown[]))
+          const { rows, extra } = entry
+          rows.account.importProcessId = entry.id
+          all.accounts.push(rows.account)
+          for (const key of ['customers', 'ledgers', 'statements', 'transactions', 'lineItems', 'taxItems', 'supplyAddresses', 'supplyPoints', 'agreements', 'metadata', 'outbox'] as const) {
+            all[key].push(...rows[key], ...((extra as Partial<Record<typeof key, unknown[]>>)[key] ?? []))
           }
+          all.billingDocuments.push(...extra.billingDocuments)
+          all.notes.push(...extra.notes)
+          all.historicalStatements.push(...extra.historicalStatements)
+          all.paymentInstructions.push(...extra.paymentInstructions)
           const result = { service_account_number: rows.account.serviceAccountNumber, ledgers: rows.ledgers.map((l) => ({ ledger_code: l.ledgerCode, ledger_number: l.ledgerNumber })) }
           created.set(entry.external, { serviceAccountNumber: result.service_account_number, ledgers: result.ledgers })
           marks.push({ id: entry.id, san: result.service_account_number, data: entry.first ? null : entry.data })
           event(entry.id, entry.first ? 'STAGED' : 'RESTAGED')
           event(entry.id, 'CREATE_ATTEMPTED')
           event(entry.id, 'CREATED', result)
+          for (const detail of entry.postImportEvents) event(entry.id, 'POST_IMPORT_WRITE', detail)
         }
-        const [marked] = await accounts.insertAccounts(tx, accountRows, merged, [
+        // Parents before children (a billing document before its transactions), in one round trip.
+        const [marked] = await runInOrder(db, [
           tx.execute(sql`update import_processes p set state = 'IMPORTED', staged_data = coalesce(m.data, p.staged_data),
               service_account_number = m.san, account_created_at = now(), latest_error = null, updated_at = now()
             from jsonb_to_recordset(${JSON.stringify(marks)}::jsonb) as m(id bigint, san text, data jsonb)
             where p.id = m.id and p.state = 'STAGED' returning p.id`),
-          insertRows(tx, importEvents, events),
+          ...insertsOf(tx, accounts, all.accounts as never),
+          ...insertsOf(tx, customers, all.customers as never),
+          ...insertsOf(tx, ledgers, all.ledgers as never),
+          ...insertsOf(tx, statements, all.statements as never),
+          ...insertsOf(tx, billingDocuments, all.billingDocuments as never),
+          ...insertsOf(tx, ledgerTransactions, all.transactions as never),
+          ...insertsOf(tx, transactionLineItems, all.lineItems as never),
+          ...insertsOf(tx, transactionTaxItems, all.taxItems as never),
+          ...insertsOf(tx, supplyAddresses, all.supplyAddresses as never),
+          ...insertsOf(tx, supplyPoints, all.supplyPoints as never),
+          ...insertsOf(tx, agreements, all.agreements as never),
+          ...insertsOf(tx, accountMetadata, all.metadata as never),
+          ...insertsOf(tx, emailOutbox, all.outbox as never),
+          ...insertsOf(tx, notes, all.notes as never),
+          ...insertsOf(tx, historicalStatements, all.historicalStatements as never),
+          ...insertsOf(tx, paymentInstructions, all.paymentInstructions as never),
+          ...insertsOf(tx, importEvents, events),
           // Created accounts have no failures left to report, of any step.
           tx.execute(sql`delete from import_failures where supplier_id = ${supplierId}::uuid
             and external_account_number in ${textList(creating.map((e) => e.external))}`)

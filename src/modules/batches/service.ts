@@ -14,7 +14,9 @@ import type { OrganisationPrincipal } from '../auth/service.js'
 import { isExternalAccountNumber, type FailuresService } from '../failures/service.js'
 import type { ImportsService } from '../imports/service.js'
 import type { PostImportServices } from '../post-import/services.js'
-import { createBatchesRepository } from './repository.js'
+import { createBatchesRepository, type ExtraRows, type PlannedAccount } from './repository.js'
+import { agreementsDetail, planAgreements } from '../historical-agreements/service.js'
+import { formatDecimal, toBig } from '../../decimal.js'
 
 /** Accounts staged and created per transaction on the set-based path. */
 export const CHUNK_ACCOUNTS = 100
@@ -41,6 +43,11 @@ interface Entry {
   serviceAccountNumber?: string
   ledgers?: Array<{ ledger_code: string; ledger_number: string }>
   failure?: { step: FailedStep; error: AppError }
+  /** The sections were planned with the set-based create (`sectionFailure`: the one that failed). */
+  sectionsPlanned?: boolean
+  sectionFailure?: { step: FailedStep; error: AppError } | undefined
+  /** The sections were written with the account. */
+  sectionsDone?: boolean
 }
 
 /** Runs `work` on every item, at most `limit` at a time. */
@@ -138,16 +145,17 @@ export function createBatchesService(deps: {
         else e.data = checked.data as Record<string, unknown>
       }
 
-      // Stage and create: set-based where nothing stands in the way, else one account at a time.
+      // Stage and create (with the sections of new accounts): set-based where nothing stands in the way, else one account at a time.
       const ready = entries.filter((e) => e.data !== undefined)
       const oneByOne: Entry[] = []
       if (dryRun || supplier.maxConcurrentProcessing !== null) oneByOne.push(...ready)
       else {
         for (let i = 0; i < ready.length; i += CHUNK_ACCOUNTS) {
           const chunk = ready.slice(i, i + CHUNK_ACCOUNTS)
+          const plans = new Map<Entry, PlannedAccount>()
+          await eachLimited(chunk, CONCURRENCY, async (e) => { plans.set(e, await planEntry(e)) })
           try {
-            const outcome = await repo.stageAndCreate(supplier.id, chunk.map((e) => ({ external: e.external!, data: e.data! })), actor,
-              (processId, data) => imports.plan(data as never, { importProcessId: processId, supplierId: supplier.id, operationsTeamId: teamId, sendMigrationEmails: supplier.sendMigrationEmails }))
+            const outcome = await repo.stageAndCreate(supplier.id, chunk.map((e) => plans.get(e)!), actor)
             for (const e of chunk) {
               const created = outcome.created.get(e.external!)
               if (!created) {
@@ -157,6 +165,8 @@ export function createBatchesService(deps: {
               e.outcome = 'created'
               e.serviceAccountNumber = created.serviceAccountNumber
               e.ledgers = created.ledgers
+              e.sectionsDone = e.sectionsPlanned
+              if (e.sectionFailure) await failRecorded(e, e.sectionFailure.step, e.sectionFailure.error)
             }
             failures.timeline.count(supplier.id, 'staged', outcome.created.size)
             failures.timeline.count(supplier.id, 'created', outcome.created.size)
@@ -165,13 +175,17 @@ export function createBatchesService(deps: {
             log.warn({ err, accounts: chunk.length }, 'batch chunk rolled back; its accounts are taken one by one')
             oneByOne.push(...chunk)
           }
+          for (const e of chunk) {
+            e.sectionFailure = undefined
+            e.sectionsPlanned = false
+          }
         }
       }
       await eachLimited(oneByOne, CONCURRENCY, async (e) => stageAndCreateOne(e))
 
-      // The post-import sections, in their order, as retry-safe single requests.
+      // The other sections (of accounts imported before, or taken one by one), in their order, as retry-safe single requests.
       if (!dryRun) {
-        const withSections = entries.filter((e) => !e.failure && (e.outcome === 'created' || e.outcome === 'already_imported') &&
+        const withSections = entries.filter((e) => !e.failure && !e.sectionsDone && (e.outcome === 'created' || e.outcome === 'already_imported') &&
           SECTIONS.some((s) => e.raw[s] !== undefined))
         await eachLimited(withSections, CONCURRENCY, async (e) => runSections(e))
       }
@@ -180,6 +194,106 @@ export function createBatchesService(deps: {
       const counts = { created: 0, already_imported: 0, would_create: 0, failed: 0 }
       for (const r of results) counts[r.outcome]++
       return { results, counts }
+
+      /**
+       * A new account's rows and its sections' rows, planned by the services of the single
+       * endpoints against the account as it will be (nothing imported after it yet). A section
+       * that fails stops the entry's later sections, as it would one by one.
+       */
+      async function planEntry(e: Entry): Promise<PlannedAccount> {
+        const rows = imports.plan(e.data as never, { importProcessId: 0, supplierId: supplier.id, operationsTeamId: teamId, sendMigrationEmails: supplier.sendMigrationEmails })
+        const extra: ExtraRows = { transactions: [], lineItems: [], taxItems: [], agreements: [], billingDocuments: [], notes: [], historicalStatements: [], paymentInstructions: [] }
+        const planned: PlannedAccount = { external: e.external!, data: e.data!, rows, extra, postImportEvents: [] }
+        const present = SECTIONS.filter((section) => e.raw[section] !== undefined)
+        if (present.length === 0) return planned
+        const account = { id: rows.account.id, supplier }
+        const ref = { import_supplier: supplier.code, external_account_number: e.external! }
+        const now = new Date()
+        const today = now.toISOString().slice(0, 10)
+        const idsOn = new Map<string, Set<string>>(rows.ledgers.map((l) => [l.id!, new Set<string>()]))
+        for (const t of rows.transactions) idsOn.get(t.ledgerId)?.add(t.transactionId)
+        const billing = e.raw.historical_billing_documents
+        if (Array.isArray(billing) && new Set(billing.map((b) => (isObject(b) ? b.ledger_code ?? 'ENERGY' : b))).size < billing.length) {
+          return planned // two imports for one ledger: their rules read each other's rows, so one by one after the create
+        }
+        for (const section of present) {
+          const value = e.raw[section]
+          try {
+            switch (section) {
+              case 'notes': {
+                const plan = postImport.notes.planForNewAccount(validated('notes', { ...ref, notes: value }) as never, account, now)
+                extra.notes.push(...plan.rows)
+                if (plan.detail) planned.postImportEvents.push(plan.detail)
+                break
+              }
+              case 'transactions': {
+                const request = { ...ref, transactions: value }
+                const validate = validators.transactions
+                const schemaErrors = validate(request) ? [] : entriesFromAjv(validate.errors ?? [])
+                const energy = rows.ledgers.find((l) => l.ledgerCode === 'ENERGY')
+                const open = energy && rows.statements.find((st) => st.ledgerId === energy.id && st.status === 'OPEN')
+                const ledger = energy && open
+                  ? { id: energy.id!, openFrom: open.periodFrom, openStatementId: open.id!, existing: [...idsOn.get(energy.id!)!] }
+                  : undefined
+                const plan = postImport.transactions.planForNewAccount(request as never, schemaErrors, account, ledger, today)
+                extra.transactions.push(...plan.rows.transactions)
+                extra.lineItems.push(...plan.rows.lineItems)
+                extra.taxItems.push(...plan.rows.taxItems)
+                if (plan.note) extra.notes.push(plan.note)
+                if (plan.rows.transactions.length > 0) energy!.balance = formatDecimal(toBig(energy!.balance).plus(plan.delta))
+                for (const t of plan.rows.transactions) idsOn.get(energy!.id!)!.add(t.transactionId)
+                if (plan.detail) planned.postImportEvents.push(plan.detail)
+                break
+              }
+              case 'historical_agreements': {
+                const request = validated('historical_agreements', { ...ref, agreements: value })
+                const pointIds = new Map(rows.supplyPoints.map((p) => [p.identifier, p.id!]))
+                const stored = rows.agreements.map((a) => ({ supplyPointId: a.supplyPointId, tariffCode: a.tariffCode, effectiveFrom: a.effectiveFrom, effectiveTo: a.effectiveTo ?? null, historical: false }))
+                const agreements = planAgreements(request as never, pointIds, stored, today)
+                extra.agreements.push(...agreements)
+                const detail = agreementsDetail(agreements)
+                if (detail) planned.postImportEvents.push(detail)
+                break
+              }
+              case 'historical_statements': {
+                const plan = postImport.historicalStatements.planForNewAccount(validated('historical_statements', { ...ref, statements: value }) as never, account, today)
+                extra.historicalStatements.push(...plan.rows)
+                if (plan.detail) planned.postImportEvents.push(plan.detail)
+                break
+              }
+              case 'historical_billing_documents': {
+                const ledgers = rows.ledgers.map((l) => ({ ledger_code: l.ledgerCode, ledger_number: l.ledgerNumber, id: l.id! }))
+                for (const { request, root } of billingRequests(value, ledgers, ref)) {
+                  try {
+                    const ledger = ledgers.find((l) => l.ledger_number === request.ledger_number)!
+                    const plan = postImport.historicalBillingDocuments.planForNewAccount(request as never, { id: ledger.id, ledgerNumber: ledger.ledger_number }, idsOn.get(ledger.id)!)
+                    extra.billingDocuments.push(...plan.documents)
+                    extra.transactions.push(...plan.rows.transactions)
+                    extra.lineItems.push(...plan.rows.lineItems)
+                    extra.taxItems.push(...plan.rows.taxItems)
+                    for (const t of plan.rows.transactions) idsOn.get(ledger.id)!.add(t.transactionId)
+                    planned.postImportEvents.push(plan.detail)
+                  } catch (err) {
+                    throw rooted(err, root)
+                  }
+                }
+                break
+              }
+              case 'payment_instruction': {
+                if (!isObject(value)) throw invalidRequest([entry('invalid', null, 'The payment instruction must be an object.')])
+                const plan = await postImport.paymentInstruction.planForNewAccount(validated('payment_instruction', { ...ref, ...value }) as never, account, log)
+                extra.paymentInstructions.push(plan.row)
+                planned.postImportEvents.push(plan.detail)
+              }
+            }
+          } catch (err) {
+            e.sectionFailure = { step: section, error: asAppError(err, log) }
+            break
+          }
+        }
+        e.sectionsPlanned = true
+        return planned
+      }
 
       async function stageAndCreateOne(e: Entry): Promise<void> {
         try {
@@ -253,15 +367,12 @@ export function createBatchesService(deps: {
 
       async function runSection(section: Section, value: unknown, ref: { import_supplier: string; external_account_number: string }, e: Entry): Promise<void> {
         if (section === 'historical_billing_documents') {
-          const requests = Array.isArray(value) ? value : [value]
           const ledgers = e.ledgers ?? await repo.ledgersOf(e.serviceAccountNumber!)
-          for (const [k, item] of requests.entries()) {
-            const root = Array.isArray(value) ? `${k}.` : ''
+          for (const { request, root } of billingRequests(value, ledgers, ref)) {
             try {
-              await billingDocuments(item, ledgers, ref)
+              await postImport.historicalBillingDocuments.create(principal, request as never)
             } catch (err) {
-              const error = asAppError(err, log)
-              throw root === '' ? error : new AppError(error.statusCode, error.code, error.message, error.errors.map((x) => ({ ...x, attr: x.attr === null ? `${k}` : root + x.attr })), error.extra)
+              throw rooted(err, root)
             }
           }
           return
@@ -292,17 +403,34 @@ export function createBatchesService(deps: {
             await postImport.paymentInstruction.create(principal, request as never, log)
         }
       }
+    }
+  }
 
-      async function billingDocuments(item: unknown, ledgers: Array<{ ledger_code: string; ledger_number: string }>, ref: { import_supplier: string; external_account_number: string }) {
+  /** A section's request checked with its single endpoint's schema (defaults filled in place); throws its 400. */
+  function validated(section: Exclude<Section, 'transactions'>, request: Record<string, unknown>): Record<string, unknown> {
+    const validate = validators[section]
+    if (!validate(request)) throw invalidRequest(entriesFromAjv(validate.errors ?? []))
+    return request
+  }
+
+  /**
+   * The billing documents requests of a section (one, or a list: one per ledger), each with the
+   * ledger number of its `ledger_code` (default ENERGY) filled in, checked with the endpoint's
+   * schema. `root` prefixes the attrs of a list's request (`1.`).
+   */
+  function * billingRequests(value: unknown, ledgers: Array<{ ledger_code: string; ledger_number: string }>, ref: Record<string, string>) {
+    const items = Array.isArray(value) ? value : [value]
+    for (const [k, item] of items.entries()) {
+      const root = Array.isArray(value) ? `${k}.` : ''
+      try {
         if (!isObject(item)) throw invalidRequest([entry('invalid', null, 'Each historical billing documents request must be an object.')])
         if (item.ledger_number !== undefined) throw invalidRequest([entry('unexpected_field', 'ledger_number', 'The service fills in the ledger number from ledger_code.')])
         const code = item.ledger_code ?? 'ENERGY'
         const ledger = ledgers.find((l) => l.ledger_code === code)
         if (typeof code === 'string' && !ledger) throw invalidRequest([entry('ledger_not_found', 'ledger_code', `The account has no ${code} ledger.`)])
-        const request = { ...ref, ...item, ledger_code: code, ledger_number: ledger?.ledger_number ?? '' }
-        const validate = validators.historical_billing_documents
-        if (!validate(request)) throw invalidRequest(entriesFromAjv(validate.errors ?? []))
-        await postImport.historicalBillingDocuments.create(principal, request as never)
+        yield { root, request: validated('historical_billing_documents', { ...ref, ...item, ledger_code: code, ledger_number: ledger?.ledger_number ?? '' }) }
+      } catch (err) {
+        throw rooted(err, root)
       }
     }
   }
@@ -332,6 +460,13 @@ export function createBatchesService(deps: {
     }
     return e
   }
+}
+
+/** A problem of one request of a list, its attrs rooted at the request's index (`1.` + attr). */
+function rooted(err: unknown, root: string): unknown {
+  if (root === '' || !(err instanceof AppError) || err.extra.rooted === true) return err
+  const errors = err.errors.map((x) => ({ ...x, attr: x.attr === null ? root.slice(0, -1) : root + x.attr }))
+  return new AppError(err.statusCode, err.code, err.message, errors, { ...err.extra, rooted: true }, err.headers)
 }
 
 function isObject(value: unknown): value is Record<string, unknown> {

@@ -13,7 +13,7 @@ import { invalidRequest, type PostImportBase } from '../post-import/service.js'
 import { createBillingDocumentsRepository, type BillingDocumentInsert, type StoredHistory } from './repository.js'
 
 /** A transaction of the request with the path its problems are reported at. */
-interface PlacedTransaction { transaction: Transaction; path: string }
+export interface PlacedTransaction { transaction: Transaction; path: string }
 
 /** Every transaction of the request in request order: each document's, then the additional ones. */
 function transactionsOf(request: BillingDocumentsRequest): PlacedTransaction[] {
@@ -117,6 +117,64 @@ function storedKey(history: StoredHistory): string {
   return JSON.stringify([documents.sort(), additional.sort()])
 }
 
+/** What a billing documents request stores. */
+export interface BillingDocumentsPlan {
+  documents: BillingDocumentInsert[]
+  rows: Pick<AccountRows, 'transactions' | 'lineItems' | 'taxItems'>
+  detail: Record<string, unknown>
+}
+
+/**
+ * The documents and transactions of a request for a ledger without finalised documents, whose
+ * transaction ids are `known`; throws every problem (`ctx` holds those found before).
+ * Pure: the single endpoint and batches both use it.
+ */
+export function planBillingDocuments(
+  request: BillingDocumentsRequest, placed: PlacedTransaction[], ledger: { id: string; ledgerNumber: string }, known: Set<string>, ctx: RuleContext
+): BillingDocumentsPlan {
+  for (const { transaction, path } of placed) {
+    if (known.has(transaction.transaction_id)) {
+      ctx.report('transaction_already_exists', `${path}.transaction_id`, `Transaction ${transaction.transaction_id} is already on the ledger.`)
+    }
+  }
+  if (ctx.errors.length > 0) throw invalidRequest(ctx.errors)
+  const documents: BillingDocumentInsert[] = []
+  const rows: BillingDocumentsPlan['rows'] = { transactions: [], lineItems: [], taxItems: [] }
+  for (const doc of request.historical_billing_documents) {
+    const documentId = randomUUID()
+    documents.push({
+      id: documentId, ledgerId: ledger.id, identifier: doc.billing_document_identifier, type: doc.billing_document_type,
+      issuedDate: doc.issued_date,
+      billPeriodFrom: doc.billing_document_type === 'PERIOD_BASED' ? doc.bill_period_from_date : null,
+      billPeriodTo: doc.billing_document_type === 'PERIOD_BASED' ? doc.bill_period_to_date : null,
+      finalized: true
+    })
+    for (const t of doc.transactions ?? []) {
+      addTransaction(rows, t, ledger.id, null, 'BILLING_DOCUMENT')
+      rows.transactions[rows.transactions.length - 1]!.billingDocumentId = documentId
+    }
+  }
+  // Historical: no statement, and the ledger balance is left as it is.
+  for (const t of request.additional_historical_transactions ?? []) addTransaction(rows, t, ledger.id, null, 'BILLING_DOCUMENT')
+  return {
+    documents,
+    rows,
+    detail: {
+      endpoint: 'historical_billing_documents', ledger_number: ledger.ledgerNumber, billing_document_type: request.billing_document_type,
+      billing_documents: documents.length, transactions: rows.transactions.length
+    }
+  }
+}
+
+/** The request's transactions normalised, and the problems that need nothing from the database. */
+function prepare(request: BillingDocumentsRequest): { placed: PlacedTransaction[]; ctx: RuleContext } {
+  const placed = transactionsOf(request)
+  for (const { transaction } of placed) normaliseTransaction(transaction)
+  const ctx = ruleContext([], utcToday())
+  checkRequest(request, placed, ctx)
+  return { placed, ctx }
+}
+
 export function createBillingDocumentsService(base: PostImportBase, db: Db) {
   const repo = createBillingDocumentsRepository()
   const accountsRepo = createAccountsRepository(db)
@@ -129,10 +187,7 @@ export function createBillingDocumentsService(base: PostImportBase, db: Db) {
      */
     async create(principal: OrganisationPrincipal, request: BillingDocumentsRequest): Promise<void> {
       const account = await base.resolve(principal, request.import_supplier, request.external_account_number)
-      const placed = transactionsOf(request)
-      for (const { transaction } of placed) normaliseTransaction(transaction)
-      const ctx = ruleContext([], utcToday())
-      checkRequest(request, placed, ctx)
+      const { placed, ctx } = prepare(request)
 
       // The checks that read the database run under the account's lock, so two requests cannot both pass.
       await base.write(principal, account, async (tx) => {
@@ -140,50 +195,27 @@ export function createBillingDocumentsService(base: PostImportBase, db: Db) {
           .find((l) => l.ledgerCode === request.ledger_code && l.ledgerNumber === request.ledger_number)
         if (!ledger) {
           ctx.report('ledger_not_found', 'ledger_number', `The account has no ${request.ledger_code} ledger ${request.ledger_number}.`)
-        } else if (await repo.hasFinalizedDocuments(tx, ledger.id)) {
+          throw invalidRequest(ctx.errors)
+        }
+        if (await repo.hasFinalizedDocuments(tx, ledger.id)) {
           if (ctx.errors.length === 0 && requestKey(request) === storedKey(await repo.historyOf(tx, ledger.id))) {
             return { result: undefined } // a retry of the request that imported the ledger: nothing to write
           }
           ctx.report('ledger_has_finalized_billing_documents', 'ledger_number',
             `Ledger ${ledger.ledgerNumber} already has finalised billing documents; only an exact repeat of that import is accepted.`)
-        } else {
-          const known = await repo.transactionIdsOf(tx, ledger.id)
-          for (const { transaction, path } of placed) {
-            if (known.has(transaction.transaction_id)) {
-              ctx.report('transaction_already_exists', `${path}.transaction_id`, `Transaction ${transaction.transaction_id} is already on the ledger.`)
-            }
-          }
+          throw invalidRequest(ctx.errors)
         }
-        if (ctx.errors.length > 0 || !ledger) throw invalidRequest(ctx.errors)
-
-        const documents: BillingDocumentInsert[] = []
-        const rows: Pick<AccountRows, 'transactions' | 'lineItems' | 'taxItems'> = { transactions: [], lineItems: [], taxItems: [] }
-        for (const doc of request.historical_billing_documents) {
-          const documentId = randomUUID()
-          documents.push({
-            id: documentId, ledgerId: ledger.id, identifier: doc.billing_document_identifier, type: doc.billing_document_type,
-            issuedDate: doc.issued_date,
-            billPeriodFrom: doc.billing_document_type === 'PERIOD_BASED' ? doc.bill_period_from_date : null,
-            billPeriodTo: doc.billing_document_type === 'PERIOD_BASED' ? doc.bill_period_to_date : null,
-            finalized: true
-          })
-          for (const t of doc.transactions ?? []) {
-            addTransaction(rows, t, ledger.id, null, 'BILLING_DOCUMENT')
-            rows.transactions[rows.transactions.length - 1]!.billingDocumentId = documentId
-          }
-        }
-        for (const t of request.additional_historical_transactions ?? []) addTransaction(rows, t, ledger.id, null, 'BILLING_DOCUMENT')
-        // Historical: no statement, and the ledger balance is left as it is.
-        await repo.insertDocuments(tx, documents)
-        await accountsRepo.insertTransactions(tx, rows)
-        return {
-          result: undefined,
-          detail: {
-            endpoint: 'historical_billing_documents', ledger_number: ledger.ledgerNumber, billing_document_type: request.billing_document_type,
-            billing_documents: documents.length, transactions: rows.transactions.length
-          }
-        }
+        const plan = planBillingDocuments(request, placed, ledger, await repo.transactionIdsOf(tx, ledger.id), ctx)
+        await repo.insertDocuments(tx, plan.documents)
+        await accountsRepo.insertTransactions(tx, plan.rows)
+        return { result: undefined, detail: plan.detail }
       })
+    },
+
+    /** The plan for a ledger without documents whose transaction ids are `known` (a batch's new account). */
+    planForNewAccount(request: BillingDocumentsRequest, ledger: { id: string; ledgerNumber: string }, known: Set<string>): BillingDocumentsPlan {
+      const { placed, ctx } = prepare(request)
+      return planBillingDocuments(request, placed, ledger, known, ctx)
     }
   }
 }

@@ -12,6 +12,52 @@ const overlaps = (a: Span, b: Span) =>
 const identical = (a: Span, b: Span) =>
   a.supplyPointId === b.supplyPointId && a.tariffCode === b.tariffCode && a.effectiveFrom === b.effectiveFrom && a.effectiveTo === b.effectiveTo
 
+/** An agreement of a supply point as stored: current (from the account import) or historical. */
+export interface StoredAgreement extends Span { historical: boolean }
+
+/**
+ * The agreements of a request against the account's supply points and stored agreements: the
+ * rows to store (one identical to an imported one is a retry, skipped), or every problem.
+ * Pure: the single endpoint and batches both use it.
+ */
+export function planAgreements(request: Pick<HistoricalAgreementsRequest, 'agreements'>, pointIds: Map<string, string>, stored: StoredAgreement[], today: string): AgreementInsert[] {
+  const ctx = ruleContext([], today)
+  // Each supply point's first current agreement (from the account import) bounds its history.
+  const firstCurrent = new Map<string, string>()
+  for (const a of stored) {
+    const first = firstCurrent.get(a.supplyPointId)
+    if (!a.historical && (first === undefined || a.effectiveFrom < first)) firstCurrent.set(a.supplyPointId, a.effectiveFrom)
+  }
+  const imported = stored.filter((a) => a.historical)
+  const earlier: Span[] = [] // the request's agreements so far that the overlap rule could read
+  const rows: AgreementInsert[] = []
+  request.agreements.forEach((a, i) => {
+    const at = `agreements.${i}`
+    const supplyPointId = pointIds.get(a.supply_point_identifier)
+    if (supplyPointId === undefined) {
+      ctx.report('supply_point_not_found', `${at}.supply_point_identifier`, `The account has no supply point ${a.supply_point_identifier}.`)
+    }
+    const ordered = a.effective_from < a.effective_to
+    if (!ordered) ctx.report('start_date_later_than_end_date', `${at}.effective_to`, 'effective_to (exclusive) must be after effective_from.')
+    if (supplyPointId === undefined || !ordered) return
+    const span: Span = { supplyPointId, tariffCode: a.tariff_code, effectiveFrom: a.effective_from, effectiveTo: a.effective_to }
+    const first = firstCurrent.get(supplyPointId)
+    if (first !== undefined && a.effective_to > first) {
+      ctx.report('historical_agreement_overlaps_current_agreement', `${at}.effective_to`, `Historical agreements must end on or before ${first}, when the first current agreement starts.`)
+    }
+    const same = imported.find((h) => identical(h, span))
+    if (imported.some((h) => h !== same && overlaps(h, span)) || earlier.some((e) => overlaps(e, span))) {
+      ctx.report('gaps_or_overlaps_in_agreement_dates', `${at}.effective_from`, 'The agreement overlaps another historical agreement of the supply point.')
+    }
+    earlier.push(span)
+    if (same === undefined) rows.push({ ...span, historical: true }) // identical to an imported one: a retry, skipped
+  })
+  if (ctx.errors.length > 0) throw invalidRequest(ctx.errors)
+  return rows
+}
+
+export const agreementsDetail = (rows: AgreementInsert[]) => (rows.length > 0 ? { endpoint: 'historical_agreements', created: rows.length } : undefined)
+
 export function createHistoricalAgreementsService(base: PostImportBase) {
   const repo = createHistoricalAgreementsRepository()
 
@@ -22,43 +68,11 @@ export function createHistoricalAgreementsService(base: PostImportBase) {
      */
     async create(principal: OrganisationPrincipal, request: HistoricalAgreementsRequest): Promise<void> {
       const account = await base.resolve(principal, request.import_supplier, request.external_account_number)
-      const ctx = ruleContext([], utcToday())
       await base.write(principal, account, async (tx) => {
         const pointIds = new Map((await repo.supplyPointsOf(tx, account.id)).map((p) => [p.identifier, p.id]))
-        const stored = await repo.agreementsOf(tx, account.id)
-        // Each supply point's first current agreement (from the account import) bounds its history.
-        const firstCurrent = new Map<string, string>()
-        for (const a of stored) {
-          const first = firstCurrent.get(a.supplyPointId)
-          if (!a.historical && (first === undefined || a.effectiveFrom < first)) firstCurrent.set(a.supplyPointId, a.effectiveFrom)
-        }
-        const imported = stored.filter((a) => a.historical)
-        const earlier: Span[] = [] // the request's agreements so far that the overlap rule could read
-        const rows: AgreementInsert[] = []
-        request.agreements.forEach((a, i) => {
-          const at = `agreements.${i}`
-          const supplyPointId = pointIds.get(a.supply_point_identifier)
-          if (supplyPointId === undefined) {
-            ctx.report('supply_point_not_found', `${at}.supply_point_identifier`, `The account has no supply point ${a.supply_point_identifier}.`)
-          }
-          const ordered = a.effective_from < a.effective_to
-          if (!ordered) ctx.report('start_date_later_than_end_date', `${at}.effective_to`, 'effective_to (exclusive) must be after effective_from.')
-          if (supplyPointId === undefined || !ordered) return
-          const span: Span = { supplyPointId, tariffCode: a.tariff_code, effectiveFrom: a.effective_from, effectiveTo: a.effective_to }
-          const first = firstCurrent.get(supplyPointId)
-          if (first !== undefined && a.effective_to > first) {
-            ctx.report('historical_agreement_overlaps_current_agreement', `${at}.effective_to`, `Historical agreements must end on or before ${first}, when the first current agreement starts.`)
-          }
-          const same = imported.find((h) => identical(h, span))
-          if (imported.some((h) => h !== same && overlaps(h, span)) || earlier.some((e) => overlaps(e, span))) {
-            ctx.report('gaps_or_overlaps_in_agreement_dates', `${at}.effective_from`, 'The agreement overlaps another historical agreement of the supply point.')
-          }
-          earlier.push(span)
-          if (same === undefined) rows.push({ ...span, historical: true }) // identical to an imported one: a retry, skipped
-        })
-        if (ctx.errors.length > 0) throw invalidRequest(ctx.errors)
+        const rows = planAgreements(request, pointIds, await repo.agreementsOf(tx, account.id), utcToday())
         await repo.insertAgreements(tx, rows)
-        return { result: undefined, detail: rows.length > 0 ? { endpoint: 'historical_agreements', created: rows.length } : undefined }
+        return { result: undefined, detail: agreementsDetail(rows) }
       })
     }
   }

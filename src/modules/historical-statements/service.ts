@@ -29,7 +29,7 @@ export function createHistoricalStatementsService(base: PostImportBase, document
   const repo = createHistoricalStatementsRepository()
 
   /** The rules of §9 that read only the request; returns each statement normalised. */
-  function normalise(ctx: RuleContext, request: HistoricalStatementsRequest): HistoricalStatementResult[] {
+  function normalise(ctx: RuleContext, request: Pick<HistoricalStatementsRequest, 'statements'>): HistoricalStatementResult[] {
     const ids = new Set<string>()
     return request.statements.map((s, i) => {
       const at = `statements.${i}`
@@ -55,6 +55,29 @@ export function createHistoricalStatementsService(base: PostImportBase, document
     })
   }
 
+  /** The rows of the statements the account does not have yet; throws every rule problem. */
+  function plan(request: Pick<HistoricalStatementsRequest, 'statements'>, account: Pick<ImportedAccount, 'id' | 'supplier'>, stored: Map<string, HistoricalStatementResult>, today: string) {
+    const ctx = ruleContext([], today)
+    const statements = normalise(ctx, request)
+    const rows: HistoricalStatementInsert[] = []
+    statements.forEach((s, i) => {
+      const existing = stored.get(s.statement_id)
+      if (existing === undefined) {
+        rows.push({
+          id: randomUUID(), accountId: account.id, statementId: s.statement_id, billPeriodFrom: s.bill_period_from_date,
+          billPeriodTo: s.bill_period_to_date, issuedDate: s.issued_date, number: s.number ?? null, grossAmount: s.gross_amount,
+          statementPath: s.statement_path ?? null,
+          statementLocation: s.statement_path !== undefined ? documentLocation(documentBucket, account.supplier.documentRoot, s.statement_path) : null
+        })
+      } else if (!sameStatement(existing, s)) {
+        ctx.report('historical_statement_already_exists', `statements.${i}.statement_id`,
+          `The account already has statement ${s.statement_id} with different fields.`)
+      } // identical: a retry, skipped
+    })
+    if (ctx.errors.length > 0) throw invalidRequest(ctx.errors)
+    return { statements, rows, detail: rows.length > 0 ? { endpoint: 'historical_statements', created: rows.length } : undefined }
+  }
+
   return {
     /**
      * Stores the statements the account does not have yet. Every rule runs inside the locked
@@ -62,32 +85,20 @@ export function createHistoricalStatementsService(base: PostImportBase, document
      */
     async create(principal: OrganisationPrincipal, request: HistoricalStatementsRequest): Promise<HistoricalStatementsResult> {
       const account: ImportedAccount = await base.resolve(principal, request.import_supplier, request.external_account_number)
-      const ctx = ruleContext([], utcToday())
-      const statements = normalise(ctx, request)
       return base.write(principal, account, async (tx) => {
         const stored = new Map((await repo.statementsOf(tx, account.id)).map((row) => [row.statementId, echoOf(row)]))
-        const rows: HistoricalStatementInsert[] = []
-        statements.forEach((s, i) => {
-          const existing = stored.get(s.statement_id)
-          if (existing === undefined) {
-            rows.push({
-              id: randomUUID(), accountId: account.id, statementId: s.statement_id, billPeriodFrom: s.bill_period_from_date,
-              billPeriodTo: s.bill_period_to_date, issuedDate: s.issued_date, number: s.number ?? null, grossAmount: s.gross_amount,
-              statementPath: s.statement_path ?? null,
-              statementLocation: s.statement_path !== undefined ? documentLocation(documentBucket, account.supplier.documentRoot, s.statement_path) : null
-            })
-          } else if (!sameStatement(existing, s)) {
-            ctx.report('historical_statement_already_exists', `statements.${i}.statement_id`,
-              `The account already has statement ${s.statement_id} with different fields.`)
-          } // identical: a retry, skipped
-        })
-        if (ctx.errors.length > 0) throw invalidRequest(ctx.errors)
+        const { statements, rows, detail } = plan(request, account, stored, utcToday())
         await repo.insertStatements(tx, rows)
         return {
           result: { import_supplier: request.import_supplier, external_account_number: request.external_account_number, statements },
-          detail: rows.length > 0 ? { endpoint: 'historical_statements', created: rows.length } : undefined
+          detail
         }
       })
+    },
+
+    /** The plan for an account that has no statements yet (a batch's new account). */
+    planForNewAccount(request: Pick<HistoricalStatementsRequest, 'statements'>, account: Pick<ImportedAccount, 'id' | 'supplier'>, today: string) {
+      return plan(request, account, new Map(), today)
     }
   }
 }

@@ -77,6 +77,21 @@ export function createPaymentInstructionsService(base: PostImportBase, db: Db, v
   }
 
   return {
+    /**
+     * The instruction row for an account that has none yet (a batch's new account): the vendor is
+     * asked (no database connection held), its answer judged as the single endpoint judges it.
+     */
+    async planForNewAccount(request: PaymentInstructionRequest, account: { id: string }, log?: FastifyBaseLogger) {
+      const outcome = request.reference === '.' || request.reference === '..'
+        ? { kind: 'not_found' as const }
+        : await vendors.lookup(request.vendor, request.reference)
+      const instruction = judge(request, outcome, log)
+      return {
+        row: { id: randomUUID(), accountId: account.id, vendor: request.vendor, reference: request.reference, type: instruction.type, status: instruction.status, details: instruction.details },
+        detail: { endpoint: 'payment_instruction', vendor: request.vendor, reference: request.reference, type: request.type }
+      }
+    },
+
     async create(principal: OrganisationPrincipal, request: PaymentInstructionRequest, log?: FastifyBaseLogger): Promise<PaymentInstructionResult> {
       const account: ImportedAccount = await base.resolve(principal, request.import_supplier, request.external_account_number)
       const result = { service_account_number: account.serviceAccountNumber, reference: request.reference }

@@ -9,7 +9,7 @@ import { addTransaction, type AccountRows } from '../accounts/plan.js'
 import { createAccountsRepository } from '../accounts/repository.js'
 import { normaliseTransaction } from '../accounts/rules.js'
 import type { OrganisationPrincipal } from '../auth/service.js'
-import { createNotesRepository } from '../notes/repository.js'
+import { createNotesRepository, type NoteInsert } from '../notes/repository.js'
 import { invalidRequest, type PostImportBase } from '../post-import/service.js'
 import { createTransactionsRepository } from './repository.js'
 
@@ -44,6 +44,121 @@ function byTransaction(errors: ErrorEntry[]): Map<number, ErrorEntry[]> | undefi
 
 const lowest = (groups: Map<number, ErrorEntry[]>): number => Math.min(...groups.keys())
 
+/** The account's ENERGY ledger as a transactions request sees it. */
+export interface EnergyLedger {
+  id: string
+  /** The open statement's first day. */
+  openFrom: string
+  openStatementId: string
+  /** Ids of the request's transactions the ledger already holds. */
+  existing: string[]
+}
+
+/** What a transactions request stores and answers. */
+export interface TransactionsPlan {
+  results: TransactionResult[]
+  rows: Pick<AccountRows, 'transactions' | 'lineItems' | 'taxItems'>
+  /** The signed sum of the added transactions (0 when none). */
+  delta: string
+  /** The pinned note listing the transactions moved into the open statement, if any. */
+  note: NoteInsert | undefined
+  detail: Record<string, unknown> | undefined
+}
+
+/** Schema problems inside one transaction get the transaction body; others the standard one. */
+function checkSchema(body: Pick<TransactionsRequest, 'transactions'>, schemaErrors: ErrorEntry[], today: string): void {
+  if (schemaErrors.length === 0) return
+  const groups = byTransaction(schemaErrors)
+  if (!groups) throw invalidRequest(schemaErrors)
+  const index = lowest(groups)
+  const ctx = ruleContext(groups.get(index)!, today)
+  transactionRules(body.transactions[index], `transactions.${index}`, ctx)
+  throw transactionImportError(body.transactions[index], ctx.errors)
+}
+
+/** The rules that read only the request (they come after the account is found, §2): problems by transaction index. */
+function checkRules(body: Pick<TransactionsRequest, 'transactions'>, today: string): Map<number, ErrorEntry[]> {
+  // Ids repeated inside the request concern the array as a whole: the standard body.
+  const seen = new Set<string>()
+  const duplicates: ErrorEntry[] = []
+  body.transactions.forEach((t, i) => {
+    if (seen.has(t.transaction_id)) {
+      duplicates.push(entry('duplicate_transaction_ids', `transactions.${i}.transaction_id`, 'The transaction id appears more than once in the request.'))
+    }
+    seen.add(t.transaction_id)
+  })
+  if (duplicates.length > 0) throw invalidRequest(duplicates)
+  const ruleErrors = ruleContext([], today)
+  body.transactions.forEach((t, i) => transactionRules(t, `transactions.${i}`, ruleErrors))
+  return byTransaction(ruleErrors.errors) ?? new Map<number, ErrorEntry[]>()
+}
+
+/**
+ * The transactions of a request against the ENERGY ledger: added, already there, or moved into
+ * the open statement; all or nothing (throws the transaction body of the lowest failing one).
+ * Pure: the single endpoint and batches both use it.
+ */
+export function planTransactions(
+  body: Pick<TransactionsRequest, 'transactions'>, query: TransactionsQuery, account: { id: string }, ledger: EnergyLedger,
+  today: string, problems: Map<number, ErrorEntry[]>
+): TransactionsPlan {
+  const checkPreviouslyAdded = query.check_previously_added !== false
+  const force = query.force_add_to_current_statement !== false
+  const existing = new Set(ledger.existing)
+  const add = (i: number, code: string, field: string, detail: string) =>
+    problems.set(i, [...(problems.get(i) ?? []), entry(code, `transactions.${i}.${field}`, detail)])
+
+  const rows: TransactionsPlan['rows'] = { transactions: [], lineItems: [], taxItems: [] }
+  const results: TransactionResult[] = []
+  const moved: string[] = []
+  const added: unknown[] = []
+  body.transactions.forEach((sent, i) => {
+    const data: any = structuredClone(sent)
+    normaliseTransaction(data)
+    if (existing.has(sent.transaction_id)) {
+      if (checkPreviouslyAdded) results.push({ status: 'TRANSACTION_ALREADY_EXISTS', transaction_data: data })
+      else add(i, 'transaction_already_exists', 'transaction_id', `Transaction ${sent.transaction_id} is already on the ledger.`)
+      return
+    }
+    let description: string | undefined
+    if (sent.transaction_date < ledger.openFrom) {
+      if (!force) {
+        add(i, 'transaction_outside_open_statement_period', 'transaction_date', `The open statement starts on ${ledger.openFrom}.`)
+        return
+      }
+      if (ledger.openFrom > today) {
+        add(i, 'transaction_outside_open_statement_period', 'transaction_date', `The open statement starts on ${ledger.openFrom}, after today.`)
+        return
+      }
+      description = `Moved into the open statement: originally dated ${sent.transaction_date}.`
+      data.original_transaction_date = sent.transaction_date
+      data.transaction_date = ledger.openFrom
+      moved.push(sent.transaction_id)
+    }
+    addTransaction(rows, data, ledger.id, ledger.openStatementId, 'POST_IMPORT', {
+      description, originalTransactionDate: data.original_transaction_date
+    })
+    added.push(data)
+    results.push({ status: 'TRANSACTION_ADDED_TO_ACCOUNT', transaction_data: data })
+  })
+  if (problems.size > 0) {
+    const index = lowest(problems)
+    throw transactionImportError(body.transactions[index], problems.get(index)!)
+  }
+  const delta = sumDecimals(added.map((t: any) => signedAmount(t.type, t.amount)))
+  // One pinned note per request says which transactions were moved.
+  const note: NoteInsert | undefined = moved.length === 0
+    ? undefined
+    : {
+        id: randomUUID(), accountId: account.id, bySystem: true, isPinned: true, documentLocations: [], noteCreatedAt: new Date(),
+        body: `Transactions dated before the open statement (from ${ledger.openFrom}) were moved into it: ${moved.join(', ')}.`
+      }
+  const detail = added.length > 0
+    ? { endpoint: 'transactions', added: added.length, already_existing: results.length - added.length, moved: moved.length }
+    : undefined
+  return { results, rows, delta: delta.toFixed(), note, detail }
+}
+
 export function createTransactionsService(base: PostImportBase, db: Db) {
   const repo = createTransactionsRepository()
   const accounts = createAccountsRepository(db)
@@ -56,97 +171,28 @@ export function createTransactionsService(base: PostImportBase, db: Db) {
      * transaction body, otherwise the standard one.
      */
     async create(principal: OrganisationPrincipal, body: TransactionsRequest, query: TransactionsQuery, schemaErrors: ErrorEntry[]) {
-      if (schemaErrors.length > 0) {
-        const groups = byTransaction(schemaErrors)
-        if (!groups) throw invalidRequest(schemaErrors)
-        const index = lowest(groups)
-        const ctx = ruleContext(groups.get(index)!, utcToday())
-        transactionRules(body.transactions[index], `transactions.${index}`, ctx)
-        throw transactionImportError(body.transactions[index], ctx.errors)
-      }
-      const account = await base.resolve(principal, body.import_supplier, body.external_account_number)
-
-      // Ids repeated inside the request concern the array as a whole: the standard body.
-      const seen = new Set<string>()
-      const duplicates: ErrorEntry[] = []
-      body.transactions.forEach((t, i) => {
-        if (seen.has(t.transaction_id)) {
-          duplicates.push(entry('duplicate_transaction_ids', `transactions.${i}.transaction_id`, 'The transaction id appears more than once in the request.'))
-        }
-        seen.add(t.transaction_id)
-      })
-      if (duplicates.length > 0) throw invalidRequest(duplicates)
-
       const today = utcToday()
-      const ruleErrors = ruleContext([], today)
-      body.transactions.forEach((t, i) => transactionRules(t, `transactions.${i}`, ruleErrors))
-      const problems = byTransaction(ruleErrors.errors) ?? new Map<number, ErrorEntry[]>()
-      const checkPreviouslyAdded = query.check_previously_added !== false
-      const force = query.force_add_to_current_statement !== false
-
+      checkSchema(body, schemaErrors, today)
+      const account = await base.resolve(principal, body.import_supplier, body.external_account_number)
+      const problems = checkRules(body, today)
       const ids = body.transactions.map((t) => t.transaction_id)
       return base.readAndWrite(principal, account, (tx) => repo.energyLedger(tx, account.id, ids), async (tx, [ledger]) => {
         if (!ledger) throw invalidRequest([entry('ledger_not_found', null, 'The account has no ENERGY ledger with an open statement.')])
-        const existing = new Set(ledger.existing)
-        const add = (i: number, code: string, field: string, detail: string) =>
-          problems.set(i, [...(problems.get(i) ?? []), entry(code, `transactions.${i}.${field}`, detail)])
-
-        const rows: Pick<AccountRows, 'transactions' | 'lineItems' | 'taxItems'> = { transactions: [], lineItems: [], taxItems: [] }
-        const results: TransactionResult[] = []
-        const moved: string[] = []
-        const added: unknown[] = []
-        body.transactions.forEach((sent, i) => {
-          const data: any = structuredClone(sent)
-          normaliseTransaction(data)
-          if (existing.has(sent.transaction_id)) {
-            if (checkPreviouslyAdded) results.push({ status: 'TRANSACTION_ALREADY_EXISTS', transaction_data: data })
-            else add(i, 'transaction_already_exists', 'transaction_id', `Transaction ${sent.transaction_id} is already on the ledger.`)
-            return
-          }
-          let description: string | undefined
-          if (sent.transaction_date < ledger.openFrom) {
-            if (!force) {
-              add(i, 'transaction_outside_open_statement_period', 'transaction_date', `The open statement starts on ${ledger.openFrom}.`)
-              return
-            }
-            if (ledger.openFrom > today) {
-              add(i, 'transaction_outside_open_statement_period', 'transaction_date', `The open statement starts on ${ledger.openFrom}, after today.`)
-              return
-            }
-            description = `Moved into the open statement: originally dated ${sent.transaction_date}.`
-            data.original_transaction_date = sent.transaction_date
-            data.transaction_date = ledger.openFrom
-            moved.push(sent.transaction_id)
-          }
-          addTransaction(rows, data, ledger.id, ledger.openStatementId, 'POST_IMPORT', {
-            description, originalTransactionDate: data.original_transaction_date
-          })
-          added.push(data)
-          results.push({ status: 'TRANSACTION_ADDED_TO_ACCOUNT', transaction_data: data })
-        })
-        if (problems.size > 0) {
-          const index = lowest(problems)
-          throw transactionImportError(body.transactions[index], problems.get(index)!)
-        }
-
+        const plan = planTransactions(body, query, account, ledger, today, problems)
         // The inserts, the balance, the note and the event go in one round trip.
-        const writes = accounts.transactionInserts(tx, rows)
-        if (added.length > 0) {
-          const delta = sumDecimals(added.map((t: any) => signedAmount(t.type, t.amount)))
-          writes.push(base.repo.addToBalance(tx, ledger.id, delta.toFixed()))
-        }
-        if (moved.length > 0) {
-          // One pinned note per request says which transactions were moved.
-          writes.push(notes.insertStatement(tx, [{
-            id: randomUUID(), accountId: account.id, bySystem: true, isPinned: true, documentLocations: [], noteCreatedAt: new Date(),
-            body: `Transactions dated before the open statement (from ${ledger.openFrom}) were moved into it: ${moved.join(', ')}.`
-          }]))
-        }
-        const detail = added.length > 0
-          ? { endpoint: 'transactions', added: added.length, already_existing: results.length - added.length, moved: moved.length }
-          : undefined
-        return { result: { results }, detail, writes }
+        const writes = accounts.transactionInserts(tx, plan.rows)
+        if (plan.rows.transactions.length > 0) writes.push(base.repo.addToBalance(tx, ledger.id, plan.delta))
+        if (plan.note) writes.push(notes.insertStatement(tx, [plan.note]))
+        return { result: { results: plan.results }, detail: plan.detail, writes }
       })
+    },
+
+    /** The rules of a request and its plan against a ledger known without the database (a batch's new account). */
+    planForNewAccount(body: Pick<TransactionsRequest, 'transactions'>, schemaErrors: ErrorEntry[], account: { id: string }, ledger: EnergyLedger | undefined, today: string): TransactionsPlan {
+      checkSchema(body, schemaErrors, today)
+      const problems = checkRules(body, today)
+      if (!ledger) throw invalidRequest([entry('ledger_not_found', null, 'The account has no ENERGY ledger with an open statement.')])
+      return planTransactions(body, {}, account, ledger, today, problems)
     }
   }
 }
