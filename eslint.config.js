@@ -21,6 +21,13 @@ export default [
     }
   },
   {
+    // The dashboard's script runs in the browser as served (no build step).
+    files: ['src/dashboard/**/*.js'],
+    languageOptions: {
+      globals: { window: 'readonly', document: 'readonly', sessionStorage: 'readonly', ResizeObserver: 'readonly' }
+    }
+  },
+  {
     files: ['**/*.ts'],
     languageOptions: {
       parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname }

@@ -5,6 +5,7 @@ import type { Config } from './config.js'
 import { openDatabase, type Database } from './db/index.js'
 import { serializeError } from './logging.js'
 import authPlugin from './plugins/auth.js'
+import dashboardPlugin from './plugins/dashboard.js'
 import dbPlugin from './plugins/db.js'
 import emailsPlugin from './plugins/emails.js'
 import failuresPlugin from './plugins/failures.js'
@@ -115,6 +116,8 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     await app.register(graphqlPlugin)
     await app.register(emailsPlugin, { config })
     await app.register(healthRoutes)
+    // The web dashboard: a page on the GraphQL API above (before answerOtherMethods, like every route).
+    await app.register(dashboardPlugin)
     await app.register(async function dataImport(scope) {
       scope.addHook('onRequest', scope.authenticateOrganisation)
       scope.addHook('preValidation', scope.requireOrganisation)

@@ -17,6 +17,7 @@ type Doc = Record<string, any>
 function undocumented(method: string, url: string): boolean {
   if (method === 'HEAD') return true // Fastify's automatic HEAD of each GET
   if (url === '/docs' || url.startsWith('/docs/')) return true // the documentation page and its assets
+  if (url === '/dashboard' || url.startsWith('/dashboard/')) return true // the web dashboard and its assets
   return url === '/graphql' && method === 'GET' // GraphQL is described as one POST operation
 }
 

@@ -2,10 +2,13 @@ import type { Test } from 'tap'
 import type { LightMyRequestResponse, RouteOptions } from 'fastify'
 import { daysFromToday } from './accounts.js'
 
-/** Routes that need no token (§11, README): health probes, the API documentation, GraphQL (obtainToken). */
+/**
+ * Routes that need no token (§11, README): health probes, the API documentation, GraphQL
+ * (obtainToken), and the dashboard's page and assets (they hold no data; the page signs in).
+ */
 export function isPublicRoute(url: string): boolean {
   return url === '/healthz' || url === '/readyz' || url === '/openapi.json' || url === '/graphql' ||
-    url === '/docs' || url.startsWith('/docs/')
+    url === '/docs' || url.startsWith('/docs/') || url === '/dashboard' || url.startsWith('/dashboard/')
 }
 
 export interface Endpoint {

@@ -1,0 +1,868 @@
+// The migration dashboard: a plain browser module, no build step and no framework. Everything it
+// shows comes from the public GraphQL API (POST /graphql) with the token that obtainToken gave for
+// the API key typed in; the key itself is never stored. The DOM is built with createElement and
+// textContent only: data from the service is never parsed as HTML.
+
+const STORAGE_KEY = 'amis.dashboard.session'
+const REFRESH_MS = 5000
+/** A token is renewed this long before it expires. */
+const RENEW_MARGIN_MS = 60_000
+const PAGE_SIZE = 100
+const MAX_PAGE = 10_000
+const RANGE_LABELS = { 60: 'Last hour', 360: 'Last 6 hours', 1440: 'Last 24 hours', 10080: 'Last 7 days' }
+const SERIES = [
+  { key: 'staged', label: 'Staged', color: '#2563eb' },
+  { key: 'created', label: 'Created', color: '#15803d' },
+  { key: 'failed', label: 'Failed', color: '#dc2626' }
+]
+
+const Q_OBTAIN_TOKEN = `mutation ObtainToken($input: ObtainTokenInput!) {
+  obtainToken(input: $input) { token expiresIn refreshToken refreshExpiresIn }
+}`
+const Q_SUPPLIERS = 'query Suppliers { importSuppliers { code organisation status } }'
+/** Operator-only: answers the operator, and permission_denied to an organisation's token. */
+const Q_ROLE = 'query Role { operationsTeams { id } }'
+const Q_OVERVIEW = `query Overview($supplier: String!, $minutes: Int!) {
+  migrationProgress(importSupplierCode: $supplier) { staged pending imported skipped failed failing }
+  migrationTimeline(importSupplierCode: $supplier, minutes: $minutes) { minute staged created failed }
+  migrationFailureSummary(importSupplierCode: $supplier) {
+    failingAccounts
+    byStep { validate stage create notes transactions historicalAgreements historicalBillingDocuments historicalStatements paymentInstruction }
+    byCode { step code accounts }
+  }
+}`
+const Q_FAILURES = `query Failures($supplier: String!, $step: String, $code: String, $first: Int, $after: String) {
+  migrationFailures(importSupplierCode: $supplier, step: $step, code: $code, first: $first, after: $after) {
+    externalAccountNumber step failedAt attempts httpStatus code errors { code attr }
+  }
+}`
+const Q_EVENTS = `query Events($supplier: String!, $account: String!) {
+  importProcessEvents(importSupplierCode: $supplier, externalAccountNumber: $account) { type at actor detail }
+}`
+
+// ---------------------------------------------------------------------------------------------
+// DOM helpers
+
+const $ = (id) => document.getElementById(id)
+
+/** An element with a class and children (strings become text nodes). */
+function h(tag, className, ...children) {
+  const element = document.createElement(tag)
+  if (className) element.className = className
+  for (const child of children) {
+    if (child === null || child === undefined || child === false) continue
+    element.append(typeof child === 'string' || typeof child === 'number' ? document.createTextNode(String(child)) : child)
+  }
+  return element
+}
+
+function show(element, visible) {
+  element.hidden = !visible
+}
+
+const numberFormat = new Intl.NumberFormat()
+const formatNumber = (n) => numberFormat.format(n)
+const timeFormat = new Intl.DateTimeFormat(undefined, { hour: '2-digit', minute: '2-digit', second: '2-digit' })
+const dateTimeFormat = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeStyle: 'medium' })
+
+const dayTimeFormat = new Intl.DateTimeFormat(undefined, { month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit' })
+
+/** A time of today as its time of day; an earlier one with its date. */
+function formatWhen(iso) {
+  const date = new Date(iso)
+  if (Number.isNaN(date.getTime())) return iso
+  return date.toDateString() === new Date().toDateString() ? timeFormat.format(date) : dayTimeFormat.format(date)
+}
+
+/** A timestamp's element: short text, the full time as its tooltip. */
+function timeElement(className, iso) {
+  const element = h('time', className, formatWhen(iso))
+  element.dateTime = iso
+  const date = new Date(iso)
+  if (!Number.isNaN(date.getTime())) element.title = dateTimeFormat.format(date)
+  return element
+}
+
+/**
+ * Rebuilds `container`'s children only when `signature` changed since the last time, keeping the
+ * scroll position and the keyboard focus (by `data-key`): an unchanged refresh touches nothing.
+ */
+const signatures = new WeakMap()
+function renderIfChanged(container, signature, build) {
+  if (signatures.get(container) === signature) return
+  signatures.set(container, signature)
+  const focused = container.contains(document.activeElement) ? document.activeElement : null
+  const focusKey = focused?.closest('[data-key]')?.dataset.key
+  const focusRole = focused?.dataset.role
+  const scrollers = [container.closest('.table-wrap'), document.scrollingElement].filter(Boolean)
+  const scroll = scrollers.map((s) => s.scrollTop)
+  container.replaceChildren(...build())
+  scrollers.forEach((s, i) => { s.scrollTop = scroll[i] })
+  if (focusKey !== undefined) {
+    for (const candidate of container.querySelectorAll('[data-key]')) {
+      if (candidate.dataset.key !== focusKey) continue
+      const target = focusRole ? candidate.querySelector(`[data-role="${focusRole}"]`) ?? candidate : candidate
+      target.focus({ preventScroll: true })
+      break
+    }
+  }
+}
+
+function forget(container) {
+  signatures.delete(container)
+  container.replaceChildren()
+}
+
+// ---------------------------------------------------------------------------------------------
+// Talking to the service
+
+class ServiceError extends Error {
+  /** `code`: the service's code (`not_found`, `throttled`, …), or `unreachable` / `bad_response`. */
+  constructor(code, message) {
+    super(message)
+    this.code = code
+  }
+}
+
+/** The session has ended (renewal refused, key revoked): the sign-in form is shown again. */
+class SessionEnded extends Error {}
+
+/**
+ * Posts a batch of GraphQL operations; returns one `{data, errors}` per operation. A body that is
+ * not GraphQL's (a 415, a 429 on obtainToken, a proxy's error page) is thrown as a ServiceError.
+ */
+async function post(operations, token) {
+  let response
+  try {
+    response = await fetch('/graphql', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
+      body: JSON.stringify(operations),
+      cache: 'no-store',
+      credentials: 'omit'
+    })
+  } catch {
+    throw new ServiceError('unreachable', 'The service cannot be reached.')
+  }
+  let body
+  try {
+    body = await response.json()
+  } catch {
+    throw new ServiceError('bad_response', `The service answered HTTP ${response.status} without JSON.`)
+  }
+  if (Array.isArray(body) && body.length === operations.length) return body
+  if (body && typeof body.code === 'string') throw new ServiceError(body.code, body.detail || `HTTP ${response.status}`)
+  if (body && Array.isArray(body.errors)) {
+    const first = body.errors[0] ?? {}
+    throw new ServiceError(first.extensions?.code ?? 'error', first.message ?? `HTTP ${response.status}`)
+  }
+  throw new ServiceError('bad_response', `The service answered HTTP ${response.status} unexpectedly.`)
+}
+
+/** The first error of one operation's result, or undefined. */
+function errorOf(result) {
+  const first = result?.errors?.[0]
+  return first ? new ServiceError(first.extensions?.code ?? 'error', first.message ?? 'The service reported an error.') : undefined
+}
+
+const hasCode = (results, codes) => results.some((r) => (r.errors ?? []).some((e) => codes.includes(e.extensions?.code)))
+
+// ---------------------------------------------------------------------------------------------
+// The session: the token, its refresh token and its expiry, in sessionStorage (never the key)
+
+function readSession() {
+  try {
+    const session = JSON.parse(sessionStorage.getItem(STORAGE_KEY) ?? 'null')
+    if (session && typeof session.token === 'string' && typeof session.refreshToken === 'string' && typeof session.expiresAt === 'number') return session
+  } catch {
+    // unreadable: treated as signed out
+  }
+  return null
+}
+
+function storeSession(payload) {
+  const session = { token: payload.token, refreshToken: payload.refreshToken, expiresAt: Date.now() + payload.expiresIn * 1000 }
+  sessionStorage.setItem(STORAGE_KEY, JSON.stringify(session))
+  state.session = session
+}
+
+let renewing = null
+
+/** Trades the refresh token (single use) for a new pair; one renewal at a time. */
+function renew() {
+  renewing ??= (async () => {
+    const session = state.session
+    if (!session) throw new SessionEnded('You are signed out.')
+    const [result] = await post([{ query: Q_OBTAIN_TOKEN, variables: { input: { refreshToken: session.refreshToken } } }])
+    const error = errorOf(result)
+    if (error || !result.data?.obtainToken) {
+      if (error?.code === 'throttled') throw error
+      throw new SessionEnded('Your session has ended and could not be renewed. Sign in again with your API key.')
+    }
+    if (state.session === session) storeSession(result.data.obtainToken)
+  })().finally(() => { renewing = null })
+  return renewing
+}
+
+/** Runs operations with the token: renewed shortly before it expires, or once on token_expired. */
+async function call(operations) {
+  if (!state.session) throw new SessionEnded('You are signed out.')
+  if (Date.now() >= state.session.expiresAt - RENEW_MARGIN_MS) await renew()
+  let results = await post(operations, state.session.token)
+  if (hasCode(results, ['token_expired'])) {
+    await renew()
+    results = await post(operations, state.session.token)
+  }
+  if (hasCode(results, ['token_expired', 'authentication_failed', 'not_authenticated'])) {
+    throw new SessionEnded('The service no longer accepts this session (the key may have been revoked). Sign in again.')
+  }
+  return results
+}
+
+// ---------------------------------------------------------------------------------------------
+// State
+
+const state = {
+  session: null,
+  /** 'operator' or 'organisation', once known. */
+  role: null,
+  suppliers: [],
+  suppliersLoaded: false,
+  supplier: null,
+  minutes: 60,
+  /** The timeline shown: {supplier, range, rows, sentAt}. */
+  timeline: null,
+  /** The chosen bar: {step, code}. */
+  bar: null,
+  /** The failing accounts listed for the bar. */
+  failures: { items: [], more: false, loaded: false, error: null },
+  /** The chosen account: {external, step}. */
+  account: null,
+  events: { items: [], loaded: false, error: null },
+  lastRefresh: null,
+  refreshes: 0
+}
+
+/** Bumped on sign-in and sign-out: answers to an earlier session are dropped. */
+let generation = 0
+
+/** Requests run one at a time, in order: a slow answer delays the next refresh, never stacks it. */
+let queue = Promise.resolve()
+function exclusive(task) {
+  const run = queue.then(task)
+  queue = run.catch(() => {})
+  return run
+}
+
+let timer = null
+let refreshQueued = false
+
+/** A refresh as soon as the one in flight (if any) is done; at most one waits. */
+function requestRefresh() {
+  if (refreshQueued || !state.session) return
+  refreshQueued = true
+  clearTimeout(timer)
+  void exclusive(async () => {
+    refreshQueued = false
+    await refresh()
+  })
+}
+
+function scheduleRefresh() {
+  clearTimeout(timer)
+  if (state.session) timer = setTimeout(requestRefresh, REFRESH_MS)
+}
+
+const barKey = (bar) => (bar ? `${bar.step}\u0000${bar.code}` : '')
+const accountKey = (account) => (account ? `${account.external}\u0000${account.step}` : '')
+
+// ---------------------------------------------------------------------------------------------
+// Refreshing: one batch of operations for everything on screen
+
+async function refresh() {
+  if (!state.session) return
+  const gen = generation
+  try {
+    for (let round = 0; round < 2; round++) {
+      const supplier = state.supplier
+      const bar = state.bar
+      const account = state.account
+      const minutes = state.minutes
+      const sentAt = Date.now()
+      const fetchMinutes = timelineMinutes(supplier, minutes)
+      const operations = [{ query: Q_SUPPLIERS }]
+      const handlers = [applySuppliers]
+      if (!state.role) {
+        operations.push({ query: Q_ROLE })
+        handlers.push(applyRole)
+      }
+      if (supplier) {
+        operations.push({ query: Q_OVERVIEW, variables: { supplier, minutes: fetchMinutes } })
+        handlers.push((result) => applyOverview(result, supplier, minutes, fetchMinutes, sentAt))
+        if (bar) {
+          const first = Math.min(MAX_PAGE, Math.max(PAGE_SIZE, state.failures.items.length))
+          operations.push({ query: Q_FAILURES, variables: { supplier, step: bar.step, code: bar.code, first } })
+          handlers.push((result) => applyFailures(result, supplier, bar, first))
+        }
+        if (account) {
+          operations.push({ query: Q_EVENTS, variables: { supplier, account: account.external } })
+          handlers.push((result) => applyEvents(result, supplier, account))
+        }
+      }
+      const results = await call(operations)
+      if (gen !== generation) return
+      results.forEach((result, i) => handlers[i](result))
+      // The answer named another supplier to show (the first, or the chosen one went): its figures at once.
+      if (state.supplier === supplier || !state.supplier) break
+    }
+    state.lastRefresh = new Date()
+    state.refreshes++
+    document.body.dataset.refreshes = String(state.refreshes)
+    setBanner(null)
+    setLive('ok')
+  } catch (err) {
+    if (gen !== generation) return
+    if (err instanceof SessionEnded) {
+      signOut(err.message)
+      return
+    }
+    setLive('error')
+    setBanner(err.code === 'unreachable'
+      ? 'Cannot reach the service. Retrying every 5 seconds; the figures shown are from the last successful refresh.'
+      : `The service answered with an error (${err.code}): ${err.message} Retrying every 5 seconds.`)
+  } finally {
+    if (gen === generation) scheduleRefresh()
+    renderLastRefresh()
+  }
+}
+
+function applyRole(result) {
+  if (result.data?.operationsTeams) state.role = 'operator'
+  else if (errorOf(result)?.code === 'permission_denied') state.role = 'organisation'
+  renderWho()
+}
+
+function applySuppliers(result) {
+  const error = errorOf(result)
+  if (error) throw error
+  state.suppliers = result.data.importSuppliers
+  state.suppliersLoaded = true
+  if (!state.suppliers.some((s) => s.code === state.supplier)) selectSupplier(state.suppliers[0]?.code ?? null)
+  renderSuppliers()
+  renderWho()
+}
+
+/**
+ * How many minutes of timeline to ask for: the whole range the first time, then only the minutes
+ * since the last answer and two before (the latest minutes still change). A week is 10,080 rows.
+ */
+function timelineMinutes(supplier, range) {
+  const cache = state.timeline
+  if (!cache || cache.supplier !== supplier || cache.range !== range || cache.rows.length !== range) return range
+  return Math.min(range, Math.ceil((Date.now() - cache.sentAt) / 60_000) + 2)
+}
+
+/** The range's rows: the answer, after the rows kept from before it. */
+function mergeTimeline(supplier, range, fetched, rows, sentAt) {
+  const cache = state.timeline
+  let merged = rows
+  if (fetched < range && rows.length > 0 && cache && cache.supplier === supplier && cache.range === range) {
+    const older = cache.rows.filter((r) => r.minute < rows[0].minute)
+    merged = [...older, ...rows].slice(-range)
+    // A gap (the clock jumped) would show as a wrong line: ask for the whole range next time.
+    const contiguous = older.length === 0 || Date.parse(rows[0].minute) - Date.parse(older.at(-1).minute) === 60_000
+    if (!contiguous) {
+      state.timeline = null
+      return merged
+    }
+  }
+  state.timeline = { supplier, range, rows: merged, sentAt }
+  return merged
+}
+
+function applyOverview(result, supplier, minutes, fetched, sentAt) {
+  if (supplier !== state.supplier) return
+  const error = errorOf(result)
+  if (error) {
+    if (error.code === 'not_found') throw new ServiceError('not_found', `Supplier ${supplier} is not visible with this key (it may have been removed).`)
+    throw error
+  }
+  renderProgress(result.data.migrationProgress)
+  if (minutes === state.minutes) renderChart(mergeTimeline(supplier, minutes, fetched, result.data.migrationTimeline, sentAt), minutes)
+  renderSummary(result.data.migrationFailureSummary)
+}
+
+function applyFailures(result, supplier, bar, first) {
+  if (supplier !== state.supplier || barKey(bar) !== barKey(state.bar)) return
+  const error = errorOf(result)
+  state.failures = error
+    ? { ...state.failures, loaded: true, error }
+    : { items: result.data.migrationFailures, more: result.data.migrationFailures.length === first, loaded: true, error: null }
+  renderFailures()
+}
+
+function applyEvents(result, supplier, account) {
+  if (supplier !== state.supplier || accountKey(account) !== accountKey(state.account)) return
+  const error = errorOf(result)
+  state.events = error ? { items: [], loaded: true, error } : { items: result.data.importProcessEvents, loaded: true, error: null }
+  renderEvents()
+}
+
+/** The next page of the bar's accounts, after the last one listed. */
+function loadMore() {
+  const supplier = state.supplier
+  const bar = state.bar
+  const gen = generation
+  const last = state.failures.items.at(-1)
+  if (!supplier || !bar || !last) return
+  $('load-more').disabled = true
+  void exclusive(async () => {
+    try {
+      const after = `${last.externalAccountNumber}:${last.step}`
+      const [result] = await call([{ query: Q_FAILURES, variables: { supplier, step: bar.step, code: bar.code, first: PAGE_SIZE, after } }])
+      if (gen !== generation || supplier !== state.supplier || barKey(bar) !== barKey(state.bar)) return
+      const error = errorOf(result)
+      if (error) throw error
+      const page = result.data.migrationFailures
+      const seen = new Set(state.failures.items.map((f) => `${f.externalAccountNumber}\u0000${f.step}`))
+      const items = [...state.failures.items, ...page.filter((f) => !seen.has(`${f.externalAccountNumber}\u0000${f.step}`))]
+      state.failures = { items, more: page.length === PAGE_SIZE && items.length < MAX_PAGE, loaded: true, error: null }
+      renderFailures()
+    } catch (err) {
+      if (gen !== generation) return
+      if (err instanceof SessionEnded) signOut(err.message)
+      else setBanner(`Could not load more accounts (${err.code}): ${err.message}`)
+    } finally {
+      $('load-more').disabled = false
+    }
+  })
+}
+
+// ---------------------------------------------------------------------------------------------
+// Selection
+
+function selectSupplier(code) {
+  if (code === state.supplier) return
+  state.supplier = code
+  state.timeline = null
+  state.bar = null
+  state.account = null
+  state.failures = { items: [], more: false, loaded: false, error: null }
+  state.events = { items: [], loaded: false, error: null }
+  resetSupplierView()
+}
+
+function selectBar(bar) {
+  if (barKey(bar) === barKey(state.bar)) return
+  state.bar = bar
+  state.account = null
+  state.failures = { items: [], more: false, loaded: false, error: null }
+  state.events = { items: [], loaded: false, error: null }
+  markBars()
+  renderFailures()
+  renderEvents()
+  requestRefresh()
+}
+
+function selectAccount(account) {
+  if (accountKey(account) === accountKey(state.account)) return
+  state.account = account
+  state.events = { items: [], loaded: false, error: null }
+  markAccounts()
+  renderEvents()
+  if (account) requestRefresh()
+}
+
+function selectRange(minutes) {
+  if (minutes === state.minutes) return
+  state.minutes = minutes
+  for (const button of document.querySelectorAll('.range button')) {
+    button.setAttribute('aria-pressed', String(Number(button.dataset.minutes) === minutes))
+  }
+  chartZoomed = false
+  $('chart').setAttribute('aria-busy', 'true')
+  requestRefresh()
+}
+
+// ---------------------------------------------------------------------------------------------
+// Rendering
+
+function setLive(status) {
+  $('live').dataset.state = status
+}
+
+function setBanner(text) {
+  $('banner').textContent = text ?? ''
+  show($('banner'), Boolean(text))
+}
+
+function renderLastRefresh() {
+  const at = state.lastRefresh
+  const live = $('live').dataset.state
+  $('last-refresh').textContent = !at
+    ? (live === 'error' ? 'Not refreshed yet' : 'Loading…')
+    : `${live === 'error' ? 'Not refreshed since' : 'Refreshed'} ${timeFormat.format(at)}`
+}
+
+function renderWho() {
+  let who = ''
+  if (state.role === 'operator') who = 'the operator'
+  else if (state.role === 'organisation') who = state.suppliers[0]?.organisation ?? 'an organisation'
+  $('who').textContent = who || '…'
+}
+
+function renderSuppliers() {
+  const picker = $('supplier-picker')
+  const many = state.suppliers.length > 1
+  renderIfChanged(picker, JSON.stringify([state.role, state.suppliers.map((s) => [s.code, s.organisation])]), () =>
+    state.suppliers.map((s) => {
+      const option = h('option', null, state.role === 'operator' ? `${s.code} — ${s.organisation}` : s.code)
+      option.value = s.code
+      return option
+    }))
+  picker.value = state.supplier ?? ''
+  show(picker, many)
+  const chosen = state.suppliers.find((s) => s.code === state.supplier)
+  $('supplier-code').textContent = many ? '' : (chosen?.code ?? '')
+  show($('supplier-code'), !many)
+  $('supplier-org').textContent = chosen && state.role === 'operator' && !many ? chosen.organisation : ''
+  setMetric('status', chosen?.status ?? '–')
+  $('board').querySelector('[data-card="status"]').dataset.status = chosen?.status ?? ''
+  show($('no-suppliers'), state.suppliersLoaded && state.suppliers.length === 0)
+  show($('supplier-view'), Boolean(chosen))
+  show(document.querySelector('.supplier-bar'), state.suppliers.length > 0)
+}
+
+function setMetric(name, value) {
+  const element = document.querySelector(`[data-metric="${name}"]`)
+  element.textContent = typeof value === 'number' ? formatNumber(value) : value
+}
+
+function renderProgress(progress) {
+  for (const name of ['staged', 'pending', 'imported', 'skipped', 'failing']) setMetric(name, progress[name])
+  document.querySelector('[data-card="failing"]').classList.toggle('alert', progress.failing > 0)
+  document.querySelector('[data-hint="pending"]').textContent = progress.failed > 0
+    ? `${formatNumber(progress.failed)} with a failed create`
+    : 'staged, not yet created'
+  document.querySelector('[data-hint="imported"]').textContent = progress.staged > 0
+    ? `${Math.floor((progress.imported / progress.staged) * 100)}% of staged`
+    : 'created on the platform'
+}
+
+// The chart (uPlot). Dragging across it zooms in; a double click zooms out. A refresh keeps a zoom.
+let chart = null
+let chartZoomed = false
+let chartObserver = null
+
+function chartSize() {
+  const width = Math.max(280, Math.floor($('chart').clientWidth))
+  return { width, height: 180 }
+}
+
+function createChart(data) {
+  const axis = { stroke: '#5b6878', grid: { stroke: '#e7ecf2', width: 1 }, ticks: { stroke: '#d5dde6', width: 1 }, font: '11px system-ui, sans-serif' }
+  const UPlot = window.uPlot
+  chart = new UPlot({
+    ...chartSize(),
+    cursor: { drag: { x: true, y: false }, points: { size: 6 } },
+    legend: { live: true },
+    scales: { x: { time: true }, y: { range: (_u, _min, max) => [0, Math.max(4, Math.ceil(max * 1.15))] } },
+    axes: [
+      axis,
+      { ...axis, size: 44, incrs: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 20000, 50000], values: (_u, ticks) => ticks.map(formatNumber) }
+    ],
+    series: [
+      { label: 'Minute', value: (_u, v) => (v == null ? '–' : dateTimeFormat.format(new Date(v * 1000))) },
+      ...SERIES.map((s) => ({
+        label: s.label,
+        stroke: s.color,
+        width: 1.5,
+        paths: UPlot.paths.stepped({ align: 1 }),
+        // Minutes with activity get a dot, so a single busy minute shows (unless there are many).
+        points: { show: false, size: 5, width: 1, fill: s.color, filter: activeMinutes },
+        value: (_u, v) => (v == null ? '–' : formatNumber(v))
+      }))
+    ],
+    hooks: {
+      setSelect: [(u) => { if (u.select.width > 0) chartZoomed = true }]
+    }
+  }, data, $('chart'))
+  chart.over.addEventListener('dblclick', () => { chartZoomed = false })
+  chartObserver = new ResizeObserver(() => { if (chart) chart.setSize(chartSize()) })
+  chartObserver.observe($('chart'))
+}
+
+function activeMinutes(u, seriesIdx) {
+  const values = u.data[seriesIdx]
+  const active = []
+  for (let i = 0; i < values.length; i++) {
+    if (values[i] > 0) active.push(i)
+    if (active.length > 300) return null
+  }
+  return active
+}
+
+function destroyChart() {
+  chartObserver?.disconnect()
+  chartObserver = null
+  chart?.destroy()
+  chart = null
+  chartZoomed = false
+  $('chart').replaceChildren()
+  forget($('chart-totals'))
+}
+
+function renderChart(timeline, minutes) {
+  const data = [timeline.map((m) => Date.parse(m.minute) / 1000), ...SERIES.map((s) => timeline.map((m) => m[s.key]))]
+  if (!chart) createChart(data)
+  else chart.setData(data, !chartZoomed)
+  $('chart').removeAttribute('aria-busy')
+  const totals = SERIES.map((s) => [s, timeline.reduce((n, m) => n + m[s.key], 0)])
+  renderIfChanged($('chart-totals'), JSON.stringify([minutes, totals.map(([, n]) => n)]), () => [
+    h('span', 'range-label', `${RANGE_LABELS[minutes] ?? `Last ${minutes} minutes`}:`),
+    ...totals.map(([s, n]) => {
+      const total = h('span', 'total', h('span', 'swatch'), h('strong', null, formatNumber(n)), ` ${s.label.toLowerCase()}`)
+      total.dataset.total = s.key
+      total.firstChild.dataset.series = s.key
+      return total
+    })
+  ])
+}
+
+function renderSummary(summary) {
+  const steps = Object.entries(summary.byStep).filter(([, n]) => n > 0)
+  renderIfChanged($('failing-steps'), JSON.stringify([summary.failingAccounts, steps]), () => summary.failingAccounts === 0
+    ? []
+    : [
+        h('span', null, h('strong', null, formatNumber(summary.failingAccounts)), summary.failingAccounts === 1 ? ' failing account' : ' failing accounts'),
+        ...steps.map(([step, n]) => h('span', 'chip', `${step.replace(/[A-Z]/g, (c) => ' ' + c.toLowerCase())} ${formatNumber(n)}`))
+      ])
+  const max = Math.max(1, ...summary.byCode.map((row) => row.accounts))
+  renderIfChanged($('bars'), JSON.stringify(summary.byCode), () => summary.byCode.map((row) => {
+    const fill = h('span', 'bar-fill')
+    fill.style.width = `${Math.max(2, (row.accounts / max) * 100)}%`
+    const button = h('button', 'bar',
+      h('span', 'bar-label', h('span', 'bar-step', row.step), h('span', 'bar-sep', ' · '), h('span', 'bar-code', row.code)),
+      h('span', 'bar-track', fill),
+      h('span', 'bar-count', formatNumber(row.accounts)))
+    button.type = 'button'
+    button.dataset.key = `${row.step}\u0000${row.code}`
+    button.dataset.step = row.step
+    button.dataset.code = row.code
+    button.dataset.accounts = String(row.accounts)
+    button.title = `${formatNumber(row.accounts)} ${row.accounts === 1 ? 'account fails' : 'accounts fail'} at ${row.step} with ${row.code}`
+    button.addEventListener('click', () => selectBar({ step: row.step, code: row.code }))
+    return button
+  }))
+  show($('no-failures'), summary.byCode.length === 0)
+  markBars()
+}
+
+function markBars() {
+  const key = barKey(state.bar)
+  for (const button of $('bars').querySelectorAll('.bar')) button.setAttribute('aria-pressed', String(button.dataset.key === key))
+}
+
+function errorText(error) {
+  if (error.code === 'not_found') return 'Not found: this key may not see it.'
+  if (error.code === 'unreachable') return 'Cannot reach the service.'
+  return `The service answered with an error (${error.code}): ${error.message}`
+}
+
+function renderFailures() {
+  const bar = state.bar
+  const { items, more, loaded, error } = state.failures
+  $('accounts-title').replaceChildren(...(bar
+    ? ['Failing at ', h('span', 'mono', bar.step), ' with ', h('span', 'mono', bar.code)]
+    : ['Failing accounts']))
+  show($('clear-bar'), Boolean(bar))
+  let message = ''
+  if (!bar) message = 'Choose a bar to list the accounts failing with that code.'
+  else if (!loaded) message = 'Loading accounts…'
+  else if (error) message = errorText(error)
+  else if (items.length === 0) message = `No account fails at ${bar.step} with ${bar.code} any more.`
+  $('accounts-message').textContent = message
+  show($('accounts-message'), Boolean(message))
+  show($('accounts-wrap'), Boolean(bar) && items.length > 0)
+  show($('load-more'), Boolean(bar) && loaded && more)
+  renderIfChanged($('accounts-body'), JSON.stringify([barKey(bar), items]), () => items.map((f) => accountRow(f, bar)))
+  markAccounts()
+}
+
+function accountRow(failure, bar) {
+  const open = h('button', 'link mono', failure.externalAccountNumber)
+  open.type = 'button'
+  open.dataset.role = 'open'
+  open.title = 'Show this account\'s events'
+  open.addEventListener('click', () => selectAccount({ external: failure.externalAccountNumber, step: failure.step }))
+  const attrs = h('ul', 'attrs', ...failure.errors.map((e) => h('li', e.code === bar.code ? null : 'other',
+    h('code', null, e.attr ?? '(whole request)'), e.code === bar.code ? null : h('span', 'muted', ` ${e.code}`))))
+  if (failure.errors.length === 0) attrs.append(h('li', 'other', h('span', 'muted', failure.code)))
+  const failedAt = timeElement(null, failure.failedAt)
+  const row = h('tr', null,
+    h('td', null, open),
+    h('td', null, failure.step),
+    h('td', 'num', formatNumber(failure.attempts)),
+    h('td', 'when', failedAt),
+    h('td', 'num', String(failure.httpStatus)),
+    h('td', null, attrs))
+  row.dataset.key = `${failure.externalAccountNumber}\u0000${failure.step}`
+  row.dataset.external = failure.externalAccountNumber
+  return row
+}
+
+function markAccounts() {
+  const key = accountKey(state.account)
+  for (const row of $('accounts-body').querySelectorAll('tr')) {
+    const chosen = row.dataset.key === key
+    row.classList.toggle('chosen', chosen)
+    row.querySelector('button').setAttribute('aria-pressed', String(chosen))
+  }
+}
+
+function renderEvents() {
+  const account = state.account
+  show($('events-panel'), Boolean(account))
+  $('events-account').textContent = account?.external ?? ''
+  const { items, loaded, error } = state.events
+  let message = ''
+  if (account && !loaded) message = 'Loading events…'
+  else if (account && error?.code === 'not_found') message = 'No events: this account has no import process yet (it was validated, never staged).'
+  else if (account && error) message = errorText(error)
+  else if (account && items.length === 0) message = 'No events recorded for this account.'
+  $('events-message').textContent = message
+  show($('events-message'), Boolean(message))
+  renderIfChanged($('events'), JSON.stringify([accountKey(account), items]), () => items.map((event) => {
+    const at = timeElement('event-at', event.at)
+    const item = h('li', 'event', at, h('span', 'event-type', event.type), h('span', 'event-actor', event.actor),
+      hasDetail(event.detail) ? h('code', 'event-detail', JSON.stringify(event.detail)) : null)
+    item.dataset.type = event.type
+    return item
+  }))
+}
+
+/** Whether an event's detail says anything (not null, not an empty object). */
+function hasDetail(detail) {
+  if (detail === null || detail === undefined) return false
+  return typeof detail !== 'object' || Object.keys(detail).length > 0
+}
+
+/** Clears every figure of the supplier shown (another supplier, or signing out). */
+function resetSupplierView() {
+  destroyChart()
+  for (const name of ['staged', 'pending', 'imported', 'skipped', 'failing']) setMetric(name, '–')
+  forget($('bars'))
+  forget($('failing-steps'))
+  show($('no-failures'), false)
+  renderFailures()
+  renderEvents()
+}
+
+// ---------------------------------------------------------------------------------------------
+// Signing in and out
+
+function showSignIn(message) {
+  show($('board'), false)
+  show($('session'), false)
+  show($('sign-in'), true)
+  $('sign-in-message').textContent = message ?? ''
+  show($('sign-in-message'), Boolean(message))
+  $('api-key').focus()
+}
+
+function startBoard() {
+  generation++
+  state.role = null
+  state.suppliers = []
+  state.suppliersLoaded = false
+  state.lastRefresh = null
+  show($('sign-in'), false)
+  show($('session'), true)
+  show($('board'), true)
+  setBanner(null)
+  setLive('loading')
+  renderWho()
+  renderLastRefresh()
+  renderSuppliers()
+  requestRefresh()
+}
+
+function signOut(message) {
+  generation++
+  clearTimeout(timer)
+  sessionStorage.clear()
+  Object.assign(state, {
+    session: null, role: null, suppliers: [], suppliersLoaded: false, supplier: null, minutes: state.minutes, timeline: null, bar: null, account: null,
+    failures: { items: [], more: false, loaded: false, error: null }, events: { items: [], loaded: false, error: null }, lastRefresh: null, refreshes: 0
+  })
+  resetSupplierView()
+  forget($('supplier-picker'))
+  $('supplier-code').textContent = ''
+  $('supplier-org').textContent = ''
+  $('who').textContent = ''
+  setMetric('status', '–')
+  setBanner(null)
+  delete document.body.dataset.refreshes
+  showSignIn(message)
+}
+
+async function signIn(event) {
+  event.preventDefault()
+  const input = $('api-key')
+  const key = input.value.trim()
+  // The key is not kept anywhere: not in the field, not in storage.
+  input.value = ''
+  if (!key) {
+    showSignIn('Enter an API key.')
+    return
+  }
+  const button = $('sign-in-button')
+  button.disabled = true
+  try {
+    const [result] = await post([{ query: Q_OBTAIN_TOKEN, variables: { input: { APIKey: key } } }])
+    const error = errorOf(result)
+    if (error) throw error
+    storeSession(result.data.obtainToken)
+    startBoard()
+  } catch (err) {
+    const code = err instanceof ServiceError ? err.code : 'error'
+    showSignIn(code === 'authentication_failed'
+      ? 'This API key was not accepted. Check it and try again.'
+      : code === 'throttled'
+        ? 'Too many sign-in attempts from here. Wait a minute and try again.'
+        : code === 'unreachable'
+          ? 'Cannot reach the service. Check your connection and try again.'
+          : `Sign-in failed (${code}): ${err.message}`)
+  } finally {
+    button.disabled = false
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Start
+
+$('sign-in-form').addEventListener('submit', (event) => { void signIn(event) })
+$('sign-out').addEventListener('click', () => signOut())
+$('supplier-picker').addEventListener('change', (event) => {
+  selectSupplier(event.target.value)
+  renderSuppliers()
+  requestRefresh()
+})
+for (const button of document.querySelectorAll('.range button')) {
+  button.addEventListener('click', () => selectRange(Number(button.dataset.minutes)))
+}
+$('clear-bar').addEventListener('click', () => selectBar(null))
+$('load-more').addEventListener('click', loadMore)
+$('close-events').addEventListener('click', () => {
+  const key = accountKey(state.account)
+  selectAccount(null)
+  const row = [...$('accounts-body').querySelectorAll('tr')].find((r) => r.dataset.key === key)
+  row?.querySelector('button')?.focus()
+})
+document.addEventListener('keydown', (event) => {
+  if (event.key === 'Escape' && state.account) $('close-events').click()
+})
+
+state.session = readSession()
+if (state.session) startBoard()
+else showSignIn()

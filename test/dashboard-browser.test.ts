@@ -1,0 +1,409 @@
+import t from 'tap'
+import { mkdirSync } from 'node:fs'
+import { join } from 'node:path'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { createSigner } from 'fast-jwt'
+import type { FastifyInstance } from 'fastify'
+import type { Page } from 'playwright-core'
+import { projectRoot } from '../src/paths.js'
+import { DASHBOARD_CSP } from '../src/plugins/dashboard.js'
+import { exampleAccount, importClient, TEAM } from './helpers/accounts.js'
+import { buildTestApp, TEST_OPERATOR_KEY, TEST_TOKEN_SECRET } from './helpers/app.js'
+import { artifacts, findChromium, launchBrowser } from './helpers/browser.js'
+import { asOperator, createTenant, gql } from './helpers/graphql.js'
+
+/**
+ * The dashboard (`GET /dashboard`) in headless Chromium, on a scripted migration: what it shows is
+ * compared with what the GraphQL API answers for the same token, and the page is checked for
+ * tenancy, token handling, refreshing, escaping and requests to other hosts.
+ */
+
+t.setTimeout(240_000)
+
+const XSS = '<img src=x onerror=alert(1)>'
+const STORAGE_KEY = 'amis.dashboard.session'
+
+/** The example account as `supplier`'s, numbered `external`. */
+const account = (supplier: string, external: string, changes: Record<string, unknown> = {}) =>
+  exampleAccount({ import_supplier: supplier, external_account_number: external, ...changes })
+
+/** One that fails validation with invalid_phone_number. */
+const badPhone = (supplier: string, external: string) => account(supplier, external, { customers: [{ ...exampleAccount().customers[0], landline: 'abcde' }] })
+
+async function ok(what: string, res: Promise<{ statusCode: number; body: string }>, status: number) {
+  const answer = await res
+  if (answer.statusCode !== status) throw new Error(`${what}: HTTP ${answer.statusCode} ${answer.body}`)
+}
+
+async function query(app: FastifyInstance, token: string, document: string, variables: Record<string, unknown> = {}) {
+  const res = await gql(app, document, variables, token)
+  if (res.errors) throw new Error('query failed: ' + JSON.stringify(res.errors))
+  return res.data!
+}
+
+interface Progress { staged: number; pending: number; imported: number; skipped: number; failed: number; failing: number }
+
+const digits = (text: string | null) => Number((text ?? '').replace(/\D/g, ''))
+
+// The page's globals, for the functions run in it (this project's TypeScript has no DOM types).
+// Functions, not strings: a string would be evaluated, which the page's policy refuses.
+declare const document: any, window: any, sessionStorage: any, localStorage: any
+
+/** Waits until the page's first complete refresh after signing in. */
+async function firstRefresh(page: Page) {
+  await page.waitForFunction(() => Number(document.body.dataset.refreshes ?? 0) >= 1)
+}
+
+async function signIn(page: Page, key: string) {
+  await page.locator('#api-key').fill(key)
+  await page.locator('#sign-in-button').click()
+  await page.locator('#board').waitFor({ state: 'visible' })
+  await firstRefresh(page)
+}
+
+async function refreshes(page: Page): Promise<number> {
+  return page.evaluate(() => Number(document.body.dataset.refreshes ?? 0))
+}
+
+/** Waits for the page's next complete refresh (every 5 s). */
+async function nextRefresh(page: Page, after?: number) {
+  const seen = after ?? await refreshes(page)
+  await page.waitForFunction((n) => Number(document.body.dataset.refreshes ?? 0) > n, seen, { timeout: 20_000 })
+}
+
+/** Waits until a card shows `value`. */
+async function metricShows(page: Page, name: string, value: number) {
+  await page.waitForFunction(([metric, n]) => document.querySelector(`[data-metric="${metric}"]`).textContent.replace(/\D/g, '') === String(n),
+    [name, value] as const, { timeout: 20_000 })
+}
+
+async function storage(page: Page): Promise<Record<string, string>> {
+  return page.evaluate(() => Object.fromEntries(Object.entries(sessionStorage)) as Record<string, string>)
+}
+
+t.test('the dashboard in headless Chromium', async (t) => {
+  const executablePath = findChromium()
+  // Not a skip: CI installs Chromium, so a missing one is a broken setup.
+  if (!executablePath) {
+    t.fail('chromium not found: install Debian\'s chromium package or set CHROMIUM_PATH')
+    return
+  }
+
+  const { app } = await buildTestApp(t, { env: { NODE_ENV: 'production' } })
+  const a = await createTenant(app, 'Alpha Power', 'A_ENERGY')
+  const b = await createTenant(app, 'Beta Utilities', 'B_ENERGY')
+  await asOperator(app, 'mutation($n: String!) { createOperationsTeam(input: {name: $n}) { id } }', { n: TEAM })
+
+  // A's migration: three accounts created, one staged and later failing validation, one whose
+  // create fails, three that fail validation (one with an HTML-shaped number), one bad balance.
+  const clientA = importClient(app, a)
+  for (const external of ['A-GOOD-1', 'A-GOOD-2', 'A-GOOD-3']) {
+    await ok(`stage ${external}`, clientA.stage(account('A_ENERGY', external)), 201)
+    await ok(`create ${external}`, clientA.create(external), 201)
+  }
+  await ok('stage A-PEND-1', clientA.stage(account('A_ENERGY', 'A-PEND-1')), 201)
+  await ok('validate A-PEND-1', clientA.validate(badPhone('A_ENERGY', 'A-PEND-1')), 400)
+  await ok('stage A-CREATE-1', clientA.stage(account('A_ENERGY', 'A-CREATE-1')), 201)
+  await ok('create A-CREATE-1', clientA.create('A-CREATE-1', { team: 'nope' }), 400)
+  for (const external of ['A-BAD-1', 'A-BAD-2', XSS]) await ok(`validate ${external}`, clientA.validate(badPhone('A_ENERGY', external)), 400)
+  await ok('validate A-BALANCE-1', clientA.validate(account('A_ENERGY', 'A-BALANCE-1', { transfer_balance: 'bad' })), 400)
+  const aAccounts = ['A-GOOD-1', 'A-GOOD-2', 'A-GOOD-3', 'A-PEND-1', 'A-CREATE-1', 'A-BAD-1', 'A-BAD-2', 'A-BALANCE-1', XSS]
+
+  // B's: one staged account and one failing validation.
+  const clientB = importClient(app, b)
+  await ok('stage B-ONE-1', clientB.stage(account('B_ENERGY', 'B-ONE-1')), 201)
+  await ok('validate B-BAD-1', clientB.validate(badPhone('B_ENERGY', 'B-BAD-1')), 400)
+
+  // What the API answers A's token: the page must show the same.
+  const progressOf = async (token: string, supplier: string) =>
+    (await query(app, token, 'query($s: String!) { migrationProgress(importSupplierCode: $s) { staged pending imported skipped failed failing } }', { s: supplier }))
+      .migrationProgress as Progress
+  const progress = await progressOf(a.token, 'A_ENERGY')
+  const summary = (await query(app, a.token, 'query { migrationFailureSummary(importSupplierCode: "A_ENERGY") { failingAccounts byCode { step code accounts } } }'))
+    .migrationFailureSummary as { failingAccounts: number; byCode: Array<{ step: string; code: string; accounts: number }> }
+  const timeline = (await query(app, a.token, 'query { migrationTimeline(importSupplierCode: "A_ENERGY", minutes: 60) { staged created failed } }'))
+    .migrationTimeline as Array<Record<string, number>>
+  const phoneFailures = (await query(app, a.token, `query { migrationFailures(importSupplierCode: "A_ENERGY", step: "validate", code: "invalid_phone_number") {
+    externalAccountNumber errors { code attr } } }`)).migrationFailures as Array<{ externalAccountNumber: string; errors: Array<{ attr: string }> }>
+  const pendEvents = (await query(app, a.token, 'query { importProcessEvents(importSupplierCode: "A_ENERGY", externalAccountNumber: "A-PEND-1") { type } }'))
+    .importProcessEvents as Array<{ type: string }>
+  t.same(progress, { staged: 5, pending: 2, imported: 3, skipped: 0, failed: 1, failing: 6 }, 'the scripted migration is as intended')
+  t.ok(summary.byCode.length >= 3, `failure codes: ${summary.byCode.map((r) => `${r.step}:${r.code}`).join(', ')}`)
+  t.same(phoneFailures.map((f) => f.externalAccountNumber).sort(), ['A-BAD-1', 'A-BAD-2', 'A-PEND-1', XSS].sort())
+
+  await app.listen({ port: 0, host: '127.0.0.1' })
+  const base = `http://127.0.0.1:${(app.server.address() as { port: number }).port}`
+  const { browser, foreign } = await launchBrowser(t, executablePath, base)
+
+  const problems: string[] = []
+  const dialogs: string[] = []
+  const page = await browser.newPage()
+  page.on('console', (message) => { if (message.type() === 'error') problems.push(message.text()) })
+  page.on('pageerror', (err) => { problems.push(err.message) })
+  page.on('dialog', (dialog) => {
+    dialogs.push(dialog.message())
+    void dialog.dismiss()
+  })
+
+  // GraphQL requests pass through here: counted (never more than one at a time), and made slow or
+  // refused on demand.
+  let inFlight = 0
+  let maxInFlight = 0
+  let graphqlRequests = 0
+  const overviewMinutes: number[] = []
+  let slowNext = false
+  let offline = false
+  await page.route(`${base}/graphql`, async (route) => {
+    if (offline) return route.abort('connectionrefused')
+    graphqlRequests++
+    for (const operation of route.request().postDataJSON() as Array<{ query: string; variables?: { minutes?: number } }>) {
+      if (operation.query.includes('query Overview')) overviewMinutes.push(operation.variables!.minutes!)
+    }
+    inFlight++
+    maxInFlight = Math.max(maxInFlight, inFlight)
+    try {
+      if (slowNext) {
+        slowNext = false
+        await sleep(7000) // a slow answer: longer than the refresh interval
+      }
+      const response = await route.fetch()
+      await route.fulfill({ response })
+    } finally {
+      inFlight--
+    }
+  })
+
+  const response = await page.goto(`${base}/dashboard`, { waitUntil: 'load' })
+  t.equal(response?.status(), 200, 'the page loads without a token')
+  t.equal(response?.headers()['content-security-policy'], DASHBOARD_CSP, 'with its Content-Security-Policy')
+  t.match(DASHBOARD_CSP, /script-src 'self';/)
+  t.notMatch(DASHBOARD_CSP, /unsafe-inline|unsafe-eval|\*/, 'no inline or evaluated script, no wildcard')
+  await page.locator('#sign-in-form').waitFor({ state: 'visible' })
+  t.equal(await page.locator('#api-key').getAttribute('type'), 'password')
+
+  t.test('a wrong key is refused with a clear message', async (t) => {
+    await page.locator('#api-key').fill('amk_not-a-key')
+    await page.locator('#sign-in-button').click()
+    await page.locator('#sign-in-message').waitFor({ state: 'visible' })
+    t.match(await page.locator('#sign-in-message').textContent(), /not accepted/)
+    t.equal(await page.locator('#api-key').inputValue(), '', 'the field is cleared')
+    t.same(await storage(page), {}, 'nothing stored')
+  })
+
+  t.test('organisation A signs in and sees its figures', async (t) => {
+    await signIn(page, a.apiKey)
+    t.equal(await page.locator('#api-key').inputValue(), '', 'the key field is cleared')
+    t.equal(await page.locator('#who').textContent(), 'Alpha Power', 'signed in as the organisation')
+    t.equal(await page.locator('#supplier-code').textContent(), 'A_ENERGY', 'its one supplier, without a picker')
+    t.notOk(await page.locator('#supplier-picker').isVisible())
+    t.equal(await page.locator('[data-metric="status"]').textContent(), 'Ongoing')
+    const shown: Record<string, number> = {}
+    for (const name of ['staged', 'pending', 'imported', 'skipped', 'failing'] as const) {
+      shown[name] = digits(await page.locator(`[data-metric="${name}"]`).textContent())
+    }
+    t.same(shown, { staged: progress.staged, pending: progress.pending, imported: progress.imported, skipped: progress.skipped, failing: progress.failing },
+      `the cards show migrationProgress (${JSON.stringify(shown)})`)
+    t.match(await page.locator('[data-hint="pending"]').textContent(), /1 with a failed create/)
+  })
+
+  t.test('the chart is drawn, with the timeline\'s totals', async (t) => {
+    const canvas = page.locator('#chart canvas')
+    await canvas.waitFor()
+    const box = await canvas.boundingBox()
+    t.ok(box && box.width > 200 && box.height > 100, `uPlot's canvas has a size (${box?.width}×${box?.height})`)
+    t.equal(await page.locator('#chart .u-legend .u-series').count(), 4, 'a legend: time and three series')
+    for (const name of ['staged', 'created', 'failed']) {
+      const expected = timeline.reduce((n, m) => n + m[name]!, 0)
+      t.equal(digits(await page.locator(`[data-total="${name}"] strong`).textContent()), expected, `${name} in the last hour: ${expected}`)
+    }
+    t.equal(await page.locator('.range button[aria-pressed="true"]').textContent(), '1 h')
+
+    // A week: the whole range once, then only the latest minutes at each refresh.
+    const week = (await query(app, a.token, 'query { migrationTimeline(importSupplierCode: "A_ENERGY", minutes: 10080) { staged created failed } }'))
+      .migrationTimeline as Array<Record<string, number>>
+    t.equal(week.length, 10080)
+    const weekTotals = () => Promise.all(['staged', 'created', 'failed'].map(async (name) => digits(await page.locator(`[data-total="${name}"] strong`).textContent())))
+    const expected = ['staged', 'created', 'failed'].map((name) => week.reduce((n, m) => n + m[name]!, 0))
+    await page.locator('.range button[data-minutes="10080"]').click()
+    await page.locator('#chart-totals .range-label', { hasText: 'Last 7 days' }).waitFor()
+    t.equal(await page.locator('.range button[aria-pressed="true"]').textContent(), '7 d')
+    t.same(await weekTotals(), expected, `7 d: the week's totals (${expected.join(', ')})`)
+    t.equal(overviewMinutes.at(-1), 10080, 'the whole week asked for once')
+    await nextRefresh(page)
+    t.ok(overviewMinutes.at(-1)! <= 3, `then the latest minutes only (${overviewMinutes.at(-1)})`)
+    t.same(await weekTotals(), expected, 'and the totals hold')
+    t.ok(((await canvas.boundingBox())?.width ?? 0) > 200, 'the chart is still drawn')
+    await page.locator('.range button[data-minutes="60"]').click()
+    await page.locator('#chart-totals .range-label', { hasText: 'Last hour' }).waitFor()
+  })
+
+  t.test('the bars are the failure summary\'s codes', async (t) => {
+    const bars = await page.evaluate(() => [...document.querySelectorAll('#bars .bar')]
+      .map((b: any) => ({ step: b.dataset.step, code: b.dataset.code, accounts: Number(b.dataset.accounts) })))
+    t.same(bars, summary.byCode, 'one bar per byCode row, in its order')
+    const labels = await page.locator('#bars .bar .bar-label').allTextContents()
+    t.same(labels, summary.byCode.map((r) => `${r.step} · ${r.code}`), 'labelled step · code')
+    const counts = (await page.locator('#bars .bar .bar-count').allTextContents()).map(digits)
+    t.same(counts, summary.byCode.map((r) => r.accounts))
+    t.equal(await page.locator('#bars button.bar').count(), summary.byCode.length, 'bars are buttons (keyboard-accessible)')
+  })
+
+  t.test('choosing the invalid_phone_number bar lists its accounts, the HTML-shaped one as text', async (t) => {
+    const bar = page.locator('#bars .bar[data-step="validate"][data-code="invalid_phone_number"]')
+    await bar.focus()
+    await page.keyboard.press('Enter')
+    await page.waitForFunction((n) => document.querySelectorAll('#accounts-body tr').length === n, phoneFailures.length)
+    t.equal(await bar.getAttribute('aria-pressed'), 'true')
+    const listed = await page.locator('#accounts-body tr td:first-child button').allTextContents()
+    t.same(listed, phoneFailures.map((f) => f.externalAccountNumber), `exactly the API's accounts, in its order (${listed.length})`)
+    const attrs = await page.locator('#accounts-body tr td:last-child').allTextContents()
+    t.same(attrs, phoneFailures.map((f) => f.errors.map((e) => e.attr).join('')), 'with their attrs')
+    t.ok(listed.includes(XSS), 'the HTML-shaped account number appears as literal text')
+    t.equal(await page.locator('img').count(), 0, 'no img element was injected')
+    t.same(dialogs, [], 'no dialog fired')
+
+    mkdirSync(artifacts, { recursive: true })
+    mkdirSync(join(projectRoot, 'docs', 'images'), { recursive: true })
+    await page.mouse.move(0, 0)
+    await page.screenshot({ path: join(projectRoot, 'docs', 'images', 'dashboard.png') })
+    await page.screenshot({ path: join(artifacts, 'dashboard.png') })
+  })
+
+  t.test('choosing an account shows its events', async (t) => {
+    await page.locator('#accounts-body button', { hasText: 'A-PEND-1' }).click()
+    await page.waitForFunction((n) => document.querySelectorAll('#events li').length === n, pendEvents.length)
+    t.same(await page.locator('#events li .event-type').allTextContents(), pendEvents.map((e) => e.type), `the API's events (${pendEvents.map((e) => e.type).join(', ')})`)
+    t.equal(await page.locator('#events-account').textContent(), 'A-PEND-1')
+    await page.screenshot({ path: join(artifacts, 'dashboard-events.png'), fullPage: true })
+
+    await page.locator('#accounts-body button', { hasText: XSS }).click()
+    await page.locator('#events-message', { hasText: 'no import process yet' }).waitFor()
+    t.equal(await page.locator('#events-account').textContent(), XSS, 'an account never staged: its number as text, and why it has no events')
+    t.equal(await page.locator('#events li').count(), 0)
+    t.equal(await page.locator('img').count(), 0)
+  })
+
+  t.test('refreshing keeps the selection and the scroll position, and never stacks requests', async (t) => {
+    // A shorter window, scrolled down: a refresh must not move it.
+    await page.setViewportSize({ width: 1280, height: 520 })
+    t.teardown(() => page.setViewportSize({ width: 1280, height: 800 }))
+    await page.evaluate(() => window.scrollTo(0, 200))
+    const scrollY: number = await page.evaluate(() => window.scrollY)
+    t.ok(scrollY >= 100, `scrolled down (${scrollY} px)`)
+    // More work for A: the staged card follows within a refresh.
+    await ok('stage A-LATE-1', clientA.stage(account('A_ENERGY', 'A-LATE-1')), 201)
+    aAccounts.push('A-LATE-1')
+    const later = await progressOf(a.token, 'A_ENERGY')
+    await metricShows(page, 'staged', later.staged)
+    t.pass(`staged went from ${progress.staged} to ${later.staged} on screen`)
+    t.equal(await page.locator('#bars .bar[data-code="invalid_phone_number"]').getAttribute('aria-pressed'), 'true', 'the bar stays chosen')
+    t.equal(await page.locator('#accounts-body tr.chosen td:first-child').textContent(), XSS, 'the account stays chosen')
+    t.ok(await page.locator('#events-panel').isVisible(), 'its events stay open')
+    t.equal(await page.evaluate(() => window.scrollY), scrollY, 'the scroll position is kept')
+
+    // A slow answer (7 s, more than the interval): the next refresh waits for it.
+    const before = graphqlRequests
+    const seen = await refreshes(page)
+    slowNext = true
+    await nextRefresh(page, seen)
+    await nextRefresh(page)
+    t.equal(maxInFlight, 1, 'never more than one request at a time')
+    t.ok(graphqlRequests - before >= 2, `refreshes went on after the slow one (${graphqlRequests - before} requests)`)
+    t.ok(graphqlRequests > 5, `${graphqlRequests} GraphQL requests so far`)
+  })
+
+  t.test('an unreachable service is reported, and the page recovers', async (t) => {
+    offline = true
+    await page.locator('#banner', { hasText: 'Cannot reach the service' }).waitFor({ timeout: 20_000 })
+    t.equal(await page.locator('#live').getAttribute('data-state'), 'error')
+    t.match(await page.locator('#last-refresh').textContent(), /Not refreshed since/)
+    t.equal(digits(await page.locator('[data-metric="imported"]').textContent()), progress.imported, 'the last figures stay on screen')
+    offline = false
+    await page.locator('#banner').waitFor({ state: 'hidden', timeout: 20_000 })
+    t.equal(await page.locator('#live').getAttribute('data-state'), 'ok')
+    // Refused requests are console errors in Chromium: those are expected here.
+    problems.splice(0, problems.length, ...problems.filter((p) => !/ERR_CONNECTION_REFUSED|Failed to load resource/.test(p)))
+  })
+
+  t.test('sessionStorage holds the token, never the key', async (t) => {
+    const stored = await storage(page)
+    t.same(Object.keys(stored), [STORAGE_KEY])
+    const session = JSON.parse(stored[STORAGE_KEY]!)
+    t.same(Object.keys(session).sort(), ['expiresAt', 'refreshToken', 'token'])
+    t.notOk(Object.values(stored).some((v) => v.includes(a.apiKey)), 'no value contains the API key')
+    const local = await page.evaluate(() => localStorage.length)
+    t.equal(local, 0, 'nothing in localStorage')
+  })
+
+  t.test('tokens are renewed: on token_expired, shortly before expiry; a refused renewal asks to sign in', async (t) => {
+    const read = async () => JSON.parse((await storage(page))[STORAGE_KEY]!) as { token: string; refreshToken: string; expiresAt: number }
+    const put = (session: unknown) => page.evaluate(([key, value]) => sessionStorage.setItem(key, value), [STORAGE_KEY, JSON.stringify(session)] as const)
+    const expired = createSigner({ key: TEST_TOKEN_SECRET, expiresIn: 1000, clockTimestamp: Date.now() - 120_000 })({ role: 'org', kid: a.apiKeyId })
+
+    const first = await read()
+    await put({ ...first, token: expired })
+    await page.reload()
+    await firstRefresh(page)
+    const renewed = await read()
+    t.not(renewed.token, expired, 'an expired token (token_expired) is renewed')
+    t.not(renewed.refreshToken, first.refreshToken, 'with a new refresh token')
+    t.equal(digits(await page.locator('[data-metric="imported"]').textContent()), progress.imported, 'and the page goes on')
+
+    await put({ ...renewed, expiresAt: Date.now() + 30_000 })
+    await page.reload()
+    await firstRefresh(page)
+    const early = await read()
+    t.not(early.refreshToken, renewed.refreshToken, 'a token about to expire is renewed before use')
+    t.ok(early.expiresAt > Date.now() + 30 * 60_000, 'for a full lifetime')
+
+    await put({ ...early, refreshToken: 'amr_not-a-refresh-token', expiresAt: Date.now() })
+    await page.reload()
+    await page.locator('#sign-in-message', { hasText: 'Sign in again' }).waitFor()
+    t.ok(await page.locator('#sign-in-form').isVisible(), 'a refused renewal shows the sign-in form')
+    t.same(await storage(page), {}, 'and clears the session')
+  })
+
+  t.test('signing out clears everything; B sees only B_ENERGY', async (t) => {
+    await signIn(page, a.apiKey)
+    await page.locator('#sign-out').click()
+    await page.locator('#sign-in-form').waitFor({ state: 'visible' })
+    t.same(await storage(page), {}, 'sessionStorage is empty')
+    t.notOk(await page.locator('#board').isVisible())
+
+    await signIn(page, b.apiKey)
+    t.equal(await page.locator('#who').textContent(), 'Beta Utilities')
+    t.equal(await page.locator('#supplier-code').textContent(), 'B_ENERGY')
+    const bProgress = await progressOf(b.token, 'B_ENERGY')
+    t.equal(digits(await page.locator('[data-metric="staged"]').textContent()), bProgress.staged, 'B\'s own figures')
+    await page.locator('#bars .bar').first().waitFor()
+    const html = await page.content()
+    for (const secret of ['A_ENERGY', 'Alpha Power', ...aAccounts]) {
+      t.notOk(html.includes(secret) || html.includes(secret.replaceAll('<', '&lt;').replaceAll('>', '&gt;')), `nothing of A on the page: ${secret}`)
+    }
+    t.ok(html.includes('B_ENERGY'))
+    await page.locator('#sign-out').click()
+    await page.locator('#sign-in-form').waitFor({ state: 'visible' })
+  })
+
+  t.test('the operator sees both suppliers', async (t) => {
+    await signIn(page, TEST_OPERATOR_KEY)
+    await page.waitForFunction(() => document.getElementById('who').textContent === 'the operator')
+    t.ok(await page.locator('#supplier-picker').isVisible(), 'a supplier picker')
+    const options: string[] = await page.evaluate(() => [...document.querySelectorAll('#supplier-picker option')].map((o: any) => o.value))
+    t.same([...options].sort(), ['A_ENERGY', 'B_ENERGY'])
+    await page.locator('#supplier-picker').selectOption('B_ENERGY')
+    const bProgress = await progressOf(b.token, 'B_ENERGY')
+    await metricShows(page, 'staged', bProgress.staged)
+    t.pass('choosing B_ENERGY shows its figures')
+    t.equal(await page.locator('#supplier-picker').inputValue(), 'B_ENERGY')
+    await nextRefresh(page)
+    t.equal(await page.locator('#supplier-picker').inputValue(), 'B_ENERGY', 'and a refresh keeps it')
+    await page.screenshot({ path: join(artifacts, 'dashboard-operator.png'), fullPage: true })
+  })
+
+  t.test('nothing came from elsewhere, and nothing went wrong', async (t) => {
+    t.same(foreign, [], 'every request went to the service itself')
+    t.same(problems, [], 'no console errors (a Content-Security-Policy violation would be one)')
+    t.same(dialogs, [], 'no dialog')
+  })
+})
