@@ -126,9 +126,24 @@ t.test('every protected endpoint refuses missing, expired, forged and revoked to
       t.equal(res.errors?.[0]?.extensions?.code, code, `${label}: ${code} (got ${JSON.stringify(res.errors)})`)
       t.notOk(res.data && Object.values(res.data).some((v) => v !== null), `${label}: no data`)
     }
+    // Fields an organisation may read for its own suppliers: another's is as if it did not exist.
+    const ownSuppliers: Record<string, string> = {
+      importProcessEvents: '{ importProcessEvents(importSupplierCode: "OTHER_ENERGY", externalAccountNumber: "X") { type } }',
+      migrationProgress: '{ migrationProgress(importSupplierCode: "OTHER_ENERGY") { staged } }',
+      migrationFailureSummary: '{ migrationFailureSummary(importSupplierCode: "OTHER_ENERGY") { failingAccounts } }',
+      migrationFailures: '{ migrationFailures(importSupplierCode: "OTHER_ENERGY") { step } }',
+      migrationTimeline: '{ migrationTimeline(importSupplierCode: "OTHER_ENERGY") { minute } }'
+    }
     for (const { name, document } of fields) {
       expectCode(await gql(app, document), 'not_authenticated', `${name} without a token`)
-      expectCode(await gql(app, document, {}, acme.token), 'permission_denied', `${name} with an organisation token`)
+      if (name === 'importSuppliers') {
+        const own = await gql(app, '{ importSuppliers { code organisation } }', {}, acme.token)
+        t.same(own.data?.importSuppliers, [{ code: 'ACME_ENERGY', organisation: 'Acme' }], 'importSuppliers with an organisation token: its own only')
+      } else if (ownSuppliers[name]) {
+        expectCode(await gql(app, ownSuppliers[name]!, {}, acme.token), 'not_found', `${name} of another organisation's supplier`)
+      } else {
+        expectCode(await gql(app, document, {}, acme.token), 'permission_denied', `${name} with an organisation token`)
+      }
       expectCode(await gql(app, document, {}, expiredTokens.operator), 'token_expired', `${name} with an expired operator token`)
       expectCode(await gql(app, document, {}, forged['payload changed to the operator role, signature kept']), 'authentication_failed', `${name} forged`)
       expectCode(await gql(app, document, {}, forged['alg none, no signature']), 'authentication_failed', `${name} alg none`)

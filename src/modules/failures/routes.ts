@@ -1,5 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { FailureListQuery, FailureListResponses, FailureSummaryResponses, TimelineQuery, TimelineResponses } from '../../../schemas/failures.js'
+import { SUPPLIER_CODE } from '../../../schemas/common.js'
 import { SupplierParams } from '../../../schemas/imports.js'
 import { notFound } from '../../errors.js'
 import { jsonArrayStream } from '../../json-stream.js'
@@ -13,7 +14,8 @@ const failuresRoutes: FastifyPluginAsyncTypebox = async function failuresRoutes(
   const { failures } = app
 
   async function supplierOf(principal: ReturnType<typeof organisationOf>, code: string): Promise<string> {
-    const id = await failures.repo.supplierId(code, principal.organisationId)
+    // A code that cannot be a supplier's is simply unknown (never a query with text PostgreSQL refuses).
+    const id = SUPPLIER_CODE.test(code) ? await failures.repo.supplierId(code, principal.organisationId) : undefined
     if (id === undefined) throw processNotFound()
     return id
   }
