@@ -7,7 +7,7 @@ export const graphqlSchema = /* GraphQL */ `
 
   enum ImportSupplierStatus { Ongoing Paused Complete }
   enum ImportProcessState { STAGED SKIPPED IMPORTED }
-  enum ImportEventType { STAGED RESTAGED CREATE_ATTEMPTED CREATED DRY_RUN CREATE_FAILED SKIPPED POST_IMPORT_WRITE }
+  enum ImportEventType { STAGED RESTAGED CREATE_ATTEMPTED CREATED DRY_RUN CREATE_FAILED SKIPPED POST_IMPORT_WRITE STAGED_DATA_ERASED }
 
   input ObtainTokenInput {
     "An organisation's or the operator's API key. Exactly one of APIKey and refreshToken."
