@@ -1,11 +1,12 @@
 import t, { type Test } from 'tap'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { asc, eq, sql, type SQL } from 'drizzle-orm'
-import type { FastifyInstance } from 'fastify'
+import type { FastifyBaseLogger, FastifyInstance } from 'fastify'
 import { importEvents, importProcesses, importSuppliers } from '../drizzle/schema/index.js'
 import { openPostgres, type Database, type Db } from '../src/db/index.js'
 import { ERASED_DETAIL } from '../src/modules/imports/service.js'
-import { createRetentionService } from '../src/modules/retention/service.js'
+import { createRetentionService, type RetentionService } from '../src/modules/retention/service.js'
+import { createRetentionWorker, RETENTION_INTERVAL_MS } from '../src/modules/retention/worker.js'
 import { codes, exampleAccount, importSetup, TEAM, type ImportClient } from './helpers/accounts.js'
 import { buildTestApp } from './helpers/app.js'
 import { freshDatabase, holdLocks, rowsOf, tableCounts, testDatabaseUrl } from './helpers/database.js'
@@ -460,6 +461,31 @@ t.test('a server runs the erasure by itself at start', async (t) => {
   const deadline = Date.now() + 10_000
   while ((await processOf(fresh.database, 'AT-START')).stagedData !== null && Date.now() < deadline) await sleep(50)
   t.equal((await processOf(fresh.database, 'AT-START')).stagedData, null, 'erased without being asked')
+})
+
+t.test('the worker runs at start, then again after each interval, and stop waits for the run in flight', async (t) => {
+  const runs: number[] = []
+  let stopAsked = false
+  const service = {
+    runOnce: async (control: { shouldStop?: () => boolean }) => {
+      runs.push(Date.now())
+      // The fourth run lasts until it is told to stop.
+      while (runs.length >= 4 && control.shouldStop?.() !== true) await sleep(5)
+      stopAsked ||= control.shouldStop?.() === true
+      return { processes: 0, payloads: 0 }
+    }
+  } as unknown as RetentionService
+  const silent = { info: () => {}, error: () => {} } as unknown as FastifyBaseLogger
+  const worker = createRetentionWorker(service, silent, { intervalMs: 30 })
+  worker.start()
+  t.equal(runs.length, 1, 'a run at start')
+  while (runs.length < 4) await sleep(10)
+  await worker.stop()
+  t.ok(stopAsked, 'the run in flight was told to stop')
+  const count = runs.length
+  await sleep(100)
+  t.equal(runs.length, count, 'no run after stop')
+  t.ok(RETENTION_INTERVAL_MS <= 3_600_000, 'the server runs it at least hourly')
 })
 
 if (!testDatabaseUrl) {
