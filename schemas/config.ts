@@ -35,6 +35,8 @@ export const EnvSchema = Type.Object({
   EMAIL_FROM: Type.String({ minLength: 3, default: 'Account migrations <no-reply@localhost>' }),
   TOKEN_RATE_LIMIT_PER_MINUTE: Type.Integer({ minimum: 1, default: 20 }),
   ORG_RATE_LIMIT_PER_MINUTE: Type.Integer({ minimum: 0, default: 0 }),
+  /** Days the staged data and error details of an imported or skipped account are kept; 0 = erased on the next run. */
+  STAGED_DATA_RETENTION_DAYS: Type.Integer({ minimum: 0, maximum: 3650, default: 30 }),
   /** A static token a Prometheus scrape job may send to /metrics instead of an operator token. */
   METRICS_TOKEN: Type.Optional(Type.String({ minLength: 32 })),
   LOG_LEVEL: Type.Union(

@@ -7,7 +7,7 @@ export const graphqlSchema = /* GraphQL */ `
 
   enum ImportSupplierStatus { Ongoing Paused Complete }
   enum ImportProcessState { STAGED SKIPPED IMPORTED }
-  enum ImportEventType { STAGED RESTAGED CREATE_ATTEMPTED CREATED DRY_RUN CREATE_FAILED SKIPPED POST_IMPORT_WRITE }
+  enum ImportEventType { STAGED RESTAGED CREATE_ATTEMPTED CREATED DRY_RUN CREATE_FAILED SKIPPED POST_IMPORT_WRITE STAGED_DATA_ERASED }
 
   input ObtainTokenInput {
     "An organisation's or the operator's API key. Exactly one of APIKey and refreshToken."
@@ -102,6 +102,7 @@ export const graphqlSchema = /* GraphQL */ `
   }
   input CreateOperationsTeamInput { name: String! }
   input SkipImportProcessInput { importSupplierCode: String! externalAccountNumber: String! }
+  input EraseStagedDataInput { importSupplierCode: String! externalAccountNumber: String! }
 
   type Mutation {
     obtainToken(input: ObtainTokenInput!): ObtainTokenPayload
@@ -112,6 +113,8 @@ export const graphqlSchema = /* GraphQL */ `
     updateImportSupplier(input: UpdateImportSupplierInput!): ImportSupplier
     createOperationsTeam(input: CreateOperationsTeamInput!): OperationsTeam
     skipImportProcess(input: SkipImportProcessInput!): ImportProcess
+    "Erases one account's staged data and the details of its stored errors at once, whatever its state (a person's erasure request)."
+    eraseStagedData(input: EraseStagedDataInput!): ImportProcess
   }
 
   type Query {

@@ -15,6 +15,7 @@ import methodsPlugin from './plugins/methods.js'
 import metricsPlugin from './plugins/metrics.js'
 import openapiPlugin from './plugins/openapi.js'
 import rateLimitsPlugin from './plugins/rate-limits.js'
+import retentionPlugin from './plugins/retention.js'
 import { createLimiter } from './limiter.js'
 import { validatorCompiler } from './validation.js'
 import healthRoutes from './modules/health/routes.js'
@@ -109,6 +110,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     await app.register(dbPlugin, { database })
     await app.register(rateLimitsPlugin, { config })
     await app.register(failuresPlugin)
+    await app.register(retentionPlugin, { config })
     await app.register(authPlugin, { config, announce: options.announce ?? ((m) => process.stdout.write(m + '\n')) })
     // Batch post-import requests worked on at once by this process: as many as it has connections.
     const postImportLimiter = createLimiter(config.databasePoolSize)

@@ -38,6 +38,8 @@ export interface Config {
   emailFrom: string
   tokenRateLimitPerMinute: number
   orgRateLimitPerMinute: number
+  /** Days after an account was imported or skipped before its staged data and error details are erased. */
+  stagedDataRetentionDays: number
   /** Accepted by /metrics as `Authorization: Bearer <token>` besides operator tokens. */
   metricsToken: string | undefined
   logLevel: string
@@ -106,6 +108,7 @@ export function loadConfig(source: Record<string, string | undefined>): Config {
     emailFrom: typed.EMAIL_FROM,
     tokenRateLimitPerMinute: typed.TOKEN_RATE_LIMIT_PER_MINUTE,
     orgRateLimitPerMinute: typed.ORG_RATE_LIMIT_PER_MINUTE,
+    stagedDataRetentionDays: typed.STAGED_DATA_RETENTION_DAYS,
     metricsToken: typed.METRICS_TOKEN,
     logLevel: typed.LOG_LEVEL
   }

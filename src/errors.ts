@@ -24,6 +24,17 @@ export function entry(code: string, attr: string | null, detail: string): ErrorE
   return { detail, code, attr }
 }
 
+/**
+ * An error entry as stored with an import process: whole, or once its staged data was erased,
+ * reduced to its code and attr (its detail may quote the input).
+ */
+export type StoredEntry = Pick<ErrorEntry, 'code' | 'attr'> & { detail?: string }
+
+/** The entries reduced to `{code, attr}`. */
+export function withoutDetails(entries: readonly StoredEntry[]): StoredEntry[] {
+  return entries.map(({ code, attr }) => ({ code, attr }))
+}
+
 export const notAuthenticated = (): AppError =>
   new AppError(401, 'not_authenticated', 'Authentication credentials were not provided.')
 export const authenticationFailed = (): AppError =>

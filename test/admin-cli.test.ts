@@ -408,6 +408,53 @@ t.test('the admin command line against the real service', async (t) => {
     refusedBeforeAnyRequest(t, await run('events', 'TRACK'), /^error: events needs <external-account-number>/)
   })
 
+  t.test('erase', async (t) => {
+    await run('create-supplier', 'ERASING', '--organisation', 'Base')
+    const [erasing] = await database.db.select({ id: importSuppliers.id }).from(importSuppliers).where(eq(importSuppliers.code, 'ERASING'))
+    const at = new Date('2026-03-04T05:06:07Z')
+    const latestError = { at: '2026-03-04T05:06:07Z', errors: [{ detail: 'Ann Example <ann@example.test> is not valid.', code: 'invalid', attr: 'customers.0.email' }] }
+    await database.db.insert(importProcesses).values([
+      { supplierId: erasing!.id, externalAccountNumber: 'E-1', state: 'STAGED', firstStagedAt: at, stagedData: { given_name: 'Ann' }, latestError },
+      { supplierId: erasing!.id, externalAccountNumber: 'E-2', state: 'IMPORTED', firstStagedAt: at, stagedData: { given_name: 'Bob' }, serviceAccountNumber: 'A-00E2E2E2', accountCreatedAt: at }
+    ])
+
+    const pending = await run('erase', 'ERASING', 'E-1')
+    t.equal(pending.code, 0, pending.stderr)
+    t.equal(pending.stderr, '')
+    t.equal(pending.stdout, [
+      'Staged data erased',
+      '  supplier:                 ERASING',
+      '  external account number:  E-1',
+      '  state:                    STAGED',
+      ''
+    ].join('\n'))
+    const [row] = await database.db.select({ stagedData: importProcesses.stagedData, latestError: importProcesses.latestError })
+      .from(importProcesses).where(eq(importProcesses.externalAccountNumber, 'E-1'))
+    t.same(row, { stagedData: null, latestError: { at: '2026-03-04T05:06:07Z', errors: [{ code: 'invalid', attr: 'customers.0.email' }] } },
+      'the payload is gone and the error keeps its code and attr')
+
+    const imported = await run('erase', 'ERASING', 'E-2')
+    t.equal(imported.code, 0, imported.stderr)
+    t.match(imported.stdout, /\n {2}state: {20}IMPORTED\n {2}service account number: {3}A-00E2E2E2\n$/)
+    t.same(JSON.parse((await run('erase', 'ERASING', 'E-2', '--json')).stdout), {
+      eraseStagedData: { importSupplierCode: 'ERASING', externalAccountNumber: 'E-2', state: 'IMPORTED', serviceAccountNumber: 'A-00E2E2E2' }
+    }, 'erasing again is fine')
+
+    const noProcess = await run('erase', 'ERASING', 'NOPE')
+    t.equal(noProcess.code, 1)
+    t.equal(noProcess.stdout, '')
+    t.equal(noProcess.stderr, 'error: not_found: No import process for ERASING / NOPE.\n')
+    const noSupplier = await run('erase', 'NO_SUCH', 'E-1')
+    t.equal(noSupplier.code, 1)
+    t.equal(noSupplier.stderr, 'error: not_found: Import supplier NO_SUCH does not exist.\n')
+
+    refusedBeforeAnyRequest(t, await run('erase', 'ERASING'), /^error: erase needs <external-account-number>/)
+    refusedBeforeAnyRequest(t, await run('erase', 'ERASING', 'E-1', 'E-2'), /^error: erase takes 2 arguments but was given 3/)
+    refusedBeforeAnyRequest(t, await run('erase', 'ERASING', 'E-1', '--step', 'create'), /^error: erase does not take --step/)
+    const help = await admin(['help'])
+    t.ok(help.stdout.includes('\n  erase <supplier-code> <external-account-number>\n'), 'listed in the help')
+  })
+
   t.test('lists of organisations, API keys and teams; failures by code; progress --watch', async (t) => {
     await asOperator(app, 'mutation { createOrganisation(input: {name: "Lister"}) { id } }')
     const key = (await asOperator(app, 'mutation { createApiKey(input: {organisation: "Lister"}) { id key } }')).createApiKey

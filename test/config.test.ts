@@ -63,3 +63,12 @@ t.test('timeouts for slow clients: defaults, and headers never longer than the w
   t.throws(() => loadConfig({ HEADERS_TIMEOUT_SECONDS: '30', REQUEST_TIMEOUT_SECONDS: '20' }), /HEADERS_TIMEOUT_SECONDS must not be longer than REQUEST_TIMEOUT_SECONDS/)
   t.throws(() => loadConfig({ KEEP_ALIVE_TIMEOUT_SECONDS: '0' }), /KEEP_ALIVE_TIMEOUT_SECONDS/)
 })
+
+t.test('STAGED_DATA_RETENTION_DAYS: default 30, 0 allowed, whole days up to 3650', async (t) => {
+  t.equal(loadConfig({}).stagedDataRetentionDays, 30)
+  t.equal(loadConfig({ STAGED_DATA_RETENTION_DAYS: '0' }).stagedDataRetentionDays, 0)
+  t.equal(loadConfig({ STAGED_DATA_RETENTION_DAYS: '3650' }).stagedDataRetentionDays, 3650)
+  for (const bad of ['-1', '1.5', 'thirty', '3651']) {
+    t.throws(() => loadConfig({ STAGED_DATA_RETENTION_DAYS: bad }), /^invalid configuration: .*STAGED_DATA_RETENTION_DAYS/, bad)
+  }
+})

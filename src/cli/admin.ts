@@ -376,6 +376,25 @@ const COMMANDS: Command[] = [
     }
   },
   {
+    name: 'erase',
+    args: ['<supplier-code>', '<external-account-number>'],
+    options: [],
+    summary: "Erase one account's staged data and error details now, whatever its state (a person's erasure request).",
+    build: ([importSupplierCode, externalAccountNumber]) => ({
+      query: 'mutation EraseStagedData($input: EraseStagedDataInput!) { eraseStagedData(input: $input) { importSupplierCode externalAccountNumber state serviceAccountNumber } }',
+      variables: { input: { importSupplierCode, externalAccountNumber } }
+    }),
+    render(data) {
+      const p = data.eraseStagedData
+      return keyValues('Staged data erased', [
+        ['supplier', p.importSupplierCode],
+        ['external account number', p.externalAccountNumber],
+        ['state', p.state],
+        ...(p.serviceAccountNumber ? [['service account number', p.serviceAccountNumber] as [string, string]] : [])
+      ])
+    }
+  },
+  {
     name: 'events',
     args: ['<supplier-code>', '<external-account-number>'],
     options: [],

@@ -148,7 +148,9 @@ export default fp(async function graphqlPlugin(app: FastifyInstance) {
       updateImportSupplier: forOperator(({ input }: { input: UpdateSupplierInput }) => operator.updateImportSupplier(input)),
       createOperationsTeam: forOperator(({ input }: { input: { name: string } }) => operator.createOperationsTeam(input.name)),
       skipImportProcess: forOperator(({ input }: { input: { importSupplierCode: string; externalAccountNumber: string } }) =>
-        operator.skipImportProcess(input.importSupplierCode, input.externalAccountNumber))
+        operator.skipImportProcess(input.importSupplierCode, input.externalAccountNumber)),
+      eraseStagedData: forOperator(async ({ input }: { input: { importSupplierCode: string; externalAccountNumber: string } }) =>
+        app.retention.eraseStagedData(await operator.supplier(input.importSupplierCode), input.externalAccountNumber))
     },
     Query: {
       importSuppliers: forOwnerOrOperator((_args: unknown, owner) => operator.listImportSuppliers(owner)),
@@ -267,4 +269,4 @@ export default fp(async function graphqlPlugin(app: FastifyInstance) {
     })
     return mercurius.defaultErrorFormatter({ ...execution, errors }, ctx)
   }
-}, { name: 'graphql', dependencies: ['db', 'auth', 'rate-limits', 'errors', 'failures'] })
+}, { name: 'graphql', dependencies: ['db', 'auth', 'rate-limits', 'errors', 'failures', 'retention'] })

@@ -127,6 +127,15 @@ export default fp(async function metricsPlugin(app: FastifyInstance, opts: { con
     for (const code of codes) failuresRecorded.inc({ supplier: supplierCode, step, code })
   })
 
+  const stagedDataErased = new Counter({
+    name: 'amis_staged_data_erased_total',
+    help: 'Staged payloads erased by this server process: by the retention job after the period (reason "retention"), or by the operator\'s eraseStagedData (reason "request").',
+    labelNames: ['reason'],
+    registers: [register]
+  })
+  for (const reason of ['retention', 'request']) stagedDataErased.inc({ reason }, 0)
+  app.retention.onErased(({ reason, payloads }) => stagedDataErased.inc({ reason }, payloads))
+
   // What a scrape reads: this app's metrics and the process's.
   const scraped = Registry.merge([register, processRegistry()])
 
@@ -147,4 +156,4 @@ export default fp(async function metricsPlugin(app: FastifyInstance, opts: { con
     const text = await scraped.metrics()
     return reply.type(scraped.contentType).send(text)
   })
-}, { name: 'metrics', dependencies: ['db', 'auth', 'failures'] })
+}, { name: 'metrics', dependencies: ['db', 'auth', 'failures', 'retention'] })

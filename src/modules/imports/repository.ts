@@ -1,7 +1,7 @@
 import { and, asc, desc, eq, gt, inArray, sql, type SQL } from 'drizzle-orm'
 import { importEvents, importFailures, importProcesses, importSuppliers, operationsTeams } from '../../../drizzle/schema/index.js'
 import { rowsOf, runInOrder, type Db, type Tx } from '../../db/index.js'
-import type { ErrorEntry } from '../../errors.js'
+import { withoutDetails, type ErrorEntry, type StoredEntry } from '../../errors.js'
 import { formatDateTime } from '../../format.js'
 
 export type ProcessList = 'all' | 'pending' | 'imported'
@@ -30,7 +30,8 @@ export interface ProcessRow {
   state: ProcessState
   serviceAccountNumber: string | null
   accountCreatedAt: Date | null
-  latestError: { at: string; errors: ErrorEntry[] } | null
+  /** Entries lose their detail once the staged data is erased. */
+  latestError: { at: string; errors: StoredEntry[] } | null
   hasStagedData: boolean
 }
 
@@ -95,6 +96,7 @@ export interface Claim {
   slot: boolean
   state: ProcessState
   serviceAccountNumber: string | null
+  /** Null once erased. */
   stagedData: unknown
   supplierCode: string
   supplierStatus: SupplierRow['status']
@@ -131,10 +133,6 @@ export function createImportsRepository(db: Db) {
   function clearStaged(tx: Tx, supplierId: string, externalAccountNumber: string) {
     return tx.delete(importFailures).where(and(eq(importFailures.supplierId, supplierId),
       eq(importFailures.externalAccountNumber, externalAccountNumber), inArray(importFailures.step, ['validate', 'stage'])))
-  }
-
-  async function insertEvent(executor: Db | Tx, processId: number, type: EventType, actor: Actor, detail: unknown = {}) {
-    await eventStatement(executor, processId, type, actor, detail)
   }
 
   /** Takes the process lock in shared mode (a restage) for the rest of the transaction; false when a create holds it. */
@@ -224,7 +222,6 @@ export function createImportsRepository(db: Db) {
 
   return {
     findProcess,
-    insertEvent,
     eventStatement,
 
     /**
@@ -334,6 +331,7 @@ export function createImportsRepository(db: Db) {
         if (!(await tryProcessLockShared(tx, process.id))) return { outcome: 'in_progress' as const, process }
         const updated = await tx.update(importProcesses).set({
           stagedData: data,
+          stagedDataErasedAt: null,
           firstStagedAt: sql`coalesce(${importProcesses.firstStagedAt}, now())`,
           updatedAt: sql`now()`
         }).where(and(eq(importProcesses.id, process.id), eq(importProcesses.state, 'STAGED'))).returning({ id: importProcesses.id })
@@ -354,17 +352,37 @@ export function createImportsRepository(db: Db) {
         .returning({ id: importProcesses.id })
     },
 
-    /** Records a failed create: its events and the process's latest error, in one transaction. */
+    /**
+     * Records a failed create: its events and the process's latest error, in one transaction. The
+     * process row is locked first: when its staged data was erased meanwhile (the erasure waits
+     * for this lock, or this waits for the erasure), the entries are stored without their details.
+     */
     async recordCreateFailure(processId: number, errors: ErrorEntry[], actor: Actor) {
       await db.transaction(async (tx) => {
-        const [row] = await tx.update(importProcesses)
-          .set({ latestError: { at: formatDateTime(new Date()), errors }, updatedAt: sql`now()` })
-          .where(and(eq(importProcesses.id, processId), eq(importProcesses.state, 'STAGED')))
-          .returning({ id: importProcesses.id })
-        await insertEvent(tx, processId, 'CREATE_ATTEMPTED', actor)
-        await insertEvent(tx, processId, 'CREATE_FAILED', actor, { errors })
-        return row
+        const [process] = await tx.select({ kept: sql<boolean>`${importProcesses.stagedData} is not null` })
+          .from(importProcesses).where(eq(importProcesses.id, processId)).for('update')
+        const stored = process?.kept === true ? errors : withoutDetails(errors)
+        await runInOrder(db, [
+          tx.update(importProcesses)
+            .set({ latestError: { at: formatDateTime(new Date()), errors: stored }, updatedAt: sql`now()` })
+            .where(and(eq(importProcesses.id, processId), eq(importProcesses.state, 'STAGED'))),
+          eventStatement(tx, processId, 'CREATE_ATTEMPTED', actor),
+          eventStatement(tx, processId, 'CREATE_FAILED', actor, { errors: stored })
+        ])
       })
+    },
+
+    /**
+     * Records a dry run's outcome in one statement that reads the process row `for share`: its
+     * entries keep their details only while the staged data is there (see recordCreateFailure).
+     */
+    async recordDryRun(processId: number, wouldSucceed: boolean, errors: ErrorEntry[], actor: Actor) {
+      const whole = JSON.stringify({ would_succeed: wouldSucceed, errors })
+      const reduced = JSON.stringify({ would_succeed: wouldSucceed, errors: withoutDetails(errors) })
+      await db.execute(sql`insert into import_events (import_process_id, type, actor, organisation_id, api_key_id, detail)
+        select p.id, 'DRY_RUN'::import_event_type, ${actor.name}::text, ${actor.organisationId}::uuid, ${actor.apiKeyId}::uuid,
+          case when p.staged_data is not null then ${whole}::jsonb else ${reduced}::jsonb end
+        from import_processes p where p.id = ${processId} for share`)
     },
 
     async latestEvent(processId: number) {

@@ -4,7 +4,7 @@ import { SUPPLIER_CODE } from '../../../schemas/common.js'
 import type { ImportProcessListItem } from '../../../schemas/imports.js'
 import type { Db } from '../../db/index.js'
 import { pgErrorCode } from '../../db/index.js'
-import { AppError, entriesFromAjv, entry, notFound, sortEntries, type ErrorEntry } from '../../errors.js'
+import { AppError, entriesFromAjv, entry, notFound, sortEntries, type ErrorEntry, type StoredEntry } from '../../errors.js'
 import { formatDateTime, formatNullableDateTime } from '../../format.js'
 import { ruleContext, utcToday, type RuleContext } from '../../rules/context.js'
 import { compileBody } from '../../validation.js'
@@ -39,6 +39,18 @@ const tooManyProcessing = (): AppError =>
 
 const dryRunRolledBack = (): AppError =>
   new AppError(400, 'dry_run_rolled_back', 'Account would successfully import. Rolled back due to dry run.')
+
+const nothingStaged = (external: string): AppError =>
+  accountFailed([entry('import_process_does_not_exist', 'external_account_number', `Nothing has been staged for account ${external}.`)])
+
+/** Stands in for the detail of a stored error entry once it was erased (the answer's shape keeps it). */
+export const ERASED_DETAIL = 'This detail has been erased.'
+
+/** The latest error as the status and summary answer it: an erased detail is replaced by a fixed sentence. */
+function shownError(latest: ProcessRow['latestError']): AccountSummary['latest_error'] {
+  if (latest === null) return null
+  return { at: latest.at, errors: latest.errors.map((e: StoredEntry) => ({ detail: e.detail ?? ERASED_DETAIL, code: e.code, attr: e.attr })) }
+}
 
 const processNotFound = (): AppError => notFound('import_process_does_not_exist', 'No import process exists for this import supplier and external account number.')
 
@@ -142,6 +154,8 @@ export function createImportsService(db: Db, failures: FailuresService) {
       if (!claim.locked) throw new ProcessLocked()
       // The state once the lock is held: a create that ran meanwhile has committed by now.
       if (claim.state !== 'STAGED') throw new CreateRefused(claim.state === 'IMPORTED' ? alreadyImported(external, claim.serviceAccountNumber!) : skipped())
+      // Erased after the look-up (an erasure request): as if it had never been staged.
+      if (claim.stagedData === null) throw new CreateRefused(nothingStaged(external))
       if (!claim.slot) throw new CreateRefused(tooManyProcessing())
       const staged = structuredClone(claim.stagedData)
       const errors: ErrorEntry[] = []
@@ -235,9 +249,8 @@ export function createImportsService(db: Db, failures: FailuresService) {
       const teamName = body.operations_team_name as string
       const dryRun = body.dry_run === true
       const process = found!.process
-      if (!process || !process.hasStagedData) {
-        throw accountFailed([entry('import_process_does_not_exist', 'external_account_number', `Nothing has been staged for account ${external}.`)])
-      }
+      // Nothing staged (never, or erased while pending or skipped); an imported account stays imported.
+      if (!process || (process.state !== 'IMPORTED' && !process.hasStagedData)) throw nothingStaged(external)
       refuseByState(process, external)
 
       const actor = actorOf(principal)
@@ -248,7 +261,7 @@ export function createImportsService(db: Db, failures: FailuresService) {
           return created
         } catch (err) {
           if (err instanceof DryRunSucceeded) {
-            await repo.insertEvent(db, process.id, 'DRY_RUN', actor, { would_succeed: true, errors: [] })
+            await repo.recordDryRun(process.id, true, [], actor)
             throw dryRunRolledBack()
           }
           if (err instanceof ProcessLocked) {
@@ -258,7 +271,7 @@ export function createImportsService(db: Db, failures: FailuresService) {
           }
           if (err instanceof CreateRefused) {
             if (err.validation) {
-              if (dryRun) await repo.insertEvent(db, process.id, 'DRY_RUN', actor, { would_succeed: false, errors: err.validation })
+              if (dryRun) await repo.recordDryRun(process.id, false, err.validation, actor)
               else await repo.recordCreateFailure(process.id, err.validation, actor)
             }
             throw err.error
@@ -269,7 +282,7 @@ export function createImportsService(db: Db, failures: FailuresService) {
           // An unexpected failure: nothing was created (the transaction rolled back); keep a trace of it.
           const failure = [entry('server_error', null, 'The account could not be created because of a server error.')]
           await (dryRun
-            ? repo.insertEvent(db, process.id, 'DRY_RUN', actor, { would_succeed: false, errors: failure })
+            ? repo.recordDryRun(process.id, false, failure, actor)
             : repo.recordCreateFailure(process.id, failure, actor)).catch(() => {})
           throw err
         }
@@ -287,7 +300,7 @@ export function createImportsService(db: Db, failures: FailuresService) {
       return {
         status,
         service_account_number: process.serviceAccountNumber ?? '',
-        latest_error: process.state === 'IMPORTED' ? null : process.latestError
+        latest_error: process.state === 'IMPORTED' ? null : shownError(process.latestError)
       }
     },
 
@@ -324,7 +337,7 @@ export function createImportsService(db: Db, failures: FailuresService) {
           payment_instructions: account.paymentInstructions
         },
         latest_event: latest ? { type: latest.type, at: formatDateTime(latest.at) } : null,
-        latest_error: process.latestError
+        latest_error: shownError(process.latestError)
       }
     },
 

@@ -130,7 +130,7 @@ export function createOperatorRepository(db: Db) {
       return db.transaction(async (tx) => {
         const clearFailures = () => tx.delete(importFailures)
           .where(and(eq(importFailures.supplierId, supplierId), eq(importFailures.externalAccountNumber, externalAccountNumber)))
-        const [inserted] = await tx.insert(importProcesses).values({ supplierId, externalAccountNumber, state: 'SKIPPED' })
+        const [inserted] = await tx.insert(importProcesses).values({ supplierId, externalAccountNumber, state: 'SKIPPED', skippedAt: sql`now()` })
           .onConflictDoNothing().returning({ id: importProcesses.id })
         if (inserted) {
           await tx.insert(importEvents).values({ importProcessId: inserted.id, type: 'SKIPPED', actor, detail: { previousState: null } })
@@ -145,7 +145,7 @@ export function createOperatorRepository(db: Db) {
         if (process!.state === 'IMPORTED') return { imported: true as const }
         if (process!.state !== 'SKIPPED') {
           // Skipping a skipped process changes nothing and records nothing.
-          await tx.update(importProcesses).set({ state: 'SKIPPED', updatedAt: sql`now()` }).where(eq(importProcesses.id, process!.id))
+          await tx.update(importProcesses).set({ state: 'SKIPPED', skippedAt: sql`now()`, updatedAt: sql`now()` }).where(eq(importProcesses.id, process!.id))
           await tx.insert(importEvents).values({ importProcessId: process!.id, type: 'SKIPPED', actor, detail: { previousState: process!.state } })
         }
         await clearFailures()

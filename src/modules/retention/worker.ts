@@ -1,0 +1,45 @@
+import type { FastifyBaseLogger } from 'fastify'
+import type { RetentionService } from './service.js'
+
+/** Runs between two erasure runs: "at least hourly", and soon enough for `0` days. */
+export const RETENTION_INTERVAL_MS = 15 * 60_000
+
+/**
+ * Runs the retention erasure in the background: at start, then every `intervalMs` after the
+ * previous run ended. Every server process runs it; runs on several servers share the work.
+ */
+export function createRetentionWorker(service: RetentionService, log: FastifyBaseLogger, options: { intervalMs?: number } = {}) {
+  const intervalMs = options.intervalMs ?? RETENTION_INTERVAL_MS
+  let timer: NodeJS.Timeout | undefined
+  let running: Promise<void> | undefined
+  let stopped = false
+
+  function run(): void {
+    const started = Date.now()
+    running = service.runOnce({ shouldStop: () => stopped })
+      .then((totals) => {
+        if (totals.processes > 0) log.info({ ...totals, ms: Date.now() - started }, 'staged data erased after the retention period')
+      })
+      .catch((err) => { log.error({ err }, 'staged data erasure failed; the next run goes on from where it stopped') })
+      .finally(() => { running = undefined; schedule() })
+  }
+
+  function schedule(): void {
+    if (stopped) return
+    timer = setTimeout(run, intervalMs)
+    timer.unref()
+  }
+
+  return {
+    start(): void {
+      stopped = false
+      run()
+    },
+    /** Stops scheduling; a run in flight ends after its current batch. */
+    async stop(): Promise<void> {
+      stopped = true
+      if (timer) clearTimeout(timer)
+      await running
+    }
+  }
+}
