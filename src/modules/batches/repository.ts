@@ -165,7 +165,9 @@ export function createBatchesRepository(db: Db) {
         }
         // Parents before children (a billing document before its transactions), in one round trip.
         const [marked] = await runInOrder(db, [
+          // A restage (data given) stages anew, as stage does: an earlier erasure no longer applies.
           tx.execute(sql`update import_processes p set state = 'IMPORTED', staged_data = coalesce(m.data, p.staged_data),
+              staged_data_erased_at = case when m.data is null then p.staged_data_erased_at end,
               service_account_number = m.san, account_created_at = now(), latest_error = null, updated_at = now()
             from jsonb_to_recordset(${JSON.stringify(marks)}::jsonb) as m(id bigint, san text, data jsonb)
             where p.id = m.id and p.state = 'STAGED' returning p.id`),
