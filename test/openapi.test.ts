@@ -144,7 +144,7 @@ t.test('data-import operations: bearer token, shared error responses', async (t)
   t.same(doc.components.responses.TooManyRequests.headers['Retry-After'].schema, { type: 'integer' })
 
   const dataImport = operations(doc).filter(({ path }) => path.startsWith('/v1/data-import/'))
-  t.equal(dataImport.length, 17)
+  t.equal(dataImport.length, 18)
   for (const { path, method, op } of dataImport) {
     t.same(op.security, [{ clientToken: [] }], `${method} ${path}: security`)
     const expected: Record<string, string> = {
@@ -200,7 +200,7 @@ t.test('request bodies are the schemas the routes validate with', async (t) => {
     t.same(shape(bodyOf(route.url)), shape(toOpenApiSchema(route.schema.body)), `${route.url}: same fields as the route's schema`)
     compared++
   }
-  t.equal(compared, 9, 'every data-import POST compared')
+  t.equal(compared, 10, 'every data-import POST compared')
 })
 
 t.test('the document describes what the service really accepts and answers', async (t) => {
