@@ -4,13 +4,16 @@ import { Ajv } from 'ajv'
 import addFormatsModule from 'ajv-formats'
 import postgres from 'postgres'
 import { AccountData } from '../schemas/account.js'
+import { openPostgres } from '../src/db/index.js'
+import { accountWriter } from './ceilings.js'
 
 /**
  * The ceilings of the benchmark: what this machine does without our service's work, on the same
  * ~3 KB account JSON. `/parse-validate`: parse and validate with a plain JSON schema (our account
  * schema without the custom keywords); `/upsert`: that plus one `INSERT … ON CONFLICT DO UPDATE`
  * of the payload as jsonb; `/normalised`: that plus one normalised account written in one
- * transaction with multi-row inserts.
+ * transaction with multi-row inserts; `/create-prebuilt` (with OURS_DATABASE_URL): every row one
+ * create of ours writes, prebuilt, in one pipelined transaction on our own tables.
  */
 
 const addFormats = ((addFormatsModule as unknown as { default?: typeof addFormatsModule }).default ?? addFormatsModule) as unknown as (ajv: Ajv) => Ajv
@@ -71,6 +74,17 @@ app.post('/normalised', async (request, reply) => {
   })
   return { ok: true }
 })
+
+// The create ceiling: the rows of one create, built once and sent as they are, on our own tables.
+if (process.env.OURS_DATABASE_URL) {
+  const database = await openPostgres(process.env.OURS_DATABASE_URL, Number(process.env.POOL ?? 10))
+  const writer = accountWriter(database, process.env.CEILING_SUPPLIER_ID!, process.env.CEILING_TEAM_ID!)
+  let created = 0
+  app.post('/create-prebuilt', async () => {
+    await writer.write([`CC-${process.pid}-${created++}`])
+    return { ok: true }
+  })
+}
 
 await app.listen({ host: '127.0.0.1', port: Number(process.env.PORT ?? 0) })
 process.stdout.write(`ceiling listening at http://127.0.0.1:${(app.server.address() as { port: number }).port}\n`)
