@@ -2,7 +2,7 @@ import { Type, type Static } from 'typebox'
 import { Choice, DateString, JsonValue, Money, Strict, Text, Trimmed } from './fields.js'
 import { Transaction } from './transactions.js'
 
-/** The account import data of §5 (validate and stage), and the create request of §6. */
+/** The account import data (validate and stage), and the create request. */
 
 export const ACCOUNT_TYPES = [
   'DOMESTIC', 'BUSINESS', 'DOMESTIC_OCCUPIER', 'BUSINESS_OCCUPIER', 'DOMESTIC_VACANT', 'BUSINESS_VACANT'

@@ -3,7 +3,7 @@ import { Choice, DateString, Strict, Text } from './fields.js'
 import { EmptyResponse, PostImportBody, StandardErrorResponses } from './post-import.js'
 import { Transaction } from './transactions.js'
 
-/** Historical billing documents (§9). */
+/** Historical billing documents. */
 
 export const BILLING_DOCUMENT_TYPES = ['ITEM_BASED', 'PERIOD_BASED'] as const
 export type BillingDocumentType = (typeof BILLING_DOCUMENT_TYPES)[number]

@@ -8,7 +8,7 @@ export const ErrorEntry = Type.Object({
 })
 export type ErrorEntry = Static<typeof ErrorEntry>
 
-/** The body of every 4xx/5xx response (§2); some endpoints add fields of their own. */
+/** The body of every 4xx/5xx response; some endpoints add fields of their own. */
 export const ErrorBody = Type.Object({
   detail: Type.String(),
   code: Type.String(),
@@ -17,10 +17,10 @@ export const ErrorBody = Type.Object({
 }, { additionalProperties: true })
 export type ErrorBody = Static<typeof ErrorBody>
 
-/** What an import supplier code looks like (§3): a code not matching it cannot exist. */
+/** What an import supplier code looks like: a code not matching it cannot exist. */
 export const SUPPLIER_CODE = /^[A-Z0-9_]{1,32}$/
 
-/** An import supplier code in a path (§3); one that cannot exist is simply unknown (404). */
+/** An import supplier code in a path; one that cannot exist is simply unknown (404). */
 export const SupplierCode = Type.String({ minLength: 1, maxLength: 255 })
 
 /** Responses every data-import route may give besides its own. */

@@ -1,7 +1,7 @@
 import { Type, type Static } from 'typebox'
 
 /**
- * The environment the service reads (§11 of the contract). Every variable here is listed in
+ * The environment the service reads. Every variable here is listed in
  * `.env.example`; `src/config.ts` validates it once and turns it into a typed `Config`.
  */
 export const EnvSchema = Type.Object({
@@ -26,7 +26,7 @@ export const EnvSchema = Type.Object({
   PAYMENT_VENDOR_TIMEOUT_MS: Type.Integer({ minimum: 50, maximum: 60000, default: 3000 }),
   PAYMENT_VENDOR_RETRIES: Type.Integer({ minimum: 0, maximum: 10, default: 2 }),
   PAYMENT_VENDOR_BREAKER_WINDOW_SECONDS: Type.Integer({ minimum: 1, maximum: 3600, default: 30 }),
-  /** Slow or stalled clients (§15): headers must arrive within this, the whole request within the next. */
+  /** Slow or stalled clients: headers must arrive within this, the whole request within the next. */
   HEADERS_TIMEOUT_SECONDS: Type.Integer({ minimum: 1, maximum: 600, default: 15 }),
   REQUEST_TIMEOUT_SECONDS: Type.Integer({ minimum: 1, maximum: 3600, default: 120 }),
   /** An idle keep-alive connection is closed after this. */

@@ -2,7 +2,7 @@ import { Type, type Static } from 'typebox'
 import { StandardErrorResponses } from './common.js'
 import { Choice } from './fields.js'
 
-/** The steps of a migration (§13), in the order failure lists show them. */
+/** The steps of a migration, in the order failure lists show them. */
 export const STEP_NAMES = [
   'validate', 'stage', 'create', 'notes', 'transactions', 'historical_agreements', 'historical_billing_documents',
   'historical_statements', 'payment_instruction'

@@ -3,7 +3,7 @@ import { WELL_FORMED_CHARACTERS } from './text.js'
 
 /**
  * Building blocks of the data-import schemas. Custom keywords (registered in src/validation.ts):
- * - `decimal: {integer, scale, positive?}`: an exact decimal, as a string or a JSON number (§1);
+ * - `decimal: {integer, scale, positive?}`: an exact decimal, as a string or a JSON number;
  * - `omitEmpty: true` on an object: optional fields sent as `null` or blank are treated as omitted;
  * - `jsonValue: {maxBytes, maxDepth}`: any JSON, bounded in size and depth;
  * - `errorCodes: {keyword: code}`: the contract code a keyword's failure reports.
@@ -42,7 +42,7 @@ export interface DecimalOptions {
   default?: string | number
 }
 
-/** An exact decimal, as a decimal string or a JSON number of at most 15 significant digits (§1). */
+/** An exact decimal, as a decimal string or a JSON number of at most 15 significant digits. */
 export function Decimal({ default: def, ...decimal }: DecimalOptions) {
   return Type.Unsafe<string | number>({
     type: ['string', 'number'],
@@ -52,7 +52,7 @@ export function Decimal({ default: def, ...decimal }: DecimalOptions) {
   })
 }
 
-/** The bounds of §1, as integer digits + decimal places. */
+/** The bounds of decimals, as integer digits + decimal places. */
 export const Money = (options: { positive?: boolean; default?: string | number } = {}) => Decimal({ integer: 10, scale: 10, ...options })
 export const NumberOfUnits = () => Decimal({ integer: 12, scale: 4 })
 export const PricePerUnit = () => Decimal({ integer: 8, scale: 8 })

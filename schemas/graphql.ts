@@ -1,5 +1,5 @@
 /**
- * The GraphQL surface on `POST /graphql` (§3, §4): `obtainToken` for everyone, the operator's
+ * The GraphQL surface on `POST /graphql`: `obtainToken` for everyone, the operator's
  * mutations and queries for operator tokens only. Input objects are named input types.
  */
 export const graphqlSchema = /* GraphQL */ `

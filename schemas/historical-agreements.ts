@@ -2,7 +2,7 @@ import { Type, type Static } from 'typebox'
 import { DateString, Strict, Text } from './fields.js'
 import { EmptyResponse, PostImportBody, StandardErrorResponses } from './post-import.js'
 
-/** Historical agreements (§9): `effective_to` is exclusive. */
+/** Historical agreements: `effective_to` is exclusive. */
 export const HistoricalAgreement = Strict({
   supply_point_identifier: Text(64),
   tariff_code: Text(64),

@@ -2,7 +2,7 @@ import { Type, type Static } from 'typebox'
 import { DateString, Money, Strict, Text } from './fields.js'
 import { DocumentPath, PostImportBody, StandardErrorResponses } from './post-import.js'
 
-/** Historical statements (§9). */
+/** Historical statements. */
 export const HistoricalStatement = Strict({
   statement_id: Text(64),
   bill_period_from_date: DateString,
@@ -19,7 +19,7 @@ export const HistoricalStatementsRequest = PostImportBody({
 })
 export type HistoricalStatementsRequest = Static<typeof HistoricalStatementsRequest>
 
-/** A statement as stored and echoed: decimals in the §1 text format, the path relative and normalised. */
+/** A statement as stored and echoed: decimals in their text form, the path relative and normalised. */
 export const HistoricalStatementResult = Type.Object({
   statement_id: Type.String(),
   bill_period_from_date: Type.String(),

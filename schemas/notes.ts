@@ -2,7 +2,7 @@ import { Type, type Static } from 'typebox'
 import { DateTimeString, Strict, Text } from './fields.js'
 import { DocumentPath, PostImportBody, StandardErrorResponses } from './post-import.js'
 
-/** Notes (§9). */
+/** Notes. */
 export const Note = Strict({
   body: Type.Optional(Text(10000)),
   document_paths: Type.Optional(Type.Array(Strict({ document_path: DocumentPath }), { minItems: 1, maxItems: 20 })),

@@ -28,12 +28,12 @@ export const SECURITY_SCHEMES = {
 export type SecuritySchemeName = keyof typeof SECURITY_SCHEMES
 
 export const TAGS = [
-  { name: 'Account import', description: 'Validate, stage and create accounts (§5, §6).' },
-  { name: 'Import state', description: 'Read the import state of accounts and suppliers (§7).' },
-  { name: 'Post-import', description: 'Add history to a created account (§9).' },
+  { name: 'Account import', description: 'Validate, stage and create accounts.' },
+  { name: 'Import state', description: 'Read the import state of accounts and suppliers.' },
+  { name: 'Post-import', description: 'Add history to a created account.' },
   { name: 'Batches', description: 'Many accounts per request, each with its own result.' },
-  { name: 'Failures and progress', description: 'What fails, for which accounts, and the migration minute by minute (§13).' },
-  { name: 'GraphQL', description: 'Tokens, and the operator\'s configuration (§3, §4).' },
+  { name: 'Failures and progress', description: 'What fails, for which accounts, and the migration minute by minute.' },
+  { name: 'GraphQL', description: 'Tokens, and the operator\'s configuration.' },
   { name: 'Operations', description: 'Health, readiness, metrics and this documentation.' }
 ]
 
@@ -42,7 +42,7 @@ export const COMPONENT_SCHEMAS = { ErrorBody, ErrorEntry }
 
 /**
  * One shared response per error status, referenced as `#/components/responses/<name>`. Every
- * 4xx/5xx body is `ErrorBody` (§2); some endpoints add fields of their own.
+ * 4xx/5xx body is `ErrorBody`; some endpoints add fields of their own.
  */
 export const ERROR_RESPONSES: Record<string, { name: string; description: string; retryAfter?: true; allow?: true }> = {
   400: { name: 'BadRequest', description: 'The request is invalid: `errors` lists every problem (`attr` is the path of the input).' },
@@ -111,7 +111,7 @@ export const GraphqlDocumentation = {
   }
 }
 
-/** `GET /metrics`: Prometheus text, operator token only (§11). */
+/** `GET /metrics`: Prometheus text, operator token only. */
 export const MetricsDocumentation = {
   summary: 'Prometheus metrics',
   description: 'Request counts and durations by route and status, accounts per supplier, creates in flight, ' +

@@ -2,7 +2,7 @@ import { Type, type Static } from 'typebox'
 import { Choice, Text } from './fields.js'
 import { PostImportBody, StandardErrorResponses } from './post-import.js'
 
-/** Payment instruction (§9). */
+/** Payment instruction. */
 export const PAYMENT_INSTRUCTION_TYPES = ['CARD', 'DIRECT_DEBIT'] as const
 export type PaymentInstructionType = (typeof PAYMENT_INSTRUCTION_TYPES)[number]
 

@@ -1,5 +1,5 @@
 /**
- * Well-formed text (§1): no U+0000, and no UTF-16 surrogate standing alone. PostgreSQL cannot store
+ * Well-formed text: no U+0000, and no UTF-16 surrogate standing alone. PostgreSQL cannot store
  * either. The one definition, used by the schemas' patterns and by code that checks text by hand.
  */
 const UNSTORABLE = '\\u0000\\uD800-\\uDFFF'

@@ -2,7 +2,7 @@ import { Type, type Static } from 'typebox'
 import { PostImportBody, StandardErrorResponses } from './post-import.js'
 import { Transaction } from './transactions.js'
 
-/** Transactions added to a created account (§9). */
+/** Transactions added to a created account. */
 export const TransactionsRequest = PostImportBody({
   transactions: Type.Array(Transaction, { minItems: 1, maxItems: 1000 })
 })

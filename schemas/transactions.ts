@@ -1,7 +1,7 @@
 import { Type, type Static } from 'typebox'
 import { Choice, DateString, Discriminated, Money, NumberOfUnits, PricePerUnit, Rate, Strict, Text, Units } from './fields.js'
 
-/** The five transaction types of §8, a union selected by `type`. */
+/** The five transaction types, a union selected by `type`. */
 
 export const PAYMENT_TYPES = [
   'DD_FIRST_COLLECTION', 'DD_REGULAR_COLLECTION', 'DD_RE_PRESENTATION', 'DD_FINAL_COLLECTION', 'CREDIT_CARD',

@@ -60,11 +60,11 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
       level: config.logLevel,
       ...(options.logStream ? { stream: options.logStream } : {}),
       redact: { paths: ['req.headers.authorization', 'req.headers.cookie'], censor: '[redacted]' },
-      // Errors are logged without the data they carry (query parameters, failing rows): §1.
+      // Errors are logged without the data they carry (query parameters, failing rows).
       serializers: { err: serializeError }
     },
     bodyLimit: config.bodyLimitBytes,
-    // Slow or stalled clients hold nothing for long (§15). Node checks these every
+    // Slow or stalled clients hold nothing for long. Node checks these every
     // connectionsCheckingInterval (30 s by default): once a second keeps them close to the setting.
     requestTimeout: config.requestTimeoutSeconds * 1000,
     keepAliveTimeout: config.keepAliveTimeoutSeconds * 1000,
@@ -76,7 +76,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
       return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID()
     },
     requestIdHeader: false,
-    // A malformed or overlong path is answered in the contract's body too (§2).
+    // A malformed or overlong path is answered in the contract's body too.
     frameworkErrors: frameworkError,
     clientErrorHandler: clientError,
     logController: new AccessLog(),
@@ -91,7 +91,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     app.addHook('onRequest', async function requestIdHeader(request, reply) {
       reply.header('x-request-id', request.id)
     })
-    // Bodies are JSON only: anything else is 415 (§1).
+    // Bodies are JSON only: anything else is 415.
     app.removeContentTypeParser(['text/plain'])
     // While closing, answers in flight end their keep-alive connection, so close() does not
     // wait for idle sockets to time out.

@@ -8,7 +8,7 @@ const LEVELS: Record<string, number> = { trace: 10, debug: 20, info: 30, warn: 4
 const RESTART_DELAY_MS = 1000
 
 /**
- * The primary process of `WORKERS=n` (§11 scale-out): it serves nothing itself. It forks n
+ * The primary process of `WORKERS=n` (scale-out): it serves nothing itself. It forks n
  * workers, each running the normal start-up of `server.ts` on the shared port (node:cluster
  * hands out connections round robin). A worker that dies after it was listening is replaced; one
  * that cannot start stops the cluster (the worker's own line says why). SIGTERM and SIGINT are

@@ -1,6 +1,6 @@
 import Big from 'big.js'
 
-/** Exact decimals (§1): never computed in binary floating point. */
+/** Exact decimals: never computed in binary floating point. */
 export { Big }
 
 /** A decimal sent as a string. */
@@ -64,7 +64,7 @@ export function toBig(value: unknown): Big {
   return parsed
 }
 
-/** §1 text: at least two decimal places, no trailing zeros beyond them (`10` → `10.00`, `-0.5` → `-0.50`). */
+/** The decimal text: at least two decimal places, no trailing zeros beyond them (`10` → `10.00`, `-0.5` → `-0.50`). */
 export function formatDecimal(value: unknown): string {
   const big = toBig(value)
   if (big.eq(0)) return '0.00'
@@ -77,7 +77,7 @@ export function sumDecimals(values: Iterable<unknown>): Big {
   return total
 }
 
-/** "Within 0.01" (§1): the absolute difference is at most 0.01. */
+/** "Within 0.01": the absolute difference is at most 0.01. */
 export function withinCent(a: Big, b: Big): boolean {
   return a.minus(b).abs().lte('0.01')
 }

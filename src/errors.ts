@@ -3,7 +3,7 @@ import type { ErrorEntry } from '../schemas/common.js'
 
 export type { ErrorEntry }
 
-/** Our own error: becomes the contract's error body with its status (§2). */
+/** Our own error: becomes the contract's error body with its status. */
 export class AppError extends Error {
   override name = 'AppError'
   constructor(
@@ -70,7 +70,7 @@ const codeByKeyword: Record<string, string> = {
   format: 'invalid'
 }
 
-/** A blank string failing one of these is reported as `blank` (§1), whatever else it breaks. */
+/** A blank string failing one of these is reported as `blank`, whatever else it breaks. */
 const BLANK_KEYWORDS = new Set(['minLength', 'pattern', 'enum', 'format'])
 
 /** Splits an Ajv JSON pointer into path segments (`/customers/0/landline` → customers, 0, landline). */
@@ -133,7 +133,7 @@ export function entriesFromAjv(errors: readonly ErrorObject[], prefix: string[] 
   return out
 }
 
-/** Compares two attrs by §2: null first, segments left to right, indexes numerically, names by code point, a path before its extensions. */
+/** Compares two attrs: null first, segments left to right, indexes numerically, names by code point, a path before its extensions. */
 export function compareAttr(a: string | null, b: string | null): number {
   if (a === b) return 0
   if (a === null) return -1
@@ -154,7 +154,7 @@ export function compareAttr(a: string | null, b: string | null): number {
   return as.length - bs.length
 }
 
-/** Sorts entries by attr then code, and keeps the first 100 (§2). */
+/** Sorts entries by attr then code, and keeps the first 100. */
 export function sortEntries(entries: ErrorEntry[]): ErrorEntry[] {
   return [...entries]
     .sort((p, q) => compareAttr(p.attr, q.attr) || codePointCompare(p.code, q.code))

@@ -2,7 +2,7 @@ import { DrizzleQueryError } from 'drizzle-orm'
 import { AppError } from './errors.js'
 
 /**
- * The `err` serializer of the logger: errors without the data they carry (§1: personal data
+ * The `err` serializer of the logger: errors without the data they carry (personal data
  * never appears in logs). Drizzle's query errors put every parameter of the failing statement
  * (names, e-mails, addresses…) in their message and stack, and PostgreSQL data exceptions
  * (class 22) quote the offending value; both are removed. Only known fields are kept: a driver's

@@ -54,7 +54,7 @@ const DECIMAL_MESSAGES: Record<string, string> = {
   blank: 'This field may not be blank.'
 }
 
-/** `decimal: {integer, scale, positive?}`: an exact decimal within its bounds (§1). */
+/** `decimal: {integer, scale, positive?}`: an exact decimal within its bounds. */
 const decimalKeyword = {
   keyword: 'decimal',
   schemaType: 'object',
@@ -62,7 +62,7 @@ const decimalKeyword = {
   validate: function validateDecimal(bounds: DecimalBounds & { positive?: boolean }, data: unknown): boolean {
     const self = validateDecimal as ValidateWithErrors
     if (typeof data !== 'string' && typeof data !== 'number') return true // the type keyword reports it
-    // A required decimal sent as an empty or whitespace-only string is `blank` (§1).
+    // A required decimal sent as an empty or whitespace-only string is `blank`.
     const problems: string[] = typeof data === 'string' && data.trim() === '' ? ['blank'] : decimalProblems(data, bounds)
     if (problems.length === 0 && bounds.positive && !toBig(data).gt(0)) problems.push('min_value')
     if (problems.length === 0) return true
@@ -76,7 +76,7 @@ const decimalKeyword = {
 } as unknown as FuncKeywordDefinition
 
 /**
- * `omitEmpty: true` on an object (§1 "Empty values"): an optional field sent as `null` or as a
+ * `omitEmpty: true` on an object ("Empty values"): an optional field sent as `null` or as a
  * blank string is treated as omitted (its default, if any, applies).
  */
 const omitEmptyKeyword = {
@@ -139,7 +139,7 @@ function jsonDepth(value: unknown, stopAt: number): number {
 const bodyAjv = makeAjv(false)
 const coercingAjv = makeAjv(true)
 
-/** A validator for a body schema, for services that validate by hand (check order of §2). */
+/** A validator for a body schema, for services that validate by hand (the order in which checks win). */
 export function compileBody(schema: object) {
   return bodyAjv.compile(schema)
 }

@@ -13,7 +13,7 @@ import { startServer, type Running } from './helpers/server.js'
 import { setTimeout as sleep } from 'node:timers/promises'
 
 /**
- * The concurrency guarantees of §6 on the PostgreSQL server (PGlite runs one transaction at a
+ * The concurrency guarantees of on the PostgreSQL server (PGlite runs one transaction at a
  * time and one server per data folder, so there is nothing to race there).
  *
  * A create is made slow without any test hook in the service: the test holds `FOR UPDATE` on the

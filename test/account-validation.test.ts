@@ -6,8 +6,8 @@ import { codes, daysFromToday, exampleAccount, importSetup } from './helpers/acc
 import { asOperator, createTenant } from './helpers/graphql.js'
 
 /**
- * The field rules and error codes of account data (§1, §2, §5, §8), through validate (and stage),
- * each checked with its exact code and the attr §12 gives.
+ * The field rules and error codes of account data, through validate (and stage),
+ * each checked with its exact code and the attr gives.
  */
 
 type Account = Record<string, any>
@@ -123,7 +123,7 @@ t.test('account data validation', async (t) => {
 
   t.test('the example account validates and is returned normalised', async (t) => {
     const body = await accepts(t, exampleAccount())
-    t.equal(body.transfer_balance, '6.26', 'a decimal string is returned in the §1 format')
+    t.equal(body.transfer_balance, '6.26', 'a decimal string is returned in the format')
     t.equal(body.ledgers[0].last_statement_balance, '-40.50', 'a JSON number -40.5 becomes "-40.50"')
     t.equal(body.ledgers[0].ledger_balance, '6.26')
     t.equal(body.ledgers[0].historical_statement_transactions[0].amount, '90.50')
@@ -145,7 +145,7 @@ t.test('account data validation', async (t) => {
     t.equal(body.external_account_number, 'EXT-000123')
   })
 
-  t.test('§1 decimal format of the output', async (t) => {
+  t.test('decimal format of the output', async (t) => {
     const body = await accepts(t, withLedgers([
       {
         ledger_code: 'ENERGY',
@@ -397,7 +397,7 @@ t.test('account data validation', async (t) => {
         [['unexpected_field', `${CUR}.0.${field}`]], `REPAYMENT ${field}`)
     }
 
-    // Every type accepts the optional fields the table of §8 allows it.
+    // Every type accepts the optional fields the table of allows it.
     const tax = [{ amount: 2.1, tax_type: 'VAT', value_taxed: 10, rate: 0.21, unit_type: 'PROPORTION' }]
     await accepts(t, withLedgers([bareLedger({
       ledger_balance: 0.9,
@@ -847,7 +847,7 @@ t.test('account data validation', async (t) => {
       ['duplicate_transaction_ids', 'ledgers.1.current_statement_transactions.0.transaction_id'],
       ['duplicate_transaction_ids', 'ledgers.1.current_statement_transactions.1.transaction_id']
     ], 'across ledgers, each later occurrence')
-    // Within one ledger, "later" follows the attr order of §2: current_… sorts before historical_….
+    // Within one ledger, "later" follows the attr order: current_… sorts before historical_….
     await rejects(t, account((a) => set(a, `${CUR}.1.transaction_id`, 'H-2')), [['duplicate_transaction_ids', `${HIST}.1.transaction_id`]],
       'across the two lists of a ledger')
   })

@@ -14,7 +14,7 @@ import { refusedStart, spawnServer } from './helpers/server.js'
 import { setTimeout as sleep } from 'node:timers/promises'
 
 /**
- * `WORKERS=n` (§11 scale-out): n processes started by node:cluster share one port. Everything
+ * `WORKERS=n` (scale-out): n processes started by node:cluster share one port. Everything
  * that must hold across processes (create idempotency, key revocation) is checked through the
  * shared port, with each answer traced to the worker that gave it by its request id in the logs.
  */
@@ -188,7 +188,7 @@ if (!testDatabaseUrl) {
       t.equal((await database.db.select({ n: count() }).from(accounts))[0]!.n, 1, 'one account in the database')
     })
 
-    t.test('a revoked key fails on every worker within 30 s (§4; the key cache holds 5 s)', async (t) => {
+    t.test('a revoked key fails on every worker within 30 s (the key cache holds 5 s)', async (t) => {
       // Both workers check the key once, so each has it cached as valid.
       const warm = new Set<number>()
       await until('both workers served the key', async () => {

@@ -1,7 +1,7 @@
 import t from 'tap'
 import { ConfigError, loadConfig } from '../src/config.js'
 
-t.test('defaults follow §11', async (t) => {
+t.test('defaults', async (t) => {
   const c = loadConfig({})
   t.same(
     { host: c.host, port: c.port, databaseUrl: c.databaseUrl, dataDir: c.dataDir, production: c.production, tokenTtlSeconds: c.tokenTtlSeconds,

@@ -8,7 +8,7 @@ import { createTenant } from './helpers/graphql.js'
 import { startServers, type Running } from './helpers/server.js'
 
 /**
- * Failure records under concurrency, from two server processes on one PostgreSQL database (§13):
+ * Failure records under concurrency, from two server processes on one PostgreSQL database:
  * concurrent failures keep one record counting every attempt, and the record ends in the state of
  * the last answer — a success never leaves a stale failure behind.
  */

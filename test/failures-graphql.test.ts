@@ -3,7 +3,7 @@ import { exampleAccount, importClient, importSetup } from './helpers/accounts.js
 import { asOperator, createTenant, gql, operatorToken } from './helpers/graphql.js'
 
 /**
- * The GraphQL side of failure records (§13): the operator's lists, and the queries organisations
+ * The GraphQL side of failure records: the operator's lists, and the queries organisations
  * may run for their own suppliers only.
  */
 

@@ -5,7 +5,7 @@ import { rowsOf, tableCounts } from './helpers/database.js'
 import { asOperator, createTenant, operatorToken, type Tenant } from './helpers/graphql.js'
 
 /**
- * Failure records (§13): what each step records, replaces and clears, what is never recorded,
+ * Failure records: what each step records, replaces and clears, what is never recorded,
  * and the reads (list, summary, timeline) with their tenancy. Records are read from the table too,
  * to show that no `detail` or input value is stored.
  */

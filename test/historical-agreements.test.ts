@@ -4,7 +4,7 @@ import { codes, exampleAccount, importClient, importedSetup } from './helpers/ac
 import { rowsOf, tableCounts } from './helpers/database.js'
 import { asOperator, createTenant } from './helpers/graphql.js'
 
-/** POST /v1/data-import/historical-agreements/create/ (§9), on one app and account. */
+/** POST /v1/data-import/historical-agreements/create/, on one app and account. */
 
 const PATH = 'historical-agreements/create/'
 /** The example account's supply point: current agreements from 2021-03-01 and 2024-04-01. */

@@ -4,7 +4,7 @@ import { codes, daysFromToday, exampleAccount, importClient, importedSetup } fro
 import { rowsOf, tableCounts } from './helpers/database.js'
 import { asOperator, createTenant } from './helpers/graphql.js'
 
-/** POST /v1/data-import/historical-statements/create/ (§9), on one app and account. */
+/** POST /v1/data-import/historical-statements/create/, on one app and account. */
 
 const PATH = 'historical-statements/create/'
 const setSupplier = (input: Record<string, unknown>) =>

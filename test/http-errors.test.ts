@@ -219,7 +219,7 @@ t.test('not found, server errors and request ids', async (t) => {
   })
 })
 
-t.test('§2 sort order of error entries', async (t) => {
+t.test('sort order of error entries', async (t) => {
   t.ok(compareAttr(null, 'a') < 0, 'null first')
   t.ok(compareAttr('a.2', 'a.10') < 0, 'indexes numerically')
   t.ok(compareAttr('a', 'a.b') < 0, 'a path before its extensions')

@@ -12,7 +12,7 @@ import { asOperator, createTenant } from './helpers/graphql.js'
 import { setTimeout as sleep } from 'node:timers/promises'
 
 /**
- * §7: without `limit` a list is streamed as one JSON array, read in keyset chunks, with memory
+ * Without `limit` a list is streamed as one JSON array, read in keyset chunks, with memory
  * that does not grow with its length; the 404 is still decided before streaming starts.
  */
 

@@ -8,7 +8,7 @@ import { AppError } from '../src/errors.js'
 import { serializeError } from '../src/logging.js'
 
 /**
- * §1: personal data (e-mail, names, phones, addresses) never appears in logs; nor do credentials.
+ * Personal data (e-mail, names, phones, addresses) never appears in logs; nor do credentials.
  * The app logs at trace level here, so nothing is hidden by the level.
  */
 

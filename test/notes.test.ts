@@ -7,7 +7,7 @@ import { asOperator } from './helpers/graphql.js'
 const PATH = 'notes/create/'
 const WHOLE_SECONDS = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/
 
-t.test('notes of §9', async (t) => {
+t.test('notes', async (t) => {
   const { app, database, client, post } = await importedSetup(t)
   await asOperator(app, 'mutation { updateImportSupplier(input: {code: "ACME_ENERGY", documentRoot: "acme/notes"}) { code } }')
   const stored = () => database.db.select().from(notes).orderBy(notes.createdAt)

@@ -521,7 +521,7 @@ t.test('operator configuration mutations', async (t) => {
     })
   })
 
-  // §1: strings must be well-formed without U+0000 (`invalid`). Such a value can name nothing that
+  // Strings must be well-formed without U+0000 (`invalid`). Such a value can name nothing that
   // exists, so `not_found` is accepted for look-ups too — but never a server error.
   t.test('a U+0000 in a string argument is invalid or not_found, never a server error', async (t) => {
     const before = await countRows(database)

@@ -101,7 +101,7 @@ async function stored(database: Database) {
   return { payment_instructions: counts.payment_instructions!, import_events: counts.import_events! }
 }
 
-/** Asserts the endpoint's error body (§2): status, top-level code, one entry, and the extra fields. */
+/** Asserts the endpoint's error body: status, top-level code, one entry, and the extra fields. */
 function assertFailure(t: Test, res: LightMyRequestResponse, status: number, top: string, code: string, attr: string | null, reference: string) {
   t.equal(res.statusCode, status, res.body)
   const body = res.json()

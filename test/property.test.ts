@@ -8,7 +8,7 @@ import { fromSchema, validAccount, type Account, type Schema } from './helpers/a
 import { mutation, serialise } from './helpers/mutations.js'
 
 /**
- * Property-based tests of account input (validate and stage, §1, §2, §5): accounts generated
+ * Property-based tests of account input (validate and stage): accounts generated
  * from the schemas are accepted, every single broken field is reported at its attr, nothing
  * answers 500 or hangs, and validate and stage agree. A fixed seed and run count by default;
  * FUZZ_SEED and FUZZ_RUNS change them (`npm run fuzz`).
@@ -35,7 +35,7 @@ const clip = (s: string, n = 600) => (s.length > n ? `${s.slice(0, n)}… (${s.l
 /** `[code, attr]` of each entry, as answered. */
 const pairs = (res: LightMyRequestResponse) => (res.json().errors as Array<{ code: string; attr: string | null }>).map((e) => `${e.code}@${e.attr}`)
 
-/** Throws unless the body is the §2 error shape, entries sorted by attr then code, at most 100. */
+/** Throws unless the body is the error shape, entries sorted by attr then code, at most 100. */
 function assertErrorShape(res: LightMyRequestResponse, what: string): void {
   const body = res.json()
   const fail = (why: string) => { throw new Error(`${what}: ${why}: ${clip(res.body)}`) }

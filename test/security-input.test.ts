@@ -52,7 +52,7 @@ const freshAccount = () => exampleAccount({ external_account_number: 'EXT-SEC-1'
 
 const getPath = (target: any, path: string): unknown => path.split('.').reduce((node, key) => node?.[key], target)
 
-/** Never a 500: a normal answer, or a 4xx in the §2 shape. */
+/** Never a 500: a normal answer, or a 4xx in the shape. */
 function expectHandled(t: Test, res: LightMyRequestResponse, label: string): void {
   t.not(res.statusCode, 500, `${label}: not a server error`)
   if (res.statusCode >= 400) expectErrorShape(t, res, label)

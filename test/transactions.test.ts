@@ -12,7 +12,7 @@ const payment = (id: string, amount: unknown, date = daysFromToday(-1)) => ({
   transaction_id: id, transaction_date: date, amount, type: 'PAYMENT', reference: `REF-${id}`, payment_type: 'DEBIT_CARD'
 })
 
-t.test('transactions of §9', async (t) => {
+t.test('transactions', async (t) => {
   const { app, database, client, post } = await importedSetup(t)
   const balance = async () => (await client.summary('EXT-000123')).json().ledgers[0].balance as string
   const unchanged = async (t: Test, before: Record<string, number>, what: string) =>

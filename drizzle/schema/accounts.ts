@@ -8,7 +8,7 @@ import { importSuppliers, operationsTeams } from './tenancy.js'
 import { textC } from './types.js'
 
 /**
- * The platform side of a migrated account (§6). Primary keys of the account's rows are UUIDs made
+ * The platform side of a migrated account. Primary keys of the account's rows are UUIDs made
  * by the service, so one creation is a fixed sequence of multi-row inserts with no read-backs.
  */
 
@@ -68,14 +68,14 @@ export const ledgers = pgTable('ledgers', {
   accountId: uuid('account_id').notNull().references(() => accounts.id),
   ledgerCode: text('ledger_code').notNull(),
   ledgerNumber: text('ledger_number').notNull().unique(),
-  /** Positive when the customer is in credit (§1). */
+  /** Positive when the customer is in credit. */
   balance: money('balance').notNull(),
   createdAt: createdAt()
 }, (t) => [unique('ledgers_account_code_key').on(t.accountId, t.ledgerCode)])
 
 export const statementStatus = pgEnum('statement_status', ['CLOSED', 'OPEN'])
 
-/** The closed imported statement and the open statement of each ledger (§6). */
+/** The closed imported statement and the open statement of each ledger. */
 export const statements = pgTable('statements', {
   id: uuid('id').primaryKey(),
   ledgerId: uuid('ledger_id').notNull().references(() => ledgers.id),
@@ -99,7 +99,7 @@ export const ledgerTransactions = pgTable('ledger_transactions', {
   transactionId: text('transaction_id').notNull(),
   type: text('type').notNull(),
   transactionDate: day('transaction_date').notNull(),
-  /** As sent: its direction comes from `type` (§1). */
+  /** As sent: its direction comes from `type`. */
   amount: money('amount').notNull(),
   reason: text('reason'),
   displayNote: text('display_note'),
@@ -110,7 +110,7 @@ export const ledgerTransactions = pgTable('ledger_transactions', {
   /** Set when the service changed the transaction (e.g. moved into the open statement). */
   description: text('description'),
   originalTransactionDate: day('original_transaction_date'),
-  /** The historical billing document holding it (§9); null for additional historical transactions. */
+  /** The historical billing document holding it; null for additional historical transactions. */
   billingDocumentId: uuid('billing_document_id').references(() => billingDocuments.id),
   createdAt: createdAt()
 }, (t) => [unique('ledger_transactions_ledger_transaction_key').on(t.ledgerId, t.transactionId)])
@@ -159,7 +159,7 @@ export const supplyPoints = pgTable('supply_points', {
   createdAt: createdAt()
 }, (t) => [unique('supply_points_account_identifier_key').on(t.accountId, t.identifier)])
 
-/** Current agreements (from the account import) and historical ones (§9). */
+/** Current agreements (from the account import) and historical ones. */
 export const agreements = pgTable('agreements', {
   id: bigint('id', { mode: 'number' }).primaryKey().generatedAlwaysAsIdentity(),
   supplyPointId: uuid('supply_point_id').notNull().references(() => supplyPoints.id),
@@ -181,7 +181,7 @@ export const accountMetadata = pgTable('account_metadata', {
 
 export const outboxStatus = pgEnum('outbox_status', ['PENDING', 'SENT', 'FAILED'])
 
-/** Migration e-mails, queued in the creating transaction and delivered by a worker (§10). */
+/** Migration e-mails, queued in the creating transaction and delivered by a worker. */
 export const emailOutbox = pgTable('email_outbox', {
   id: bigint('id', { mode: 'number' }).primaryKey().generatedAlwaysAsIdentity(),
   accountId: uuid('account_id').notNull().references(() => accounts.id),

@@ -7,7 +7,7 @@ import { textC } from './types.js'
 export const importStep = pgEnum('import_step', STEP_NAMES)
 
 /**
- * The latest failure of each step of each account (§13), replaced by the next failure and removed
+ * The latest failure of each step of each account, replaced by the next failure and removed
  * by the step's next success: a report of what fails, never a gate. Codes and attrs only: no
  * `detail`, no input value (they can hold personal data).
  */

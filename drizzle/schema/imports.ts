@@ -34,7 +34,7 @@ export const importEventType = pgEnum('import_event_type', [
   'STAGED', 'RESTAGED', 'CREATE_ATTEMPTED', 'CREATED', 'DRY_RUN', 'CREATE_FAILED', 'SKIPPED', 'POST_IMPORT_WRITE', 'STAGED_DATA_ERASED'
 ])
 
-/** Append-only log of every change to an import process (§10). */
+/** Append-only log of every change to an import process. */
 export const importEvents = pgTable('import_events', {
   id: bigint('id', { mode: 'number' }).primaryKey().generatedAlwaysAsIdentity(),
   importProcessId: bigint('import_process_id', { mode: 'number' }).notNull().references(() => importProcesses.id),

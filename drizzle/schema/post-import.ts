@@ -1,7 +1,7 @@
 import { boolean, date, index, jsonb, numeric, pgTable, text, timestamp, unique, uuid } from 'drizzle-orm/pg-core'
 import { accounts, ledgers } from './accounts.js'
 
-/** Data added to a created account by the post-import endpoints (§9). */
+/** Data added to a created account by the post-import endpoints. */
 
 const createdAt = () => timestamp('created_at', { withTimezone: true }).notNull().defaultNow()
 const day = (name: string) => date(name, { mode: 'string' })

@@ -1,5 +1,5 @@
 /**
- * The operator's admin command line (§3): `npm run admin -- <command> [arguments] [options]`.
+ * The operator's admin command line: `npm run admin -- <command> [arguments] [options]`.
  * A thin HTTP client of the GraphQL operator surface: it obtains an operator token with the
  * operator API key, runs one operator mutation or query and prints the result.
  *

@@ -13,7 +13,7 @@ export interface ServiceProblem {
   message: string
 }
 
-/** The service answered but refused: GraphQL errors (HTTP 200 or 400) or a §2 error body (4xx/5xx). */
+/** The service answered but refused: GraphQL errors (HTTP 200 or 400) or an error body (4xx/5xx). */
 export class ServiceError extends Error {
   override name = 'ServiceError'
   constructor(
@@ -105,7 +105,7 @@ export function createGraphQLClient(options: GraphQLClientOptions): GraphQLClien
 
   /** POSTs one document; returns the `data` of a clean answer. */
   async function request<T>(query: string, variables: Record<string, unknown> = {}): Promise<T> {
-    // The document's own operation name, sent alongside it (e.g. `ObtainToken`, §4).
+    // The document's own operation name, sent alongside it (e.g. `ObtainToken`).
     const operationName = /^\s*(?:query|mutation)\s+([_A-Za-z][_0-9A-Za-z]*)/.exec(query)?.[1]
     let response: Response
     let text: string

@@ -15,7 +15,7 @@ declare module 'fastify' {
     /**
      * onRequest hook of data-import routes: checks the token before anything else is spent on the
      * request (no limiter turn, queue place or connection is taken for a caller without a valid
-     * token). It never throws: a body problem still wins over a token problem (§2 order), so the
+     * token). It never throws: a body problem still wins over a token problem (order), so the
      * refusal is kept for `requireOrganisation`.
      */
     authenticateOrganisation(request: FastifyRequest): Promise<void>
@@ -56,7 +56,7 @@ function tokenSecret(config: Config): string {
   return secret
 }
 
-/** Authentication (§4): tokens, the operator key, and the request's principal. */
+/** Authentication: tokens, the operator key, and the request's principal. */
 export default fp(async function authPlugin(app: FastifyInstance, opts: AuthPluginOptions) {
   const { config } = opts
   const repo = createAuthRepository(app.db)

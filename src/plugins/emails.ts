@@ -3,7 +3,7 @@ import fp from 'fastify-plugin'
 import type { Config } from '../config.js'
 import { createEmailWorker } from '../modules/emails/worker.js'
 
-/** With SMTP_URL set, each server process delivers queued migration e-mails (§10); otherwise they stay queued. */
+/** With SMTP_URL set, each server process delivers queued migration e-mails; otherwise they stay queued. */
 export default fp(async function emailsPlugin(app: FastifyInstance, opts: { config: Config }) {
   const { smtpUrl, emailFrom } = opts.config
   if (!smtpUrl) return

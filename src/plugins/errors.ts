@@ -92,7 +92,7 @@ export function frameworkError(error: FastifyError, request: FastifyRequest, rep
 
 /**
  * Errors Node's HTTP parser meets before a request exists (Fastify's `clientErrorHandler` option):
- * a request not complete in time (408, §15), headers too large (431), or bytes that are not HTTP
+ * a request not complete in time (408), headers too large (431), or bytes that are not HTTP
  * (400). Answered in the contract's body, then the connection is closed.
  */
 export function clientError(this: FastifyInstance, err: NodeJS.ErrnoException, socket: Duplex): void {
@@ -112,7 +112,7 @@ export function clientError(this: FastifyInstance, err: NodeJS.ErrnoException, s
   socket.destroy()
 }
 
-/** The one place errors become the contract's body (§2). 5xx are logged with the request id and masked. */
+/** The one place errors become the contract's body. 5xx are logged with the request id and masked. */
 export default fp(async function errorsPlugin(app: FastifyInstance) {
   app.setErrorHandler(function handleError(error: unknown, request, reply) {
     const appError = toAppError(error as FastifyError, request)

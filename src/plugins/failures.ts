@@ -9,7 +9,7 @@ declare module 'fastify' {
   }
   interface FastifyContextConfig {
     /**
-     * The migration step a route answers for (§13): its 400 and 500 answers are recorded as the
+     * The migration step a route answers for: its 400 and 500 answers are recorded as the
      * account's failure of that step. `supplierField` names the body field holding the supplier
      * code; `clearOnSuccess` clears the step's record after a 2xx (routes whose service does not
      * clear it within its own writes).
@@ -23,7 +23,7 @@ function field(body: unknown, name: string): unknown {
 }
 
 /**
- * Failure records (§13) for the routes that declare a `failureStep`: the one place a step's
+ * Failure records for the routes that declare a `failureStep`: the one place a step's
  * answer becomes a record. Runs before the answer is sent, so records follow the order of answers.
  */
 export default fp(async function failuresPlugin(app: FastifyInstance) {
@@ -62,5 +62,5 @@ export default fp(async function failuresPlugin(app: FastifyInstance) {
   })
 }, { name: 'failures', dependencies: ['db', 'errors'] })
 
-/** The route config of a post-import endpoint (§9): its step, cleared by the hook after a 2xx. */
+/** The route config of a post-import endpoint: its step, cleared by the hook after a 2xx. */
 export const postImportStep = (step: Step) => ({ failureStep: { step, supplierField: 'import_supplier' as const, clearOnSuccess: true } })

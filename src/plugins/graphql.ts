@@ -59,7 +59,7 @@ export function countTokenFields(document: DocumentNode): number {
 const MAX_TOKENS = 5000
 
 /**
- * The GraphQL requests of a body (§15): one request object or a non-empty array of them, each
+ * The GraphQL requests of a body: one request object or a non-empty array of them, each
  * with a `query` that is GraphQL text. Returns each request's parsed document, or why the body is
  * malformed. A request that is refused here is never executed, so nothing runs that the token
  * limit did not count (mercurius would try a `query` that is not GraphQL as a JSON document tree).
@@ -112,7 +112,7 @@ export default fp(async function graphqlPlugin(app: FastifyInstance) {
   }
 
   /**
-   * Resolver for the fields organisations may read for their own suppliers (§13): `owner` is the
+   * Resolver for the fields organisations may read for their own suppliers: `owner` is the
    * organisation's name, undefined for the operator (every supplier).
    */
   function forOwnerOrOperator<A, T>(run: (args: A, owner: string | undefined) => Promise<T>) {
@@ -201,7 +201,7 @@ export default fp(async function graphqlPlugin(app: FastifyInstance) {
   }
 
   await app.register(async function graphqlScope(scope) {
-    // GraphQL is POST only (§15): mercurius's GET route (and its HEAD) answers 405.
+    // GraphQL is POST only: mercurius's GET route (and its HEAD) answers 405.
     scope.addHook('onRoute', function postOnly(route) {
       const method = [route.method].flat()
       if (method.includes('GET') || method.includes('HEAD')) {
@@ -211,7 +211,7 @@ export default fp(async function graphqlPlugin(app: FastifyInstance) {
     })
 
     // Only well-formed GraphQL requests go on; token issuing is limited per client address,
-    // counting every obtainToken field of the documents that will run (§4, §15).
+    // counting every obtainToken field of the documents that will run.
     scope.addHook('preHandler', async function checkRequests(request: FastifyRequest, reply: FastifyReply) {
       if (!/^application\/json\s*(;|$)/i.test(request.headers['content-type'] ?? '')) {
         sendError(reply, request, new AppError(415, 'unsupported_media_type', 'Requests with a body must be application/json.'))

@@ -27,7 +27,7 @@ function processRegistry(): Registry {
 const UNMATCHED = 'unmatched'
 
 /**
- * `GET /metrics` (Prometheus text, operator token only: its labels name suppliers, §11). Request
+ * `GET /metrics` (Prometheus text, operator token only: its labels name suppliers). Request
  * metrics are counted in memory per server process; import counts are read from the database at
  * scrape time, so every server reports the same totals.
  */

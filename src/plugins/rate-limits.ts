@@ -21,7 +21,7 @@ function organisationKey(request: FastifyRequest): string {
 }
 
 /**
- * Rate limits (§4) on @fastify/rate-limit's in-process store: limits hold per server process.
+ * Rate limits on @fastify/rate-limit's in-process store: limits hold per server process.
  * A 429 carries `Retry-After` and the contract's body.
  */
 export default fp(async function rateLimitsPlugin(app: FastifyInstance, opts: { config: Config }) {

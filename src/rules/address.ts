@@ -1,4 +1,4 @@
-/** Address rules of §5: countries that exist, and postcodes of five countries. */
+/** Address rules: countries that exist, and postcodes of five countries. */
 
 /** ISO 3166-1 alpha-2: the 249 officially assigned codes. */
 const COUNTRIES = new Set((

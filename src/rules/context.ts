@@ -2,7 +2,7 @@ import { entry, type ErrorEntry } from '../errors.js'
 
 /**
  * What a business rule needs: today's date, whether a field passed its schema checks (a rule runs
- * only when every field it reads did, §2), and where to report.
+ * only when every field it reads did), and where to report.
  */
 export interface RuleContext {
   /** Today (UTC) as `YYYY-MM-DD`. */

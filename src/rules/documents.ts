@@ -1,7 +1,7 @@
 import type { RuleContext } from './context.js'
 
 /**
- * Document paths (§9): relative, no `..` segment, no backslash, no scheme, no empty segment, no
+ * Document paths: relative, no `..` segment, no backslash, no scheme, no empty segment, no
  * control characters, none of these percent-encoded either; one leading `/` is allowed and ignored.
  */
 // eslint-disable-next-line no-control-regex
@@ -29,7 +29,7 @@ export function hidesTraversal(segment: string): boolean {
   return false
 }
 
-/** More than 1024 code points (§1 counts code points, not UTF-16 units). */
+/** More than 1024 code points (counts code points, not UTF-16 units). */
 function tooLong(path: string): boolean {
   return path.length > 1024 && Array.from(path).length > 1024
 }

@@ -1,9 +1,9 @@
 import { Big, toBig, withinCent, sumDecimals } from '../decimal.js'
 import type { RuleContext } from './context.js'
 
-/** Transaction rules of §8, shared by account import and the post-import endpoints. */
+/** Transaction rules, shared by account import and the post-import endpoints. */
 
-/** CREDIT and PAYMENT add to a balance; CHARGE, SUPPLY_CHARGE and REPAYMENT subtract (§1). */
+/** CREDIT and PAYMENT add to a balance; CHARGE, SUPPLY_CHARGE and REPAYMENT subtract. */
 export function signedAmount(type: string, amount: unknown): Big {
   const value = toBig(amount)
   return type === 'CREDIT' || type === 'PAYMENT' ? value : value.times(-1)

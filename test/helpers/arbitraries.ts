@@ -4,7 +4,7 @@ import { AccountData, PORTFOLIO_ROLES } from '../../schemas/account.js'
 import { isWellFormed } from '../../schemas/text.js'
 
 /**
- * fast-check arbitraries for account data (§5), derived from the TypeBox schemas: `fromSchema`
+ * fast-check arbitraries for account data, derived from the TypeBox schemas: `fromSchema`
  * walks any of them (strings, enums, decimals, dates, arrays, optional fields, the transaction
  * union); `validAccount` builds accounts that also satisfy the business rules; `mutation` breaks
  * one field of a valid account and says which attr the service must report.
@@ -66,7 +66,7 @@ const pastDate = (from: number, to: number) => fc.integer({ min: from, max: to }
 const significant = (b: Big): number => b.c.length
 
 /**
- * A decimal as it may be sent (§1): canonical text, text with trailing zeros, or a JSON number
+ * A decimal as it may be sent: canonical text, text with trailing zeros, or a JSON number
  * when that is exact (at most 15 significant digits).
  */
 export function sendDecimal(value: Big): fc.Arbitrary<string | number> {
@@ -149,7 +149,7 @@ export function schemaAt(path: string, value: Account, root: Schema = AccountDat
 
 /** Metadata values: any JSON but null (well-formed text; no keys that the JSON parser refuses as prototype poisoning). */
 const jsonValueArb = fc.jsonValue({ maxDepth: 3 }).filter((v) => {
-  if (v === null) return false // a required value sent as null is `null` (§1)
+  if (v === null) return false // a required value sent as null is `null`
   const json = JSON.stringify(v)
   return !json.includes('"__proto__"') && !json.includes('"constructor"') && !/\\u0000|\\ud[89a-f]/i.test(json)
 })
@@ -339,7 +339,7 @@ function supplyAddressArb(a: number) {
 
 /**
  * A valid account: schema-derived leaves (names, addresses, notes, enums) in a structure that
- * satisfies §5's rules, its balances computed exactly. `external` names it (stage keeps state).
+ * satisfies the account rules, its balances computed exactly. `external` names it (stage keeps state).
  */
 export function validAccount(external: fc.Arbitrary<string> = leaf('external_account_number') as fc.Arbitrary<string>): fc.Arbitrary<Account> {
   return fc.record({

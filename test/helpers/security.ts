@@ -3,7 +3,7 @@ import type { LightMyRequestResponse, RouteOptions } from 'fastify'
 import { daysFromToday } from './accounts.js'
 
 /**
- * Routes that need no token (§11, README): health probes, the API documentation, GraphQL
+ * Routes that need no token (see the README): health probes, the API documentation, GraphQL
  * (obtainToken), and the dashboard's page and assets (they hold no data; the page signs in).
  */
 export function isPublicRoute(url: string): boolean {
@@ -71,7 +71,7 @@ export const UNREACHABLE_VENDOR = { PAYMENT_VENDORS: 'ACMEPAY=http://127.0.0.1:9
 type Assert = Pick<Test, 'equal' | 'same' | 'type' | 'ok'>
 
 /**
- * The §2 body of a standalone top-level code: exactly `detail` (a string), `code` and `errors: []`,
+ * The body of a standalone top-level code: exactly `detail` (a string), `code` and `errors: []`,
  * as JSON, with the given status (HEAD answers carry no body).
  */
 export function expectStandalone(t: Assert, res: LightMyRequestResponse, status: number, code: string, label: string): void {
@@ -83,7 +83,7 @@ export function expectStandalone(t: Assert, res: LightMyRequestResponse, status:
   t.same(body, { detail: body.detail, code, errors: [] }, `${label}: ${code} with errors []`)
 }
 
-/** The §2 body shape of any 4xx: detail, code, errors of {detail, code, attr}. */
+/** The body shape of any 4xx: detail, code, errors of {detail, code, attr}. */
 export function expectErrorShape(t: Assert, res: LightMyRequestResponse, label: string): void {
   t.ok(res.statusCode >= 400 && res.statusCode < 500, `${label}: a 4xx (got ${res.statusCode} ${res.body.slice(0, 200)})`)
   const body = res.json()

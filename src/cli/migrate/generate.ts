@@ -2,7 +2,7 @@ import type { Json } from '../http.js'
 import { Random, seedTag } from './random.js'
 
 /**
- * Synthetic accounts for trials and load runs: valid by every rule of §5 and §8 (balances
+ * Synthetic accounts for trials and load runs: valid by every account and transaction rule (balances
  * reconcile exactly: money is counted in pence), in varied shapes, some with post-import data,
  * and a chosen share deliberately invalid. The same options give the same lines.
  */
@@ -113,7 +113,7 @@ function customer(rng: Random, roles: string[] | undefined): Json {
 
 interface Money {
   tx: Json
-  /** Effect on the balance in pence: CREDIT and PAYMENT add, the others subtract (§1). */
+  /** Effect on the balance in pence: CREDIT and PAYMENT add, the others subtract. */
   signed: number
 }
 

@@ -82,7 +82,7 @@ export interface Summary {
 }
 
 const CREATE_TRANSIENT = ['account_import_in_progress'] as const
-/** Largest lists per request (§9); longer ones are sent in several requests. */
+/** Largest lists per request; longer ones are sent in several requests. */
 const CHUNK: Partial<Record<Section, number>> = { notes: 500, transactions: 1000, historical_agreements: 500, historical_statements: 1000 }
 const PATHS: Record<Section, string> = {
   notes: 'notes/create/',

@@ -8,7 +8,7 @@ import { sumDecimals, toBig, formatDecimal } from '../../decimal.js'
 import { signedAmount } from '../../rules/transactions.js'
 
 /**
- * Turns validated, normalised account data into the rows creation inserts (§6). Pure: the ids and
+ * Turns validated, normalised account data into the rows creation inserts. Pure: the ids and
  * numbers are made here, so the repository only writes.
  */
 
@@ -41,7 +41,7 @@ export function newNumber(prefix: 'A' | 'L'): string {
   return `${prefix}-${randomBytes(4).toString('hex').toUpperCase()}`
 }
 
-/** The template of the migration e-mail queued for each customer with an address (§10). */
+/** The template of the migration e-mail queued for each customer with an address. */
 export const MIGRATION_EMAIL_TEMPLATE = 'account_migrated'
 
 const dayAfter = (date: string): string => {

@@ -71,7 +71,7 @@ export function createAccountsRepository(db: Db) {
 
     insertAccounts,
 
-    /** The account created for an import process, with what the summary of §7 shows. */
+    /** The account created for an import process, with what the account summary shows. */
     async summary(importProcessId: number) {
       const [account] = await db.select({
         id: accounts.id,

@@ -7,7 +7,7 @@ import type { RuleContext } from '../../rules/context.js'
 import { signedAmount, transactionRules } from '../../rules/transactions.js'
 
 /**
- * The business rules of §5 on account data that went through the schema. Values are read only
+ * The business rules of account data that went through the schema. Values are read only
  * where `ctx.clean` says their schema checks passed, so the data is typed loosely here.
  */
 export function accountRules(data: any, ctx: RuleContext): void {
@@ -173,7 +173,7 @@ function ledgerRules(data: any, ctx: RuleContext): void {
     singleLedgerRules(ledger, path, ctx)
   })
   laterDuplicates(ctx, 'duplicate_ledger_entries_found', 'The ledger code appears more than once.', codes)
-  // "Later" is by attr order (§2), so the result does not depend on the order of keys in the payload.
+  // "Later" is by attr order, so the result does not depend on the order of keys in the payload.
   transactionIds.sort((a, b) => compareAttr(a[0], b[0]))
   laterDuplicates(ctx, 'duplicate_transaction_ids', 'The transaction id appears more than once in the account.', transactionIds)
 
@@ -235,7 +235,7 @@ function singleLedgerRules(ledger: any, path: string, ctx: RuleContext): void {
 }
 
 /**
- * The normalised account of §5: decimals in §1 text, landlines in E.164, countries and the five
+ * The normalised account: decimals in their text form, landlines in E.164, countries and the five
  * checked postcodes normalised, in place. Runs on data that passed every check; defaults are
  * already filled.
  */
@@ -254,7 +254,7 @@ export function normaliseAccount<T>(data: T): T {
   return out
 }
 
-/** Decimals of a transaction (and its line and tax items) in §1 text; reused by post-import writes. */
+/** Decimals of a transaction (and its line and tax items) in their text form; reused by post-import writes. */
 export function normaliseTransaction(tx: any): void {
   normaliseDecimals(tx, 'amount')
   for (const item of arrayOf(tx.line_items)) {

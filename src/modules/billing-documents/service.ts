@@ -25,7 +25,7 @@ function transactionsOf(request: BillingDocumentsRequest): PlacedTransaction[] {
   return placed
 }
 
-/** The rules of §9 that need nothing from the database, and every §8 transaction rule. */
+/** The rules that need nothing from the database, and every transaction rule. */
 function checkRequest(request: BillingDocumentsRequest, placed: PlacedTransaction[], ctx: RuleContext): void {
   const identifiers = new Set<string>()
   request.historical_billing_documents.forEach((doc, i) => {
@@ -54,7 +54,7 @@ function checkRequest(request: BillingDocumentsRequest, placed: PlacedTransactio
 }
 
 /**
- * A transaction as comparable text: every stored field, decimals in §1 text (so equal values
+ * A transaction as comparable text: every stored field, decimals in their text form (so equal values
  * compare equal however they were written), line and tax items in order.
  */
 function transactionKey(t: {

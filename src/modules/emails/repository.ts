@@ -12,7 +12,7 @@ export interface ClaimedEmail {
   externalAccountNumber: string
 }
 
-/** SQL of the migration e-mail outbox (§10). */
+/** SQL of the migration e-mail outbox. */
 export function createEmailsRepository(db: Db) {
   return {
     /**

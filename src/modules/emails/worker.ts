@@ -18,7 +18,7 @@ export interface EmailWorkerOptions {
   maxAttempts?: number
 }
 
-/** The migration e-mail of §10 (only the customer's given name and the account numbers). */
+/** The migration e-mail (only the customer's given name and the account numbers). */
 export function migrationEmail(email: ClaimedEmail): { subject: string; text: string } {
   return {
     subject: 'Your energy account has moved to us',

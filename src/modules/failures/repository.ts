@@ -60,7 +60,7 @@ const columns = {
   errors: importFailures.errors
 }
 
-/** SQL of failure records and the timeline (§13). */
+/** SQL of failure records and the timeline. */
 export function createFailuresRepository(db: Db) {
   function list(supplierId: string, filter: FailureFilter): Promise<FailureRow[]> {
     const conditions: SQL[] = [eq(importFailures.supplierId, supplierId)]
@@ -162,7 +162,7 @@ export function createFailuresRepository(db: Db) {
       return Number(row?.n ?? 0)
     },
 
-    /** Removes every record of a pair (skipping it, §3). */
+    /** Removes every record of a pair (skipping it). */
     async clearAll(supplierId: string, externalAccountNumber: string): Promise<void> {
       await db.delete(importFailures).where(and(eq(importFailures.supplierId, supplierId), eq(importFailures.externalAccountNumber, externalAccountNumber)))
     },

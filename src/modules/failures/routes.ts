@@ -9,7 +9,7 @@ import { failureItem, parseAfter, type Step } from './service.js'
 
 const processNotFound = () => notFound('import_process_does_not_exist', 'No import process exists for this import supplier.')
 
-/** Failure records and the timeline of a supplier (§13), under /v1/data-import; own suppliers only. */
+/** Failure records and the timeline of a supplier, under /v1/data-import; own suppliers only. */
 const failuresRoutes: FastifyPluginAsyncTypebox = async function failuresRoutes(app) {
   const { failures } = app
 

@@ -8,7 +8,7 @@ import { createTimeline, minuteOf } from './timeline.js'
 
 export { STEPS, type Step }
 
-/** How a request of a step was answered, as far as failure records care (§13). */
+/** How a request of a step was answered, as far as failure records care. */
 export interface Answer {
   step: Step
   /** As the request sent them: anything; nothing is recorded unless they are usable. */
@@ -29,7 +29,7 @@ const NOT_RECORDED_CODES = new Set(['account_import_in_progress', 'account_impor
 const CLEARING_CODES = new Set(['account_already_imported', 'dry_run_rolled_back'])
 export const ACCOUNT_STEPS: readonly Step[] = ['validate', 'stage', 'create']
 
-/** A usable external account number (§5): 1–128 characters, no leading or trailing whitespace. */
+/** A usable external account number: 1–128 characters, no leading or trailing whitespace. */
 export function isExternalAccountNumber(value: unknown): value is string {
   return typeof value === 'string' && value.length > 0 && value === value.trim() && Array.from(value).length <= 128 && isWellFormed(value)
 }
@@ -62,7 +62,7 @@ export const failureItem = (row: FailureRow): FailureItem => ({
 })
 
 /**
- * Failure records and the timeline (§13): what is recorded and cleared, and the reads. Recording
+ * Failure records and the timeline: what is recorded and cleared, and the reads. Recording
  * never fails a request: a problem is logged and the answer goes out as it was.
  */
 export function createFailuresService(db: Db, options: { log: FastifyBaseLogger }) {
@@ -76,7 +76,7 @@ export function createFailuresService(db: Db, options: { log: FastifyBaseLogger 
 
     /**
      * Settles the records of a step after its answer: a 400 or 500 records a failure (with the
-     * exceptions of §13), `account_already_imported` and a successful dry run clear validate, stage
+     * exceptions below), `account_already_imported` and a successful dry run clear validate, stage
      * and create. A 2xx is cleared by the service that answered it, within its own writes.
      */
     async settle(answer: Answer, log: FastifyBaseLogger = options.log): Promise<void> {

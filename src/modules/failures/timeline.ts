@@ -9,7 +9,7 @@ export function minuteOf(at: Date): Date {
 }
 
 /**
- * The migration's per-minute counts (§13), gathered in memory and added to the database once a
+ * The migration's per-minute counts, gathered in memory and added to the database once a
  * second in one statement: counting costs a stage or a create nothing on its way, and many server
  * processes add up in the same rows. A process killed without closing loses at most its last
  * second of counts (the timeline is a chart; failure records and import states are exact).

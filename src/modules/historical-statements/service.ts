@@ -28,7 +28,7 @@ const sameStatement = (a: HistoricalStatementResult, b: HistoricalStatementResul
 export function createHistoricalStatementsService(base: PostImportBase, documentBucket: string) {
   const repo = createHistoricalStatementsRepository()
 
-  /** The rules of §9 that read only the request; returns each statement normalised. */
+  /** The rules that read only the request; returns each statement normalised. */
   function normalise(ctx: RuleContext, request: Pick<HistoricalStatementsRequest, 'statements'>): HistoricalStatementResult[] {
     const ids = new Set<string>()
     return request.statements.map((s, i) => {

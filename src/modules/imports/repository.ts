@@ -8,7 +8,7 @@ export type ProcessList = 'all' | 'pending' | 'imported'
 export type EventType = (typeof importEvents.$inferInsert)['type']
 export type ProcessState = 'STAGED' | 'SKIPPED' | 'IMPORTED'
 
-/** Who changed an import process, as the event log records it (§10). */
+/** Who changed an import process, as the event log records it. */
 export interface Actor {
   organisationId: string
   apiKeyId: string
@@ -35,7 +35,7 @@ export interface ProcessRow {
   hasStagedData: boolean
 }
 
-/** One row of the lists of §7. */
+/** One row of the import-process lists. */
 export interface ListRow {
   externalAccountNumber: string
   serviceAccountNumber: string | null
@@ -46,7 +46,7 @@ export interface ListRow {
 export const LIST_CHUNK_ROWS = 1000
 
 /**
- * Locks that make creation safe across server processes (§6), all released by PostgreSQL when the
+ * Locks that make creation safe across server processes, all released by PostgreSQL when the
  * transaction ends or its connection dies:
  * - the process lock (`pg_try_advisory_xact_lock(bigint)`), held exclusively by a create for its
  *   whole run and tried in shared mode by a restage: at most one create per account, staged data
@@ -88,7 +88,7 @@ export interface Lookup {
   running: boolean
 }
 
-/** What a create reads once it holds the process lock (§6). */
+/** What a create reads once it holds the process lock. */
 export interface Claim {
   /** False when another create holds the process lock. */
   locked: boolean
@@ -129,7 +129,7 @@ export function createImportsRepository(db: Db) {
     })
   }
 
-  /** A successful stage clears the pair's validate and stage failure records (§13); lazy. */
+  /** A successful stage clears the pair's validate and stage failure records; lazy. */
   function clearStaged(tx: Tx, supplierId: string, externalAccountNumber: string) {
     return tx.delete(importFailures).where(and(eq(importFailures.supplierId, supplierId),
       eq(importFailures.externalAccountNumber, externalAccountNumber), inArray(importFailures.step, ['validate', 'stage'])))
@@ -237,7 +237,7 @@ export function createImportsRepository(db: Db) {
     /**
      * `lookup` for validate, which runs its rules first: when they passed (`clean`) and the answer
      * will be a success (the supplier Ongoing, the account neither imported nor skipped), the same
-     * statement removes the pair's validate failure record (§13), so a success costs no extra
+     * statement removes the pair's validate failure record, so a success costs no extra
      * round trip and a concurrent failure answered earlier is not left behind.
      */
     async lookupClearingValidate(code: string, organisationId: string, external: string | undefined, clean: boolean): Promise<Lookup | undefined> {

@@ -13,7 +13,7 @@ import { jsonArrayStream } from '../../json-stream.js'
 
 /**
  * Schema problems of an account route's body. These routes validate with `attachValidation`:
- * "already imported", "skipped" and "in progress" win over schema errors (§2), so the service
+ * "already imported", "skipped" and "in progress" win over schema errors, so the service
  * decides what to answer.
  */
 function schemaErrors(request: FastifyRequest): ErrorEntry[] {
@@ -28,13 +28,13 @@ const LIST_SUMMARIES: Record<ProcessList, string> = {
 }
 
 const accountRoute = { attachValidation: true } as const
-/** The route config of an account step: its schema errors' top-level code, and its failure records (§13). */
+/** The route config of an account step: its schema errors' top-level code, and its failure records. */
 const accountStep = (step: 'validate' | 'stage' | 'create') => ({
   validationCode: 'account_failed_validation',
   failureStep: { step, supplierField: step === 'create' ? 'import_supplier_code' as const : 'import_supplier' as const }
 })
 
-/** Account import (§5, §6) and reading import state (§7), under /v1/data-import. */
+/** Account import and reading import state, under /v1/data-import. */
 const importsRoutes: FastifyPluginAsyncTypebox = async function importsRoutes(app) {
   const service = createImportsService(app.db, app.failures)
 
@@ -44,7 +44,7 @@ const importsRoutes: FastifyPluginAsyncTypebox = async function importsRoutes(ap
     schema: {
       tags: ['Account import'],
       summary: 'Validate an account',
-      description: 'Every schema and rule check of §5; nothing is stored. 200 answers the normalised account ' +
+      description: 'Every schema and rule check of the account data; nothing is stored. 200 answers the normalised account ' +
         '(decimals as strings, defaults, E.164 phones, postcodes); 400 `account_failed_validation` lists every problem.',
       body: AccountData,
       response: { 200: AccountData, ...StandardErrorResponses }

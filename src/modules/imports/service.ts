@@ -104,9 +104,9 @@ export function createImportsService(db: Db, failures: FailuresService) {
   }
 
   /**
-   * The checks of §2 "Which check wins" before the one body of every problem (validate, stage),
+   * The checks of "Which check wins" before the one body of every problem (validate, stage),
    * and the account rules. Validate runs its rules first, so that its look-up can also clear the
-   * pair's validate failure record when the answer will be a success (§13).
+   * pair's validate failure record when the answer will be a success.
    */
   async function precheck(principal: OrganisationPrincipal, body: any, ctx: RuleContext, stage: boolean) {
     const supplierCode = ctx.clean('import_supplier') ? str(body?.import_supplier) : undefined
@@ -130,7 +130,7 @@ export function createImportsService(db: Db, failures: FailuresService) {
     if (process.state === 'SKIPPED') throw skipped()
   }
 
-  /** Validate and stage share every check (§5): a clean validate predicts a clean stage. */
+  /** Validate and stage share every check: a clean validate predicts a clean stage. */
   async function validated(principal: OrganisationPrincipal, body: any, schemaErrors: ErrorEntry[], stage: boolean) {
     const ctx = ruleContext(schemaErrors, utcToday())
     const { supplier, supplierCode, known } = await precheck(principal, body, ctx, stage)
@@ -145,7 +145,7 @@ export function createImportsService(db: Db, failures: FailuresService) {
     return { supplier: supplier!, known, data: normaliseAccount(body as AccountData) }
   }
 
-  /** The create of §6 inside one transaction; dry runs roll back at the end. */
+  /** The create of inside one transaction; dry runs roll back at the end. */
   async function createInTransaction(
     principal: OrganisationPrincipal, supplier: SupplierRow, process: ProcessRow, external: string, teamName: string, dryRun: boolean
   ): Promise<CreateResponse> {
@@ -185,7 +185,7 @@ export function createImportsService(db: Db, failures: FailuresService) {
           ? []
           : [
               repo.eventStatement(tx, process.id, 'CREATE_ATTEMPTED', actor), repo.eventStatement(tx, process.id, 'CREATED', actor, result),
-              // A create clears the account's validate, stage and create failure records (§13).
+              // A create clears the account's validate, stage and create failure records.
               failures.repo.clearByIdStatement(tx, supplier.id, external, ACCOUNT_STEPS)
             ])
       ]) as [unknown[]]
@@ -289,7 +289,7 @@ export function createImportsService(db: Db, failures: FailuresService) {
       }
     },
 
-    /** §7 status: UNKNOWN, IN_PROGRESS or COMPLETED, with the latest failed create. */
+    /** status: UNKNOWN, IN_PROGRESS or COMPLETED, with the latest failed create. */
     async status(principal: OrganisationPrincipal, supplierCode: string, external: string): Promise<TransferStatus> {
       const found = await lookup(principal, supplierCode, external, true)
       const process = found?.process
@@ -304,7 +304,7 @@ export function createImportsService(db: Db, failures: FailuresService) {
       }
     },
 
-    /** §7 account summary: 404 until the account is created. */
+    /** account summary: 404 until the account is created. */
     async summary(principal: OrganisationPrincipal, supplierCode: string, external: string): Promise<AccountSummary> {
       const found = await lookup(principal, supplierCode, external)
       const supplier = found?.supplier
@@ -341,7 +341,7 @@ export function createImportsService(db: Db, failures: FailuresService) {
       }
     },
 
-    /** A page of a list of §7; 404 for an unknown or foreign supplier. */
+    /** A page of an import-process list; 404 for an unknown or foreign supplier. */
     async listProcesses(principal: OrganisationPrincipal, supplierCode: string, list: ProcessList, page: { limit?: number; after?: string } = {}): Promise<ImportProcessListItem[]> {
       const supplier = (await lookup(principal, supplierCode, undefined))?.supplier
       if (!supplier) throw processNotFound()
@@ -349,7 +349,7 @@ export function createImportsService(db: Db, failures: FailuresService) {
     },
 
     /**
-     * A whole list of §7 as chunks of items, to be streamed. The 404 for an unknown or foreign
+     * A whole list of as chunks of items, to be streamed. The 404 for an unknown or foreign
      * supplier is decided here, and the first chunk is read here too, so a database that fails
      * at once still gets a normal error response; later failures surface from the generator.
      */

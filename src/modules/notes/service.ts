@@ -49,7 +49,7 @@ export function planNotes(request: Pick<NotesRequest, 'notes'>, account: { id: s
 export function createNotesService(base: PostImportBase, documentBucket: string) {
   const repo = createNotesRepository()
 
-  /** The rules of §9 for notes; returns each note's sorted document locations. */
+  /** The rules of for notes; returns each note's sorted document locations. */
   function check(request: Pick<NotesRequest, 'notes'>, account: Pick<ImportedAccount, 'supplier'>): { errors: ErrorEntry[]; locations: string[][] } {
     const ctx = ruleContext([], utcToday())
     const locations = request.notes.map((note, i) => {

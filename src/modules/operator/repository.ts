@@ -33,7 +33,7 @@ const supplierColumns = {
   maxConcurrentProcessing: importSuppliers.maxConcurrentProcessing
 }
 
-/** SQL of the operator surface (§3). Unique violations surface as driver errors (`23505`). */
+/** SQL of the operator surface. Unique violations surface as driver errors (`23505`). */
 export function createOperatorRepository(db: Db) {
   async function supplierByCode(code: string, executor: Db | Tx = db): Promise<SupplierRecord | undefined> {
     const [row] = await executor.select(supplierColumns).from(importSuppliers)
@@ -134,7 +134,7 @@ export function createOperatorRepository(db: Db) {
           .onConflictDoNothing().returning({ id: importProcesses.id })
         if (inserted) {
           await tx.insert(importEvents).values({ importProcessId: inserted.id, type: 'SKIPPED', actor, detail: { previousState: null } })
-          // A skipped account's failures are no longer anyone's work (§13).
+          // A skipped account's failures are no longer anyone's work.
           await clearFailures()
           return { imported: false as const, serviceAccountNumber: null }
         }

@@ -58,7 +58,7 @@ export interface UpdateSupplierInput {
   maxConcurrentProcessing?: number | null
 }
 
-/** The operator's configuration rules (§3). Every method is for an operator principal only. */
+/** The operator's configuration rules. Every method is for an operator principal only. */
 export function createOperatorService(repo: OperatorRepository, auth: AuthService) {
   /** The supplier with this code; an organisation (`owner`, its name) sees only its own, as if others did not exist. */
   async function supplier(code: string, owner?: string): Promise<SupplierRecord> {

@@ -11,14 +11,14 @@ import type { VendorClient, VendorOutcome } from './vendor-client.js'
 type StoredInstruction = Awaited<ReturnType<ReturnType<typeof createPaymentInstructionsRepository>['instructionsOf']>>[number]
 
 /**
- * The payment instruction endpoint (§9): the vendor is asked outside any transaction (no database
+ * The payment instruction endpoint: the vendor is asked outside any transaction (no database
  * connection is held while it answers); the instruction is then stored in `base.write`, which
  * re-checks the account's instructions under its row lock.
  */
 export function createPaymentInstructionsService(base: PostImportBase, db: Db, vendors: VendorClient) {
   const repo = createPaymentInstructionsRepository()
 
-  /** The §2 body of this endpoint: the standard one plus `error_detail` and the request's identifiers. */
+  /** The body of this endpoint: the standard one plus `error_detail` and the request's identifiers. */
   function failure(request: PaymentInstructionRequest, errors: ErrorEntry[], status: 400 | 500 = 400): AppError {
     const sorted = sortEntries(errors)
     const extra = {

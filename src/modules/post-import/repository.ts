@@ -3,7 +3,7 @@ import { accounts, importProcesses, importSuppliers, ledgers } from '../../../dr
 import type { Db, Tx } from '../../db/index.js'
 import { supplierColumns } from '../imports/repository.js'
 
-/** SQL shared by the post-import endpoints (§9). */
+/** SQL shared by the post-import endpoints. */
 export function createPostImportRepository(db: Db) {
   return {
     /**

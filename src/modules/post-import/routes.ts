@@ -11,7 +11,7 @@ import type { Limiter } from '../../limiter.js'
 import { createPostImportServices, type PostImportRouteOptions } from './services.js'
 
 /**
- * The post-import endpoints of §9, under /v1/data-import. `limiter` bounds how many requests of
+ * The post-import endpoints, under /v1/data-import. `limiter` bounds how many requests of
  * the batch endpoints this process works on at once; the others wait before their body is read.
  * The payment instruction is not limited: it waits on the vendor holding no connection, and its
  * body is small.

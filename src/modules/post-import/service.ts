@@ -13,13 +13,13 @@ export interface ImportedAccount {
   supplier: SupplierRow
 }
 
-/** 400 `invalid_request` listing every rule problem (§2), sorted. */
+/** 400 `invalid_request` listing every rule problem, sorted. */
 export function invalidRequest(errors: ErrorEntry[], extra: Record<string, unknown> = {}): AppError {
   return new AppError(400, 'invalid_request', 'Invalid request.', sortEntries(errors), extra)
 }
 
 /**
- * What every post-import endpoint shares: finding the account in the §2 order, and writing in one
+ * What every post-import endpoint shares: finding the account in the order, and writing in one
  * transaction that holds the account's row lock and appends a `POST_IMPORT_WRITE` event.
  */
 export function createPostImportBase(db: Db) {

@@ -6,7 +6,7 @@ import type { PostImportRouteOptions } from '../post-import/services.js'
 import { postImportStep } from '../../plugins/failures.js'
 
 /**
- * Schema problems inside one transaction get the transaction body of §2, so this route validates
+ * Schema problems inside one transaction get the transaction error body, so this route validates
  * with `attachValidation` and lets the service shape the answer.
  */
 const transactionsRoutes: FastifyPluginAsyncTypebox<PostImportRouteOptions> = async function transactionsRoutes(app, opts) {

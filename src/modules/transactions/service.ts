@@ -16,7 +16,7 @@ import { createTransactionsRepository } from './repository.js'
 const IN_TRANSACTION = /^transactions\.(\d+)(\.|$)/
 
 /**
- * The body of §2 for a problem inside a transaction: every problem of the lowest-indexed failing
+ * The body of for a problem inside a transaction: every problem of the lowest-indexed failing
  * transaction, with `code` and `attr` copied from the first.
  */
 function transactionImportError(sent: unknown, errors: ErrorEntry[]): AppError {
@@ -76,7 +76,7 @@ function checkSchema(body: Pick<TransactionsRequest, 'transactions'>, schemaErro
   throw transactionImportError(body.transactions[index], ctx.errors)
 }
 
-/** The rules that read only the request (they come after the account is found, §2): problems by transaction index. */
+/** The rules that read only the request (they come after the account is found): problems by transaction index. */
 function checkRules(body: Pick<TransactionsRequest, 'transactions'>, today: string): Map<number, ErrorEntry[]> {
   // Ids repeated inside the request concern the array as a whole: the standard body.
   const seen = new Set<string>()
@@ -166,7 +166,7 @@ export function createTransactionsService(base: PostImportBase, db: Db) {
 
   return {
     /**
-     * Adds transactions to the account's ENERGY ledger in request order, all or nothing (§9).
+     * Adds transactions to the account's ENERGY ledger in request order, all or nothing.
      * `schemaErrors` are the route's schema problems: inside one transaction they get the
      * transaction body, otherwise the standard one.
      */
