@@ -70,6 +70,13 @@ t.test('organisation B learns nothing about, and changes nothing of, organisatio
           unknown = await asB('POST', endpoint.url, create(NOWHERE))
           t.same(visible(foreign, 'ACME_ENERGY'), visible(unknown, NOWHERE), `${label} dry_run=${dry_run}: the same as an unknown supplier`)
         }
+      } else if (endpoint.url.endsWith('/batches/')) {
+        const batch = (supplier: string) => ({
+          import_supplier: supplier, operations_team_name: 'Migrations',
+          accounts: [{ account: exampleAccount({ import_supplier: supplier, external_account_number: external }), notes: [{ body: 'x' }] }]
+        })
+        foreign = await asB('POST', endpoint.url, batch('ACME_ENERGY'))
+        unknown = await asB('POST', endpoint.url, batch(NOWHERE))
       } else {
         const body = bodies[endpoint.url]
         if (!body) throw new Error(`no body for ${endpoint.url}: add one to postImportBodies`)
