@@ -3,7 +3,7 @@ import Fastify, { LogController, type FastifyInstance, type FastifyReply, type F
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { Config } from './config.js'
 import { openDatabase, type Database } from './db/index.js'
-import { serializeError } from './logging.js'
+import { prettyLog, serializeError } from './logging.js'
 import authPlugin from './plugins/auth.js'
 import dashboardPlugin from './plugins/dashboard.js'
 import dbPlugin from './plugins/db.js'
@@ -55,10 +55,11 @@ class AccessLog extends LogController {
 /** The only way to build the app: used by the server and by every test. */
 export async function buildApp(config: Config, options: BuildOptions = {}): Promise<FastifyInstance> {
   const database = options.database ?? (await openDatabase(config))
+  const stream = config.logFormat === 'pretty' ? prettyLog(options.logStream) : options.logStream
   const app = Fastify({
     logger: {
       level: config.logLevel,
-      ...(options.logStream ? { stream: options.logStream } : {}),
+      ...(stream ? { stream } : {}),
       redact: { paths: ['req.headers.authorization', 'req.headers.cookie'], censor: '[redacted]' },
       // Errors are logged without the data they carry (query parameters, failing rows).
       serializers: { err: serializeError }

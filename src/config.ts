@@ -43,6 +43,7 @@ export interface Config {
   /** Accepted by /metrics as `Authorization: Bearer <token>` besides operator tokens. */
   metricsToken: string | undefined
   logLevel: string
+  logFormat: 'json' | 'pretty'
 }
 
 /** Raised when the configuration cannot be used; its message is one line meant for the operator. */
@@ -110,7 +111,8 @@ export function loadConfig(source: Record<string, string | undefined>): Config {
     orgRateLimitPerMinute: typed.ORG_RATE_LIMIT_PER_MINUTE,
     stagedDataRetentionDays: typed.STAGED_DATA_RETENTION_DAYS,
     metricsToken: typed.METRICS_TOKEN,
-    logLevel: typed.LOG_LEVEL
+    logLevel: typed.LOG_LEVEL,
+    logFormat: typed.LOG_FORMAT
   }
 }
 

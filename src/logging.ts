@@ -1,5 +1,6 @@
 import { DrizzleQueryError } from 'drizzle-orm'
 import { AppError } from './errors.js'
+import pretty from 'pino-pretty'
 
 /**
  * The `err` serializer of the logger: errors without the data they carry (personal data
@@ -60,4 +61,27 @@ function withoutMessage(stack: string, original: string, message: string): strin
   // A stack that does not repeat the message as is: keep only its frames.
   const frames = stack.indexOf('\n    at ')
   return frames >= 0 ? message + stack.slice(frames) : message
+}
+
+/**
+ * Log lines for a person at a terminal (`LOG_FORMAT=pretty`): time, level and message, a
+ * request's access line as `METHOD url → status (ms)`, written to `destination` (default
+ * standard output). JSON stays the default for log collectors.
+ */
+export function prettyLog(destination?: NodeJS.WritableStream): NodeJS.WritableStream {
+  return pretty({
+    colorize: destination === undefined && process.stdout.isTTY === true,
+    translateTime: 'SYS:HH:MM:ss',
+    ignore: 'pid,hostname,reqId,req,res,responseTime',
+    singleLine: true,
+    messageFormat: (log, messageKey) => {
+      const req = log.req as { method?: string; url?: string } | undefined
+      const res = log.res as { statusCode?: number } | undefined
+      const message = String(log[messageKey] ?? '')
+      if (!req || !res) return message
+      const ms = typeof log.responseTime === 'number' ? ` (${log.responseTime.toFixed(0)} ms)` : ''
+      return `${req.method} ${req.url} → ${res.statusCode}${ms}${message === 'request completed' ? '' : ` ${message}`}`
+    },
+    ...(destination ? { destination } : {})
+  }) as unknown as NodeJS.WritableStream
 }

@@ -1,4 +1,5 @@
 import cluster from 'node:cluster'
+import { createServer } from 'node:net'
 import { buildApp } from './app.js'
 import { runPrimary } from './cluster.js'
 import { ConfigError, loadConfig } from './config.js'
@@ -9,8 +10,12 @@ async function main(): Promise<void> {
   const config = loadConfig(process.env)
   // WORKERS > 1: this process only supervises; each worker it forks runs the start-up below.
   if (config.workers > 1 && cluster.isPrimary) return runPrimary(config.workers, config.logLevel)
+  // Before anything is set up (a first start prints a one-time operator key): the port must be free.
+  if (cluster.isPrimary && config.port !== 0) await portFree(config.host, config.port)
   const app = await buildApp(config)
-  await app.listen({ host: config.host, port: config.port })
+  const address = await app.listen({ host: config.host, port: config.port })
+  app.log.info(`ready: API documentation ${address}/docs · dashboard ${address}/dashboard · health ${address}/healthz · ` +
+    'operator command line: npm run admin -- help')
 
   let closing = false
   const close = async (signal: string) => {
@@ -27,6 +32,19 @@ async function main(): Promise<void> {
   }
   process.on('SIGTERM', () => { void close('SIGTERM') })
   process.on('SIGINT', () => { void close('SIGINT') })
+}
+
+/** Resolves when HOST:PORT can be listened on; else a one-line reason (another server has it). */
+function portFree(host: string, port: number): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const probe = createServer()
+    probe.once('error', (err: NodeJS.ErrnoException) => {
+      reject(new ConfigError(err.code === 'EADDRINUSE'
+        ? `${host}:${port} is in use (another server is running there? set PORT to another port)`
+        : `cannot listen on ${host}:${port}: ${err.code ?? err.message}`))
+    })
+    probe.listen(port, host, () => probe.close(() => resolve()))
+  })
 }
 
 main().catch((err: unknown) => {

@@ -93,3 +93,21 @@ if (testDatabaseUrl) {
     t.equal(await server.exit, 0)
   })
 }
+
+t.test('a readable start: the URLs once ready, pretty logs on demand, a busy port in one line', async (t) => {
+  const dataDir = tempDir(t)
+  const server = await startServer({ DATA_DIR: dataDir, LOG_FORMAT: 'pretty' })
+  t.teardown(() => { server.child.kill('SIGKILL') })
+  t.match(server.output(), /ready: API documentation http:\/\/127\.0\.0\.1:\d+\/docs · dashboard http:\/\/127\.0\.0\.1:\d+\/dashboard · health .*npm run admin -- help/)
+  await fetch(`${server.url}/v1/data-import/all-account-import-processes/ACME/`)
+  const deadline = Date.now() + 5000
+  while (!/→ 401/.test(server.output()) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50))
+  t.match(server.output(), /GET \/v1\/data-import\/all-account-import-processes\/ACME\/ → 401 \(\d+ ms\)/, 'an access line a person can read')
+  t.notMatch(server.output(), /^\{"level"/m, 'no JSON lines')
+
+  const port = new URL(server.url).port
+  const busy = await refusedStart({ DATA_DIR: tempDir(t), PORT: port })
+  t.equal(busy.code, 1)
+  oneLine(t, busy.output, new RegExp(`^cannot start: 127\\.0\\.0\\.1:${port} is in use`))
+  t.notMatch(busy.output, /Operator API key/, 'no one-time key was spent')
+})
