@@ -1,6 +1,4 @@
 import { randomUUID } from 'node:crypto'
-import { readFileSync } from 'node:fs'
-import { join } from 'node:path'
 import { sql } from 'drizzle-orm'
 import { importEvents } from '../drizzle/schema/index.js'
 import { AccountData } from '../schemas/account.js'
@@ -9,8 +7,8 @@ import { insertRows } from '../src/db/insert.js'
 import { createAccountsRepository } from '../src/modules/accounts/repository.js'
 import { newNumber, planAccount, type AccountRows } from '../src/modules/accounts/plan.js'
 import { normaliseAccount } from '../src/modules/accounts/rules.js'
-import { projectRoot } from '../src/paths.js'
 import { compileBody } from '../src/validation.js'
+import { exampleAccount } from '../schemas/examples.js'
 
 /**
  * The fair ceilings of account creation: the very rows one create writes (every table, the
@@ -21,7 +19,7 @@ import { compileBody } from '../src/validation.js'
 
 /** The example account as stage stores it: defaults filled, normalised. */
 export function exampleData(): Record<string, unknown> {
-  const data = JSON.parse(readFileSync(join(projectRoot, 'test', 'fixtures', 'account.json'), 'utf8'))
+  const data = exampleAccount()
   const validate = compileBody(AccountData)
   if (!validate(data)) throw new Error('the example account does not validate')
   return normaliseAccount(data) as Record<string, unknown>

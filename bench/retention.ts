@@ -1,4 +1,4 @@
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { mkdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import type { FastifyInstance } from 'fastify'
 import postgres from 'postgres'
@@ -6,6 +6,7 @@ import { buildApp } from '../src/app.js'
 import { loadConfig } from '../src/config.js'
 import { createRetentionService } from '../src/modules/retention/service.js'
 import { projectRoot } from '../src/paths.js'
+import { exampleAccount } from '../schemas/examples.js'
 
 /**
  * `npx tsx bench/retention.ts`: the retention erasure of 100,000 imported accounts with ~3 KB
@@ -24,7 +25,7 @@ const STAGED = 3000
 const CREATE_WORKERS = 4
 const BASELINE_MS = 10_000
 const OPERATOR_KEY = 'amo_bench-operator-key-0123456789abcdefghijklmn'
-const account = JSON.parse(readFileSync(join(projectRoot, 'test', 'fixtures', 'account.json'), 'utf8'))
+const account = exampleAccount()
 
 interface Latencies { count: number; p50: number; p99: number; max: number }
 

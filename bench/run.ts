@@ -9,6 +9,7 @@ import { projectRoot } from '../src/paths.js'
 import { accountWriter } from './ceilings.js'
 import { cpuSplit } from './cpu.js'
 import { rssMb, start } from './processes.js'
+import { exampleAccount } from '../schemas/examples.js'
 
 /**
  * `npm run bench`: load benchmarks of a running server (a separate process) against the
@@ -38,7 +39,7 @@ const BATCH_ACCOUNTS = 100
 const TOKEN_SECRET = 'bench-secret-bench-secret-bench-secret-0123'
 const OPERATOR_KEY = 'amo_bench-operator-key-0123456789abcdefghijklmn'
 
-const account = JSON.parse(readFileSync(join(projectRoot, 'test', 'fixtures', 'account.json'), 'utf8'))
+const account = exampleAccount()
 // The ceilings' plain schema has no "blank optional = omitted" rule: send the example without its blank fields.
 delete account.billing_address.administrative_area
 for (const a of account.supply_addresses) delete a.supply_address.administrative_area

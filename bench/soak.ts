@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process'
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import Big from 'big.js'
@@ -7,6 +7,7 @@ import postgres from 'postgres'
 import { projectRoot } from '../src/paths.js'
 import { rssMb as exactRssMb, start } from './processes.js'
 import { setTimeout as sleep } from 'node:timers/promises'
+import { exampleAccount } from '../schemas/examples.js'
 
 /**
  * `npm run soak`: the compiled server against a fresh database on the PostgreSQL server, under a
@@ -27,7 +28,7 @@ const RATE = Number(process.env.SOAK_RATE ?? 40)
 const SAMPLE_MS = 5000
 const TOKEN_SECRET = 'soak-secret-soak-secret-soak-secret-01234567'
 const OPERATOR_KEY = 'amo_soak-operator-key-0123456789abcdefghijklmnop'
-const FIXTURE = JSON.parse(readFileSync(join(projectRoot, 'test', 'fixtures', 'account.json'), 'utf8'))
+const FIXTURE = exampleAccount()
 const OPENING_BALANCE = new Big(FIXTURE.ledgers[0].ledger_balance)
 const DAY = new Date(Date.now() - 86_400_000).toISOString().slice(0, 10)
 

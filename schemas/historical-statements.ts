@@ -9,7 +9,7 @@ export const HistoricalStatement = Strict({
   bill_period_to_date: DateString,
   issued_date: DateString,
   number: Type.Optional(Text(64)),
-  gross_amount: Money(),
+  gross_amount: Type.Unsafe<string | number>({ ...Money(), description: 'The statement\'s total in major units (pounds, not pence: `53.24`), positive when it charged the customer.' }),
   statement_path: Type.Optional(DocumentPath)
 })
 export type HistoricalStatement = Static<typeof HistoricalStatement>
@@ -26,7 +26,7 @@ export const HistoricalStatementResult = Type.Object({
   bill_period_to_date: Type.String(),
   issued_date: Type.String(),
   number: Type.Optional(Type.String()),
-  gross_amount: Type.String(),
+  gross_amount: Type.String({ description: 'The total in major units, as a decimal string.' }),
   statement_path: Type.Optional(Type.String())
 })
 export type HistoricalStatementResult = Static<typeof HistoricalStatementResult>

@@ -1,5 +1,8 @@
 import { Type } from 'typebox'
+import { ItemBasedDocument, PeriodBasedDocument } from './billing-documents.js'
 import { ErrorBody, ErrorEntry } from './common.js'
+import { ERROR_EXAMPLE } from './examples.js'
+import { ChargeTransaction, CreditTransaction, PaymentTransaction, RepaymentTransaction, SupplyChargeTransaction } from './transactions.js'
 
 /**
  * The pieces of the OpenAPI document (`GET /openapi.json`) that no route schema carries: security
@@ -22,6 +25,11 @@ export const SECURITY_SCHEMES = {
     scheme: 'bearer',
     bearerFormat: 'JWT',
     description: 'The service operator\'s token, from `obtainToken(input: {APIKey})` with the operator API key.'
+  },
+  metricsToken: {
+    type: 'http',
+    scheme: 'bearer',
+    description: 'The static `METRICS_TOKEN` of the configuration, for a Prometheus scrape job (`/metrics` only).'
   }
 } as const
 
@@ -38,7 +46,20 @@ export const TAGS = [
 ]
 
 /** Shared schemas, referenced as `#/components/schemas/<name>`. */
-export const COMPONENT_SCHEMAS = { ErrorBody, ErrorEntry }
+export const COMPONENT_SCHEMAS = { ErrorBody: { ...ErrorBody, examples: [ERROR_EXAMPLE] }, ErrorEntry }
+
+/**
+ * The branches of the discriminated unions, shown as named components so that each union's
+ * `discriminator` maps its values to them (a generated client or a fuzzer can then pick a branch).
+ */
+export const NAMED_BRANCHES = new Map<object, string>([
+  [ChargeTransaction, 'ChargeTransaction'], [CreditTransaction, 'CreditTransaction'], [PaymentTransaction, 'PaymentTransaction'],
+  [RepaymentTransaction, 'RepaymentTransaction'], [SupplyChargeTransaction, 'SupplyChargeTransaction'],
+  [ItemBasedDocument, 'ItemBasedDocument'], [PeriodBasedDocument, 'PeriodBasedDocument']
+])
+
+/** Who may call the data-import operations (every route under /v1/data-import declares it). */
+export const CLIENT_TOKEN = [{ clientToken: [] }]
 
 /**
  * One shared response per error status, referenced as `#/components/responses/<name>`. Every
@@ -101,6 +122,8 @@ export const GraphqlDocumentation = {
     'operations is run as a batch and answered with an array. The schema is in `schemas/graphql.ts`.',
   tags: ['GraphQL'],
   operationId: 'graphql',
+  // obtainToken needs no token; the operator's fields need the operator's, the organisations' theirs.
+  security: [{}, { operatorToken: [] }, { clientToken: [] }],
   body: Type.Union([GraphqlOperation, Type.Array(GraphqlOperation, { minItems: 1 })]),
   response: {
     200: Type.Union([GraphqlResult, Type.Array(GraphqlResult)]),
@@ -118,6 +141,7 @@ export const MetricsDocumentation = {
     'and the process metrics, in the Prometheus text format. Only the operator\'s token may read them.',
   tags: ['Operations'],
   operationId: 'metrics',
+  security: [{ operatorToken: [] }, { metricsToken: [] }],
   response: {
     200: {
       description: 'Prometheus text exposition format.',

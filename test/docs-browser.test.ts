@@ -75,19 +75,27 @@ t.test('/docs renders the endpoints in headless Chromium', async (t) => {
 
   const paths = (await page.locator('.opblock-summary-path').allTextContents()).map((text) => text.replace(/\u200b/g, '').trim())
   for (const path of [
-    '/v1/data-import/validate-account/',
-    '/v1/data-import/account-import-process/process/',
-    '/v1/data-import/accounts/{supplier}/{external}/',
-    '/v1/data-import/transactions/create/',
+    '/v1/data-import/validate-account',
+    '/v1/data-import/account-import-process/process',
+    '/v1/data-import/accounts/{supplier}/{external}',
+    '/v1/data-import/transactions/create',
     '/graphql',
     '/metrics'
   ]) t.ok(paths.includes(path), `lists ${path}`)
   t.same([...new Set(paths)].sort(), documented.sort(), 'every documented path is listed')
   t.match(await page.locator('.info .title').textContent(), /Account Migration Import Service/)
   t.ok(await page.locator('button.authorize').isVisible(), 'offers to authorise with a token')
+  t.match(await page.locator('.info').textContent(), /How to authenticate/, 'says how to get a token')
+  t.notOk(await page.locator('.topbar').isVisible(), 'no "explore any URL" bar')
+
+  // Opening an operation shows a realistic body to start from.
+  await page.locator('#operations-Account_import-validateAccount .opblock-summary').click()
+  await page.waitForSelector('#operations-Account_import-validateAccount .body-param__example, #operations-Account_import-validateAccount .microlight', { timeout: 30_000 })
+  t.match(await page.locator('#operations-Account_import-validateAccount').textContent(), /EXT-000123/, 'the example account is shown')
 
   mkdirSync(artifacts, { recursive: true })
   await page.screenshot({ path: join(artifacts, 'docs.png'), fullPage: true })
+  await page.screenshot({ path: join(artifacts, 'docs-top.png') })
 
   t.same(foreign, [], 'nothing is fetched from another origin')
   t.same(problems, [], 'no console errors (a Content-Security-Policy violation would be one)')

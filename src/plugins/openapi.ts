@@ -7,9 +7,10 @@ import type { FastifyInstance, FastifySchema, RouteOptions } from 'fastify'
 import fp from 'fastify-plugin'
 import { ErrorBody } from '../../schemas/common.js'
 import {
-  COMPONENT_SCHEMAS, ERROR_RESPONSES, EVERY_OPERATION_STATUSES, GraphqlDocumentation, PATH_PARAMETER_STATUSES, MetricsDocumentation, OpenApiDocumentResponses,
-  SECURITY_SCHEMES, TAGS, type SecuritySchemeName
+  COMPONENT_SCHEMAS, ERROR_RESPONSES, EVERY_OPERATION_STATUSES, GraphqlDocumentation, NAMED_BRANCHES, PATH_PARAMETER_STATUSES, MetricsDocumentation, OpenApiDocumentResponses,
+  SECURITY_SCHEMES, TAGS
 } from '../../schemas/openapi.js'
+import { REQUEST_EXAMPLES } from '../../schemas/examples.js'
 import { DECIMAL_TEXT } from '../decimal.js'
 import { projectRoot } from '../paths.js'
 
@@ -99,17 +100,40 @@ export function toOpenApiSchema(schema: unknown): unknown {
   if (jsonValue) {
     appendDescription(out, `Any JSON value, at most ${jsonValue.maxBytes} bytes serialised and ${jsonValue.maxDepth} levels deep.`)
   }
+  // A union's branches become named components (`finishDocument` moves them); its discriminator maps to them.
+  const source = schema as SchemaObject
+  const discriminator = source.discriminator as { propertyName: string } | undefined
+  if (discriminator && Array.isArray(source.oneOf)) {
+    const mapping: Record<string, string> = {}
+    for (const branch of source.oneOf as SchemaObject[]) {
+      const name = NAMED_BRANCHES.get(branch)
+      const value = ((branch.properties as Record<string, SchemaObject> | undefined)?.[discriminator.propertyName])?.const
+      if (name && typeof value === 'string') mapping[value] = `#/components/schemas/${name}`
+    }
+    out.discriminator = { ...discriminator, mapping }
+  }
+  const name = NAMED_BRANCHES.get(source)
+  if (name) out[COMPONENT] = name
   return out
 }
 
-/** Who may call a route: the security requirement of its operation. */
-function securityOf(url: string): Array<Partial<Record<SecuritySchemeName, string[]>>> | undefined {
-  if (url.startsWith('/v1/data-import/')) return [{ clientToken: [] }]
-  if (url === '/metrics') return [{ operatorToken: [] }]
-  // obtainToken needs no token; the operator's fields need the operator's.
-  if (url === '/graphql') return [{}, { operatorToken: [] }, { clientToken: [] }]
-  return undefined
+/** Marks a schema that `finishDocument` moves to `components.schemas` under this name. */
+const COMPONENT = 'x-amis-component'
+
+/** Moves every marked schema of the document to `components.schemas`, leaving a `$ref`. */
+function extractComponents(node: unknown, components: Record<string, unknown>): unknown {
+  if (Array.isArray(node)) return node.map((n) => extractComponents(n, components))
+  if (node === null || typeof node !== 'object') return node
+  const out: SchemaObject = {}
+  for (const [key, value] of Object.entries(node)) out[key] = extractComponents(value, components)
+  const name = out[COMPONENT]
+  if (typeof name !== 'string') return out
+  delete out[COMPONENT]
+  components[name] ??= out
+  return { $ref: `#/components/schemas/${name}` }
 }
+
+const withoutSlash = (url: string) => (url.length > 1 ? url.replace(/\/+$/, '') : url)
 
 /** Marks the statuses answered with the shared error body; `finishDocument` turns them into `$ref`s. */
 const ERROR_STATUSES = 'x-amis-error-statuses'
@@ -138,9 +162,12 @@ function documentRoute({ schema, url, route }: { schema: FastifySchema; url: str
   }
   if (errorStatuses.length > 0) out[ERROR_STATUSES] = errorStatuses
   out.operationId ??= route.handler.name || undefined
-  const security = securityOf(url)
-  if (security) out.security = security
-  return { schema: out as FastifySchema }
+  // Each route declares who may call it; a route that declares nothing is public.
+  out.security ??= []
+  const example = REQUEST_EXAMPLES[withoutSlash(url)]
+  if (example !== undefined && out.body) out.body = { ...(out.body as SchemaObject), examples: [example] }
+  // Every path is served with and without its trailing slash: the document names the one without.
+  return { schema: out as FastifySchema, url: withoutSlash(url) }
 }
 
 type Operation = { responses: Record<string, { description: string; content?: unknown } | { $ref: string }>; [key: string]: unknown }
@@ -166,6 +193,9 @@ function finishDocument({ openapiObject }: { openapiObject: Partial<Record<strin
       operation.responses = Object.fromEntries(Object.entries(operation.responses).sort(([a], [b]) => a.localeCompare(b)))
     }
   }
+  const schemas = openapiObject.components.schemas as Record<string, unknown>
+  openapiObject.paths = extractComponents(openapiObject.paths, schemas)
+  for (const [name, schema] of Object.entries(schemas)) schemas[name] = extractComponents(schema, schemas)
   return openapiObject
 }
 
@@ -203,10 +233,19 @@ export default fp(async function openapiPlugin(app: FastifyInstance) {
         title: 'Account Migration Import Service',
         version: packageVersion(),
         description: 'Moves energy customer accounts from a previous supplier\'s system into the platform: validate, ' +
-          'stage and create accounts, add their history, and read import progress. Every 4xx/5xx body is `ErrorBody`. ' +
-          'Data-import paths accept a trailing slash or none. Obtain a token with `obtainToken` on `POST /graphql`. ' +
-          'In objects marked `x-omit-empty`, an optional field sent as `null` or blank is treated as omitted.'
+          'stage and create accounts (one by one, or many per request with `POST /v1/data-import/batches`), add their ' +
+          'history, and follow the migration (progress, failures by code, a per-minute timeline).\n\n' +
+          '## How to authenticate\n' +
+          '1. Exchange your API key for a token: `POST /graphql` with ' +
+          '`{"query": "mutation { obtainToken(input: {APIKey: \\"amk_…\\"}) { token expiresIn refreshToken } }"}`.\n' +
+          '2. Send the token on every call: `Authorization: Bearer <token>` (here: the **Authorize** button, `clientToken`).\n' +
+          '3. Before it expires (`expiresIn` seconds), trade the `refreshToken` for a new pair with `obtainToken(input: {refreshToken: …})`.\n\n' +
+          'Every 4xx/5xx body is `ErrorBody`: `code` is stable, `errors[].attr` is the path of the input at fault. ' +
+          'Paths accept a trailing slash or none. In objects marked `x-omit-empty`, an optional field sent as `null` ' +
+          'or blank is treated as omitted. Money and other decimals are exact: decimal strings (or JSON numbers of at ' +
+          'most 15 significant digits) in major units (`"53.24"` is 53 pounds 24 pence), answered as decimal strings.'
       },
+      servers: [{ url: '/', description: 'This service' }],
       tags: TAGS,
       components: {
         securitySchemes: SECURITY_SCHEMES as never,
@@ -235,6 +274,10 @@ export default fp(async function openapiPlugin(app: FastifyInstance) {
     routePrefix: DOCS_PREFIX,
     staticCSP: DOCS_CSP,
     uiConfig: { deepLinking: true, docExpansion: 'list', defaultModelsExpandDepth: 0 },
-    theme: { title: 'Account Migration Import Service: API' }
+    theme: {
+      title: 'Account Migration Import Service: API',
+      // The page is this service's documentation: no "explore any URL" bar.
+      css: [{ filename: 'theme.css', content: '.swagger-ui .topbar { display: none }' }]
+    }
   })
 }, { name: 'openapi' })

@@ -1,15 +1,11 @@
-import { readFileSync } from 'node:fs'
-import { join } from 'node:path'
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify'
-import { projectRoot } from '../../src/paths.js'
 import { buildTestApp, type TestApp } from './app.js'
 import { asOperator, createTenant, type Tenant } from './graphql.js'
-
-const fixture = readFileSync(join(projectRoot, 'test', 'fixtures', 'account.json'), 'utf8')
+import { exampleAccount as exampleAccountData } from '../../schemas/examples.js'
 
 /** A fresh copy of the example account (its balances reconcile), with fields replaced. */
 export function exampleAccount(changes: Record<string, unknown> = {}): Record<string, any> {
-  return { ...JSON.parse(fixture), ...changes }
+  return { ...exampleAccountData(), ...changes }
 }
 
 /** A date `days` from today (UTC), as `YYYY-MM-DD`. */

@@ -1,0 +1,85 @@
+/**
+ * Realistic examples: the example account (a domestic customer with an ENERGY ledger whose
+ * balances reconcile; the file `docs/examples/account.json`, which people send with the CLI and
+ * curl) and one request of every endpoint for it. The API documentation shows them, and the tests
+ * and benchmarks start from the same account.
+ */
+import account from '../docs/examples/account.json' with { type: 'json' }
+
+export const EXAMPLE_ACCOUNT: Readonly<Record<string, unknown>> = account
+
+/** The example account as a fresh, mutable copy. */
+export function exampleAccount(): Record<string, any> {
+  return structuredClone(EXAMPLE_ACCOUNT) as Record<string, any>
+}
+
+const ref = { import_supplier: 'ACME_ENERGY', external_account_number: 'EXT-000123' }
+
+/** A value without its blank strings (the example account sends one to show it is omitted; the documentation need not). */
+function withoutBlanks(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(withoutBlanks)
+  if (value === null || typeof value !== 'object') return value
+  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== '').map(([k, v]) => [k, withoutBlanks(v)]))
+}
+const DOCUMENTED_ACCOUNT = withoutBlanks(EXAMPLE_ACCOUNT)
+
+/** One request body per endpoint (by path, without a trailing slash). */
+export const REQUEST_EXAMPLES: Record<string, unknown> = {
+  '/v1/data-import/validate-account': DOCUMENTED_ACCOUNT,
+  '/v1/data-import/account-import-process/create-or-update': DOCUMENTED_ACCOUNT,
+  '/v1/data-import/account-import-process/process': {
+    external_account_number: 'EXT-000123', import_supplier_code: 'ACME_ENERGY', operations_team_name: 'Migrations', dry_run: false
+  },
+  '/v1/data-import/notes/create': {
+    ...ref,
+    notes: [
+      { body: 'Customer asked for paper bills until March.', created_at: '2026-09-12T09:30:00Z', is_pinned: true, unpin_at: '2027-03-31T00:00:00Z' },
+      { document_paths: [{ document_path: 'letters/2026-09-welcome.pdf' }] }
+    ]
+  },
+  '/v1/data-import/transactions/create': {
+    ...ref,
+    transactions: [
+      { transaction_id: 'PAY-20261102', transaction_date: '2026-11-02', amount: '45.00', type: 'PAYMENT', reference: 'DD-20261102', payment_type: 'DD_REGULAR_COLLECTION' },
+      { transaction_id: 'CHG-20261105', transaction_date: '2026-11-05', amount: '12.50', type: 'CHARGE', reason: 'METER_READING_FEE' }
+    ]
+  },
+  '/v1/data-import/historical-agreements/create': {
+    ...ref,
+    agreements: [{ supply_point_identifier: '1200012345678', tariff_code: 'E-1R-VAR-19-01-01', effective_from: '2019-01-01', effective_to: '2021-03-01' }]
+  },
+  '/v1/data-import/historical-billing-documents/create': {
+    ...ref,
+    ledger_code: 'ENERGY',
+    ledger_number: 'L-0A1B2C3D',
+    billing_document_type: 'ITEM_BASED',
+    historical_billing_documents: [{
+      billing_document_identifier: 'BILL-2025-01', billing_document_type: 'ITEM_BASED', issued_date: '2025-02-01',
+      transactions: [{ transaction_id: 'B-2025-01', transaction_date: '2025-01-31', amount: '40.00', type: 'CHARGE' }]
+    }]
+  },
+  '/v1/data-import/historical-statements/create': {
+    ...ref,
+    statements: [{ statement_id: 'ST-2025-01', bill_period_from_date: '2025-01-01', bill_period_to_date: '2025-01-31', issued_date: '2025-02-03', number: 'INV-1', gross_amount: '53.50', statement_path: 'statements/2025/01.pdf' }]
+  },
+  '/v1/data-import/payment-instruction/create': { ...ref, vendor: 'ACMEPAY', reference: 'pm_1Nx2yZ', type: 'DIRECT_DEBIT' },
+  '/v1/data-import/batches': {
+    import_supplier: 'ACME_ENERGY',
+    operations_team_name: 'Migrations',
+    accounts: [{
+      account: DOCUMENTED_ACCOUNT,
+      notes: [{ body: 'Moved from the legacy CRM.' }],
+      transactions: [{ transaction_id: 'PAY-20261102', transaction_date: '2026-11-02', amount: '45.00', type: 'PAYMENT', reference: 'DD-20261102', payment_type: 'DD_REGULAR_COLLECTION' }]
+    }]
+  }
+}
+
+/** The error body, as validate answers a payload with problems. */
+export const ERROR_EXAMPLE = {
+  detail: 'Could not validate account data.',
+  code: 'account_failed_validation',
+  errors: [
+    { detail: 'abcde is not a valid phone number', code: 'invalid_phone_number', attr: 'customers.0.landline' },
+    { detail: 'BS1 5T is not a valid postcode in GB.', code: 'invalid_postcode', attr: 'billing_address.postal_code' }
+  ]
+}
