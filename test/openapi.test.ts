@@ -1,4 +1,5 @@
 import t, { type Test } from 'tap'
+import { spawnSync } from 'node:child_process'
 import { validate, compileErrors } from '@readme/openapi-parser'
 import { Ajv2020 } from 'ajv/dist/2020.js'
 import addFormatsModule from 'ajv-formats'
@@ -270,4 +271,21 @@ t.test('a newcomer can read it: how to authenticate, a real example of every bod
   }
   const withDiscriminator = JSON.stringify(doc).match(/"discriminator":\{"propertyName":"[a-z_]+","mapping":\{/g) ?? []
   t.ok(withDiscriminator.length > 0, 'unions say which field picks the branch')
+})
+
+t.test('its patterns are portable: other languages\' regular expression engines take them', async (t) => {
+  const { doc } = await documented(t)
+  const patterns = new Set<string>()
+  JSON.stringify(doc, (key, value) => {
+    if (key === 'pattern' && typeof value === 'string') patterns.add(value)
+    return value
+  })
+  t.ok(patterns.size >= 3, `${patterns.size} distinct patterns`)
+  for (const pattern of patterns) {
+    t.notMatch(pattern, /\[\^\]|\\p\{|\(\?<[A-Za-z]/, `${pattern}: no JavaScript-only syntax ([^], \\p{…}, named groups)`)
+    t.doesNotThrow(() => new RegExp(pattern), `${pattern}: compiles without the u flag`)
+  }
+  const python = spawnSync('python3', ['-c', 'import json, re, sys\nfor p in json.load(sys.stdin): re.compile(p)'], { input: JSON.stringify([...patterns]), encoding: 'utf8' })
+  if (python.error) t.skip(`python3 is not installed here, so Python's re was not tried (${python.error.message})`)
+  else t.equal(python.status, 0, `Python's re compiles every pattern ${python.stderr}`)
 })
