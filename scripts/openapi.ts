@@ -2,7 +2,8 @@
  * Writes the service's OpenAPI document (what `GET /openapi.json` serves) to a file, for tools
  * that check it: `npx tsx scripts/openapi.ts <file>`. Builds the app on an in-memory database.
  */
-import { writeFileSync } from 'node:fs'
+import { mkdirSync, writeFileSync } from 'node:fs'
+import { dirname } from 'node:path'
 import { buildApp } from '../src/app.js'
 import { loadConfig } from '../src/config.js'
 
@@ -14,5 +15,6 @@ const config = loadConfig({
 })
 const app = await buildApp(config, { announce: () => {} })
 await app.ready()
+mkdirSync(dirname(file), { recursive: true })
 writeFileSync(file, JSON.stringify(app.swagger(), null, 2) + '\n')
 await app.close()

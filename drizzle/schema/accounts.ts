@@ -3,7 +3,6 @@ import {
   bigint, boolean, date, index, integer, jsonb, numeric, pgEnum, pgTable, text, timestamp, unique, uuid
 } from 'drizzle-orm/pg-core'
 import { importProcesses } from './imports.js'
-import { billingDocuments } from './post-import.js'
 import { importSuppliers, operationsTeams } from './tenancy.js'
 import { textC } from './types.js'
 
@@ -90,6 +89,19 @@ export const statements = pgTable('statements', {
 }, (t) => [index('statements_ledger_idx').on(t.ledgerId, t.status)])
 
 export const transactionSource = pgEnum('transaction_source', ['ACCOUNT_IMPORT', 'POST_IMPORT', 'BILLING_DOCUMENT'])
+
+/** Finalised billing documents imported once per ledger; their transactions are ledger_transactions. */
+export const billingDocuments = pgTable('billing_documents', {
+  id: uuid('id').primaryKey(),
+  ledgerId: uuid('ledger_id').notNull().references(() => ledgers.id),
+  identifier: text('identifier').notNull(),
+  type: text('type').notNull(),
+  issuedDate: day('issued_date').notNull(),
+  billPeriodFrom: day('bill_period_from_date'),
+  billPeriodTo: day('bill_period_to_date'),
+  finalized: boolean('finalized').notNull().default(true),
+  createdAt: createdAt()
+}, (t) => [unique('billing_documents_ledger_identifier_key').on(t.ledgerId, t.identifier)])
 
 export const ledgerTransactions = pgTable('ledger_transactions', {
   id: uuid('id').primaryKey(),

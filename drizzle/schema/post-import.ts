@@ -1,5 +1,5 @@
 import { boolean, date, index, jsonb, numeric, pgTable, text, timestamp, unique, uuid } from 'drizzle-orm/pg-core'
-import { accounts, ledgers } from './accounts.js'
+import { accounts } from './accounts.js'
 
 /** Data added to a created account by the post-import endpoints. */
 
@@ -36,19 +36,6 @@ export const historicalStatements = pgTable('historical_statements', {
   statementLocation: text('statement_location'),
   createdAt: createdAt()
 }, (t) => [unique('historical_statements_account_statement_key').on(t.accountId, t.statementId)])
-
-/** Finalised billing documents imported once per ledger; their transactions are ledger_transactions. */
-export const billingDocuments = pgTable('billing_documents', {
-  id: uuid('id').primaryKey(),
-  ledgerId: uuid('ledger_id').notNull().references(() => ledgers.id),
-  identifier: text('identifier').notNull(),
-  type: text('type').notNull(),
-  issuedDate: day('issued_date').notNull(),
-  billPeriodFrom: day('bill_period_from_date'),
-  billPeriodTo: day('bill_period_to_date'),
-  finalized: boolean('finalized').notNull().default(true),
-  createdAt: createdAt()
-}, (t) => [unique('billing_documents_ledger_identifier_key').on(t.ledgerId, t.identifier)])
 
 export const paymentInstructions = pgTable('payment_instructions', {
   id: uuid('id').primaryKey(),

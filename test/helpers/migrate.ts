@@ -2,7 +2,7 @@ import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { runMigrateCli, type MigrateCliIO } from '../../src/cli/migrate/index.js'
 import { generateAccounts, type GenerateOptions } from '../../src/cli/migrate/generate.js'
-import type { ReportEntry } from '../../src/cli/migrate/run.js'
+import type { ReportEntry } from '../../src/cli/migrate/report.js'
 import { importSetup, TEAM } from './accounts.js'
 
 type Setup = Parameters<typeof importSetup>

@@ -1,7 +1,7 @@
 import { isObject, type Json } from '../http.js'
 import { SECTIONS as SERVER_ORDER } from '../../../schemas/batches.js'
 import type { Item, Problem, Section } from './input.js'
-import type { ReportEntry, Step } from './run.js'
+import type { ReportEntry, Step } from './report.js'
 import type { Answer, ServiceClient } from './service-client.js'
 
 /** Largest lists one request of a section takes; a longer list is sent account by account (in several requests). */

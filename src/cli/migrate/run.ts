@@ -2,10 +2,11 @@ import { createWriteStream, type WriteStream } from 'node:fs'
 import { isObject, type Json } from '../http.js'
 import { externalOf, parseLine, SECTIONS, type Problem, type Section } from './input.js'
 import { batchable, sendBatch, type BatchLine } from './batches.js'
+import type { ReportEntry, Step, Summary } from './report.js'
 import { countLines, readLines } from './lines.js'
 import { createProgress, duration } from './progress.js'
 import {
-  AuthenticationError, UnavailableError, createServiceClient, hasCode, problemsOf, type Answer, type RetryCounts, type RetryPolicy, type ServiceClient
+  AuthenticationError, UnavailableError, createServiceClient, hasCode, problemsOf, type Answer, type RetryPolicy, type ServiceClient
 } from './service-client.js'
 
 /**
@@ -39,46 +40,6 @@ export interface RunIO {
   fetch?: typeof fetch
   /** Aborted: take no more lines, finish the accounts in flight. */
   signal?: AbortSignal
-}
-
-export type Outcome = 'created' | 'already_completed' | 'would_create' | 'failed'
-export type Step = 'read' | 'status' | 'validate' | 'stage' | 'create' | 'dry_run' | Section
-
-/** One line of the report. */
-export interface ReportEntry {
-  line: number
-  external_account_number: string | null
-  outcome: Outcome
-  service_account_number: string | null
-  /** Where a failed account stopped. */
-  step?: Step
-  /** The HTTP status of the failed call (0: no answer); absent for a line that could not be read. */
-  status?: number
-  code?: string
-  errors?: Problem[]
-  request_id?: string
-  /** Items sent per post-import section (a resumed account's are sent again, changing nothing already there). */
-  post_import?: Partial<Record<Section, number>>
-}
-
-export interface Summary {
-  file: string
-  url: string
-  reportPath: string
-  dryRun: boolean
-  accounts: number
-  created: number
-  alreadyCompleted: number
-  wouldCreate: number
-  failed: number
-  failedByStep: Partial<Record<Step, number>>
-  /** Failed accounts per error code (each code counted once per account). */
-  codes: Record<string, number>
-  postImport: Record<Section, number>
-  retries: RetryCounts
-  elapsedMs: number
-  /** Stopped before the end of the input: interrupted, or the API key was refused. */
-  stopped?: string
 }
 
 const CREATE_TRANSIENT = ['account_import_in_progress'] as const

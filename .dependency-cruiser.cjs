@@ -1,0 +1,47 @@
+/**
+ * The architecture, checked by `npm run lint` (dependency-cruiser): what may import what.
+ * docs/architecture.md explains the layers these rules keep apart.
+ */
+module.exports = {
+  forbidden: [
+    {
+      name: 'no-circular',
+      severity: 'error',
+      comment: 'A cycle makes load order matter and modules impossible to read one at a time.',
+      from: {},
+      to: { circular: true }
+    },
+    {
+      name: 'rules-are-pure',
+      severity: 'error',
+      comment: 'Business rules read a request (and a snapshot handed to them), never the database: unit tests call them directly.',
+      from: { path: '^src/(rules/|modules/[^/]+/rules\\.ts$)' },
+      to: { path: ['^src/db/', 'repository\\.ts$', 'service\\.ts$', 'node_modules/(drizzle-orm|postgres|@electric-sql)/'] }
+    },
+    {
+      name: 'sql-only-in-repositories',
+      severity: 'error',
+      comment: 'Queries live in a module\'s repository.ts (and the connection in src/db/); services and routes call repositories.',
+      from: { path: '^src/', pathNot: ['repository\\.ts$', '^src/db/', '^src/logging\\.ts$'] },
+      to: { path: 'node_modules/(drizzle-orm|postgres)/', dependencyTypesNot: ['type-only'] }
+    },
+    {
+      name: 'routes-call-services',
+      severity: 'error',
+      comment: 'A route validates, calls its service and answers; it does not query.',
+      from: { path: 'routes\\.ts$' },
+      to: { path: 'repository\\.ts$', dependencyTypesNot: ['type-only'] }
+    },
+    {
+      name: 'service-code-does-not-import-tests',
+      severity: 'error',
+      from: { path: '^(src|schemas|drizzle)/' },
+      to: { path: '^(test|bench)/' }
+    }
+  ],
+  options: {
+    doNotFollow: { path: 'node_modules' },
+    tsPreCompilationDeps: true,
+    tsConfig: { fileName: 'tsconfig.json' },
+  }
+}
