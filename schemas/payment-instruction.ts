@@ -1,5 +1,6 @@
 import { Type, type Static } from 'typebox'
 import { Choice, Text } from './fields.js'
+import { WELL_FORMED_CHARACTERS } from './text.js'
 import { PostImportBody, StandardErrorResponses } from './post-import.js'
 
 /** Payment instruction. */
@@ -33,3 +34,15 @@ export const PaymentInstructionResult = Type.Object({
 export type PaymentInstructionResult = Static<typeof PaymentInstructionResult>
 
 export const PaymentInstructionResponses = { 201: PaymentInstructionResult, ...StandardErrorResponses }
+
+/**
+ * What a payment vendor answers for `GET <base>/payment-instructions/<reference>`; other fields
+ * are ignored. Text must be storable; `details` is kept as sent (`{}` when absent).
+ */
+export const VendorAnswer = Type.Object({
+  reference: Type.String(),
+  type: Type.String({ pattern: `^${WELL_FORMED_CHARACTERS}$` }),
+  status: Type.String({ pattern: `^${WELL_FORMED_CHARACTERS}$` }),
+  details: Type.Optional(Type.Unsafe<Record<string, unknown>>({ type: 'object', jsonValue: { maxBytes: 1024 * 1024, maxDepth: 32 } }))
+})
+export type VendorAnswer = Static<typeof VendorAnswer>

@@ -1,8 +1,6 @@
 import cluster, { type Worker } from 'node:cluster'
-import { hostname } from 'node:os'
-
-/** pino's numbers, so the primary's lines read like the workers'. */
-const LEVELS: Record<string, number> = { trace: 10, debug: 20, info: 30, warn: 40, error: 50, fatal: 60, silent: Infinity }
+import { pino } from 'pino'
+import { prettyLog } from './logging.js'
 
 /** A replacement for a dead worker starts after this pause (a worker that keeps dying cannot spin). */
 const RESTART_DELAY_MS = 1000
@@ -14,12 +12,11 @@ const RESTART_DELAY_MS = 1000
  * that cannot start stops the cluster (the worker's own line says why). SIGTERM and SIGINT are
  * passed on to every worker; the primary exits when all have, 0 when all stopped cleanly.
  */
-export function runPrimary(workers: number, logLevel: string): void {
-  const threshold = LEVELS[logLevel] ?? LEVELS.info!
-  const host = hostname()
+export function runPrimary(workers: number, logLevel: string, logFormat: 'json' | 'pretty'): void {
+  // The same logger as the workers', so the primary's lines read like theirs.
+  const logger = logFormat === 'pretty' ? pino({ level: logLevel }, prettyLog()) : pino({ level: logLevel })
   function log(level: 'info' | 'warn' | 'error', msg: string, extra: Record<string, unknown> = {}): void {
-    if (LEVELS[level]! < threshold) return
-    process.stdout.write(JSON.stringify({ level: LEVELS[level], time: Date.now(), pid: process.pid, hostname: host, ...extra, msg }) + '\n')
+    logger[level](extra, msg)
   }
 
   const listening = new WeakSet<Worker>()

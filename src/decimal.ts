@@ -81,3 +81,8 @@ export function sumDecimals(values: Iterable<unknown>): Big {
 export function withinCent(a: Big, b: Big): boolean {
   return a.minus(b).abs().lte('0.01')
 }
+
+/** The decimals among `fields` of `target` in their text form, in place. */
+export function normaliseDecimals(target: Record<string, unknown>, ...fields: string[]): void {
+  for (const field of fields) if (target[field] !== undefined) target[field] = formatDecimal(target[field])
+}

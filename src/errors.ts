@@ -1,4 +1,5 @@
 import type { ErrorObject } from 'ajv'
+import type { FastifyRequest } from 'fastify'
 import type { ErrorEntry } from '../schemas/common.js'
 
 export type { ErrorEntry }
@@ -84,6 +85,18 @@ function pointerSegments(pointer: string): string[] {
  * name, so querystring and params use no prefix). Errors of `anyOf`/`oneOf` wrappers are dropped:
  * the branch errors say what is wrong.
  */
+/**
+ * The input of a route that validates with `attachValidation`, as what it is: a body not known to
+ * be valid, and its schema problems. The service decides what to answer.
+ */
+export interface AttachedInput { body: unknown; schemaErrors: ErrorEntry[] }
+
+export function attachedInput(request: FastifyRequest): AttachedInput {
+  // Fastify types these with its own narrower interface; they are the ajv error objects.
+  const validation = request.validationError?.validation as readonly ErrorObject[] | undefined
+  return { body: request.body, schemaErrors: validation ? entriesFromAjv(validation) : [] }
+}
+
 export function entriesFromAjv(errors: readonly ErrorObject[], prefix: string[] = []): ErrorEntry[] {
   const out: ErrorEntry[] = []
   const seen = new Set<string>()

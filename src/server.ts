@@ -9,7 +9,7 @@ import { DatabaseStartupError } from './db/index.js'
 async function main(): Promise<void> {
   const config = loadConfig(process.env)
   // WORKERS > 1: this process only supervises; each worker it forks runs the start-up below.
-  if (config.workers > 1 && cluster.isPrimary) return runPrimary(config.workers, config.logLevel)
+  if (config.workers > 1 && cluster.isPrimary) return runPrimary(config.workers, config.logLevel, config.logFormat)
   // Before anything is set up (a first start prints a one-time operator key): the port must be free.
   if (cluster.isPrimary && config.port !== 0) await portFree(config.host, config.port)
   const app = await buildApp(config)

@@ -2,7 +2,7 @@
 
 export type Json = Record<string, unknown>
 
-export const isObject = (value: unknown): value is Json => typeof value === 'object' && value !== null && !Array.isArray(value)
+export { isObject } from '../objects.js'
 
 /** True when `fetch` gave up because its time ran out (or it was aborted). */
 export const isTimeout = (err: unknown): boolean => err instanceof Error && (err.name === 'TimeoutError' || err.name === 'AbortError')

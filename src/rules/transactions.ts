@@ -1,7 +1,10 @@
-import { Big, toBig, withinCent, sumDecimals } from '../decimal.js'
+import { Big, formatDecimal, normaliseDecimals, toBig, withinCent, sumDecimals } from '../decimal.js'
 import type { RuleContext } from './context.js'
 
-/** Transaction rules, shared by account import and the post-import endpoints. */
+/**
+ * A transaction's rules and normalisation, shared by account import, the post-import endpoints
+ * and batches. Its shape is schemas/transactions.ts; planning its rows, src/modules/accounts/plan.ts.
+ */
 
 /** CREDIT and PAYMENT add to a balance; CHARGE, SUPPLY_CHARGE and REPAYMENT subtract. */
 export function signedAmount(type: string, amount: unknown): Big {
@@ -59,3 +62,15 @@ function taxItemRules(item: any, path: string, ctx: RuleContext): void {
     }
   }
 }
+
+/** Decimals of a transaction (and its line and tax items) in their text form; reused by post-import writes. */
+export function normaliseTransaction(tx: any): void {
+  normaliseDecimals(tx, 'amount')
+  for (const item of arrayOf(tx.line_items)) {
+    normaliseDecimals(item, 'number_of_units', 'net_amount', 'price_per_unit')
+    if (Array.isArray(item.units)) item.units = item.units.map(formatDecimal)
+  }
+  for (const item of arrayOf(tx.tax_items)) normaliseDecimals(item, 'amount', 'value_taxed', 'rate')
+}
+
+const arrayOf = (value: unknown): any[] => (Array.isArray(value) ? value : [])

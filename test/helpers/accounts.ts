@@ -1,19 +1,9 @@
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify'
 import { buildTestApp, type TestApp } from './app.js'
 import { asOperator, createTenant, type Tenant } from './graphql.js'
-import { exampleAccount as exampleAccountData } from '../../schemas/examples.js'
+import { exampleAccount } from './account-data.js'
 
-/** A fresh copy of the example account (its balances reconcile), with fields replaced. */
-export function exampleAccount(changes: Record<string, unknown> = {}): Record<string, any> {
-  return { ...exampleAccountData(), ...changes }
-}
-
-/** A date `days` from today (UTC), as `YYYY-MM-DD`. */
-export function daysFromToday(days: number): string {
-  const d = new Date()
-  d.setUTCDate(d.getUTCDate() + days)
-  return d.toISOString().slice(0, 10)
-}
+export { daysFromToday, exampleAccount } from './account-data.js'
 
 export const TEAM = 'Migrations'
 

@@ -1,10 +1,28 @@
-import { LEDGER_CODES } from '../../../schemas/account.js'
-import { formatDecimal, sumDecimals, toBig } from '../../decimal.js'
-import { compareAttr } from '../../errors.js'
+import { AccountData, LEDGER_CODES } from '../../../schemas/account.js'
+import { formatDecimal, sumDecimals, toBig, normaliseDecimals } from '../../decimal.js'
+import { compareAttr, entriesFromAjv, sortEntries, type ErrorEntry } from '../../errors.js'
 import { addressKey, countryCode, normalisePostcode } from '../../rules/address.js'
 import { emailProblem, phoneE164 } from '../../rules/contact.js'
-import type { RuleContext } from '../../rules/context.js'
-import { signedAmount, transactionRules } from '../../rules/transactions.js'
+import { ruleContext, type RuleContext } from '../../rules/context.js'
+import { normaliseTransaction, signedAmount, transactionRules } from '../../rules/transactions.js'
+import { compileBody } from '../../validation.js'
+
+const validateAccountData = compileBody(AccountData)
+
+/** Schema problems of account data. Ajv fills defaults and drops empty values in place. */
+export function accountSchemaErrors(data: unknown): ErrorEntry[] {
+  return validateAccountData(data) ? [] : entriesFromAjv(validateAccountData.errors ?? [])
+}
+
+/**
+ * Every check of account data that needs no database: the schema, then the business rules on the
+ * fields that passed it (as of `today`). Every problem, sorted; or, with none, the normalised account.
+ */
+export function checkAccountData(data: unknown, today: string, schemaErrors = accountSchemaErrors(data)): { errors: ErrorEntry[]; data?: AccountData } {
+  const ctx = ruleContext(schemaErrors, today)
+  accountRules(data, ctx)
+  return ctx.errors.length > 0 ? { errors: sortEntries(ctx.errors) } : { errors: [], data: normaliseAccount(data as AccountData) }
+}
 
 /**
  * The business rules of account data that went through the schema. Values are read only
@@ -252,20 +270,6 @@ export function normaliseAccount<T>(data: T): T {
     for (const list of TRANSACTION_LISTS) arrayOf(ledger[list]).forEach(normaliseTransaction)
   }
   return out
-}
-
-/** Decimals of a transaction (and its line and tax items) in their text form; reused by post-import writes. */
-export function normaliseTransaction(tx: any): void {
-  normaliseDecimals(tx, 'amount')
-  for (const item of arrayOf(tx.line_items)) {
-    normaliseDecimals(item, 'number_of_units', 'net_amount', 'price_per_unit')
-    if (Array.isArray(item.units)) item.units = item.units.map(formatDecimal)
-  }
-  for (const item of arrayOf(tx.tax_items)) normaliseDecimals(item, 'amount', 'value_taxed', 'rate')
-}
-
-function normaliseDecimals(target: any, ...fields: string[]): void {
-  for (const field of fields) if (target[field] !== undefined) target[field] = formatDecimal(target[field])
 }
 
 function normaliseAddress(address: any): string | undefined {

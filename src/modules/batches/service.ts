@@ -9,6 +9,9 @@ import { PaymentInstructionRequest } from '../../../schemas/payment-instruction.
 import { TransactionsRequest } from '../../../schemas/transaction-import.js'
 import type { Db } from '../../db/index.js'
 import { AppError, entriesFromAjv, entry, sortEntries, type ErrorEntry } from '../../errors.js'
+import { isObject } from '../../objects.js'
+import { utcToday } from '../../rules/context.js'
+import { checkAccountData } from '../accounts/rules.js'
 import { compileBody } from '../../validation.js'
 import type { OrganisationPrincipal } from '../auth/service.js'
 import { isExternalAccountNumber, type FailuresService } from '../failures/service.js'
@@ -140,7 +143,8 @@ export function createBatchesService(deps: {
           continue
         }
         const account = e.raw.account
-        const checked = imports.checkAccount(account, imports.schemaErrors(account))
+        // The checks of stage that need no database; the supplier is known to be the caller's and Ongoing.
+        const checked = checkAccountData(account, utcToday())
         if (checked.errors.length > 0) await failRecorded(e, 'stage', accountFailed(checked.errors))
         else e.data = checked.data as Record<string, unknown>
       }
@@ -297,7 +301,7 @@ export function createBatchesService(deps: {
 
       async function stageAndCreateOne(e: Entry): Promise<void> {
         try {
-          await imports.stage(principal, e.data, [])
+          await imports.stage(principal, { body: e.data, schemaErrors: [] })
         } catch (err) {
           const error = asAppError(err, log)
           if (error.code === 'account_already_imported') {
@@ -312,8 +316,9 @@ export function createBatchesService(deps: {
         for (;;) {
           try {
             const created = await imports.create(principal, {
-              external_account_number: e.external, import_supplier_code: supplier.code, operations_team_name: body.operations_team_name, dry_run: dryRun
-            }, [])
+              body: { external_account_number: e.external, import_supplier_code: supplier.code, operations_team_name: body.operations_team_name, dry_run: dryRun },
+              schemaErrors: []
+            })
             e.outcome = 'created'
             e.serviceAccountNumber = created.service_account_number
             e.ledgers = created.ledgers
@@ -384,7 +389,7 @@ export function createBatchesService(deps: {
         const schemaErrors = valid ? [] : entriesFromAjv(validate.errors ?? [])
         switch (section) {
           case 'transactions':
-            await postImport.transactions.create(principal, request as never, {}, schemaErrors)
+            await postImport.transactions.create(principal, { body: request, schemaErrors }, {})
             return
           case 'notes':
             if (!valid) throw invalidRequest(schemaErrors)
@@ -467,10 +472,6 @@ function rooted(err: unknown, root: string): unknown {
   if (root === '' || !(err instanceof AppError) || err.extra.rooted === true) return err
   const errors = err.errors.map((x) => ({ ...x, attr: x.attr === null ? root.slice(0, -1) : root + x.attr }))
   return new AppError(err.statusCode, err.code, err.message, errors, { ...err.extra, rooted: true }, err.headers)
-}
-
-function isObject(value: unknown): value is Record<string, unknown> {
-  return value !== null && typeof value === 'object' && !Array.isArray(value)
 }
 
 /** An error of a single step as its endpoint would answer it; anything unexpected is a 500. */

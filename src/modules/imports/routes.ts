@@ -1,25 +1,14 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import type { FastifyRequest } from 'fastify'
 import {
   AccountData, AccountParams, AccountSummary, CreateRequest, CreateResponse, StageResponse, TransferStatus
 } from '../../../schemas/account.js'
 import { StandardErrorResponses } from '../../../schemas/common.js'
 import { ImportProcessListResponses, ListQuery, SupplierParams } from '../../../schemas/imports.js'
-import { entriesFromAjv, type ErrorEntry } from '../../errors.js'
+import { attachedInput } from '../../errors.js'
 import { organisationOf } from '../auth/service.js'
 import type { ProcessList } from './repository.js'
-import { createImportsService, type CreateInput } from './service.js'
+import { createImportsService } from './service.js'
 import { jsonArrayStream } from '../../json-stream.js'
-
-/**
- * Schema problems of an account route's body. These routes validate with `attachValidation`:
- * "already imported", "skipped" and "in progress" win over schema errors, so the service
- * decides what to answer.
- */
-function schemaErrors(request: FastifyRequest): ErrorEntry[] {
-  const validation = request.validationError?.validation
-  return validation ? entriesFromAjv(validation as never) : []
-}
 
 const LIST_SUMMARIES: Record<ProcessList, string> = {
   all: 'Every import process of a supplier, skipped ones included',
@@ -27,6 +16,10 @@ const LIST_SUMMARIES: Record<ProcessList, string> = {
   imported: 'Import processes created'
 }
 
+/**
+ * Account routes validate with `attachValidation`: "already imported", "skipped" and "in progress"
+ * win over schema errors, so the service decides what to answer.
+ */
 const accountRoute = { attachValidation: true } as const
 /** The route config of an account step: its schema errors' top-level code, and its failure records. */
 const accountStep = (step: 'validate' | 'stage' | 'create') => ({
@@ -50,7 +43,7 @@ const importsRoutes: FastifyPluginAsyncTypebox = async function importsRoutes(ap
       response: { 200: AccountData, ...StandardErrorResponses }
     }
   }, async function validateAccount(request, reply) {
-    const data = await service.validate(organisationOf(request.principal), request.body, schemaErrors(request))
+    const data = await service.validate(organisationOf(request.principal), attachedInput(request))
     // The data has just passed the same schema and holds nothing else: plain JSON.stringify is
     // exact here and spares the schema serialiser's per-transaction branch matching.
     return reply.serializer(JSON.stringify).send(data)
@@ -67,7 +60,7 @@ const importsRoutes: FastifyPluginAsyncTypebox = async function importsRoutes(ap
       response: { 200: StageResponse, 201: StageResponse, ...StandardErrorResponses }
     }
   }, async function stageAccount(request, reply) {
-    const result = await service.stage(organisationOf(request.principal), request.body, schemaErrors(request))
+    const result = await service.stage(organisationOf(request.principal), attachedInput(request))
     return reply.code(result.created ? 201 : 200).send(result.body)
   })
 
@@ -83,7 +76,7 @@ const importsRoutes: FastifyPluginAsyncTypebox = async function importsRoutes(ap
       response: { 201: CreateResponse, ...StandardErrorResponses }
     }
   }, async function createAccount(request, reply) {
-    const result = await service.create(organisationOf(request.principal), request.body as CreateInput, schemaErrors(request))
+    const result = await service.create(organisationOf(request.principal), attachedInput(request))
     return reply.code(201).send(result)
   })
 

@@ -1,16 +1,15 @@
-import type { ValidateFunction } from 'ajv'
 import { AccountData, type AccountSummary, type CreateResponse, type TransferStatus } from '../../../schemas/account.js'
 import { SUPPLIER_CODE } from '../../../schemas/common.js'
 import type { ImportProcessListItem } from '../../../schemas/imports.js'
 import type { Db } from '../../db/index.js'
 import { pgErrorCode } from '../../db/index.js'
-import { AppError, entriesFromAjv, entry, notFound, sortEntries, type ErrorEntry, type StoredEntry } from '../../errors.js'
+import { AppError, entry, notFound, sortEntries, type AttachedInput, type ErrorEntry, type StoredEntry } from '../../errors.js'
+import { isObject } from '../../objects.js'
 import { formatDateTime, formatNullableDateTime } from '../../format.js'
 import { ruleContext, utcToday, type RuleContext } from '../../rules/context.js'
-import { compileBody } from '../../validation.js'
 import { formatDecimal } from '../../decimal.js'
 import { createAccountsRepository } from '../accounts/repository.js'
-import { accountRules, normaliseAccount } from '../accounts/rules.js'
+import { accountRules, checkAccountData, normaliseAccount } from '../accounts/rules.js'
 import { planAccount } from '../accounts/plan.js'
 import type { OrganisationPrincipal } from '../auth/service.js'
 import { ACCOUNT_STEPS, type FailuresService } from '../failures/service.js'
@@ -89,18 +88,10 @@ const str = (value: unknown): string | undefined => (typeof value === 'string' ?
 export function createImportsService(db: Db, failures: FailuresService) {
   const repo = createImportsRepository(db)
   const accountsRepo = createAccountsRepository(db)
-  const validateAccountData: ValidateFunction = compileBody(AccountData)
 
   /** The caller's supplier for a code and the process of `external`, in one round trip. */
   async function lookup(principal: OrganisationPrincipal, code: string | undefined, external: string | undefined, withRunning = false): Promise<Lookup | undefined> {
     return code !== undefined && SUPPLIER_CODE.test(code) ? repo.lookup(code, principal.organisationId, external, withRunning) : undefined
-  }
-
-  /** Schema and business-rule errors of account data (Ajv fills defaults and omits empty values in place). */
-  function checkAccount(data: unknown, schemaErrors: ErrorEntry[], today: string): RuleContext {
-    const ctx = ruleContext(schemaErrors, today)
-    accountRules(data, ctx)
-    return ctx
   }
 
   /**
@@ -164,11 +155,10 @@ export function createImportsService(db: Db, failures: FailuresService) {
         errors.push(entry('import_supplier_migration_not_ongoing', 'import_supplier_code', `The migration of import supplier ${claim.supplierCode} is ${claim.supplierStatus}.`))
       }
       // The staged data is validated again with today's date: rules may have changed since staging.
-      const schemaErrors = validateAccountData(staged) ? [] : entriesFromAjv(validateAccountData.errors ?? [])
-      errors.push(...checkAccount(staged, schemaErrors, utcToday()).errors)
+      const checked = checkAccountData(staged, utcToday())
+      errors.push(...checked.errors)
       if (errors.length > 0) throw new CreateRefused(accountFailed(errors), sortEntries(errors))
-
-      const data = normaliseAccount(staged as AccountData)
+      const data = checked.data!
       const rows = planAccount(data, {
         importProcessId: process.id, supplierId: supplier.id, operationsTeamId: claim.teamId!, sendMigrationEmails: claim.sendMigrationEmails
       })
@@ -196,29 +186,15 @@ export function createImportsService(db: Db, failures: FailuresService) {
   }
 
   return {
-    /** Schema problems of account data, as the stage route reports them (defaults are filled in place). */
-    schemaErrors(data: unknown): ErrorEntry[] {
-      return validateAccountData(data) ? [] : entriesFromAjv(validateAccountData.errors ?? [])
-    },
-
-    /**
-     * The checks of stage that need no database, for a supplier known to be the caller's and
-     * Ongoing (batches check it once for all their accounts): every problem, or the normalised data.
-     */
-    checkAccount(data: unknown, schemaErrors: ErrorEntry[]): { errors: ErrorEntry[]; data?: AccountData } {
-      const ctx = checkAccount(data, schemaErrors, utcToday())
-      return ctx.errors.length > 0 ? { errors: sortEntries(ctx.errors) } : { errors: [], data: normaliseAccount(data as AccountData) }
-    },
-
     /** Plans the rows of a create (the same plan as a single create). */
     plan: planAccount,
 
-    async validate(principal: OrganisationPrincipal, body: unknown, schemaErrors: ErrorEntry[]) {
+    async validate(principal: OrganisationPrincipal, { body, schemaErrors }: AttachedInput) {
       return (await validated(principal, body, schemaErrors, false)).data
     },
 
     /** Stores the normalised data: `created` the first time, `updated` after. */
-    async stage(principal: OrganisationPrincipal, body: unknown, schemaErrors: ErrorEntry[]) {
+    async stage(principal: OrganisationPrincipal, { body, schemaErrors }: AttachedInput) {
       const { supplier, known, data } = await validated(principal, body, schemaErrors, true)
       const external = data.external_account_number
       const actor = actorOf(principal)
@@ -237,7 +213,9 @@ export function createImportsService(db: Db, failures: FailuresService) {
       }
     },
 
-    async create(principal: OrganisationPrincipal, body: CreateInput, schemaErrors: ErrorEntry[]): Promise<CreateResponse> {
+    async create(principal: OrganisationPrincipal, input: AttachedInput): Promise<CreateResponse> {
+      const body: CreateInput = isObject(input.body) ? input.body : {}
+      const schemaErrors = input.schemaErrors
       const ctx = ruleContext(schemaErrors, utcToday())
       const code = ctx.clean('import_supplier_code') ? str(body.import_supplier_code) : undefined
       const clean = ctx.clean('external_account_number') ? str(body.external_account_number) : undefined

@@ -1,5 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises'
-import { isWellFormedJson } from '../../../schemas/text.js'
+import { VendorAnswer } from '../../../schemas/payment-instruction.js'
+import { compileBody } from '../../validation.js'
 
 /** What a vendor says about one payment instruction (`GET <base>/payment-instructions/<reference>`). */
 export interface VendorInstruction {
@@ -85,7 +86,7 @@ type Attempt = { outcome: VendorOutcome } | { retry: string }
 
 /**
  * Asks payment vendors about instructions over HTTP (Node's `fetch`): a timeout per attempt
- * (AbortController), retries with exponential backoff and jitter on timeouts, connection failures,
+ * (`AbortSignal.timeout`), retries with exponential backoff and jitter on timeouts, connection failures,
  * 408, 429 and 5xx, and a circuit breaker per vendor. Holds no database resource: call it outside
  * any transaction.
  */
@@ -110,10 +111,9 @@ export function createVendorClient(options: VendorClientOptions) {
   }
 
   async function attempt(url: string, headers: Record<string, string>, reference: string, number: number): Promise<Attempt> {
-    const controller = new AbortController()
-    const timer = setTimeout(() => controller.abort(), options.timeoutMs)
+    const signal = AbortSignal.timeout(options.timeoutMs)
     try {
-      const res = await fetchImpl(url, { headers, signal: controller.signal, redirect: 'manual' })
+      const res = await fetchImpl(url, { headers, signal, redirect: 'manual' })
       const status = res.status
       if (status !== 200) await res.body?.cancel().catch(() => {})
       if (status === 404) return { outcome: { kind: 'not_found' } }
@@ -124,9 +124,7 @@ export function createVendorClient(options: VendorClientOptions) {
       if (!instruction) return { outcome: { kind: 'failed', reason: 'answer is not a payment instruction', attempts: number } }
       return { outcome: { kind: 'found', instruction } }
     } catch {
-      return { retry: controller.signal.aborted ? `no answer within ${options.timeoutMs} ms` : 'connection failed' }
-    } finally {
-      clearTimeout(timer)
+      return { retry: signal.aborted ? `no answer within ${options.timeoutMs} ms` : 'connection failed' }
     }
   }
 
@@ -188,6 +186,8 @@ async function readLimited(res: Response, max: number): Promise<string | undefin
   return Buffer.concat(chunks).toString('utf8')
 }
 
+const isVendorAnswer = compileBody(VendorAnswer) as (value: unknown) => value is VendorAnswer
+
 /** `{reference, type, status, details}` for the reference asked about, storable as jsonb; else undefined. */
 function parseInstruction(text: string | undefined, reference: string): VendorInstruction | undefined {
   if (text === undefined) return undefined
@@ -197,15 +197,6 @@ function parseInstruction(text: string | undefined, reference: string): VendorIn
   } catch {
     return undefined
   }
-  if (!isObject(body)) return undefined
-  const { type, status } = body
-  const details = body.details ?? {}
-  if (body.reference !== reference || typeof type !== 'string' || typeof status !== 'string' || !isObject(details) || !isWellFormedJson(details)) {
-    return undefined
-  }
-  return { reference, type, status, details }
-}
-
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value)
+  if (!isVendorAnswer(body) || body.reference !== reference) return undefined
+  return { reference, type: body.type, status: body.status, details: body.details ?? {} }
 }

@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { TransactionsQuery, TransactionsRequest, TransactionsResponses } from '../../../schemas/transaction-import.js'
-import { entriesFromAjv } from '../../errors.js'
+import { attachedInput } from '../../errors.js'
 import { organisationOf } from '../auth/service.js'
 import type { PostImportRouteOptions } from '../post-import/services.js'
 import { postImportStep } from '../../plugins/failures.js'
@@ -24,9 +24,7 @@ const transactionsRoutes: FastifyPluginAsyncTypebox<PostImportRouteOptions> = as
       response: TransactionsResponses
     }
   }, async function createTransactions(request, reply) {
-    const validation = request.validationError?.validation
-    const schemaErrors = validation ? entriesFromAjv(validation as never) : []
-    const result = await service.create(organisationOf(request.principal), request.body, request.query, schemaErrors)
+    const result = await service.create(organisationOf(request.principal), attachedInput(request), request.query)
     return reply.code(201).send(result)
   })
 }

@@ -2,12 +2,12 @@ import { randomUUID } from 'node:crypto'
 import type { TransactionResult, TransactionsQuery, TransactionsRequest } from '../../../schemas/transaction-import.js'
 import type { Db } from '../../db/index.js'
 import { sumDecimals } from '../../decimal.js'
-import { AppError, entry, sortEntries, type ErrorEntry } from '../../errors.js'
+import { AppError, entry, sortEntries, type AttachedInput, type ErrorEntry } from '../../errors.js'
 import { ruleContext, utcToday } from '../../rules/context.js'
 import { signedAmount, transactionRules } from '../../rules/transactions.js'
 import { addTransaction, type AccountRows } from '../accounts/plan.js'
 import { createAccountsRepository } from '../accounts/repository.js'
-import { normaliseTransaction } from '../accounts/rules.js'
+import { normaliseTransaction } from '../../rules/transactions.js'
 import type { OrganisationPrincipal } from '../auth/service.js'
 import { createNotesRepository, type NoteInsert } from '../notes/repository.js'
 import { invalidRequest, type PostImportBase } from '../post-import/service.js'
@@ -66,14 +66,16 @@ export interface TransactionsPlan {
 }
 
 /** Schema problems inside one transaction get the transaction body; others the standard one. */
-function checkSchema(body: Pick<TransactionsRequest, 'transactions'>, schemaErrors: ErrorEntry[], today: string): void {
+function checkSchema<T extends Pick<TransactionsRequest, 'transactions'>>(body: unknown, schemaErrors: ErrorEntry[], today: string): asserts body is T {
   if (schemaErrors.length === 0) return
   const groups = byTransaction(schemaErrors)
   if (!groups) throw invalidRequest(schemaErrors)
+  // Every problem is inside a transaction, so the body is an object with a transactions array.
+  const transaction = (body as { transactions: unknown[] }).transactions[lowest(groups)]
   const index = lowest(groups)
   const ctx = ruleContext(groups.get(index)!, today)
-  transactionRules(body.transactions[index], `transactions.${index}`, ctx)
-  throw transactionImportError(body.transactions[index], ctx.errors)
+  transactionRules(transaction, `transactions.${index}`, ctx)
+  throw transactionImportError(transaction, ctx.errors)
 }
 
 /** The rules that read only the request (they come after the account is found): problems by transaction index. */
@@ -170,9 +172,9 @@ export function createTransactionsService(base: PostImportBase, db: Db) {
      * `schemaErrors` are the route's schema problems: inside one transaction they get the
      * transaction body, otherwise the standard one.
      */
-    async create(principal: OrganisationPrincipal, body: TransactionsRequest, query: TransactionsQuery, schemaErrors: ErrorEntry[]) {
+    async create(principal: OrganisationPrincipal, { body, schemaErrors }: AttachedInput, query: TransactionsQuery) {
       const today = utcToday()
-      checkSchema(body, schemaErrors, today)
+      checkSchema<TransactionsRequest>(body, schemaErrors, today)
       const account = await base.resolve(principal, body.import_supplier, body.external_account_number)
       const problems = checkRules(body, today)
       const ids = body.transactions.map((t) => t.transaction_id)
@@ -188,7 +190,7 @@ export function createTransactionsService(base: PostImportBase, db: Db) {
     },
 
     /** The rules of a request and its plan against a ledger known without the database (a batch's new account). */
-    planForNewAccount(body: Pick<TransactionsRequest, 'transactions'>, schemaErrors: ErrorEntry[], account: { id: string }, ledger: EnergyLedger | undefined, today: string): TransactionsPlan {
+    planForNewAccount(body: unknown, schemaErrors: ErrorEntry[], account: { id: string }, ledger: EnergyLedger | undefined, today: string): TransactionsPlan {
       checkSchema(body, schemaErrors, today)
       const problems = checkRules(body, today)
       if (!ledger) throw invalidRequest([entry('ledger_not_found', null, 'The account has no ENERGY ledger with an open statement.')])
