@@ -25,6 +25,19 @@ function describe(table: PgTable) {
  * sets are listed, so database defaults apply to the rest.
  */
 export function insertRows(tx: Tx, table: PgTable, rows: Record<string, unknown>[]): PromiseLike<unknown> {
+  const { sql: text, params } = insertStatement(table, rows)
+  let running: Promise<unknown> | undefined
+  // Lazy like a Drizzle query: it runs when first awaited, so callers control the order.
+  return {
+    then(onFulfilled, onRejected) {
+      running ??= tx._.session.prepareQuery({ sql: text, params }, undefined, undefined, false).execute()
+      return running!.then(onFulfilled, onRejected)
+    }
+  }
+}
+
+/** The text and parameters of `insertRows`' statement. */
+export function insertStatement(table: PgTable, rows: Record<string, unknown>[]): { sql: string; params: unknown[] } {
   const { name, columns } = describe(table)
   const used = columns.filter(([key]) => rows.some((row) => row[key] !== undefined))
   const params: unknown[] = []
@@ -42,13 +55,5 @@ export function insertRows(tx: Tx, table: PgTable, rows: Record<string, unknown>
     }
     tuples.push(`(${cells.join(', ')})`)
   }
-  const text = `insert into ${name} (${used.map(([, , quoted]) => quoted).join(', ')}) values ${tuples.join(', ')}`
-  let running: Promise<unknown> | undefined
-  // Lazy like a Drizzle query: it runs when first awaited, so callers control the order.
-  return {
-    then(onFulfilled, onRejected) {
-      running ??= tx._.session.prepareQuery({ sql: text, params }, undefined, undefined, false).execute()
-      return running!.then(onFulfilled, onRejected)
-    }
-  }
+  return { sql: `insert into ${name} (${used.map(([, , quoted]) => quoted).join(', ')}) values ${tuples.join(', ')}`, params }
 }

@@ -1,0 +1,84 @@
+import t from 'tap'
+import { eq, getTableName } from 'drizzle-orm'
+import { drizzle } from 'drizzle-orm/postgres-js'
+import type { PgTable } from 'drizzle-orm/pg-core'
+import * as schema from '../drizzle/schema/index.js'
+import { insertRows, insertStatement } from '../src/db/insert.js'
+import { checkAccountData } from '../src/modules/accounts/rules.js'
+import { planAccount } from '../src/modules/accounts/plan.js'
+import { exampleAccount } from './helpers/account-data.js'
+import { freshDatabase } from './helpers/database.js'
+
+/**
+ * src/db/insert.ts writes inserts without Drizzle's builder and runs them through a Drizzle
+ * internal (`session.prepareQuery`). This guard fails when either stops matching the library:
+ * every planned row must give the same column values as Drizzle's own statement, and the
+ * statement must run on the installed Drizzle and driver.
+ */
+
+type Row = Record<string, unknown>
+
+/** Each row of an `insert … values (…), (…)` as column → parameter value, or `default`. */
+function cells(statement: { sql: string; params: unknown[] }): Array<Record<string, unknown>> {
+  const match = /^insert into "[^"]+" \(([^)]*)\) values (.*)$/.exec(statement.sql)
+  if (!match) throw new Error(`not a multi-row insert: ${statement.sql}`)
+  const columns = match[1]!.split(', ').map((c) => c.replace(/"/g, ''))
+  return [...match[2]!.matchAll(/\(([^)]*)\)/g)].map((tuple) => {
+    const values = tuple[1]!.split(', ')
+    const out: Record<string, unknown> = {}
+    columns.forEach((column, i) => {
+      const cell = values[i]!
+      out[column] = cell === 'default' ? 'default' : statement.params[Number(cell.slice(1)) - 1]
+    })
+    return out
+  })
+}
+
+/** Absent columns are the database default, as Drizzle writes them. */
+const withDefaults = (rows: Array<Record<string, unknown>>, columns: string[]) =>
+  rows.map((row) => Object.fromEntries(columns.map((c) => [c, c in row ? row[c] : 'default'])))
+
+t.test('every planned row gives the same values as Drizzle\'s own insert', async (t) => {
+  const { data } = checkAccountData(exampleAccount(), '2026-11-24')
+  const second = checkAccountData(exampleAccount({ customers: [{ given_name: 'Grace', family_name: 'Hopper' }] }), '2026-11-24').data
+  const context = { importProcessId: 1, supplierId: '00000000-0000-4000-8000-000000000001', operationsTeamId: '00000000-0000-4000-8000-000000000002', sendMigrationEmails: true }
+  const a = planAccount(data!, context)
+  const b = planAccount(second!, context)
+  const builder = drizzle.mock({ schema })
+  const tables: Array<[PgTable, Row[]]> = [
+    [schema.accounts, [a.account, b.account]],
+    [schema.customers, [...a.customers, ...b.customers]],
+    [schema.ledgers, a.ledgers],
+    [schema.statements, a.statements],
+    [schema.ledgerTransactions, a.transactions],
+    [schema.transactionLineItems, a.lineItems],
+    [schema.transactionTaxItems, a.taxItems],
+    [schema.supplyAddresses, a.supplyAddresses],
+    [schema.supplyPoints, a.supplyPoints],
+    [schema.agreements, a.agreements],
+    [schema.accountMetadata, a.metadata],
+    [schema.emailOutbox, a.outbox]
+  ]
+  for (const [table, rows] of tables) {
+    const ours = insertStatement(table, rows)
+    const theirs = builder.insert(table).values(rows as never).toSQL()
+    const columns = Object.keys(cells(theirs)[0]!)
+    t.strictSame(withDefaults(cells(ours), columns), cells(theirs), `${getTableName(table)}: ${rows.length} row(s)`)
+  }
+})
+
+t.test('the statement runs through the installed Drizzle and driver', async (t) => {
+  const { database, drop } = await freshDatabase()
+  t.teardown(async () => {
+    await database.close()
+    await drop()
+  })
+  const id = '00000000-0000-4000-8000-00000000abcd'
+  const read = await database.db.transaction(async (tx) => {
+    await insertRows(tx, schema.organisations, [{ id, name: 'Insert guard' }])
+    return tx.select().from(schema.organisations).where(eq(schema.organisations.id, id))
+  })
+  t.equal(read.length, 1)
+  t.equal(read[0]!.name, 'Insert guard')
+  t.type(read[0]!.createdAt, Date, 'the column left out got its database default')
+})
