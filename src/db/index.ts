@@ -77,12 +77,27 @@ export async function openPglite(options: PgliteOptions): Promise<Database> {
   }
 }
 
-/** A PostgreSQL server through the `postgres` driver, migrated first (see `migrateServer`). */
-export async function openPostgres(url: string, poolSize = 10): Promise<Database> {
+export interface PostgresOptions {
+  /**
+   * Prepare small statements (named, kept per connection; the default). `false` for PgBouncer in
+   * transaction pooling mode before 1.21: there the next transaction may get another server
+   * connection, where the statement does not exist.
+   */
+  prepare?: boolean
+}
+
+/**
+ * A PostgreSQL server through the `postgres` driver, migrated first (see `migrateServer`). Nothing
+ * the service sends lasts on a server connection beyond its transaction (no session-level locks,
+ * `SET`, `LISTEN` or temporary tables; prepared statements only with `prepare`), so the URL may
+ * point at PgBouncer in transaction pooling mode (with `prepare: false` before PgBouncer 1.21).
+ */
+export async function openPostgres(url: string, poolSize = 10, settings: PostgresOptions = {}): Promise<Database> {
   const where = describeUrl(url)
   const unpatched = driverPatchProblem()
   if (unpatched) throw new DatabaseStartupError(`cannot use the PostgreSQL server at ${where}: ${unpatched}`)
-  const options = { onnotice: () => {}, connect_timeout: 5 }
+  const prepare = settings.prepare ?? true
+  const options = { onnotice: () => {}, connect_timeout: 5, prepare }
   const migrator = postgres(url, { ...options, max: 1 })
   try {
     await migrator`select 1`
@@ -93,7 +108,7 @@ export async function openPostgres(url: string, poolSize = 10): Promise<Database
     await migrator.end({ timeout: 5 })
   }
   const client = postgres(url, { ...options, max: poolSize })
-  const db = drizzlePostgres({ client: preparing(client), schema }) as unknown as Db
+  const db = drizzlePostgres({ client: prepare ? preparing(client) : client, schema }) as unknown as Db
   pipelining.add(db)
   return {
     kind: 'postgres',
@@ -193,9 +208,9 @@ export function rowsOf<T = Record<string, unknown>>(result: unknown): T[] {
   return (Array.isArray(result) ? result : (result as { rows: T[] }).rows) as T[]
 }
 
-export function openDatabase(config: { databaseUrl: string | undefined; databasePoolSize: number; dataDir: string }): Promise<Database> {
+export function openDatabase(config: { databaseUrl: string | undefined; databasePoolSize: number; databasePrepare: boolean; dataDir: string }): Promise<Database> {
   return config.databaseUrl
-    ? openPostgres(config.databaseUrl, config.databasePoolSize)
+    ? openPostgres(config.databaseUrl, config.databasePoolSize, { prepare: config.databasePrepare })
     : openPglite({ dataDir: config.dataDir })
 }
 
