@@ -9,6 +9,8 @@ export const EnvSchema = Type.Object({
   PORT: Type.Integer({ minimum: 0, maximum: 65535, default: 3000 }),
   DATABASE_URL: Type.Optional(Type.String({ pattern: '^postgres(ql)?://' })),
   DATABASE_POOL_SIZE: Type.Integer({ minimum: 1, maximum: 500, default: 10 }),
+  /** `false` sends no named prepared statements (PgBouncer before 1.21 in transaction pooling mode). */
+  DATABASE_PREPARE: Type.Boolean({ default: true }),
   DATA_DIR: Type.String({ minLength: 1, default: './data' }),
   /** Server processes sharing the port (node:cluster); more than 1 needs DATABASE_URL. */
   WORKERS: Type.Integer({ minimum: 1, maximum: 64, default: 1 }),

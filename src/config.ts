@@ -7,6 +7,12 @@ export interface Config {
   /** PostgreSQL server; undefined = embedded PGlite in `dataDir`. */
   databaseUrl: string | undefined
   databasePoolSize: number
+  /**
+   * Small statements are prepared on the PostgreSQL server (named, per connection). Off for a
+   * pooler that hands each transaction any server connection and does not track prepared
+   * statements itself (PgBouncer before 1.21, or without `max_prepared_statements`).
+   */
+  databasePrepare: boolean
   dataDir: string
   /** Worker processes sharing the port; above 1 the started process only supervises them. */
   workers: number
@@ -88,6 +94,7 @@ export function loadConfig(source: Record<string, string | undefined>): Config {
     port: typed.PORT,
     databaseUrl: typed.DATABASE_URL,
     databasePoolSize: typed.DATABASE_POOL_SIZE,
+    databasePrepare: typed.DATABASE_PREPARE,
     dataDir: typed.DATA_DIR,
     workers: typed.WORKERS,
     production,

@@ -23,6 +23,13 @@ t.test('values are read and converted; blanks count as unset', async (t) => {
   t.equal(c.logLevel, 'warn')
 })
 
+t.test('DATABASE_PREPARE: on by default, true or false', async (t) => {
+  t.equal(loadConfig({}).databasePrepare, true)
+  t.equal(loadConfig({ DATABASE_PREPARE: 'false' }).databasePrepare, false)
+  t.equal(loadConfig({ DATABASE_PREPARE: 'true' }).databasePrepare, true)
+  t.throws(() => loadConfig({ DATABASE_PREPARE: 'no' }), { name: 'ConfigError', message: /^invalid configuration: DATABASE_PREPARE must be boolean$/ })
+})
+
 t.test('PAYMENT_VENDORS pairs', async (t) => {
   t.same(loadConfig({ PAYMENT_VENDORS: 'STRIPE=https://api.example.test/v1/, ADYEN=http://127.0.0.1:9999' }).paymentVendors, {
     STRIPE: 'https://api.example.test/v1',

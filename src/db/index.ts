@@ -5,8 +5,8 @@ import { sql, type SQL } from 'drizzle-orm'
 import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core'
 import { drizzle as drizzlePglite } from 'drizzle-orm/pglite'
 import { migrate as migratePglite } from 'drizzle-orm/pglite/migrator'
+import { readMigrationFiles } from 'drizzle-orm/migrator'
 import { drizzle as drizzlePostgres } from 'drizzle-orm/postgres-js'
-import { migrate as migratePostgres } from 'drizzle-orm/postgres-js/migrator'
 import postgres from 'postgres'
 import * as schema from '../../drizzle/schema/index.js'
 import { migrationsFolder } from '../paths.js'
@@ -77,26 +77,38 @@ export async function openPglite(options: PgliteOptions): Promise<Database> {
   }
 }
 
-/** A PostgreSQL server through the `postgres` driver, migrated under an advisory lock. */
-export async function openPostgres(url: string, poolSize = 10): Promise<Database> {
+export interface PostgresOptions {
+  /**
+   * Prepare small statements (named, kept per connection; the default). `false` for PgBouncer in
+   * transaction pooling mode before 1.21: there the next transaction may get another server
+   * connection, where the statement does not exist.
+   */
+  prepare?: boolean
+}
+
+/**
+ * A PostgreSQL server through the `postgres` driver, migrated first (see `migrateServer`). Nothing
+ * the service sends lasts on a server connection beyond its transaction (no session-level locks,
+ * `SET`, `LISTEN` or temporary tables; prepared statements only with `prepare`), so the URL may
+ * point at PgBouncer in transaction pooling mode (with `prepare: false` before PgBouncer 1.21).
+ */
+export async function openPostgres(url: string, poolSize = 10, settings: PostgresOptions = {}): Promise<Database> {
   const where = describeUrl(url)
   const unpatched = driverPatchProblem()
   if (unpatched) throw new DatabaseStartupError(`cannot use the PostgreSQL server at ${where}: ${unpatched}`)
-  const options = { onnotice: () => {}, connect_timeout: 5 }
+  const prepare = settings.prepare ?? true
+  const options = { onnotice: () => {}, connect_timeout: 5, prepare }
   const migrator = postgres(url, { ...options, max: 1 })
   try {
     await migrator`select 1`
-    // Several servers may start at once against one database: one migrates, the others wait.
-    await migrator`select pg_advisory_lock(7318204511)`
-    await migratePostgres(drizzlePostgres({ client: migrator }), { migrationsFolder })
-    await migrator`select pg_advisory_unlock(7318204511)`
+    await migrateServer(migrator)
   } catch (err) {
     throw new DatabaseStartupError(`cannot use the PostgreSQL server at ${where}: ${oneLine(err)}`)
   } finally {
     await migrator.end({ timeout: 5 })
   }
   const client = postgres(url, { ...options, max: poolSize })
-  const db = drizzlePostgres({ client: preparing(client), schema }) as unknown as Db
+  const db = drizzlePostgres({ client: prepare ? preparing(client) : client, schema }) as unknown as Db
   pipelining.add(db)
   return {
     kind: 'postgres',
@@ -109,6 +121,28 @@ export async function openPostgres(url: string, poolSize = 10): Promise<Database
       await client.end({ timeout: 10 })
     }
   }
+}
+
+/**
+ * Applies the migrations the database lacks, as Drizzle's migrator does (the same
+ * `drizzle.__drizzle_migrations` table, hashes and order), but all in one transaction that first
+ * takes a transaction-level advisory lock: servers starting at once against one database migrate
+ * one after the other. A session-level lock would not do through PgBouncer in transaction pooling
+ * mode: it stays on whichever server connection took it, and the unlock may run on another.
+ */
+async function migrateServer(client: postgres.Sql): Promise<void> {
+  const migrations = readMigrationFiles({ migrationsFolder })
+  await client.begin(async (tx) => {
+    await tx`select pg_advisory_xact_lock(7318204511)`
+    await tx`create schema if not exists drizzle`
+    await tx`create table if not exists drizzle.__drizzle_migrations (id serial primary key, hash text not null, created_at bigint)`
+    const [last] = await tx<Array<{ created_at: string | null }>>`select created_at from drizzle.__drizzle_migrations order by created_at desc limit 1`
+    for (const migration of migrations) {
+      if (last && Number(last.created_at) >= migration.folderMillis) continue
+      for (const statement of migration.sql) await tx.unsafe(statement)
+      await tx`insert into drizzle.__drizzle_migrations (hash, created_at) values (${migration.hash}, ${migration.folderMillis})`
+    }
+  })
 }
 
 /** Statements with at most this many parameters are prepared; bigger ones (batch inserts) vary too much to keep. */
@@ -174,9 +208,9 @@ export function rowsOf<T = Record<string, unknown>>(result: unknown): T[] {
   return (Array.isArray(result) ? result : (result as { rows: T[] }).rows) as T[]
 }
 
-export function openDatabase(config: { databaseUrl: string | undefined; databasePoolSize: number; dataDir: string }): Promise<Database> {
+export function openDatabase(config: { databaseUrl: string | undefined; databasePoolSize: number; databasePrepare: boolean; dataDir: string }): Promise<Database> {
   return config.databaseUrl
-    ? openPostgres(config.databaseUrl, config.databasePoolSize)
+    ? openPostgres(config.databaseUrl, config.databasePoolSize, { prepare: config.databasePrepare })
     : openPglite({ dataDir: config.dataDir })
 }
 
