@@ -1,5 +1,6 @@
 import t from 'tap'
 import { sql } from 'drizzle-orm'
+import { STEP_NAMES } from '../schemas/failures.js'
 import { exampleAccount, importSetup } from './helpers/accounts.js'
 import { rowsOf, tableCounts } from './helpers/database.js'
 import { asOperator, createTenant, operatorToken, type Tenant } from './helpers/graphql.js'
@@ -235,7 +236,7 @@ t.test('the failure summary counts accounts by step and by code', async (t) => {
   t.equal(res.statusCode, 200)
   t.same(res.json(), {
     failing_accounts: 4,
-    by_step: { validate: 4, stage: 0, create: 1, notes: 0, transactions: 0, historical_agreements: 0, historical_billing_documents: 0, historical_statements: 0, payment_instruction: 0 },
+    by_step: { ...Object.fromEntries(STEP_NAMES.map((step) => [step, 0])), validate: 4, create: 1 },
     by_code: [
       { step: 'validate', code: 'invalid_phone_number', accounts: 3 },
       { step: 'validate', code: 'invalid_decimal', accounts: 1 },
