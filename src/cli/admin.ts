@@ -294,7 +294,7 @@ const COMMANDS: Command[] = [
     name: 'revoke-api-key',
     args: ['<id>'],
     options: [],
-    summary: 'Revoke an API key by its id; its tokens stop working within 30 seconds.',
+    summary: 'Revoke an API key by its id; its tokens stop working within 5 seconds (at once on the server that revoked it).',
     build: ([id]) => ({
       query: 'mutation RevokeApiKey($input: RevokeApiKeyInput!) { revokeApiKey(input: $input) { id organisation revokedAt } }',
       variables: { input: { id } }
