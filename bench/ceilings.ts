@@ -32,7 +32,7 @@ export function exampleData(): Record<string, unknown> {
  * a colliding create, a preload of many rows in one statement cannot.
  */
 let preloaded = 0
-const preloadNumber = (prefix: 'A' | 'L') => `${prefix}-BENCH-${(preloaded++).toString(36)}`
+const preloadNumber = (prefix: 'A' | 'L') => `${prefix}-BENCH-${process.pid.toString(36)}-${(preloaded++).toString(36)}`
 
 function remap(template: AccountRows, external: string): AccountRows {
   const ids = new Map<string, string>()
