@@ -1,6 +1,9 @@
 import t from 'tap'
 import { createServer } from 'node:http'
 import { join } from 'node:path'
+import { spawn } from 'node:child_process'
+import { existsSync, readFileSync } from 'node:fs'
+import { projectRoot } from '../src/paths.js'
 import { exampleAccount, importClient } from './helpers/accounts.js'
 import { tokenFor } from './helpers/graphql.js'
 import { clientArgs, generated, inputFile, migrationServer, readReport, runClient } from './helpers/migrate.js'
@@ -170,6 +173,39 @@ t.test('a progress bar on a terminal; Ctrl-C stops taking lines', async (t) => {
   t.match(stopped.stdout, /: stopped, interrupted\n {2}accounts: +0\n/)
   t.match(stopped.stdout, /Run again with --resume to carry on/)
   t.equal((await client.list('imported')).json().length, 6)
+})
+
+t.test('Ctrl-C under npm run finishes the accounts in flight and reports them, as it does run directly', async (t) => {
+  const { url, tenant, client } = await migrationServer(t)
+  const dir = t.testdir()
+  const file = inputFile(dir, 'accounts.ndjson', generated(200, 'ctrl-c', { postImportShare: 0 }).map((l) => l.line))
+  const report = join(dir, 'report.ndjson')
+  // The command the README gives, in a process group of its own: a terminal's Ctrl-C goes to the whole group.
+  const child = spawn('npm', ['run', '--silent', 'migrate', '--', ...clientArgs(file, url, report, '--concurrency', '2')], {
+    cwd: projectRoot,
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', AMIS_API_KEY: tenant.apiKey },
+    stdio: ['ignore', 'pipe', 'pipe'],
+    detached: true
+  })
+  let stdout = ''
+  let stderr = ''
+  child.stdout.on('data', (d: Buffer) => { stdout += d.toString() })
+  child.stderr.on('data', (d: Buffer) => { stderr += d.toString() })
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)))
+  t.teardown(() => { if (child.exitCode === null && child.signalCode === null) process.kill(-child.pid!, 'SIGKILL') })
+  const done = () => (existsSync(report) ? readFileSync(report, 'utf8').split('\n').length - 1 : 0)
+  const deadline = Date.now() + 60_000
+  while (done() < 5 && Date.now() < deadline && child.exitCode === null) await new Promise((resolve) => setTimeout(resolve, 20))
+  process.kill(-child.pid!, 'SIGINT')
+  t.equal(await exited, 1, stderr)
+  t.match(stderr, /SIGINT: finishing the accounts in flight/)
+  t.match(stdout, /: stopped, interrupted\n/, 'the summary is printed')
+  t.match(stdout, /Run again with --resume to carry on/)
+  const lines = readReport(report)
+  t.ok(lines.length >= 5 && lines.length < 200, `stopped part-way (${lines.length} of 200)`)
+  const created = lines.filter((l) => l.outcome === 'created').length
+  t.equal((await client.list('imported')).json().length, created, 'every account created is in the report')
+  t.match(stdout, new RegExp(`accounts: +${lines.length}\n`))
 })
 
 t.test('usage errors and a refused key stop before any account is sent', async (t) => {

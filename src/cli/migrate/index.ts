@@ -232,6 +232,9 @@ export async function runMigrateCli(argv: string[], io: MigrateCliIO): Promise<n
   }
 }
 
+/** Signals this close to the first are the same Ctrl-C, delivered twice. */
+const SAME_SIGNAL_MS = 1000
+
 /** Writes to standard output, waiting for it to drain (a pipe to a slow reader). */
 function writeStdout(text: string): Promise<void> | void {
   if (process.stdout.write(text)) return
@@ -240,9 +243,16 @@ function writeStdout(text: string): Promise<void> | void {
 
 if (isEntryPoint(import.meta.url)) {
   // Ctrl-C (or SIGTERM) once: take no more lines, finish the accounts in flight, report. Twice: quit.
+  // Under `npm run` one Ctrl-C arrives twice (from the terminal, and forwarded by npm): a second
+  // signal within a second of the first is that same keypress.
   const stop = new AbortController()
+  let firstSignalAt = 0
   const onSignal = (signal: NodeJS.Signals) => {
-    if (stop.signal.aborted) process.exit(130)
+    if (stop.signal.aborted) {
+      if (Date.now() - firstSignalAt < SAME_SIGNAL_MS) return
+      process.exit(130)
+    }
+    firstSignalAt = Date.now()
     process.stderr.write(`\n${signal}: finishing the accounts in flight (again to quit at once)\n`)
     stop.abort()
   }
