@@ -123,6 +123,8 @@ export const graphqlSchema = /* GraphQL */ `
     organisations: [Organisation!]!
     apiKeys(organisation: String): [ApiKey!]!
     operationsTeams: [OperationsTeam!]!
+    "Whether an operations team of this name exists: organisations check the team they will create accounts with."
+    operationsTeamExists(name: String!): Boolean!
     importProcessEvents(importSupplierCode: String!, externalAccountNumber: String!): [ImportEvent!]!
     migrationProgress(importSupplierCode: String!): MigrationProgress
     migrationFailureSummary(importSupplierCode: String!): FailureSummary

@@ -92,4 +92,9 @@ t.test('organisations read progress, failures, the timeline and events of their 
     const denied = await gql(app, field, {}, tenant.token)
     t.equal(denied.errors?.[0]?.extensions?.code, 'permission_denied', `${field}: operator only`)
   }
+  // The team names are not listed for organisations, but one may check the name it will create accounts with.
+  const teams = await gql(app, '{ yes: operationsTeamExists(name: "Migrations") no: operationsTeamExists(name: "Migration") }', {}, tenant.token)
+  t.same(teams.data, { yes: true, no: false })
+  const anonymous = await gql(app, '{ operationsTeamExists(name: "Migrations") }', {})
+  t.equal(anonymous.errors?.[0]?.extensions?.code, 'not_authenticated', 'not without a token')
 })

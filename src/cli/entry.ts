@@ -23,7 +23,17 @@ export function parseCommandLine<F>(argv: string[], options: NonNullable<ParseAr
     return { positionals, flags: values as F }
   } catch (err) {
     const code = (err as { code?: unknown }).code
-    if (typeof code === 'string' && code.startsWith('ERR_PARSE_ARGS_')) throw usage((err as Error).message)
+    if (typeof code === 'string' && code.startsWith('ERR_PARSE_ARGS_')) throw usage(plainMessage(err as Error))
     throw err
   }
+}
+
+/** node's parser messages, in a few plain words: `unknown option --x`, `--team needs a value`. */
+function plainMessage(err: Error): string {
+  const option = /'(-[^' ]*)/.exec(err.message)?.[1]
+  if (!option) return err.message
+  if (/^Unknown option/.test(err.message)) return `unknown option ${option}`
+  if (/argument missing/.test(err.message)) return `${option} needs a value`
+  if (/does not take an argument/.test(err.message)) return `${option} takes no value`
+  return err.message
 }

@@ -160,6 +160,7 @@ export default fp(async function graphqlPlugin(app: FastifyInstance) {
         return keys.map((k) => ({ ...k, createdAt: formatDateTime(k.createdAt), revokedAt: formatNullableDateTime(k.revokedAt) }))
       }),
       operationsTeams: forOperator(() => operator.listOperationsTeams()),
+      operationsTeamExists: forOwnerOrOperator((args: { name: string }) => operator.operationsTeamExists(args.name)),
       importProcessEvents: forOwnerOrOperator(async (args: { importSupplierCode: string; externalAccountNumber: string }, owner) => {
         const events = await operator.importProcessEvents(args.importSupplierCode, args.externalAccountNumber, owner)
         return events.map((e) => ({ ...e, at: formatDateTime(e.at) }))

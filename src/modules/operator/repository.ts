@@ -113,6 +113,11 @@ export function createOperatorRepository(db: Db) {
         .orderBy(asc(organisations.name), asc(apiKeys.createdAt), asc(apiKeys.id))
     },
 
+    async teamIdByName(name: string): Promise<string | undefined> {
+      const [row] = await db.select({ id: operationsTeams.id }).from(operationsTeams).where(eq(operationsTeams.name, name)).limit(1)
+      return row?.id
+    },
+
     async listTeams() {
       return db.select({ id: operationsTeams.id, name: operationsTeams.name }).from(operationsTeams).orderBy(asc(operationsTeams.name))
     },

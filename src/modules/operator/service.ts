@@ -131,6 +131,8 @@ export function createOperatorService(repo: OperatorRepository, auth: AuthServic
 
     listOperationsTeams: () => repo.listTeams(),
 
+    operationsTeamExists: async (name: string) => (await repo.teamIdByName(name)) !== undefined,
+
     createOperationsTeam(name: string) {
       const clean = checkName(name, 'name')
       return unique(`Operations team ${clean}`, () => repo.insertTeam(clean))
