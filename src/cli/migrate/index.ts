@@ -1,13 +1,17 @@
 #!/usr/bin/env node
 /**
  * The migration client: `npm run migrate -- <file> [options]` migrates the accounts of a
- * newline-delimited JSON file; `npm run migrate -- generate N [options]` writes synthetic ones.
+ * newline-delimited JSON file; `npm run migrate -- generate N [options]` writes synthetic ones;
+ * `npm run migrate -- report <report>` summarises a run's report.
  *
  * Exit codes: 0 every account migrated, 1 an account failed or the run could not go on, 2 usage error.
  */
+import { accessSync, constants, statSync } from 'node:fs'
 import { resolve } from 'node:path'
 import { generateAccounts } from './generate.js'
-import { migrate, renderSummary } from './run.js'
+import { PreflightError } from './preflight.js'
+import { failedLines, NotAReportError, renderReport } from './report-file.js'
+import { migrate, renderSummary, ReportExistsError } from './run.js'
 import { AuthenticationError, DEFAULT_RETRY, UnavailableError } from './service-client.js'
 import { isEntryPoint, parseCommandLine } from '../entry.js'
 
@@ -41,8 +45,11 @@ const OPTIONS = {
   concurrency: { type: 'string' },
   'batch-size': { type: 'string' },
   'dry-run': { type: 'boolean' },
+  'validate-only': { type: 'boolean' },
   resume: { type: 'boolean' },
+  'retry-failed': { type: 'string' },
   report: { type: 'string' },
+  wait: { type: 'string' },
   timeout: { type: 'string' },
   'max-attempts': { type: 'string' },
   seed: { type: 'string' },
@@ -56,31 +63,43 @@ const OPTIONS = {
 type OptionName = keyof typeof OPTIONS
 type Flags = Partial<Record<OptionName, string | boolean>>
 
-const MIGRATE_OPTIONS: OptionName[] = ['url', 'team', 'concurrency', 'batch-size', 'dry-run', 'resume', 'report', 'timeout', 'max-attempts', 'help']
+const MIGRATE_OPTIONS: OptionName[] = [
+  'url', 'team', 'concurrency', 'batch-size', 'dry-run', 'validate-only', 'resume', 'retry-failed', 'report', 'timeout', 'max-attempts', 'wait', 'help'
+]
 const GENERATE_OPTIONS: OptionName[] = ['seed', 'invalid-share', 'post-import-share', 'supplier', 'payment-vendor', 'as-of', 'help']
 
 const HELP = `Account Migration Import Service — migration client
 
 Usage:
   ${PROGRAM} <file.ndjson> --team <operations team> [options]
+  ${PROGRAM} report <report.ndjson>
   ${PROGRAM} generate <N> [options] > accounts.ndjson
 
 Migrates every account of a newline-delimited JSON file (one account per line, optionally with
 its post-import data): staged, created and given its post-import data, many accounts per request
 (POST batches/), or one account at a time through the single endpoints with --batch-size 1.
-The API key comes from the environment variable AMIS_API_KEY.
+The API key comes from the environment variable AMIS_API_KEY. Before sending anything the client
+checks the key, the team, and that the file's import suppliers are yours and Ongoing.
 
 Options:
   --url <url>              Service URL (env AMIS_URL, default ${DEFAULT_URL}).
   --team <name>            Operations team the accounts are assigned to (env AMIS_TEAM). Required.
   --batch-size <n>         Accounts per request, 1–1000 (default ${DEFAULT_BATCH_SIZE}; 1 = the single endpoints, one account at a time).
   --concurrency <n>        Requests in flight at once, 1–256 (default ${DEFAULT_BATCH_CONCURRENCY} batches, or 8 accounts with --batch-size 1).
-  --dry-run                Validate, stage and dry-run the create only: no account is created.
+  --validate-only          Only validate each account: nothing of the accounts is stored (--team not needed).
+  --dry-run                Stage each account and dry-run its create: no account is created, but the
+                           accounts stay staged (pending) until a real run creates them.
   --resume                 Accounts already COMPLETED are not created again; their post-import data is sent again (retry-safe).
-  --report <file>          Report file, one JSON line per account (default <file>.report.ndjson).
+  --retry-failed <report>  Only the lines that failed in that earlier report (of the same file), with --resume.
+  --report <file>          Report file, one JSON line per account; never overwritten
+                           (default <file>.report.ndjson, then <file>.report-2.ndjson, …).
   --timeout <seconds>      Time allowed for one request (default ${DEFAULT_RETRY.timeoutMs / 1000}).
   --max-attempts <n>       Attempts of a request failing with a 5xx or a network error (default ${DEFAULT_RETRY.maxAttempts}).
+  --wait <seconds>         When the service stops answering mid-run, wait this long for GET /readyz
+                           before giving up (default ${DEFAULT_RETRY.waitMs / 1000}; 0: do not wait).
   -h, --help               Show this help.
+
+report <report.ndjson> prints a report's counts and every failure by step and error code.
 
 generate <N> writes N synthetic accounts to standard output:
   --seed <text>            Same seed, same accounts (default: random, printed on standard error).
@@ -156,22 +175,59 @@ async function runGenerate(args: string[], flags: Flags, io: MigrateCliIO): Prom
   return 0
 }
 
+/** A file the client must read: a usage mistake when it cannot. */
+function readable(path: string, label: string): void {
+  try {
+    accessSync(path, constants.R_OK)
+    if (statSync(path).isDirectory()) throw new UsageError(`${label} is a folder, not a file`)
+  } catch (err) {
+    const code = (err as { code?: unknown }).code
+    if (code === 'ENOENT') throw new UsageError(`${label}: no such file`)
+    if (code === 'EACCES') throw new UsageError(`${label}: not allowed to read it`)
+    throw err
+  }
+}
+
+/** `npm run` starts scripts in the package folder: paths are the caller's, from where npm was run. */
+const callerPath = (io: MigrateCliIO, path: string) => resolve(io.env.INIT_CWD || process.cwd(), path)
+
+async function runReport(args: string[], flags: Flags, io: MigrateCliIO): Promise<number> {
+  onlyOptions(flags, ['help'], 'report')
+  if (args.length !== 1) throw new UsageError(`give one report file: ${PROGRAM} report <report.ndjson>`)
+  const path = callerPath(io, args[0]!)
+  readable(path, args[0]!)
+  await io.stdout(await renderReport(path, args[0]!))
+  return 0
+}
+
 async function runMigration(args: string[], flags: Flags, io: MigrateCliIO): Promise<number> {
   onlyOptions(flags, MIGRATE_OPTIONS, 'migrate')
   if (args.length !== 1) throw new UsageError(`give one input file: ${PROGRAM} <file.ndjson> --team <name> (see --help)`)
-  // `npm run` starts scripts in the package folder: paths are the caller's, from where npm was run.
-  const base = io.env.INIT_CWD || process.cwd()
-  const file = resolve(base, args[0]!)
+  const file = callerPath(io, args[0]!)
+  readable(file, args[0]!)
   const report = typeof flags.report === 'string' ? flags.report : `${args[0]}.report.ndjson`
-  const team = typeof flags.team === 'string' ? flags.team : io.env.AMIS_TEAM
-  if (!team) throw new UsageError('no operations team: pass --team <name> or set AMIS_TEAM')
+  const validateOnly = flags['validate-only'] === true
+  if (validateOnly && flags['dry-run'] === true) throw new UsageError('--validate-only and --dry-run do not go together: choose one')
+  const team = typeof flags.team === 'string' ? flags.team : io.env.AMIS_TEAM ?? (validateOnly ? '' : undefined)
+  if (team === undefined || (team === '' && !validateOnly)) throw new UsageError('no operations team: pass --team <name> or set AMIS_TEAM')
+  let onlyLines: Map<number, string | null> | undefined
+  if (typeof flags['retry-failed'] === 'string') {
+    const earlier = callerPath(io, flags['retry-failed'])
+    readable(earlier, flags['retry-failed'])
+    onlyLines = await failedLines(earlier, flags['retry-failed'])
+    if (onlyLines.size === 0) {
+      io.stderr(`${flags['retry-failed']} has no failed lines: nothing to retry\n`)
+      return 0
+    }
+  }
   const apiKey = io.env.AMIS_API_KEY
   if (!apiKey) throw new UsageError('no API key: set AMIS_API_KEY to the organisation\'s API key')
   const url = serviceUrl(typeof flags.url === 'string' ? flags.url : io.env.AMIS_URL || DEFAULT_URL)
   const retry = {
     ...DEFAULT_RETRY,
     ...(typeof flags.timeout === 'string' ? { timeoutMs: integer('timeout', flags.timeout, 1, 3600) * 1000 } : {}),
-    ...(typeof flags['max-attempts'] === 'string' ? { maxAttempts: integer('max-attempts', flags['max-attempts'], 1, 100) } : {})
+    ...(typeof flags['max-attempts'] === 'string' ? { maxAttempts: integer('max-attempts', flags['max-attempts'], 1, 100) } : {}),
+    ...(typeof flags.wait === 'string' ? { waitMs: integer('wait', flags.wait, 0, 86_400) * 1000 } : {})
   }
   const batchSize = typeof flags['batch-size'] === 'string' ? integer('batch-size', flags['batch-size'], 1, 1000) : DEFAULT_BATCH_SIZE
   const summary = await migrate({
@@ -180,10 +236,14 @@ async function runMigration(args: string[], flags: Flags, io: MigrateCliIO): Pro
     apiKey,
     team,
     batchSize,
-    concurrency: typeof flags.concurrency === 'string' ? integer('concurrency', flags.concurrency, 1, 256) : batchSize > 1 ? DEFAULT_BATCH_CONCURRENCY : 8,
+    concurrency: typeof flags.concurrency === 'string' ? integer('concurrency', flags.concurrency, 1, 256) : batchSize > 1 && !validateOnly ? DEFAULT_BATCH_CONCURRENCY : 8,
     dryRun: flags['dry-run'] === true,
-    resume: flags.resume === true,
-    reportPath: resolve(base, report),
+    validateOnly,
+    // Failed lines of an earlier run may have been created before the step that failed.
+    resume: flags.resume === true || (onlyLines !== undefined && !validateOnly),
+    reportPath: callerPath(io, report),
+    numberReport: typeof flags.report !== 'string',
+    ...(onlyLines ? { onlyLines } : {}),
     labels: { file: args[0]!, report },
     retry
   }, {
@@ -201,7 +261,7 @@ async function runMigration(args: string[], flags: Flags, io: MigrateCliIO): Pro
 /** Runs the migration client; returns the exit code. Never calls `process.exit` itself. */
 export async function runMigrateCli(argv: string[], io: MigrateCliIO): Promise<number> {
   try {
-    const { positionals, flags } = parseCommandLine<Flags>(argv, OPTIONS, (message) => new UsageError(message))
+    const { positionals, flags } = parseCommandLine<Flags>(argv, OPTIONS, (message) => new UsageError(`${message} (see ${PROGRAM} --help)`))
     if (flags.help || positionals.length === 0) {
       if (flags.help) await io.stdout(HELP)
       else io.stderr(HELP)
@@ -209,9 +269,10 @@ export async function runMigrateCli(argv: string[], io: MigrateCliIO): Promise<n
     }
     const [first, ...rest] = positionals
     if (first === 'generate') return await runGenerate(rest, flags, io)
+    if (first === 'report') return await runReport(rest, flags, io)
     return await runMigration(positionals, flags, io)
   } catch (err) {
-    if (err instanceof UsageError) {
+    if (err instanceof UsageError || err instanceof ReportExistsError || err instanceof NotAReportError) {
       io.stderr(`error: ${err.message}\n`)
       return 2
     }
@@ -223,10 +284,16 @@ export async function runMigrateCli(argv: string[], io: MigrateCliIO): Promise<n
       io.stderr(`error: ${err.code}: ${err.message}\n`)
       return 1
     }
+    if (err instanceof PreflightError) {
+      io.stderr(err.problems.map((p) => `error: ${p}\n`).join('') + 'Nothing was sent.\n')
+      return 1
+    }
     const code = (err as { code?: unknown }).code
     if (code === 'ENOENT' || code === 'EACCES' || code === 'EISDIR') {
-      io.stderr(`error: ${(err as Error).message}\n`)
-      return 1
+      // The report's folder is missing or closed to us: a usage mistake, nothing was sent.
+      const path = (err as { path?: unknown }).path
+      io.stderr(`error: cannot write ${typeof path === 'string' ? path : 'the report'}: ${code === 'ENOENT' ? 'no such folder' : code === 'EACCES' ? 'not allowed' : 'it is a folder'}\n`)
+      return 2
     }
     throw err
   }

@@ -2,9 +2,10 @@ import { createWriteStream, type WriteStream } from 'node:fs'
 import { isObject, type Json } from '../http.js'
 import { externalOf, parseLine, SECTIONS, type Problem, type Section } from './input.js'
 import { batchable, sendBatch, type BatchLine } from './batches.js'
-import type { ReportEntry, Step, Summary } from './report.js'
+import { emptySummary, tally, type ReportEntry, type Step, type Summary } from './report.js'
 import { countLines, readLines } from './lines.js'
 import { createProgress, duration } from './progress.js'
+import { preflight, suppliersIn } from './preflight.js'
 import {
   AuthenticationError, UnavailableError, createServiceClient, hasCode, problemsOf, type Answer, type RetryPolicy, type ServiceClient
 } from './service-client.js'
@@ -25,8 +26,14 @@ export interface MigrateOptions {
   team: string
   concurrency: number
   dryRun: boolean
+  /** Only validate each account (`validate-account/`): nothing of the accounts is stored. */
+  validateOnly: boolean
   resume: boolean
   reportPath: string
+  /** The report path was chosen by the client: when it is taken, the first free `-2`, `-3`… name is used instead. */
+  numberReport: boolean
+  /** Only these lines (from an earlier report, with its external account numbers to check them against). */
+  onlyLines?: Map<number, string | null>
   retry: RetryPolicy
 }
 
@@ -154,6 +161,11 @@ function createPipeline(client: ServiceClient, options: MigrateOptions, onFatal:
     let ledgersKnown: Array<{ ledger_code: string; ledger_number: string }> | undefined
     let completedBefore = false
 
+    if (options.validateOnly) {
+      const answer = await client.post('validate-account/', account)
+      return answer.status === 200 ? { ...entry, outcome: 'valid' } : failed(entry, 'validate', answer)
+    }
+
     /** With --resume, an account already imported is picked up where it was left. */
     const alreadyImported = (answer: Answer) => {
       if (!options.resume || answer.status !== 400 || !hasCode(answer.body, 'account_already_imported')) return false
@@ -249,14 +261,40 @@ function inReportOrder(entry: ReportEntry): ReportEntry {
   return ordered as unknown as ReportEntry
 }
 
-/** Writes one JSON line per account, waiting when the disk is behind. */
-async function openReport(path: string): Promise<{ write: (entry: ReportEntry) => Promise<void>; close: () => Promise<void> }> {
-  const stream: WriteStream = createWriteStream(path, { flags: 'w' })
-  await new Promise<void>((resolve, reject) => {
-    stream.once('open', () => resolve())
-    stream.once('error', reject)
-  })
+/** The n-th name of a report: `x.ndjson`, `x-2.ndjson`, `x-3.ndjson`… */
+export function numberedReport(path: string, n: number): string {
+  if (n === 1) return path
+  const m = /^(.*?)(\.ndjson|\.jsonl|\.json)?$/.exec(path)!
+  return `${m[1]}-${n}${m[2] ?? ''}`
+}
+
+/** The report exists already; a run never overwrites one. */
+export class ReportExistsError extends Error {
+  override name = 'ReportExistsError'
+}
+
+/**
+ * Creates the report (never over an existing file) and writes one JSON line per account, waiting
+ * when the disk is behind. With `numbered`, a taken name moves on to the next free one.
+ */
+async function openReport(path: string, numbered: boolean): Promise<{ n: number; write: (entry: ReportEntry) => Promise<void>; close: () => Promise<void> }> {
+  let stream: WriteStream | undefined
+  let n = 1
+  for (; !stream; n++) {
+    const candidate = createWriteStream(numberedReport(path, n), { flags: 'wx' })
+    const opened = await new Promise<boolean>((resolve, reject) => {
+      candidate.once('open', () => resolve(true))
+      candidate.once('error', (err: NodeJS.ErrnoException) => {
+        if (err.code !== 'EEXIST') reject(err)
+        else if (!numbered) reject(new ReportExistsError(`the report ${path} exists already: give another --report, or move that one away`))
+        else resolve(false)
+      })
+    })
+    if (opened) stream = candidate
+  }
+  n--
   return {
+    n,
     async write(entry) {
       if (!stream.write(JSON.stringify(entry) + '\n')) await new Promise<void>((resolve) => stream.once('drain', () => resolve()))
     },
@@ -264,45 +302,47 @@ async function openReport(path: string): Promise<{ write: (entry: ReportEntry) =
   }
 }
 
+/** Codes that say the run's settings are wrong, not the account: the run stops at the first. */
+const CONFIGURATION_CODES = ['operations_team_name_does_not_exist', 'import_supplier_migration_not_ongoing']
+
 /**
  * Migrates every account of `options.file`. Throws `AuthenticationError` or `UnavailableError`
- * when no first token can be had, and file errors when the input or report cannot be opened.
+ * when no first token can be had, `PreflightError` when the team or a supplier is wrong,
+ * `ReportExistsError`, and file errors when the input or report cannot be opened.
  */
 export async function migrate(options: MigrateOptions, io: RunIO): Promise<Summary> {
-  const client = createServiceClient({ url: options.url, apiKey: options.apiKey, retry: options.retry, ...(io.fetch ? { fetch: io.fetch } : {}) })
-  const total = await countLines(options.file)
+  const client = createServiceClient({
+    url: options.url, apiKey: options.apiKey, retry: options.retry, notice: io.stderr, ...(io.fetch ? { fetch: io.fetch } : {})
+  })
+  const total = options.onlyLines ? options.onlyLines.size : await countLines(options.file)
   await client.login()
-  const report = await openReport(options.reportPath)
+  await preflight(client, { team: options.validateOnly ? undefined : options.team, suppliers: await suppliersIn(options.file) })
+  const report = await openReport(options.reportPath, options.numberReport)
+  const reportLabel = numberedReport(options.labels?.report ?? options.reportPath, report.n)
+  io.stderr(`${options.validateOnly ? 'Validating' : options.dryRun ? 'Dry run of' : 'Migrating'} ${total} accounts of ${options.labels?.file ?? options.file}; report: ${reportLabel}\n`)
   const started = Date.now()
-  const summary: Summary = {
-    file: options.labels?.file ?? options.file, url: options.url, reportPath: options.labels?.report ?? options.reportPath, dryRun: options.dryRun,
-    accounts: 0, created: 0, alreadyCompleted: 0, wouldCreate: 0, failed: 0, failedByStep: {}, codes: {},
-    postImport: Object.fromEntries(SECTIONS.map((s) => [s, 0])) as Record<Section, number>,
-    retries: client.counts, elapsedMs: 0
-  }
-  let fatal: AuthenticationError | undefined
-  const pipeline = createPipeline(client, options, (err) => { fatal ??= err })
+  const summary = emptySummary({
+    file: options.labels?.file ?? options.file, url: options.url, reportPath: reportLabel, dryRun: options.dryRun, validateOnly: options.validateOnly, retries: client.counts
+  }, SECTIONS)
+  let stopReason: string | undefined
+  const stopWith = (reason: string) => { stopReason ??= reason }
+  const pipeline = createPipeline(client, options, (err) => stopWith(`the service refused the API key (${err.code}: ${err.message})`))
   const progress = createProgress({ write: io.stderr, tty: io.tty, columns: io.columns, total, intervalMs: io.progressIntervalMs })
 
   async function record(entry: ReportEntry): Promise<void> {
-    summary.accounts++
-    if (entry.outcome === 'created') summary.created++
-    else if (entry.outcome === 'already_completed') summary.alreadyCompleted++
-    else if (entry.outcome === 'would_create') summary.wouldCreate++
-    else {
-      summary.failed++
-      const step = entry.step ?? 'read'
-      summary.failedByStep[step] = (summary.failedByStep[step] ?? 0) + 1
-      for (const code of new Set((entry.errors ?? []).map((e) => e.code))) summary.codes[code] = (summary.codes[code] ?? 0) + 1
+    tally(summary, entry)
+    if (entry.outcome === 'failed') {
+      const configuration = (entry.errors ?? []).find((e) => CONFIGURATION_CODES.includes(e.code))
+      if (configuration) stopWith(`${configuration.detail.replace(/\.$/, '')} (${configuration.code})`)
+      if (entry.code === 'service_unreachable') stopWith(entry.errors?.[0]?.detail.replace(/\.$/, '') ?? 'the service did not answer')
     }
-    for (const [section, count] of Object.entries(entry.post_import ?? {})) summary.postImport[section as Section] += count
     progress.update({ done: summary.accounts, failed: summary.failed })
     await report.write(inReportOrder(entry))
   }
 
   const lines = readLines(options.file, options.concurrency * 2 * Math.max(1, options.batchSize))
   const inFlight = new Set<Promise<void>>()
-  const stopped = () => io.signal?.aborted === true || fatal !== undefined
+  const stopped = () => io.signal?.aborted === true || stopReason !== undefined
   const start = (work: Promise<void>) => {
     const task: Promise<void> = work.finally(() => { inFlight.delete(task) })
     inFlight.add(task)
@@ -315,7 +355,7 @@ export async function migrate(options: MigrateOptions, io: RunIO): Promise<Summa
     pending = []
     start((async () => {
       const { entries, tooLarge } = await sendBatch(client, batch, { team: options.team, dryRun: options.dryRun }).catch((err: unknown) => {
-        if (err instanceof AuthenticationError) fatal ??= err
+        if (err instanceof AuthenticationError) stopWith(`the service refused the API key (${err.code}: ${err.message})`)
         const code = err instanceof AuthenticationError || err instanceof UnavailableError ? err.code : 'client_error'
         const detail = err instanceof Error ? err.message : String(err)
         return {
@@ -335,7 +375,16 @@ export async function migrate(options: MigrateOptions, io: RunIO): Promise<Summa
       const next = await lines.next()
       if (next === undefined) break
       if (next.text.trim() === '') continue
-      const parsed = options.batchSize > 1 ? parseLine(next.text) : undefined
+      if (options.onlyLines) {
+        if (!options.onlyLines.has(next.number)) continue
+        const expected = options.onlyLines.get(next.number)
+        const found = guessExternal(next.text)
+        if (expected != null && found !== expected) {
+          stopWith(`line ${next.number} is ${JSON.stringify(found)} but the report says ${JSON.stringify(expected)}: was the report made from another file?`)
+          break
+        }
+      }
+      const parsed = options.batchSize > 1 && !options.validateOnly ? parseLine(next.text) : undefined
       if (!parsed || !('item' in parsed) || !batchable(parsed.item)) {
         start(pipeline(next.number, next.text).then(record))
         continue
@@ -354,35 +403,60 @@ export async function migrate(options: MigrateOptions, io: RunIO): Promise<Summa
     await report.close()
   }
   summary.elapsedMs = Date.now() - started
-  if (fatal) summary.stopped = `the service refused the API key (${fatal.code}: ${fatal.message})`
+  if (stopReason) summary.stopped = stopReason
   else if (io.signal?.aborted) summary.stopped = 'interrupted'
   return summary
 }
 
 const count = (n: number, one: string, many = one + 's') => `${n} ${n === 1 ? one : many}`
 
-/** The summary printed at the end of a run. */
-export function renderSummary(s: Summary): string {
-  const rate = s.elapsedMs > 0 ? (s.accounts / (s.elapsedMs / 1000)).toFixed(1) : '0.0'
+/** Error codes shown in the summary; `migrate report` lists them all. */
+const SUMMARY_CODES = 8
+
+/** The summary's rows of counts (also those of `migrate report`). */
+export function countRows(s: Summary): Array<[string, string]> {
   const rows: Array<[string, string]> = [['accounts', String(s.accounts)]]
-  if (s.dryRun) rows.push(['would be created', String(s.wouldCreate)])
+  if (s.validateOnly) rows.push(['valid', String(s.valid)])
+  else if (s.dryRun) rows.push(['would be created', String(s.wouldCreate)])
   else rows.push(['created', String(s.created)])
-  if (s.alreadyCompleted > 0 || !s.dryRun) rows.push(['already completed', String(s.alreadyCompleted)])
+  if (s.alreadyCompleted > 0 || (!s.dryRun && !s.validateOnly)) rows.push(['already completed', String(s.alreadyCompleted)])
   const steps = Object.entries(s.failedByStep).map(([step, n]) => `${step} ${n}`).join(', ')
   rows.push(['failed', `${s.failed}${steps ? ` (${steps})` : ''}`])
   const sent = SECTIONS.filter((section) => s.postImport[section] > 0).map((section) => `${section} ${s.postImport[section]}`)
   if (sent.length > 0) rows.push(['post-import sent', sent.join(', ')])
-  const codes = Object.entries(s.codes).sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0])).slice(0, 8)
-  if (codes.length > 0) rows.push(['top error codes', codes.map(([code, n]) => `${code} ${n}`).join(', ')])
+  return rows
+}
+
+/** Rows as `  key:   value` lines, the values aligned. */
+export function aligned(rows: Array<[string, string]>): string[] {
+  const width = Math.max(...rows.map(([k]) => k.length)) + 1
+  return rows.map(([k, v]) => `  ${(k + ':').padEnd(width)} ${v}`)
+}
+
+/** The summary printed at the end of a run. */
+export function renderSummary(s: Summary): string {
+  const rate = s.elapsedMs > 0 ? (s.accounts / (s.elapsedMs / 1000)).toFixed(1) : '0.0'
+  const rows = countRows(s)
+  const codes = Object.entries(s.codes).sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]))
+  if (codes.length > 0) {
+    const more = codes.length > SUMMARY_CODES ? `, +${codes.length - SUMMARY_CODES} more` : ''
+    rows.push(['top error codes', codes.slice(0, SUMMARY_CODES).map(([code, n]) => `${code} ${n}`).join(', ') + more])
+  }
   const r = s.retries
   rows.push(['retried', `429 ${r.throttled}, 5xx ${r.serverErrors}, network ${r.networkErrors}, in progress ${r.inProgress}; tokens obtained ${r.tokens}`])
+  if (r.outages > 0) rows.push(['waited for the service', `${count(r.outages, 'time')}, ${duration(r.outageMs)} in all`])
   rows.push(['time', `${duration(s.elapsedMs)} (${rate} accounts/s)`])
-  const width = Math.max(...rows.map(([k]) => k.length)) + 1
-  const title = `${s.dryRun ? 'Dry run' : 'Migration'} of ${s.file} against ${s.url}${s.stopped ? `: stopped, ${s.stopped}` : ''}`
-  const lines = [title, ...rows.map(([k, v]) => `  ${(k + ':').padEnd(width)} ${v}`), `Report: ${s.reportPath}`]
-  if (s.stopped) lines.push('Run again with --resume to carry on: accounts already created are not created twice.')
-  else if (s.codes.account_already_imported && !s.dryRun) {
+  const what = s.validateOnly ? 'Validation' : s.dryRun ? 'Dry run' : 'Migration'
+  const title = `${what} of ${s.file} against ${s.url}${s.stopped ? `: stopped, ${s.stopped}` : ''}`
+  const lines = [title, ...aligned(rows), `Report: ${s.reportPath}`]
+  if (s.stopped) {
+    lines.push('Run again with --resume to carry on (after fixing what stopped the run): accounts already created are not created twice.')
+  } else if (s.codes.account_already_imported && !s.dryRun && !s.validateOnly) {
     lines.push(`${count(s.codes.account_already_imported, 'account was', 'accounts were')} already imported: --resume sends their post-import data instead.`)
+  }
+  if (s.failed > 0) {
+    lines.push(`Every failure by step and code: npm run migrate -- report ${s.reportPath}`)
+    if (!s.stopped) lines.push(`Run only the ${count(s.failed, 'failed account')} again (after fixing them): the same command with --retry-failed ${s.reportPath}`)
   }
   return lines.join('\n') + '\n'
 }

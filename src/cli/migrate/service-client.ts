@@ -20,6 +20,11 @@ export interface RetryPolicy {
   maxRetryAfterMs: number
   /** Time allowed for one attempt. */
   timeoutMs: number
+  /**
+   * Once the first token was had: when the service stops answering, wait this long in all for
+   * `/readyz` to answer again before giving up (the waiting spends no attempts). 0: do not wait.
+   */
+  waitMs: number
 }
 
 export const DEFAULT_RETRY: RetryPolicy = {
@@ -28,7 +33,8 @@ export const DEFAULT_RETRY: RetryPolicy = {
   backoffMaxMs: 10_000,
   maxThrottleWaits: 100,
   maxRetryAfterMs: 60_000,
-  timeoutMs: 60_000
+  timeoutMs: 60_000,
+  waitMs: 300_000
 }
 
 /** What was retried, counted for the summary. */
@@ -39,6 +45,9 @@ export interface RetryCounts {
   inProgress: number
   tokens: number
   unauthorised: number
+  /** Times the service went away and the client waited for it, and the time waited. */
+  outages: number
+  outageMs: number
 }
 
 /** The final answer to a request: HTTP status (0 when no answer came) and parsed body. */
@@ -74,6 +83,8 @@ export interface ServiceClientOptions {
   /** For tests of timing; defaults to real timers and Math.random. */
   sleep?: (ms: number) => Promise<void>
   random?: () => number
+  /** Told when the service stops answering and when it is back (one line each). */
+  notice?: (text: string) => void
 }
 
 const OBTAIN_TOKEN = 'mutation ObtainToken($input: ObtainTokenInput!) { obtainToken(input: $input) { token expiresIn refreshToken refreshExpiresIn } }'
@@ -126,7 +137,57 @@ export function createServiceClient(options: ServiceClientOptions) {
   const sleep = options.sleep ?? defaultSleep
   const random = options.random ?? Math.random
   const policy = options.retry
-  const counts: RetryCounts = { throttled: 0, serverErrors: 0, networkErrors: 0, inProgress: 0, tokens: 0, unauthorised: 0 }
+  const counts: RetryCounts = { throttled: 0, serverErrors: 0, networkErrors: 0, inProgress: 0, tokens: 0, unauthorised: 0, outages: 0, outageMs: 0 }
+  /** Set once the first token was had: an outage after that is waited out. */
+  let connected = false
+  let outage: Promise<'back' | 'gave_up'> | undefined
+
+  /** `/readyz` answers 200 within 2 s. */
+  async function ready(): Promise<boolean> {
+    try {
+      const response = await doFetch(options.url + '/readyz', { signal: AbortSignal.timeout(2000) })
+      await response.arrayBuffer()
+      return response.status === 200
+    } catch {
+      return false
+    }
+  }
+
+  /**
+   * After a request got no answer (or a 503): `up` when the service is ready after all (the
+   * failure counts as an attempt), `back` when it was away and came back, `gave_up` when it did
+   * not come back within `waitMs`. Requests failing during one outage share its wait.
+   */
+  async function waitForService(): Promise<'up' | 'back' | 'gave_up'> {
+    if (outage) return outage
+    if (!connected || policy.waitMs <= 0 || await ready()) return 'up'
+    if (outage) return outage
+    outage = (async () => {
+      const started = Date.now()
+      counts.outages++
+      options.notice?.(`${options.url} is not answering: waiting up to ${Math.round(policy.waitMs / 1000)} s for it (GET /readyz every second)\n`)
+      let result: 'back' | 'gave_up' = 'gave_up'
+      while (Date.now() - started < policy.waitMs) {
+        await sleep(1000)
+        if (await ready()) {
+          result = 'back'
+          break
+        }
+      }
+      counts.outageMs += Date.now() - started
+      options.notice?.(result === 'back'
+        ? `${options.url} is back after ${Math.round((Date.now() - started) / 1000)} s: carrying on\n`
+        : `${options.url} did not come back within ${Math.round(policy.waitMs / 1000)} s\n`)
+      return result
+    })().finally(() => { outage = undefined })
+    return outage
+  }
+
+  const unreachable = (attempts: number): Answer => ({
+    status: 0,
+    body: { code: 'service_unreachable', detail: `${options.url} did not answer for ${Math.round(policy.waitMs / 1000)} s (GET /readyz).`, errors: [] },
+    attempts
+  })
 
   /** The wait after the n-th failure (1-based): exponential, capped, with jitter. */
   const backoff = (failures: number) => {
@@ -166,6 +227,11 @@ export function createServiceClient(options: ServiceClientOptions) {
       } catch (err) {
         clearTimeout(timer)
         counts.networkErrors++
+        if (!isTimeout(err)) {
+          const service = await waitForService()
+          if (service === 'back') continue
+          if (service === 'gave_up') return unreachable(attempts)
+        }
         if (++failures >= policy.maxAttempts) {
           return { status: 0, body: { code: 'network_error', detail: `No answer from ${options.url}: ${networkReason(err)}`, errors: [] }, attempts }
         }
@@ -194,6 +260,11 @@ export function createServiceClient(options: ServiceClientOptions) {
         const wait = after === undefined ? backoff(Math.min(throttles, 8)) : Math.min(after, policy.maxRetryAfterMs)
         await sleep(wait + random() * 250) // a little jitter, so waiting clients do not come back at once
         continue
+      }
+      if (status === 503) {
+        const service = await waitForService()
+        if (service === 'back') continue
+        if (service === 'gave_up') return unreachable(attempts)
       }
       const retryable = status >= 500 || (status === 400 && transient.some((code) => hasCode(parsed, code)))
       if (retryable && ++failures < policy.maxAttempts) {
@@ -276,6 +347,16 @@ export function createServiceClient(options: ServiceClientOptions) {
     /** Obtains the first token: throws `AuthenticationError` when the key is refused, `UnavailableError` when no answer comes. */
     async login(): Promise<void> {
       await tokens.renew(undefined)
+      connected = true
+    },
+    /** A GraphQL query with the organisation's token; its `data`, or throws with the first error's message. */
+    async graphql(query: string, variables: Record<string, unknown> = {}): Promise<Record<string, any>> {
+      const answer = await send('POST', '/graphql', { query, variables }, true)
+      const body = answer.body
+      const error = isObject(body) && Array.isArray(body.errors) && isObject(body.errors[0]) ? body.errors[0] : undefined
+      if (answer.status === 200 && isObject(body) && isObject(body.data) && !error) return body.data
+      const detail = typeof error?.message === 'string' ? error.message : isObject(body) && typeof body.detail === 'string' ? body.detail : `HTTP ${answer.status}`
+      throw new UnavailableError(isObject(body) && typeof body.code === 'string' ? body.code : 'graphql_error', detail)
     },
     get: (path: string) => send('GET', '/v1/data-import/' + path, undefined, true),
     post: (path: string, body: unknown, transient: readonly string[] = []) => send('POST', '/v1/data-import/' + path, body, true, transient)
