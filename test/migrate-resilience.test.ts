@@ -84,6 +84,52 @@ t.test('a server answering 429 and 500 for a while, dropping connections and los
   await checkMigrated(t, () => client, lines)
 })
 
+t.test('the service away for longer than the retries last: the client waits for /readyz and loses no account', async (t) => {
+  const { url, tenant, client } = await migrationServer(t)
+  const dir = t.testdir()
+  const lines = generated(20, 'outage', { postImportShare: 0 }).map((l) => l.line as any)
+  const file = inputFile(dir, 'accounts.ndjson', lines)
+  // After the fifth create the service is away for 3 s: every request (/readyz too) has its connection dropped.
+  let creates = 0
+  let downUntil = 0
+  const { url: proxyUrl, seen } = await faultyProxy(t, url, (_n, req) => {
+    if (Date.now() < downUntil) return 'drop'
+    if (req.url?.includes('/process/') && ++creates === 5) {
+      downUntil = Date.now() + 3000
+      return 'drop'
+    }
+    return undefined
+  })
+  const reportPath = join(dir, 'report.ndjson')
+  // Two attempts 250-500 ms apart would give up at once without the wait.
+  const run = await runClient(clientArgs(file, proxyUrl, reportPath, '--concurrency', '2', '--max-attempts', '2'), { AMIS_API_KEY: tenant.apiKey })
+  t.equal(run.code, 0, run.stdout + run.stderr)
+  t.ok(seen.drop > 2, `the service was away (${seen.drop} requests dropped)`)
+  t.match(run.stderr, /is not answering: waiting up to 300 s for it \(GET \/readyz every second\)\n/)
+  t.match(run.stderr, /is back after \d+ s: carrying on\n/)
+  t.match(run.stdout, /created: +20\n {2}already completed: +0\n {2}failed: +0\n/)
+  t.match(run.stdout, /waited for the service: +1 time, \d+s in all\n/)
+  t.equal((await client.list('imported')).json().length, 20)
+
+  // Away for longer than --wait: the run stops, says why, and how to carry on.
+  const more = inputFile(dir, 'more.ndjson', generated(10, 'outage-2', { postImportShare: 0 }).map((l) => l.line))
+  creates = 0
+  downUntil = 0
+  const { url: secondProxy } = await faultyProxy(t, url, (_n, req) => {
+    if (downUntil > 0) return 'drop'
+    if (req.url?.includes('/process/') && ++creates === 3) {
+      downUntil = 1
+      return 'drop'
+    }
+    return undefined
+  })
+  const gaveUp = await runClient(clientArgs(more, secondProxy, join(dir, 'more-report.ndjson'), '--concurrency', '1', '--wait', '2'), { AMIS_API_KEY: tenant.apiKey })
+  t.equal(gaveUp.code, 1)
+  t.match(gaveUp.stdout, /: stopped, http:\/\/127\.0\.0\.1:\d+ did not answer for 2 s \(GET \/readyz\)\n {2}accounts: +3\n/)
+  t.match(gaveUp.stdout, /Run again with --resume to carry on/)
+  t.match(readReport(join(dir, 'more-report.ndjson')).find((r) => r.outcome === 'failed'), { step: 'create', status: 0, code: 'service_unreachable' })
+})
+
 t.test('a client killed half-way and started again with --resume completes the rest, nothing twice', async (t) => {
   const { url, tenant, client } = await migrationServer(t)
   const dir = t.testdir()
