@@ -75,6 +75,13 @@ export function createProgress(options: ProgressOptions) {
     update(next: ProgressCounts): void {
       counts = next
     },
+    /** A line of its own (a notice), the bar drawn again below it on a terminal. */
+    note(text: string): void {
+      if (!options.tty) return options.write(text)
+      options.write(`\r\x1b[2K${text}`)
+      lastDrawn = ''
+      draw()
+    },
     /** The last state; on a terminal the bar is left on its own line. */
     finish(): void {
       clearInterval(timer)

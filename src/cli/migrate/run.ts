@@ -311,8 +311,9 @@ const CONFIGURATION_CODES = ['operations_team_name_does_not_exist', 'import_supp
  * `ReportExistsError`, and file errors when the input or report cannot be opened.
  */
 export async function migrate(options: MigrateOptions, io: RunIO): Promise<Summary> {
+  let notice = io.stderr
   const client = createServiceClient({
-    url: options.url, apiKey: options.apiKey, retry: options.retry, notice: io.stderr, ...(io.fetch ? { fetch: io.fetch } : {})
+    url: options.url, apiKey: options.apiKey, retry: options.retry, notice: (text) => notice(text), ...(io.fetch ? { fetch: io.fetch } : {})
   })
   const total = options.onlyLines ? options.onlyLines.size : await countLines(options.file)
   await client.login()
@@ -328,6 +329,7 @@ export async function migrate(options: MigrateOptions, io: RunIO): Promise<Summa
   const stopWith = (reason: string) => { stopReason ??= reason }
   const pipeline = createPipeline(client, options, (err) => stopWith(`the service refused the API key (${err.code}: ${err.message})`))
   const progress = createProgress({ write: io.stderr, tty: io.tty, columns: io.columns, total, intervalMs: io.progressIntervalMs })
+  notice = progress.note
 
   async function record(entry: ReportEntry): Promise<void> {
     tally(summary, entry)
@@ -450,7 +452,8 @@ export function renderSummary(s: Summary): string {
   const title = `${what} of ${s.file} against ${s.url}${s.stopped ? `: stopped, ${s.stopped}` : ''}`
   const lines = [title, ...aligned(rows), `Report: ${s.reportPath}`]
   if (s.stopped) {
-    lines.push('Run again with --resume to carry on (after fixing what stopped the run): accounts already created are not created twice.')
+    const fix = s.stopped === 'interrupted' ? '' : ' (after fixing what stopped the run)'
+    lines.push(`Run again with --resume to carry on${fix}: accounts already created are not created twice.`)
   } else if (s.codes.account_already_imported && !s.dryRun && !s.validateOnly) {
     lines.push(`${count(s.codes.account_already_imported, 'account was', 'accounts were')} already imported: --resume sends their post-import data instead.`)
   }
