@@ -15,13 +15,22 @@ function processCpuMs(pid: number): number {
   }
 }
 
-/** Every PostgreSQL server process on this machine (postmaster and backends). */
-function postgresPids(): number[] {
+/**
+ * The PostgreSQL server processes that work for `database`: its backends and the server's shared
+ * ones (postmaster, checkpointer, WAL writer, autovacuum…). Backends of other databases are left
+ * out, so that other work on the same server (a test suite, say) is not counted as ours. Without
+ * a database, every PostgreSQL process.
+ */
+function postgresPids(database?: string): number[] {
   const pids: number[] = []
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue
     try {
-      if (readFileSync(`/proc/${entry}/comm`, 'utf8').trim() === 'postgres') pids.push(Number(entry))
+      if (readFileSync(`/proc/${entry}/comm`, 'utf8').trim() !== 'postgres') continue
+      // A backend's title: "postgres: <cluster>: <user> <database> <client> <activity>".
+      const title = readFileSync(`/proc/${entry}/cmdline`, 'utf8').replaceAll('\0', ' ')
+      const backend = / \S+ (\S+) (?:\d[\d.:]*\(\d+\)|\[local\]) /.exec(title)
+      if (database === undefined || !backend || backend[1] === database) pids.push(Number(entry))
     } catch {
       // gone
     }
@@ -30,17 +39,18 @@ function postgresPids(): number[] {
 }
 
 /**
- * CPU time spent by a process (the server) and by PostgreSQL between `start()` and `stop()`, in ms.
+ * CPU time spent by a process (the server) and by PostgreSQL for `database` between `start()` and
+ * `stop()`, in ms.
  * PostgreSQL's backends come and go: a backend that exited in between is not counted (the bench's
  * connections are pooled and live through a scenario, so little is lost).
  */
-export function cpuSplit(serverPid: number) {
+export function cpuSplit(serverPid: number, database?: string) {
   const server0 = processCpuMs(serverPid)
-  const pg0 = new Map(postgresPids().map((pid) => [pid, processCpuMs(pid)]))
+  const pg0 = new Map(postgresPids(database).map((pid) => [pid, processCpuMs(pid)]))
   return {
     stop(): { serverMs: number; postgresMs: number } {
       let postgresMs = 0
-      for (const pid of postgresPids()) postgresMs += processCpuMs(pid) - (pg0.get(pid) ?? 0)
+      for (const pid of postgresPids(database)) postgresMs += processCpuMs(pid) - (pg0.get(pid) ?? 0)
       return { serverMs: processCpuMs(serverPid) - server0, postgresMs }
     }
   }
