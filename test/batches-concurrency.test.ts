@@ -79,7 +79,7 @@ if (!testDatabaseUrl) {
       const env = { DATABASE_URL: url!, DATA_DIR: join(dir, 'data'), TOKEN_SECRET: TEST_TOKEN_SECRET, OPERATOR_API_KEY: TEST_OPERATOR_KEY, NODE_ENV: 'test' }
       const victim = await startServer(env)
       t.teardown(() => { if (victim.child.exitCode === null) victim.child.kill('SIGKILL') })
-      const first = runClient(clientArgs(file, victim.url, join(dir, 'first.ndjson'), '--batch-size', '100', '--max-attempts', '2'), { AMIS_API_KEY: tenant.apiKey })
+      const first = runClient(clientArgs(file, victim.url, join(dir, 'first.ndjson'), '--batch-size', '100', '--max-attempts', '2', '--wait', '1'), { AMIS_API_KEY: tenant.apiKey })
       // Kill it once some accounts of the run exist, while batches are still being worked on.
       const deadline = Date.now() + 60_000
       for (;;) {

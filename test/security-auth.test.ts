@@ -139,6 +139,10 @@ t.test('every protected endpoint refuses missing, expired, forged and revoked to
       if (name === 'importSuppliers') {
         const own = await gql(app, '{ importSuppliers { code organisation } }', {}, acme.token)
         t.same(own.data?.importSuppliers, [{ code: 'ACME_ENERGY', organisation: 'Acme' }], 'importSuppliers with an organisation token: its own only')
+      } else if (name === 'operationsTeamExists') {
+        // The migration client's pre-flight: a yes or no about one name, never the list of teams.
+        const own = await gql(app, document, {}, acme.token)
+        t.same([own.errors, own.data?.operationsTeamExists], [undefined, false], 'operationsTeamExists with an organisation token: a yes or no only')
       } else if (ownSuppliers[name]) {
         expectCode(await gql(app, ownSuppliers[name]!, {}, acme.token), 'not_found', `${name} of another organisation's supplier`)
       } else {
