@@ -203,6 +203,18 @@ export function textList(values: string[]): SQL {
   return sql`(select jsonb_array_elements_text(${JSON.stringify(values)}::jsonb))`
 }
 
+/**
+ * Pairs of one supplier and many external account numbers, for `(supplier_id, external_account_number)
+ * in ${supplierExternals(id, externals)}`. Written as pairs, not as `supplier_id = $1 and
+ * external_account_number in (…)`: PostgreSQL estimates a supplier whose rows arrived after the
+ * last ANALYZE at one row, and then scans all of them once per number (a 100-account batch took
+ * 0.7 s against 45,000 freshly staged accounts); pairs are looked up in the pair index whatever
+ * the statistics say (2 ms).
+ */
+export function supplierExternals(supplierId: string, externals: string[]): SQL {
+  return sql`(select ${supplierId}::uuid, jsonb_array_elements_text(${JSON.stringify(externals)}::jsonb))`
+}
+
 /** The rows of a raw `db.execute()` result: PGlite answers `{rows}`, postgres.js an array. */
 export function rowsOf<T = Record<string, unknown>>(result: unknown): T[] {
   return (Array.isArray(result) ? result : (result as { rows: T[] }).rows) as T[]

@@ -3,7 +3,7 @@ import {
   accountMetadata, accounts, agreements, billingDocuments, customers, emailOutbox, historicalStatements, importEvents, ledgers,
   ledgerTransactions, notes, paymentInstructions, statements, supplyAddresses, supplyPoints, transactionLineItems, transactionTaxItems
 } from '../../../drizzle/schema/index.js'
-import { rowsOf, runInOrder, textList, type Db } from '../../db/index.js'
+import { rowsOf, runInOrder, supplierExternals, type Db } from '../../db/index.js'
 import { insertsOf } from '../accounts/repository.js'
 import type { AccountRows } from '../accounts/plan.js'
 import { PROCESS_LOCK_BASE, type Actor, type ProcessState, type SupplierRow } from '../imports/repository.js'
@@ -78,7 +78,7 @@ export function createBatchesRepository(db: Db) {
       if (externals.length === 0) return new Map()
       const rows = rowsOf<{ id: number | string; external: string; state: ProcessState; service_account_number: string | null }>(await db.execute(sql`
         select id, external_account_number as external, state, service_account_number from import_processes
-        where supplier_id = ${supplierId}::uuid and external_account_number in ${textList(externals)}`))
+        where (supplier_id, external_account_number) in ${supplierExternals(supplierId, externals)}`))
       return new Map(rows.map((r) => [r.external, { id: Number(r.id), state: r.state, serviceAccountNumber: r.service_account_number }]))
     },
 
@@ -100,9 +100,9 @@ export function createBatchesRepository(db: Db) {
         // Locks first (in one order, so two batches do not deadlock on them), then the state as it is once they are held.
         const [locks, current] = await runInOrder(db, [
           tx.execute(sql`select id, pg_try_advisory_xact_lock(${PROCESS_LOCK_BASE.toString()}::bigint + id) as locked from import_processes
-            where supplier_id = ${supplierId}::uuid and external_account_number in ${textList(externals)} order by external_account_number`),
+            where (supplier_id, external_account_number) in ${supplierExternals(supplierId, externals)} order by external_account_number`),
           tx.execute(sql`select id, external_account_number as external, state from import_processes
-            where supplier_id = ${supplierId}::uuid and external_account_number in ${textList(externals)}`)
+            where (supplier_id, external_account_number) in ${supplierExternals(supplierId, externals)}`)
         ])
         const locked = new Set(rowsOf<{ id: number | string; locked: boolean }>(locks).filter((r) => r.locked).map((r) => Number(r.id)))
         const existing = new Map(rowsOf<{ id: number | string; external: string; state: ProcessState }>(current).map((r) => [r.external, { id: Number(r.id), state: r.state }]))
@@ -189,8 +189,8 @@ export function createBatchesRepository(db: Db) {
           ...insertsOf(tx, paymentInstructions, all.paymentInstructions as never),
           ...insertsOf(tx, importEvents, events),
           // Created accounts have no failures left to report, of any step.
-          tx.execute(sql`delete from import_failures where supplier_id = ${supplierId}::uuid
-            and external_account_number in ${textList(creating.map((e) => e.external))}`)
+          tx.execute(sql`delete from import_failures
+            where (supplier_id, external_account_number) in ${supplierExternals(supplierId, creating.map((e) => e.external))}`)
         ])
         if (rowsOf(marked).length !== creating.length) throw new Error('a batch account changed state while it was being created')
         return { created, elsewhere }
