@@ -8,6 +8,7 @@ import { asOperator, createTenant } from './helpers/graphql.js'
 import { generated, inputFile, readReport, runClient, clientArgs } from './helpers/migrate.js'
 import { checkMigrated } from './helpers/migrate-expect.js'
 import { startServer, startServers, type Running } from './helpers/server.js'
+import { tempDir } from './helpers/temp-dir.js'
 
 /**
  * Batches against the PostgreSQL server with several server processes: overlapping batches, a
@@ -73,7 +74,7 @@ if (!testDatabaseUrl) {
     })
 
     t.test('a server killed in the middle of a batch: every entry done or not started; --resume finishes, nothing twice', async (t) => {
-      const dir = t.testdir()
+      const dir = tempDir(t)
       const lines = generated(400, 'batch-kill').map((l) => l.line as any)
       const file = inputFile(dir, 'accounts.ndjson', lines)
       const env = { DATABASE_URL: url!, DATA_DIR: join(dir, 'data'), TOKEN_SECRET: TEST_TOKEN_SECRET, OPERATOR_API_KEY: TEST_OPERATOR_KEY, NODE_ENV: 'test' }

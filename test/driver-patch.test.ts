@@ -2,6 +2,7 @@ import t from 'tap'
 import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { DRIVER_PATCH_MARK, driverConnectionFile, driverPatchProblem } from '../src/db/driver-check.js'
+import { tempDir } from './helpers/temp-dir.js'
 
 t.test('the installed postgres driver carries the patch (patches/postgres+3.4.9.patch)', async (t) => {
   t.equal(driverPatchProblem(), undefined)
@@ -11,7 +12,7 @@ t.test('the installed postgres driver carries the patch (patches/postgres+3.4.9.
 })
 
 t.test('an unpatched driver is named in one line that says what to do', async (t) => {
-  const dir = t.testdir({})
+  const dir = tempDir(t)
   const file = join(dir, 'connection.js')
   writeFileSync(file, readFileSync(driverConnectionFile(), 'utf8').replaceAll(DRIVER_PATCH_MARK, ''))
   const problem = driverPatchProblem(file)

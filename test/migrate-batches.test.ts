@@ -8,6 +8,7 @@ import { projectRoot } from '../src/paths.js'
 import { exampleAccount } from './helpers/accounts.js'
 import { clientArgs, generated, inputFile, migrationServer, readReport, runClient } from './helpers/migrate.js'
 import { checkMigrated } from './helpers/migrate-expect.js'
+import { tempDir } from './helpers/temp-dir.js'
 
 /**
  * The migration client in its default mode: many accounts per `POST batches/`. The same report,
@@ -53,7 +54,7 @@ async function proxy(t: Parameters<typeof migrationServer>[0], target: string, s
 
 t.test('accounts with post-import data migrate in batches; a second run changes nothing', async (t) => {
   const { url, tenant, client } = await migrationServer(t)
-  const dir = t.testdir()
+  const dir = tempDir(t)
   const lines = generated(30, 'batches').map((l) => l.line as any)
   const file = inputFile(dir, 'accounts.ndjson', lines)
   const counted = await proxy(t, url)
@@ -84,7 +85,7 @@ t.test('accounts with post-import data migrate in batches; a second run changes 
 
 t.test('bad lines, bad accounts and bad sections are reported per line; the run carries on', async (t) => {
   const { url, tenant, client } = await migrationServer(t)
-  const dir = t.testdir()
+  const dir = tempDir(t)
   const good = generated(4, 'batch-bad', { postImportShare: 0 }).map((l) => l.line as any)
   const file = inputFile(dir, 'mixed.ndjson', [
     good[0],
@@ -111,7 +112,7 @@ t.test('bad lines, bad accounts and bad sections are reported per line; the run 
 
 t.test('--dry-run in batches creates nothing', async (t) => {
   const { url, tenant, client } = await migrationServer(t)
-  const dir = t.testdir()
+  const dir = tempDir(t)
   const lines = generated(10, 'batch-dry', { invalidShare: 0.1 })
   const file = inputFile(dir, 'accounts.ndjson', lines.map((l) => l.line))
   const run = await runClient(clientArgs(file, url, join(dir, 'report.ndjson'), '--dry-run', '--batch-size', '100'), { AMIS_API_KEY: tenant.apiKey })
@@ -122,7 +123,7 @@ t.test('--dry-run in batches creates nothing', async (t) => {
 
 t.test('a batch larger than the body limit is split until it fits', async (t) => {
   const { url, tenant, client } = await migrationServer(t, { env: { BODY_LIMIT_BYTES: '40000' } })
-  const dir = t.testdir()
+  const dir = tempDir(t)
   const lines = generated(24, 'batch-split', { postImportShare: 0 }).map((l) => l.line as any)
   const file = inputFile(dir, 'accounts.ndjson', lines)
   const counted = await proxy(t, url)
@@ -135,7 +136,7 @@ t.test('a batch larger than the body limit is split until it fits', async (t) =>
 
 t.test('429, 500, dropped connections and lost answers of batches are ridden out, nothing twice', async (t) => {
   const { url, tenant, client } = await migrationServer(t)
-  const dir = t.testdir()
+  const dir = tempDir(t)
   const lines = generated(20, 'batch-proxy').map((l) => l.line as any)
   const file = inputFile(dir, 'accounts.ndjson', lines)
   let batches = 0
@@ -153,7 +154,7 @@ t.test('429, 500, dropped connections and lost answers of batches are ridden out
 
 t.test('a client killed half-way and started again completes the rest, nothing twice', async (t) => {
   const { url, tenant, client } = await migrationServer(t)
-  const dir = t.testdir()
+  const dir = tempDir(t)
   const lines = generated(60, 'batch-resume').map((l) => l.line as any)
   const file = inputFile(dir, 'accounts.ndjson', lines)
   const firstReport = join(dir, 'first.ndjson')

@@ -8,6 +8,7 @@ import { exampleAccount, importClient } from './helpers/accounts.js'
 import { tokenFor } from './helpers/graphql.js'
 import { clientArgs, generated, inputFile, migrationServer, readReport, runClient } from './helpers/migrate.js'
 import { checkMigrated } from './helpers/migrate-expect.js'
+import { tempDir } from './helpers/temp-dir.js'
 
 /**
  * A payment vendor on loopback that knows every CARD instruction whose reference starts with `pi_`.
@@ -38,7 +39,7 @@ t.test('generated accounts with post-import data migrate end to end', async (t) 
     env: { PAYMENT_VENDORS: `ACMEPAY=${vendorUrl}`, PAYMENT_VENDOR_TIMEOUT_MS: '10000', TOKEN_TTL_SECONDS: '2' }
   })
   const freshClient = async () => importClient(app, { ...tenant, token: await tokenFor(app, tenant.apiKey) })
-  const dir = t.testdir()
+  const dir = tempDir(t)
   const lines = generated(50, 'end-to-end', { paymentVendor: 'ACMEPAY' }).map((l) => l.line as any)
   const file = inputFile(dir, 'accounts.ndjson', lines)
   const env = { AMIS_API_KEY: tenant.apiKey }
@@ -84,7 +85,7 @@ t.test('generated accounts with post-import data migrate end to end', async (t) 
 
 t.test('bad lines are reported with their reasons and the run carries on', async (t) => {
   const { url, tenant, client } = await migrationServer(t)
-  const dir = t.testdir()
+  const dir = tempDir(t)
   const good = generated(6, 'bad-lines', { postImportShare: 0 }).map((l) => l.line as any)
   const badPostcode = exampleAccount({ external_account_number: 'BAD-POSTCODE', billing_address: { ...exampleAccount().billing_address, postal_code: 'nope' } })
   const file = inputFile(dir, 'mixed.ndjson', [
@@ -136,7 +137,7 @@ t.test('bad lines are reported with their reasons and the run carries on', async
 
 t.test('--dry-run creates nothing', async (t) => {
   const { url, tenant, client } = await migrationServer(t)
-  const dir = t.testdir()
+  const dir = tempDir(t)
   const lines = generated(10, 'dry-run', { invalidShare: 0.1 })
   const file = inputFile(dir, 'accounts.ndjson', lines.map((l) => l.line))
   const run = await runClient(clientArgs(file, url, join(dir, 'report.ndjson'), '--dry-run'), { AMIS_API_KEY: tenant.apiKey })
@@ -156,7 +157,7 @@ t.test('--dry-run creates nothing', async (t) => {
 
 t.test('a progress bar on a terminal; Ctrl-C stops taking lines', async (t) => {
   const { url, tenant, client } = await migrationServer(t)
-  const dir = t.testdir()
+  const dir = tempDir(t)
   const file = inputFile(dir, 'accounts.ndjson', generated(6, 'terminal', { postImportShare: 0 }).map((l) => l.line))
   const run = await runClient(clientArgs(file, url, join(dir, 'report.ndjson'), '--concurrency', '2'), { AMIS_API_KEY: tenant.apiKey }, { tty: true, columns: 100 })
   t.equal(run.code, 0, run.stdout)
@@ -177,7 +178,7 @@ t.test('a progress bar on a terminal; Ctrl-C stops taking lines', async (t) => {
 
 t.test('Ctrl-C under npm run finishes the accounts in flight and reports them, as it does run directly', async (t) => {
   const { url, tenant, client } = await migrationServer(t)
-  const dir = t.testdir()
+  const dir = tempDir(t)
   const file = inputFile(dir, 'accounts.ndjson', generated(200, 'ctrl-c', { postImportShare: 0 }).map((l) => l.line))
   const report = join(dir, 'report.ndjson')
   // The command the README gives, in a process group of its own: a terminal's Ctrl-C goes to the whole group.
@@ -210,7 +211,7 @@ t.test('Ctrl-C under npm run finishes the accounts in flight and reports them, a
 
 t.test('usage errors and a refused key stop before any account is sent', async (t) => {
   const { url, tenant, client } = await migrationServer(t)
-  const dir = t.testdir()
+  const dir = tempDir(t)
   const file = inputFile(dir, 'accounts.ndjson', generated(2, 'usage').map((l) => l.line))
   const cases: Array<[string[], Record<string, string>, RegExp]> = [
     [[file, '--url', url], { AMIS_API_KEY: tenant.apiKey }, /^error: no operations team/],

@@ -3,6 +3,7 @@ import { generateAccounts, externalNumber } from '../src/cli/migrate/generate.js
 import { countLines, readLines } from '../src/cli/migrate/lines.js'
 import { importSetup } from './helpers/accounts.js'
 import { generated, inputFile, runClient } from './helpers/migrate.js'
+import { tempDir } from './helpers/temp-dir.js'
 
 t.test('every valid generated account passes validate on the real server; every invalid one fails with its code', async (t) => {
   const { client } = await importSetup(t)
@@ -63,7 +64,7 @@ t.test('npm run migrate -- generate writes the lines to standard output', async 
 })
 
 t.test('the input is read with bounded read-ahead', async (t) => {
-  const dir = t.testdir()
+  const dir = tempDir(t)
   const lines = generated(400, 'read-ahead').map((l) => l.line)
   const path = inputFile(dir, 'accounts.ndjson', ['', ...lines.slice(0, 200), '   ', ...lines.slice(200)])
   t.equal(await countLines(path), 400, 'blank lines do not count')

@@ -6,6 +6,7 @@ import { join } from 'node:path'
 import { projectRoot } from '../src/paths.js'
 import { clientArgs, generated, inputFile, migrationServer, readReport, runClient } from './helpers/migrate.js'
 import { checkMigrated } from './helpers/migrate-expect.js'
+import { tempDir } from './helpers/temp-dir.js'
 
 type Fault = 'throttle' | 'fail' | 'drop' | 'lose-answer'
 
@@ -50,7 +51,7 @@ async function faultyProxy(t: Parameters<typeof migrationServer>[0], target: str
 
 t.test('a server answering 429 and 500 for a while, dropping connections and losing answers, is ridden out', async (t) => {
   const { url, tenant, client } = await migrationServer(t)
-  const dir = t.testdir()
+  const dir = tempDir(t)
   const lines = generated(20, 'proxy').map((l) => l.line as any)
   const file = inputFile(dir, 'accounts.ndjson', lines)
   let calls = 0
@@ -86,7 +87,7 @@ t.test('a server answering 429 and 500 for a while, dropping connections and los
 
 t.test('the service away for longer than the retries last: the client waits for /readyz and loses no account', async (t) => {
   const { url, tenant, client } = await migrationServer(t)
-  const dir = t.testdir()
+  const dir = tempDir(t)
   const lines = generated(20, 'outage', { postImportShare: 0 }).map((l) => l.line as any)
   const file = inputFile(dir, 'accounts.ndjson', lines)
   // After the fifth create the service is away for 3 s: every request (/readyz too) has its connection dropped.
@@ -132,7 +133,7 @@ t.test('the service away for longer than the retries last: the client waits for 
 
 t.test('a client killed half-way and started again with --resume completes the rest, nothing twice', async (t) => {
   const { url, tenant, client } = await migrationServer(t)
-  const dir = t.testdir()
+  const dir = tempDir(t)
   const lines = generated(40, 'resume').map((l) => l.line as any)
   const file = inputFile(dir, 'accounts.ndjson', lines)
   const firstReport = join(dir, 'first.ndjson')

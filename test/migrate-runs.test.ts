@@ -4,6 +4,7 @@ import { join } from 'node:path'
 import { exampleAccount, TEAM } from './helpers/accounts.js'
 import { asOperator } from './helpers/graphql.js'
 import { generated, inputFile, migrationServer, readReport, runClient } from './helpers/migrate.js'
+import { tempDir } from './helpers/temp-dir.js'
 
 /**
  * The migration client around a run: reports never overwritten, re-running only the failed
@@ -14,7 +15,7 @@ const args = (file: string, url: string, ...more: string[]) => [file, '--url', u
 
 t.test('each run writes its own report; --retry-failed re-runs exactly the failed lines with their line numbers', async (t) => {
   const { url, tenant, client } = await migrationServer(t)
-  const dir = t.testdir()
+  const dir = tempDir(t)
   const good = generated(5, 'retry', { postImportShare: 0 }).map((l) => l.line as any)
   const badPostcode = exampleAccount({ external_account_number: 'FIX-ME-1', billing_address: { ...exampleAccount().billing_address, postal_code: 'nope' } })
   inputFile(dir, 'accounts.ndjson', [good[0], badPostcode, good[1], good[2], 'not JSON', good[3]])
@@ -59,7 +60,7 @@ t.test('each run writes its own report; --retry-failed re-runs exactly the faile
 
 t.test('--validate-only stores no account; migrate report lists every code the summary leaves out', async (t) => {
   const { url, tenant, client } = await migrationServer(t)
-  const dir = t.testdir()
+  const dir = tempDir(t)
   const file = inputFile(dir, 'accounts.ndjson', generated(60, 'validate-only', { invalidShare: 0.8 }).map((l) => l.line))
   const run = await runClient([file, '--url', url, '--validate-only', '--report', join(dir, 'report.ndjson')], { AMIS_API_KEY: tenant.apiKey })
   t.equal(run.code, 1, 'invalid accounts fail')
@@ -84,7 +85,7 @@ t.test('--validate-only stores no account; migrate report lists every code the s
 
 t.test('a wrong team or a supplier that is not Ongoing stops the run before anything is sent', async (t) => {
   const { app, url, tenant, client } = await migrationServer(t)
-  const dir = t.testdir()
+  const dir = tempDir(t)
   const file = inputFile(dir, 'accounts.ndjson', generated(3, 'preflight', { postImportShare: 0 }).map((l) => l.line))
   const env = { AMIS_API_KEY: tenant.apiKey }
 
@@ -107,7 +108,7 @@ t.test('a wrong team or a supplier that is not Ongoing stops the run before anyt
 
 t.test('a supplier paused during the run stops it at the first account refused for it', async (t) => {
   const { app, url, tenant, client } = await migrationServer(t)
-  const dir = t.testdir()
+  const dir = tempDir(t)
   const file = inputFile(dir, 'accounts.ndjson', generated(30, 'paused', { postImportShare: 0 }).map((l) => l.line))
   let creates = 0
   // The operator pauses the migration just before the client's third create.

@@ -1,15 +1,9 @@
 import t, { type Test } from 'tap'
-import { mkdtempSync, statSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { statSync } from 'node:fs'
 import { join } from 'node:path'
 import { freshDatabase, testDatabaseUrl } from './helpers/database.js'
 import { refusedStart, startServer } from './helpers/server.js'
-
-function tempDir(t: Test): string {
-  const dir = mkdtempSync(join(tmpdir(), 'amis-server-'))
-  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
-  return dir
-}
+import { tempDir } from './helpers/temp-dir.js'
 
 const oneLine = (t: Test, output: string, pattern: RegExp) => {
   t.equal(output.split('\n').length, 1, 'one line: ' + output)
