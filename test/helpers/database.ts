@@ -2,6 +2,7 @@ import { createHash, randomBytes } from 'node:crypto'
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { PGlite } from '@electric-sql/pglite'
+import tap from 'tap'
 import { drizzle } from 'drizzle-orm/pglite'
 import { migrate } from 'drizzle-orm/pglite/migrator'
 import postgres from 'postgres'
@@ -40,6 +41,72 @@ async function pgliteSnapshot(): Promise<Blob> {
   return new Blob([readFileSync(file)])
 }
 
+/**
+ * In-memory PGlite databases this test process has closed, kept to be emptied and handed out
+ * again: starting one costs 1 to 2 s of CPU, emptying one a few milliseconds. One whose schema a
+ * test changed (a trigger, a constraint, a table) is not reused.
+ */
+const idlePglite: Array<{ database: Database; schema: string }> = []
+const IDLE_PGLITE_KEPT = 2
+// PostgreSQL's timers inside an idle PGlite would keep the process alive: closed when the file's tests end.
+tap.teardown(async () => {
+  await Promise.all(idlePglite.splice(0).map(({ database }) => database.close()))
+})
+
+/**
+ * A PGlite database as a fresh one is: every table of the service empty, identities restarted,
+ * no session state. Its `close()` gives it back to the process's idle list; afterwards the
+ * handle answers nothing (`ping` rejects), as a closed database would.
+ */
+async function leasePglite(): Promise<Database> {
+  let reused: { database: Database; schema: string } | undefined
+  while (!reused && idlePglite.length > 0) {
+    const idle = idlePglite.pop()!
+    if (await schemaOf(idle.database) === idle.schema) reused = idle
+    else await idle.database.close()
+  }
+  if (reused) await emptyTables(reused.database)
+  const database = reused?.database ?? await openPglite({ dataDir: 'memory://', loadDataDir: await pgliteSnapshot() })
+  const schema = reused?.schema ?? await schemaOf(database)
+  let closed = false
+  return {
+    ...database,
+    async ping(timeoutMs?: number) {
+      if (closed) throw new Error('the database is closed')
+      return database.ping(timeoutMs)
+    },
+    async close() {
+      if (closed) return
+      closed = true
+      if (idlePglite.length < IDLE_PGLITE_KEPT) idlePglite.push({ database, schema })
+      else await database.close()
+    }
+  }
+}
+
+/** Every object a test could add or change, as text: tables and their columns, constraints, indexes, triggers, functions, schemas. */
+async function schemaOf(database: Database): Promise<string> {
+  const [row] = rowsOf<{ schema: string }>(await database.db.execute(sql`
+    with spaces as (select oid, nspname from pg_namespace where nspname not in ('pg_catalog', 'information_schema') and nspname not like 'pg\_toast%' and nspname not like 'pg\_temp%')
+    select md5(string_agg(entry, ';' order by entry)) as schema from (
+      select format('ns %s', nspname) as entry from spaces
+      union all select format('rel %s %s %s', c.oid::regclass, c.relkind, c.reloptions) from pg_class c join spaces s on s.oid = c.relnamespace
+      union all select format('att %s %s %s %s %s', a.attrelid::regclass, a.attname, format_type(a.atttypid, a.atttypmod), a.attnotnull, a.attisdropped)
+        from pg_attribute a join pg_class c on c.oid = a.attrelid join spaces s on s.oid = c.relnamespace where a.attnum > 0
+      union all select format('con %s %s %s', conrelid::regclass, conname, pg_get_constraintdef(c.oid)) from pg_constraint c join spaces s on s.oid = c.connamespace
+      union all select format('idx %s', pg_get_indexdef(indexrelid)) from pg_index i join pg_class c on c.oid = i.indexrelid join spaces s on s.oid = c.relnamespace
+      union all select format('trg %s %s %s', tgrelid::regclass, tgname, tgenabled) from pg_trigger where not tgisinternal
+      union all select format('fn %s %s', p.oid::regprocedure, md5(p.prosrc)) from pg_proc p join spaces s on s.oid = p.pronamespace
+    ) entries`))
+  return row!.schema
+}
+
+async function emptyTables(database: Database): Promise<void> {
+  const tables = rowsOf<{ name: string }>(await database.db.execute(sql`select tablename as name from pg_tables where schemaname = 'public'`))
+  if (tables.length > 0) await database.db.execute(sql.raw(`truncate ${tables.map(({ name }) => `"${name}"`).join(', ')} restart identity cascade`))
+  await database.db.execute(sql`discard all`)
+}
+
 function withDatabase(url: string, name: string): string {
   const u = new URL(url)
   u.pathname = '/' + name
@@ -71,10 +138,7 @@ async function postgresTemplate(admin: postgres.Sql, base: string): Promise<stri
  * TEST_DATABASE_URL) a new PostgreSQL database cloned from a migrated template. `drop` removes it.
  */
 export async function freshDatabase(): Promise<{ database: Database; url?: string; drop: () => Promise<void> }> {
-  if (!testDatabaseUrl) {
-    const database = await openPglite({ dataDir: 'memory://', loadDataDir: await pgliteSnapshot() })
-    return { database, drop: async () => {} }
-  }
+  if (!testDatabaseUrl) return { database: await leasePglite(), drop: async () => {} }
   const base = new URL(testDatabaseUrl).pathname.slice(1)
   const admin = postgres(testDatabaseUrl, { max: 1, onnotice: () => {} })
   try {
