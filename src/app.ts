@@ -17,7 +17,7 @@ import openapiPlugin from './plugins/openapi.js'
 import rateLimitsPlugin from './plugins/rate-limits.js'
 import retentionPlugin from './plugins/retention.js'
 import { createLimiter } from './limiter.js'
-import { validatorCompiler } from './validation.js'
+import { serializerCompiler, validatorCompiler } from './validation.js'
 import { CLIENT_TOKEN } from '../schemas/openapi.js'
 import healthRoutes from './modules/health/routes.js'
 import importsRoutes from './modules/imports/routes.js'
@@ -87,6 +87,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
 
   try {
     app.setValidatorCompiler(validatorCompiler)
+    app.setSerializerCompiler(serializerCompiler)
     const onRoute = options.onRoute
     // The hidden routes that answer 405 are not the API's: tests are told of the others.
     if (onRoute) app.addHook('onRoute', (route) => { if (route.config?.methodNotAllowed !== true) onRoute(route) })

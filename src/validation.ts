@@ -1,6 +1,7 @@
-import { Ajv, type FuncKeywordDefinition, type Options } from 'ajv'
+import { Ajv, type FuncKeywordDefinition, type Options, type ValidateFunction } from 'ajv'
 import addFormatsModule from 'ajv-formats'
-import type { FastifySchemaCompiler } from 'fastify'
+import type { FastifySchemaCompiler, FastifySerializerCompiler } from 'fastify'
+import fastJsonStringify from 'fast-json-stringify'
 import { isWellFormedJson } from '../schemas/text.js'
 import { decimalProblems, toBig, type DecimalBounds } from './decimal.js'
 
@@ -139,10 +140,38 @@ function jsonDepth(value: unknown, stopAt: number): number {
 const bodyAjv = makeAjv(false)
 const coercingAjv = makeAjv(true)
 
+/**
+ * Validators and response serialisers are compiled once per schema and process, not once per
+ * app: the tests build hundreds of apps in one process, and Fastify hands each app its own copy
+ * of a route's schema. Validators are found by the schema's text, serialisers by the schema.
+ */
+const validators = new Map<string, ValidateFunction>()
+const serializers = new WeakMap<object, (data: unknown) => string>()
+
+function compileOnce(ajv: Ajv, schema: object): ValidateFunction {
+  const key = (ajv === bodyAjv ? 'body ' : 'coerced ') + JSON.stringify(schema)
+  let validate = validators.get(key)
+  if (!validate) {
+    validate = ajv.compile(schema)
+    validators.set(key, validate)
+  }
+  return validate
+}
+
 /** A validator for a body schema, for services that validate by hand (the order in which checks win). */
-export function compileBody(schema: object) {
-  return bodyAjv.compile(schema)
+export function compileBody(schema: object): ValidateFunction {
+  return compileOnce(bodyAjv, schema)
 }
 
 export const validatorCompiler: FastifySchemaCompiler<unknown> = ({ schema, httpPart }) =>
-  (httpPart === 'body' ? bodyAjv : coercingAjv).compile(schema as object) as ReturnType<FastifySchemaCompiler<unknown>>
+  compileOnce(httpPart === 'body' ? bodyAjv : coercingAjv, schema as object) as ReturnType<FastifySchemaCompiler<unknown>>
+
+/** Fastify's default serialiser (fast-json-stringify), compiled once per schema. */
+export const serializerCompiler: FastifySerializerCompiler<unknown> = ({ schema }) => {
+  let serialize = serializers.get(schema as object)
+  if (!serialize) {
+    serialize = fastJsonStringify(schema as object) as (data: unknown) => string
+    serializers.set(schema as object, serialize)
+  }
+  return serialize
+}

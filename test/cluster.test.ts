@@ -1,8 +1,6 @@
 import t, { type Test } from 'tap'
-import { mkdtempSync, readdirSync, rmSync } from 'node:fs'
+import { readdirSync } from 'node:fs'
 import { request as httpRequest } from 'node:http'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import { count } from 'drizzle-orm'
 import { accounts } from '../drizzle/schema/index.js'
 import { ConfigError, loadConfig } from '../src/config.js'
@@ -11,6 +9,7 @@ import { exampleAccount, TEAM } from './helpers/accounts.js'
 import { freshDatabase, testDatabaseUrl } from './helpers/database.js'
 import { asOperator, createTenant } from './helpers/graphql.js'
 import { refusedStart, spawnServer } from './helpers/server.js'
+import { tempDir } from './helpers/temp-dir.js'
 import { setTimeout as sleep } from 'node:timers/promises'
 
 /**
@@ -18,12 +17,6 @@ import { setTimeout as sleep } from 'node:timers/promises'
  * that must hold across processes (create idempotency, key revocation) is checked through the
  * shared port, with each answer traced to the worker that gave it by its request id in the logs.
  */
-
-function tempDir(t: Test): string {
-  const dir = mkdtempSync(join(tmpdir(), 'amis-cluster-'))
-  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
-  return dir
-}
 
 t.test('WORKERS is validated: 1 to 64, and above 1 only with DATABASE_URL', async (t) => {
   t.equal(loadConfig({}).workers, 1, 'default 1')
