@@ -20,6 +20,8 @@ export function runPrimary(workers: number, logLevel: string, logFormat: 'json' 
   }
 
   const listening = new WeakSet<Worker>()
+  // A worker that has exited can still be listed until its IPC channel closes: not counted.
+  const liveWorkers = () => Object.values(cluster.workers ?? {}).filter((w): w is Worker => w !== undefined && !w.isDead())
   let stopping: NodeJS.Signals | undefined
   let failed = false
 
@@ -32,7 +34,7 @@ export function runPrimary(workers: number, logLevel: string, logFormat: 'json' 
     if (stopping) {
       // Stopped by the signal we passed on, or exited 0 after closing: both are clean.
       if (code !== 0 && signal !== stopping) failed = true
-      if (Object.keys(cluster.workers ?? {}).length === 0) {
+      if (liveWorkers().length === 0) {
         log(failed ? 'error' : 'info', 'all workers stopped: exiting')
         process.exit(failed ? 1 : 0)
       }
@@ -53,7 +55,7 @@ export function runPrimary(workers: number, logLevel: string, logFormat: 'json' 
   function stop(signal: NodeJS.Signals, reason = `${signal} received`): void {
     if (stopping) return
     stopping = signal
-    const running = Object.values(cluster.workers ?? {}).filter((w): w is Worker => w !== undefined)
+    const running = liveWorkers()
     log('info', `${reason}: passing ${signal} to ${running.length} worker(s)`)
     if (running.length === 0) process.exit(failed ? 1 : 0)
     for (const worker of running) worker.process.kill(signal)
