@@ -23,6 +23,9 @@ function findChromium(): string | undefined {
 
 const artifacts = join(projectRoot, 'test', 'artifacts')
 
+/** The page's own global, inside functions Playwright runs in the browser. */
+declare const document: any
+
 t.test('/docs renders the endpoints in headless Chromium', async (t) => {
   const executablePath = findChromium()
   // Not a skip: CI installs Chromium, so a missing one is a broken setup.
@@ -69,8 +72,10 @@ t.test('/docs renders the endpoints in headless Chromium', async (t) => {
   const response = await page.goto(`${base}/docs`, { waitUntil: 'load' })
   t.equal(response?.status(), 200)
   // Swagger UI renders the operations in several passes: wait for as many as the document has.
+  // A function, not a string: Playwright evaluates a string again on every poll, which the page's
+  // Content-Security-Policy (no eval) refuses once the first poll found too few.
   const documented = Object.keys(((await (await fetch(`${base}/openapi.json`)).json()) as { paths: object }).paths)
-  await page.waitForFunction(`document.querySelectorAll('.opblock-summary-path').length >= ${documented.length}`, undefined, { timeout: 30_000 })
+  await page.waitForFunction((n) => document.querySelectorAll('.opblock-summary-path').length >= n, documented.length, { timeout: 30_000 })
   await page.waitForSelector('.info .title', { timeout: 30_000 })
 
   const paths = (await page.locator('.opblock-summary-path').allTextContents()).map((text) => text.replace(/\u200b/g, '').trim())
