@@ -14,8 +14,8 @@ import { buildApp } from '../src/app.js'
 import { migrationsFolder } from '../src/paths.js'
 import { testConfig } from './helpers/app.js'
 import { exampleAccount, TEAM } from './helpers/accounts.js'
-import { testDatabaseUrl } from './helpers/database.js'
-import { asOperator, createTenant } from './helpers/graphql.js'
+import { holdLocks, testDatabaseUrl } from './helpers/database.js'
+import { asOperator, createTenant, tokenFor } from './helpers/graphql.js'
 import { startServers } from './helpers/server.js'
 
 /**
@@ -23,8 +23,10 @@ import { startServers } from './helpers/server.js'
  * every transaction may get any server connection, so nothing may rely on a session (a
  * session-level lock, a prepared statement of PgBouncer before 1.21). Two servers start at once
  * on an empty database (both migrate, through PgBouncer), then stage, create and post-import
- * writes run concurrently through both, and the background jobs run once; PgBouncer's admin
- * console and pg_stat_activity show that fewer server connections served more clients.
+ * writes run concurrently through both, the background jobs run once, a supplier's limit of
+ * creates in progress and a key's revocation hold across both, and overlapping batches create
+ * each account once; PgBouncer's admin console and pg_stat_activity show that fewer server
+ * connections served more clients.
  */
 
 /** Server connections PgBouncer keeps to the database: far fewer than the clients below. */
@@ -360,20 +362,97 @@ if (!testDatabaseUrl) {
       t.match(text, /^amis_creates_in_flight\{supplier="ACME_ENERGY"\} 0$/m, 'and the locks of creates in flight (none now)')
     })
 
+    const STAGE = '/v1/data-import/account-import-process/create-or-update/'
+    const CREATE = '/v1/data-import/account-import-process/process/'
+    // Advisory locks of this database: none once every transaction has ended, unless one was
+    // taken at session level (it would stay on whichever server connection PgBouncer gave it).
+    const advisoryLocks = async () => Number((await direct`select count(*) as n from pg_locks
+      where locktype = 'advisory' and database = (select oid from pg_database where datname = current_database())`)[0]!.n)
+    const status = (base: string, token: string, external: string) =>
+      call(base, 'GET', `/v1/data-import/account-transfer-status/ACME_ENERGY/${external}/`, token)
+
+    t.test('a supplier\'s limit of creates in progress holds across both servers: 2 run, the rest get 429', async (t) => {
+      const held = Array.from({ length: 6 }, (_, i) => `PGB-MAX-${i}`)
+      const staged = await Promise.all(held.map((x, i) => call(on(i), 'POST', STAGE, tenant.token, exampleAccount({ external_account_number: x }))))
+      t.same(staged.map((r) => r.status), held.map(() => 201), 'staged' + statuses(staged, 201).odd)
+      await asOperator(app, 'mutation { updateImportSupplier(input: {code: "ACME_ENERGY", maxConcurrentProcessing: 2}) { code } }')
+      // Creates block on the team row, held from a direct connection, so that two stay in progress.
+      const release = await holdLocks(t, `${withDatabase(testDatabaseUrl!, name)}?application_name=${DIRECT}`, (sql) => sql`select id from operations_teams where name = ${TEAM} for update`)
+      const settled = new Map<string, Answer>()
+      const creates = held.map((x, i) => call(on(i), 'POST', CREATE, tenant.token,
+        { external_account_number: x, import_supplier_code: 'ACME_ENERGY', operations_team_name: TEAM }).then((r) => {
+        settled.set(x, r)
+        return r
+      }))
+      await until('four creates were refused', async () => (settled.size >= 4 ? true : undefined))
+      await sleep(300)
+      t.equal(settled.size, 4, 'two creates are still running')
+      for (const r of settled.values()) t.same([r.status, r.body?.code], [429, 'too_many_accounts_processing'], 'the others are refused with 429')
+      const seen = await Promise.all(held.map((x, i) => status(on(i + 1), tenant.token, x)))
+      t.equal(seen.filter((r) => r.body?.status === 'IN_PROGRESS').length, 2, 'two IN_PROGRESS, each seen from the other server')
+      await release()
+      const results = await Promise.all(creates)
+      t.equal(results.filter((r) => r.status === 201).length, 2, 'the two held creates finish')
+      t.equal(await advisoryLocks(), 0, 'the slots and process locks ended with their transactions')
+      // Still at 2: the refused ones are created, two slots at a time.
+      const refused = [...settled].filter(([, r]) => r.status === 429).map(([x]) => x)
+      const later: Answer[] = []
+      for (const [i, x] of refused.entries()) {
+        later.push(await call(on(i), 'POST', CREATE, tenant.token, { external_account_number: x, import_supplier_code: 'ACME_ENERGY', operations_team_name: TEAM }))
+      }
+      t.same(later.map((r) => r.status), [201, 201, 201, 201], 'the four refused ones are created once the slots are free' + statuses(later, 201).odd)
+      await asOperator(app, 'mutation { updateImportSupplier(input: {code: "ACME_ENERGY", maxConcurrentProcessing: null}) { code } }')
+    })
+
+    t.test('a revoked API key is refused by both servers within 30 s (their key cache holds 5 s)', async (t) => {
+      const key = await asOperator(app, 'mutation { createApiKey(input: {organisation: "Acme"}) { id key } }')
+      const token = await tokenFor(app, key.createApiKey.key as string)
+      const before = await Promise.all(servers.slice(0, 2).map((server) => status(server.url, token, externals[0]!)))
+      t.same(before.map((r) => r.status), [200, 200], 'both servers accept the key (and cache it)')
+      const revokedAt = Date.now()
+      await asOperator(app, 'mutation($id: ID!) { revokeApiKey(input: {id: $id}) { revokedAt } }', { id: key.createApiKey.id })
+      const refusedAfter = await Promise.all(servers.slice(0, 2).map((server) => until('the server refuses the revoked key', async () => {
+        const res = await status(server.url, token, externals[0]!)
+        return res.status === 401 ? Date.now() - revokedAt : undefined
+      }, 35_000)))
+      for (const [i, ms] of refusedAfter.entries()) t.ok(ms <= 30_000, `server ${i + 1} refuses the key ${ms} ms after its revocation`)
+      t.equal((await status(a!.url, tenant.token, externals[0]!)).status, 200, 'the organisation\'s other key still works')
+    })
+
+    t.test('overlapping batches through both servers at once: each account created once with its history', async (t) => {
+      const batchExternals = Array.from({ length: 40 }, (_, i) => `PGB-BATCH-${String(i).padStart(3, '0')}`)
+      const entries = batchExternals.map((x) => ({
+        account: exampleAccount({ external_account_number: x }),
+        notes: [{ body: `Moved ${x}.` }],
+        transactions: [{ transaction_id: `${x}-T`, transaction_date: new Date(Date.now() - 86_400_000).toISOString().slice(0, 10), amount: '1.50', type: 'CREDIT' }]
+      }))
+      const body = (accounts: unknown[]) => ({ import_supplier: 'ACME_ENERGY', operations_team_name: TEAM, accounts })
+      // The second batch holds the last 30 in reverse order: 20 accounts are in both.
+      const answers = await Promise.all([
+        call(a!.url, 'POST', '/v1/data-import/batches/', tenant.token, body(entries.slice(0, 30))),
+        call(b!.url, 'POST', '/v1/data-import/batches/', tenant.token, body(entries.slice(10).reverse()))
+      ])
+      t.same(answers.map((r) => r.status), [200, 200], 'both batches answered' + statuses(answers, 200).odd)
+      const outcomes = answers.flatMap((r) => (r.body.results as Array<{ outcome: string }>).map((e) => e.outcome))
+      t.same([...new Set(outcomes)].sort(), ['already_imported', 'created'], 'every entry created or found already imported')
+      t.equal(answers.reduce((n, r) => n + Number(r.body.counts.created), 0), 40, '40 accounts created, once each')
+      const [row] = await direct`select
+        (select count(*) from accounts where external_account_number like 'PGB-BATCH-%') as accounts,
+        (select count(*) from notes n join accounts a on a.id = n.account_id where a.external_account_number like 'PGB-BATCH-%') as notes,
+        (select sum(t.amount)::numeric(12, 2) from ledger_transactions t join ledgers l on l.id = t.ledger_id join accounts a on a.id = l.account_id
+          where a.external_account_number like 'PGB-BATCH-%' and t.transaction_id like 'PGB-BATCH-%') as credited`
+      t.same([Number(row!.accounts), Number(row!.notes), String(row!.credited)], [40, 40, '60.00'], 'one account, one note and one 1.50 credit each')
+    })
+
     t.test('servers started while the others are busy (a rolling restart) leave no lock behind', async (t) => {
-      // Advisory locks of this database: none once every transaction has ended, unless one was
-      // taken at session level (it would stay on whichever server connection PgBouncer gave it).
-      const advisoryLocks = async () => Number((await direct`select count(*) as n from pg_locks
-        where locktype = 'advisory' and database = (select oid from pg_database where datname = current_database())`)[0]!.n)
-      const status = (base: string, i: number) =>
-        call(base, 'GET', `/v1/data-import/account-transfer-status/ACME_ENERGY/${externals[i % ACCOUNTS]}/`, tenant.token)
+      const statusOf = (base: string, i: number) => status(base, tenant.token, externals[i % ACCOUNTS]!)
       for (const n of [3, 4]) {
         // Requests keep every server connection busy, so PgBouncer hands each of the starting
         // server's transactions whichever connection is free first.
         const load = { on: true, requests: 0, odd: [] as string[] }
         const loops = Array.from({ length: 12 }, async (_, i) => {
           while (load.on) {
-            const res = await status(on(i), i)
+            const res = await statusOf(on(i), i)
             load.requests++
             if (res.status !== 200) load.odd.push(`${res.status} ${JSON.stringify(res.body)}`)
           }
@@ -387,7 +466,7 @@ if (!testDatabaseUrl) {
         }
         t.same(load.odd, [], `server ${n} started while ${load.requests} requests were answered`)
         t.equal(await advisoryLocks(), 0, `no advisory lock is held after server ${n} started`)
-        t.equal((await status(started!.url, n)).status, 200, `server ${n} answers`)
+        t.equal((await statusOf(started!.url, n)).status, 200, `server ${n} answers`)
         servers.push(started!)
       }
     })
