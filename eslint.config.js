@@ -6,7 +6,7 @@ import neostandard from 'neostandard'
 export default [
   ...neostandard({
     ts: true,
-    ignores: ['dist/**', 'data/**', 'coverage/**', 'test/.cache/**', 'test/artifacts/**', 'bench/results/**']
+    ignores: ['dist/**', '.build/**', 'data/**', 'coverage/**', 'test/.cache/**', 'test/artifacts/**', 'bench/results/**']
   }),
   {
     rules: {

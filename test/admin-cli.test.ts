@@ -7,6 +7,7 @@ import { runAdmin } from '../src/cli/admin.js'
 import { projectRoot } from '../src/paths.js'
 import { buildTestApp, TEST_OPERATOR_KEY } from './helpers/app.js'
 import { asOperator, gql, OBTAIN_TOKEN } from './helpers/graphql.js'
+import { nodeArgs } from './helpers/entry.js'
 
 interface Run {
   code: number
@@ -48,10 +49,10 @@ async function closedPort(): Promise<number> {
   return port
 }
 
-/** Runs `node --import tsx src/cli/admin.ts ...` as a child process. */
+/** Runs the admin command line (`src/cli/admin.ts ...`) as a child process. */
 function spawnAdmin(argv: string[], env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/admin.ts', ...argv], {
+    const child = spawn(process.execPath, [...nodeArgs('src/cli/admin.ts'), ...argv], {
       cwd: projectRoot,
       env: { PATH: process.env.PATH ?? '', ...env },
       stdio: ['ignore', 'pipe', 'pipe']

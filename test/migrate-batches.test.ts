@@ -9,6 +9,7 @@ import { exampleAccount } from './helpers/accounts.js'
 import { clientArgs, generated, inputFile, migrationServer, readReport, runClient } from './helpers/migrate.js'
 import { checkMigrated } from './helpers/migrate-expect.js'
 import { tempDir } from './helpers/temp-dir.js'
+import { nodeArgs } from './helpers/entry.js'
 
 /**
  * The migration client in its default mode: many accounts per `POST batches/`. The same report,
@@ -158,7 +159,7 @@ t.test('a client killed half-way and started again completes the rest, nothing t
   const lines = generated(60, 'batch-resume').map((l) => l.line as any)
   const file = inputFile(dir, 'accounts.ndjson', lines)
   const firstReport = join(dir, 'first.ndjson')
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/migrate/index.ts', ...clientArgs(file, url, firstReport, '--batch-size', '5', '--concurrency', '1')], {
+  const child = spawn(process.execPath, [...nodeArgs('src/cli/migrate/index.ts'), ...clientArgs(file, url, firstReport, '--batch-size', '5', '--concurrency', '1')], {
     cwd: projectRoot, env: { PATH: process.env.PATH ?? '', AMIS_API_KEY: tenant.apiKey }, stdio: ['ignore', 'pipe', 'pipe']
   })
   const exited = new Promise((resolve) => child.on('exit', (code, signal) => resolve(signal ?? code)))

@@ -7,6 +7,7 @@ import { projectRoot } from '../src/paths.js'
 import { clientArgs, generated, inputFile, migrationServer, readReport, runClient } from './helpers/migrate.js'
 import { checkMigrated } from './helpers/migrate-expect.js'
 import { tempDir } from './helpers/temp-dir.js'
+import { nodeArgs } from './helpers/entry.js'
 
 type Fault = 'throttle' | 'fail' | 'drop' | 'lose-answer'
 
@@ -138,7 +139,7 @@ t.test('a client killed half-way and started again with --resume completes the r
   const file = inputFile(dir, 'accounts.ndjson', lines)
   const firstReport = join(dir, 'first.ndjson')
 
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/migrate/index.ts', ...clientArgs(file, url, firstReport, '--concurrency', '2')], {
+  const child = spawn(process.execPath, [...nodeArgs('src/cli/migrate/index.ts'), ...clientArgs(file, url, firstReport, '--concurrency', '2')], {
     cwd: projectRoot,
     env: { PATH: process.env.PATH ?? '', AMIS_API_KEY: tenant.apiKey },
     stdio: ['ignore', 'pipe', 'pipe']

@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process'
 import { projectRoot } from '../../src/paths.js'
 import { setTimeout as sleep } from 'node:timers/promises'
+import { nodeArgs } from './entry.js'
 
 export interface Running {
   child: ChildProcess
@@ -11,7 +12,7 @@ export interface Running {
 
 /** Spawns `src/server.ts` with exactly the given environment (plus PATH). */
 export function spawnServer(env: Record<string, string>) {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], {
+  const child = spawn(process.execPath, nodeArgs('src/server.ts'), {
     cwd: projectRoot,
     env: { PATH: process.env.PATH ?? '', HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'pipe']
