@@ -92,6 +92,7 @@ t.test('/docs renders the endpoints in headless Chromium', async (t) => {
   t.ok(await page.locator('button.authorize').isVisible(), 'offers to authorise with a token')
   t.match(await page.locator('.info').textContent(), /How to authenticate/, 'says how to get a token')
   t.notOk(await page.locator('.topbar').isVisible(), 'no "explore any URL" bar')
+  t.notMatch(await page.locator('body').textContent(), /§/, 'no section numbers of a document the reader does not have')
 
   // Opening an operation shows a realistic body to start from.
   await page.locator('#operations-Account_import-validateAccount .opblock-summary').click()
