@@ -10,16 +10,21 @@ import { dirname, join } from 'node:path'
 const processinfo = /@tapjs[\\/]processinfo/
 const coverageOff = process.env.TAP_DISABLE_COVERAGE === '1'
 
+/** The folder and version of `name` as `from` (a package.json) resolves it. */
+function installed(name: string, from: string): { dir: string; version: string } {
+  const file = createRequire(from).resolve(`${name}/package.json`)
+  return { dir: dirname(file), version: (JSON.parse(readFileSync(file, 'utf8')) as { version: string }).version }
+}
+
 t.test('the installed tap runner carries the patch it was pinned for', async (t) => {
-  const require = createRequire(import.meta.url)
-  const tapDir = dirname(require.resolve('tap/package.json'))
-  const runDir = dirname(createRequire(join(tapDir, 'package.json')).resolve('@tapjs/run/package.json'))
-  t.equal((JSON.parse(readFileSync(join(tapDir, 'package.json'), 'utf8')) as { version: string }).version, '21.8.0')
-  t.equal((JSON.parse(readFileSync(join(runDir, 'package.json'), 'utf8')) as { version: string }).version, '4.5.10')
-  const coreDir = dirname(createRequire(join(runDir, 'package.json')).resolve('@tapjs/core/package.json'))
-  t.equal((JSON.parse(readFileSync(join(coreDir, 'package.json'), 'utf8')) as { version: string }).version, '4.6.0')
-  t.match(readFileSync(join(runDir, 'dist', 'esm', 'test-argv.js'), 'utf8'), 'amis: without coverage')
-  for (const kind of ['esm', 'commonjs']) t.match(readFileSync(join(coreDir, 'dist', kind, 'spawn.js'), 'utf8'), 'amis: without coverage')
+  const tap = installed('tap', import.meta.url)
+  const run = installed('@tapjs/run', join(tap.dir, 'package.json'))
+  const core = installed('@tapjs/core', join(run.dir, 'package.json'))
+  t.equal(tap.version, '21.8.0')
+  t.equal(run.version, '4.5.10')
+  t.equal(core.version, '4.6.0')
+  t.match(readFileSync(join(run.dir, 'dist', 'esm', 'test-argv.js'), 'utf8'), 'amis: without coverage')
+  for (const kind of ['esm', 'commonjs']) t.match(readFileSync(join(core.dir, 'dist', kind, 'spawn.js'), 'utf8'), 'amis: without coverage')
 })
 
 t.test(`this test process ${coverageOff ? 'does not load' : 'loads'} the coverage hooks (coverage ${coverageOff ? 'off' : 'on'})`, async (t) => {
