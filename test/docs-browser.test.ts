@@ -1,27 +1,8 @@
 import t from 'tap'
-import { accessSync, constants, mkdirSync, mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { delimiter, join } from 'node:path'
-import { chromium } from 'playwright-core'
-import { projectRoot } from '../src/paths.js'
+import { mkdirSync } from 'node:fs'
+import { join } from 'node:path'
 import { buildTestApp } from './helpers/app.js'
-
-/** `CHROMIUM_PATH`, else `chromium` on PATH (Debian's package; .ci/run installs it). */
-function findChromium(): string | undefined {
-  if (process.env.CHROMIUM_PATH) return process.env.CHROMIUM_PATH
-  for (const dir of (process.env.PATH ?? '').split(delimiter)) {
-    const candidate = join(dir, 'chromium')
-    try {
-      accessSync(candidate, constants.X_OK)
-      return candidate
-    } catch {
-      // not here
-    }
-  }
-  return undefined
-}
-
-const artifacts = join(projectRoot, 'test', 'artifacts')
+import { artifacts, findChromium, launchBrowser } from './helpers/browser.js'
 
 /** The page's own global, inside functions Playwright runs in the browser. */
 declare const document: any
@@ -43,27 +24,8 @@ t.test('/docs renders the endpoints in headless Chromium', async (t) => {
   t.match(page0.headers.get('content-security-policy'), /script-src 'self'/, 'the page has its Content-Security-Policy')
   t.ok(page0.headers.get('x-request-id'), 'and the app\'s own headers')
 
-  const profile = mkdtempSync(join(tmpdir(), 'amis-chromium-'))
-  t.teardown(() => rmSync(profile, { recursive: true, force: true }))
-  const browser = await chromium.launchPersistentContext(profile, {
-    executablePath,
-    headless: true,
-    viewport: { width: 1280, height: 900 },
-    args: [
-      '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-quic', '--no-first-run',
-      '--disable-component-update', '--disable-sync'
-    ]
-  })
-  t.teardown(() => browser.close())
-
   // Everything must come from this server: a request elsewhere (a CDN) is refused and reported.
-  const foreign: string[] = []
-  await browser.route('**/*', (route) => {
-    const url = route.request().url()
-    if (url.startsWith(base + '/') || url.startsWith('data:')) return route.continue()
-    foreign.push(url)
-    return route.abort()
-  })
+  const { browser, foreign } = await launchBrowser(t, executablePath, base, { width: 1280, height: 900 })
   const problems: string[] = []
   const page = await browser.newPage()
   page.on('console', (message) => { if (message.type() === 'error') problems.push(message.text()) })

@@ -1,7 +1,6 @@
 import t from 'tap'
 import { spawn } from 'node:child_process'
 import { existsSync, readFileSync } from 'node:fs'
-import { createServer, request as httpRequest, type IncomingMessage, type ServerResponse } from 'node:http'
 import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { projectRoot } from '../src/paths.js'
@@ -9,6 +8,7 @@ import { exampleAccount } from './helpers/accounts.js'
 import { clientArgs, generated, inputFile, migrationServer, readReport, runClient } from './helpers/migrate.js'
 import { checkMigrated } from './helpers/migrate-expect.js'
 import { tempDir } from './helpers/temp-dir.js'
+import { faultyProxy } from './helpers/fault-proxy.js'
 import { nodeArgs } from './helpers/entry.js'
 
 /**
@@ -17,48 +17,12 @@ import { nodeArgs } from './helpers/entry.js'
  * validate call.
  */
 
-/** A loopback proxy that counts requests by path and can spoil some of them. */
-async function proxy(t: Parameters<typeof migrationServer>[0], target: string, spoil: (n: number, req: IncomingMessage) => 'throttle' | 'fail' | 'drop' | 'lose-answer' | undefined = () => undefined) {
-  const { hostname, port } = new URL(target)
-  const paths: Record<string, number> = {}
-  let n = 0
-  const server = createServer((req: IncomingMessage, res: ServerResponse) => {
-    const path = (req.url ?? '').split('?')[0]!
-    paths[path] = (paths[path] ?? 0) + 1
-    const fault = spoil(++n, req)
-    const error = (status: number, code: string, headers: Record<string, string> = {}) => {
-      res.writeHead(status, { 'content-type': 'application/json', ...headers })
-      res.end(JSON.stringify({ detail: 'Injected by the test proxy.', code, errors: [] }))
-    }
-    if (fault === 'throttle') return error(429, 'throttled', { 'retry-after': '1' })
-    if (fault === 'fail') return error(500, 'server_error')
-    if (fault === 'drop') return req.socket.destroy()
-    const upstream = httpRequest({ hostname, port, method: req.method, path: req.url, headers: req.headers }, (answer) => {
-      if (fault === 'lose-answer') {
-        answer.resume()
-        answer.on('end', () => error(502, 'http_502'))
-        return
-      }
-      res.writeHead(answer.statusCode ?? 502, answer.headers)
-      answer.pipe(res)
-    })
-    upstream.on('error', () => res.destroy())
-    req.pipe(upstream)
-  })
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  t.teardown(() => new Promise<void>((resolve) => {
-    server.closeAllConnections()
-    server.close(() => resolve())
-  }))
-  return { url: `http://127.0.0.1:${(server.address() as { port: number }).port}`, paths }
-}
-
 t.test('accounts with post-import data migrate in batches; a second run changes nothing', async (t) => {
   const { url, tenant, client } = await migrationServer(t)
   const dir = tempDir(t)
   const lines = generated(30, 'batches').map((l) => l.line as any)
   const file = inputFile(dir, 'accounts.ndjson', lines)
-  const counted = await proxy(t, url)
+  const counted = await faultyProxy(t, url)
   const env = { AMIS_API_KEY: tenant.apiKey }
 
   const run = await runClient(clientArgs(file, counted.url, join(dir, 'report.ndjson'), '--batch-size', '7'), env)
@@ -127,7 +91,7 @@ t.test('a batch larger than the body limit is split until it fits', async (t) =>
   const dir = tempDir(t)
   const lines = generated(24, 'batch-split', { postImportShare: 0 }).map((l) => l.line as any)
   const file = inputFile(dir, 'accounts.ndjson', lines)
-  const counted = await proxy(t, url)
+  const counted = await faultyProxy(t, url)
   const run = await runClient(clientArgs(file, counted.url, join(dir, 'report.ndjson'), '--batch-size', '24'), { AMIS_API_KEY: tenant.apiKey })
   t.equal(run.code, 0, run.stdout)
   t.match(run.stdout, /created: +24\n/)
@@ -141,7 +105,7 @@ t.test('429, 500, dropped connections and lost answers of batches are ridden out
   const lines = generated(20, 'batch-proxy').map((l) => l.line as any)
   const file = inputFile(dir, 'accounts.ndjson', lines)
   let batches = 0
-  const { url: proxyUrl } = await proxy(t, url, (_n, req) => {
+  const { url: proxyUrl } = await faultyProxy(t, url, (_n, req) => {
     if (!req.url?.includes('/batches/')) return undefined
     return (['throttle', 'fail', 'drop', 'lose-answer'] as const)[batches++]
   })

@@ -1,54 +1,13 @@
 import t from 'tap'
 import { spawn } from 'node:child_process'
 import { existsSync, readFileSync } from 'node:fs'
-import { createServer, request as httpRequest, type IncomingMessage, type ServerResponse } from 'node:http'
 import { join } from 'node:path'
 import { projectRoot } from '../src/paths.js'
 import { clientArgs, generated, inputFile, migrationServer, readReport, runClient } from './helpers/migrate.js'
 import { checkMigrated } from './helpers/migrate-expect.js'
 import { tempDir } from './helpers/temp-dir.js'
+import { faultyProxy } from './helpers/fault-proxy.js'
 import { nodeArgs } from './helpers/entry.js'
-
-type Fault = 'throttle' | 'fail' | 'drop' | 'lose-answer'
-
-/**
- * A real HTTP proxy on loopback in front of the real server. `decide` picks, per request, whether
- * to pass it on, answer 429 (Retry-After: 1) or 500 without passing it on, drop the connection,
- * or pass it on and then answer 502 instead of the real answer (the work is done, the answer lost).
- */
-async function faultyProxy(t: Parameters<typeof migrationServer>[0], target: string, decide: (n: number, req: IncomingMessage) => Fault | undefined) {
-  const { hostname, port } = new URL(target)
-  const seen: Record<Fault | 'passed', number> = { throttle: 0, fail: 0, drop: 0, 'lose-answer': 0, passed: 0 }
-  let n = 0
-  const proxy = createServer((req: IncomingMessage, res: ServerResponse) => {
-    const fault = decide(++n, req)
-    seen[fault ?? 'passed']++
-    const error = (status: number, code: string, headers: Record<string, string> = {}) => {
-      res.writeHead(status, { 'content-type': 'application/json', ...headers })
-      res.end(JSON.stringify({ detail: 'Injected by the test proxy.', code, errors: [] }))
-    }
-    if (fault === 'throttle') return error(429, 'throttled', { 'retry-after': '1' })
-    if (fault === 'fail') return error(500, 'server_error')
-    if (fault === 'drop') return req.socket.destroy()
-    const upstream = httpRequest({ hostname, port, method: req.method, path: req.url, headers: req.headers }, (answer) => {
-      if (fault === 'lose-answer') {
-        answer.resume()
-        answer.on('end', () => error(502, 'http_502'))
-        return
-      }
-      res.writeHead(answer.statusCode ?? 502, answer.headers)
-      answer.pipe(res)
-    })
-    upstream.on('error', () => res.destroy())
-    req.pipe(upstream)
-  })
-  await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve))
-  t.teardown(() => new Promise<void>((resolve) => {
-    proxy.closeAllConnections()
-    proxy.close(() => resolve())
-  }))
-  return { url: `http://127.0.0.1:${(proxy.address() as { port: number }).port}`, seen }
-}
 
 t.test('a server answering 429 and 500 for a while, dropping connections and losing answers, is ridden out', async (t) => {
   const { url, tenant, client } = await migrationServer(t)
