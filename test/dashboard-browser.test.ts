@@ -153,6 +153,7 @@ t.test('the dashboard in headless Chromium', async (t) => {
   const overviewMinutes: number[] = []
   let slowNext = false
   let offline = false
+  let busyMinute = false
   await page.route(`${base}/graphql`, async (route) => {
     if (offline) return route.abort('connectionrefused')
     graphqlRequests++
@@ -167,7 +168,14 @@ t.test('the dashboard in headless Chromium', async (t) => {
         await sleep(7000) // a slow answer: longer than the refresh interval
       }
       const response = await route.fetch()
-      await route.fulfill({ response })
+      if (!busyMinute) return await route.fulfill({ response })
+      // A minute with more accounts than the test can make: the latest minute of each timeline.
+      const answers = await response.json() as Array<{ data?: { migrationTimeline?: Array<{ staged: number }> } }>
+      for (const answer of answers) {
+        const latest = answer.data?.migrationTimeline?.at(-1)
+        if (latest) latest.staged = 25_000
+      }
+      await route.fulfill({ response, json: answers })
     } finally {
       inFlight--
     }
@@ -233,6 +241,23 @@ t.test('the dashboard in headless Chromium', async (t) => {
     t.ok(overviewMinutes.at(-1)! <= 3, `then the latest minutes only (${overviewMinutes.at(-1)})`)
     t.same(await weekTotals(), expected, 'and the totals hold')
     t.ok(((await canvas.boundingBox())?.width ?? 0) > 200, 'the chart is still drawn')
+    await page.locator('.range button[data-minutes="60"]').click()
+    await page.locator('#chart-totals .range-label', { hasText: 'Last hour' }).waitFor()
+  })
+
+  t.test('the count axis is as wide as its longest label (20,000 is not cut off)', async (t) => {
+    busyMinute = true
+    await page.locator('.range button[data-minutes="360"]').click()
+    await page.locator('#chart-totals .range-label', { hasText: 'Last 6 hours' }).waitFor()
+    t.ok(digits(await page.locator('[data-total="staged"] strong').textContent()) >= 25_000, 'a minute of 25,000 stages is drawn')
+    const room = await page.evaluate(() => {
+      const measure = document.createElement('canvas').getContext('2d')
+      measure.font = '11px system-ui, sans-serif'
+      return { axis: document.querySelector('#chart .u-over').offsetLeft, label: measure.measureText('20,000').width }
+    })
+    // uPlot draws a label after the tick (10 px) and a gap (5 px) from the plot's left edge.
+    t.ok(room.axis >= room.label + 15, `the axis is ${room.axis} px for a ${Math.round(room.label)} px label`)
+    busyMinute = false
     await page.locator('.range button[data-minutes="60"]').click()
     await page.locator('#chart-totals .range-label', { hasText: 'Last hour' }).waitFor()
   })

@@ -56,6 +56,11 @@ function h(tag, className, ...children) {
   return element
 }
 
+// A long code wraps after an underscore rather than mid-word.
+function breakAfterUnderscores(text) {
+  return text.split(/(?<=_)/).flatMap((part, i) => (i === 0 ? [part] : [h('wbr'), part]))
+}
+
 function show(element, visible) {
   element.hidden = !visible
 }
@@ -569,7 +574,12 @@ function createChart(data) {
     scales: { x: { time: true }, y: { range: (_u, _min, max) => [0, Math.max(4, Math.ceil(max * 1.15))] } },
     axes: [
       axis,
-      { ...axis, size: 44, incrs: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 20000, 50000], values: (_u, ticks) => ticks.map(formatNumber) }
+      {
+        ...axis,
+        size: yAxisWidth,
+        incrs: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 20000, 50000, 100000, 200000, 500000],
+        values: (_u, ticks) => ticks.map(formatNumber)
+      }
     ],
     series: [
       { label: 'Minute', value: (_u, v) => (v == null ? '–' : dateTimeFormat.format(new Date(v * 1000))) },
@@ -590,6 +600,15 @@ function createChart(data) {
   chart.over.addEventListener('dblclick', () => { chartZoomed = false })
   chartObserver = new ResizeObserver(() => { if (chart) chart.setSize(chartSize()) })
   chartObserver.observe($('chart'))
+}
+
+// As wide as the longest count on the axis ("20,000" needs more room than "40").
+function yAxisWidth(u, values, axisIdx, cycleNum) {
+  const axis = u.axes[axisIdx]
+  if (cycleNum > 1) return axis._size
+  const longest = (values ?? []).reduce((a, v) => (v.length > a.length ? v : a), '')
+  u.ctx.font = axis.font[0]
+  return Math.ceil(axis.ticks.size + axis.gap + u.ctx.measureText(longest).width / window.devicePixelRatio) + 4
 }
 
 function activeMinutes(u, seriesIdx) {
@@ -642,7 +661,7 @@ function renderSummary(summary) {
     const fill = h('span', 'bar-fill')
     fill.style.width = `${Math.max(2, (row.accounts / max) * 100)}%`
     const button = h('button', 'bar',
-      h('span', 'bar-label', h('span', 'bar-step', row.step), h('span', 'bar-sep', ' · '), h('span', 'bar-code', row.code)),
+      h('span', 'bar-label', h('span', 'bar-step', row.step), h('span', 'bar-sep', ' · '), h('span', 'bar-code', ...breakAfterUnderscores(row.code))),
       h('span', 'bar-track', fill),
       h('span', 'bar-count', formatNumber(row.accounts)))
     button.type = 'button'
@@ -727,7 +746,7 @@ function renderEvents() {
   const { items, loaded, error } = state.events
   let message = ''
   if (account && !loaded) message = 'Loading events…'
-  else if (account && error?.code === 'not_found') message = 'No events: this account has no import process yet (it was validated, never staged).'
+  else if (account && error?.code === 'not_found') message = 'No events: this account has not been staged, so it has no import process yet.'
   else if (account && error) message = errorText(error)
   else if (account && items.length === 0) message = 'No events recorded for this account.'
   $('events-message').textContent = message
