@@ -1,5 +1,5 @@
 import { Type, type TSchema, type Static } from 'typebox'
-import { WELL_FORMED_CHARACTERS } from './text.js'
+import { TEXT_PATTERN, TRIMMED_PATTERN } from './text.js'
 
 /**
  * Building blocks of the data-import schemas. Custom keywords (registered in src/validation.ts):
@@ -14,13 +14,13 @@ export function Text(max: number, options: { min?: number; pattern?: string } = 
   return Type.String({
     minLength: options.min ?? 1,
     maxLength: max,
-    pattern: options.pattern ?? `^(?=[\\s\\S]*\\S)${WELL_FORMED_CHARACTERS}$`
+    pattern: options.pattern ?? TEXT_PATTERN
   })
 }
 
 /** Text without leading or trailing whitespace (an identifier such as an external account number). */
 export function Trimmed(max: number) {
-  return Text(max, { pattern: `^(?![\\s])${WELL_FORMED_CHARACTERS}(?<![\\s])$` })
+  return Text(max, { pattern: TRIMMED_PATTERN })
 }
 
 /** One of fixed values (`invalid_choice`). */

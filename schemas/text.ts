@@ -7,6 +7,12 @@ const UNSTORABLE = '\\u0000\\uD800-\\uDFFF'
 /** A pattern fragment: any number of well-formed characters (in a `u`-flag or Ajv pattern). */
 export const WELL_FORMED_CHARACTERS = `[^${UNSTORABLE}]*`
 
+/** Text with something besides whitespace (the default pattern of a text field). */
+export const TEXT_PATTERN = `^(?=[\\s\\S]*\\S)${WELL_FORMED_CHARACTERS}$`
+
+/** Text without leading or trailing whitespace (an identifier). */
+export const TRIMMED_PATTERN = `^(?![\\s])${WELL_FORMED_CHARACTERS}(?<![\\s])$`
+
 // With the `u` flag a surrogate range matches only lone surrogates, never a pair.
 const ILL_FORMED = new RegExp(`[${UNSTORABLE}]`, 'u')
 

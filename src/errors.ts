@@ -1,6 +1,7 @@
 import type { ErrorObject } from 'ajv'
 import type { FastifyRequest } from 'fastify'
 import type { ErrorEntry } from '../schemas/common.js'
+import { TRIMMED_PATTERN, WELL_FORMED_CHARACTERS } from '../schemas/text.js'
 
 export type { ErrorEntry }
 
@@ -71,6 +72,63 @@ const codeByKeyword: Record<string, string> = {
   format: 'invalid'
 }
 
+/** What a person reads for a value of the wrong JSON type. */
+const typeDetail: Record<string, string> = {
+  string: 'A string is required.',
+  integer: 'A whole number is required.',
+  number: 'A number is required.',
+  boolean: 'Must be true or false.',
+  array: 'A list is required.',
+  object: 'An object is required.'
+}
+
+/** Enumerations longer than this are not spelt out in a detail. */
+const MAX_LISTED_CHOICES = 20
+
+/**
+ * The detail of a schema error, in the same words as the service's other details: the limit or
+ * the allowed values named, so that nobody has to look them up (Ajv's own message otherwise).
+ */
+function schemaDetail(e: ErrorObject): string {
+  const params = e.params as Record<string, unknown>
+  const limit = params.limit
+  switch (e.keyword) {
+    case 'type': {
+      const first = String(params.type).split(',')[0]!
+      return typeDetail[first] ?? `A ${first} is required.`
+    }
+    case 'enum': {
+      const allowed = (params.allowedValues ?? (e.schema as unknown[] | undefined)) as unknown[] | undefined
+      return Array.isArray(allowed) && allowed.length <= MAX_LISTED_CHOICES
+        ? `Not a valid choice: one of ${allowed.map(String).join(', ')}.`
+        : 'Not a valid choice.'
+    }
+    case 'const': return `Must be ${JSON.stringify(params.allowedValue)}.`
+    case 'maxLength': return `Ensure this field has no more than ${limit} characters.`
+    case 'minLength': return `Ensure this field has at least ${limit} characters.`
+    case 'maxItems': return `Ensure this list has no more than ${limit} items.`
+    case 'minItems': return limit === 1 ? 'This list may not be empty.' : `Ensure this list has at least ${limit} items.`
+    case 'uniqueItems': return `Items ${params.i} and ${params.j} are the same; each may appear once.`
+    case 'minimum': return `Ensure this value is greater than or equal to ${limit}.`
+    case 'exclusiveMinimum': return `Ensure this value is greater than ${limit}.`
+    case 'maximum': return `Ensure this value is less than or equal to ${limit}.`
+    case 'exclusiveMaximum': return `Ensure this value is less than ${limit}.`
+    case 'format':
+      if (params.format === 'date') return 'Not a valid date: a real calendar day as YYYY-MM-DD is required.'
+      if (params.format === 'date-time') return 'Not a valid date and time: ISO 8601 with a time zone is required, e.g. 2026-11-01T09:00:00Z.'
+      return `Not a valid ${String(params.format)}.`
+    case 'pattern': {
+      const pattern = String(params.pattern)
+      if (pattern === TRIMMED_PATTERN) return 'May not start or end with whitespace, nor hold U+0000 or a lone UTF-16 surrogate.'
+      if (pattern.includes(WELL_FORMED_CHARACTERS)) return 'May not hold U+0000 or a lone UTF-16 surrogate.'
+      return `Does not match the pattern ${pattern}.`
+    }
+    case 'required': return 'This field is required.'
+    case 'additionalProperties': return 'This field is not expected here.'
+    default: return e.message ?? 'is invalid'
+  }
+}
+
 /** A blank string failing one of these is reported as `blank`, whatever else it breaks. */
 const BLANK_KEYWORDS = new Set(['minLength', 'pattern', 'enum', 'format'])
 
@@ -111,7 +169,7 @@ export function entriesFromAjv(errors: readonly ErrorObject[], prefix: string[] 
     if (e.keyword === 'discriminator' && typeof params.tag === 'string') path.push(params.tag)
     const schemaCodes = (e.parentSchema as { errorCodes?: Record<string, string> } | undefined)?.errorCodes
     let code = schemaCodes?.[e.keyword] ?? codeByKeyword[e.keyword] ?? 'invalid'
-    let detail = e.message ?? 'is invalid'
+    let detail = typeof params.code === 'string' ? e.message ?? 'is invalid' : schemaDetail(e)
     if (typeof params.code === 'string') {
       code = params.code // our own keywords (decimal, jsonValue) name their code
     } else if (e.keyword === 'type' && e.data === null) {
@@ -132,10 +190,6 @@ export function entriesFromAjv(errors: readonly ErrorObject[], prefix: string[] 
     } else if (typeof e.data === 'string' && e.data.trim() === '' && BLANK_KEYWORDS.has(e.keyword)) {
       code = 'blank'
       detail = 'This field may not be blank.'
-    } else if (e.keyword === 'required') {
-      detail = 'This field is required.'
-    } else if (e.keyword === 'additionalProperties') {
-      detail = 'This field is not expected here.'
     }
     const attr = path.length > 0 ? path.join('.') : null
     const key = `${attr}\u0000${code}`
