@@ -41,8 +41,8 @@ export const EnvSchema = Type.Object({
   STAGED_DATA_RETENTION_DAYS: Type.Integer({ minimum: 0, maximum: 3650, default: 30 }),
   /** A static token a Prometheus scrape job may send to /metrics instead of an operator token. */
   METRICS_TOKEN: Type.Optional(Type.String({ minLength: 32 })),
-  /** `json` (one JSON object per line, for log collectors) or `pretty` (for a person at a terminal). */
-  LOG_FORMAT: Type.Union([Type.Literal('json'), Type.Literal('pretty')], { default: 'json' }),
+  /** `json` (one JSON object per line, for log collectors) or `pretty` (for a person); unset: `pretty` at a terminal, else `json`. */
+  LOG_FORMAT: Type.Optional(Type.Union([Type.Literal('json'), Type.Literal('pretty')])),
   LOG_LEVEL: Type.Union(
     ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((level) => Type.Literal(level)),
     { default: 'info' }

@@ -64,7 +64,11 @@ const validateEnv = ajv.compile<Env>(EnvSchema)
  * Reads the configuration from an environment record (never from `process.env` directly, so tests
  * pass their own). Empty strings count as unset. Throws `ConfigError` with a one-line reason.
  */
-export function loadConfig(source: Record<string, string | undefined>): Config {
+/**
+ * The configuration from environment variables, checked once. `terminal`: standard output is a
+ * terminal (a person is reading), which makes readable log lines the default.
+ */
+export function loadConfig(source: Record<string, string | undefined>, options: { terminal?: boolean } = {}): Config {
   const env: Record<string, unknown> = {}
   for (const key of Object.keys(EnvSchema.properties)) {
     const value = source[key]
@@ -119,7 +123,7 @@ export function loadConfig(source: Record<string, string | undefined>): Config {
     stagedDataRetentionDays: typed.STAGED_DATA_RETENTION_DAYS,
     metricsToken: typed.METRICS_TOKEN,
     logLevel: typed.LOG_LEVEL,
-    logFormat: typed.LOG_FORMAT
+    logFormat: typed.LOG_FORMAT ?? (options.terminal === true ? 'pretty' : 'json')
   }
 }
 

@@ -7,7 +7,7 @@ import { DatabaseStartupError } from './db/index.js'
 
 /** Starts the service: config, app, listen; closes cleanly on SIGTERM/SIGINT. */
 async function main(): Promise<void> {
-  const config = loadConfig(process.env)
+  const config = loadConfig(process.env, { terminal: process.stdout.isTTY === true })
   // WORKERS > 1: this process only supervises; each worker it forks runs the start-up below.
   if (config.workers > 1 && cluster.isPrimary) return runPrimary(config.workers, config.logLevel, config.logFormat)
   // Before anything is set up (a first start prints a one-time operator key): the port must be free.

@@ -23,6 +23,14 @@ t.test('values are read and converted; blanks count as unset', async (t) => {
   t.equal(c.logLevel, 'warn')
 })
 
+t.test('LOG_FORMAT: readable at a terminal, JSON elsewhere, unless set', async (t) => {
+  t.equal(loadConfig({}).logFormat, 'json', 'not a terminal (a service manager, a container, a file)')
+  t.equal(loadConfig({}, { terminal: true }).logFormat, 'pretty', 'a person at a terminal')
+  t.equal(loadConfig({ LOG_FORMAT: 'json' }, { terminal: true }).logFormat, 'json')
+  t.equal(loadConfig({ LOG_FORMAT: 'pretty' }).logFormat, 'pretty')
+  t.throws(() => loadConfig({ LOG_FORMAT: 'text' }), { name: 'ConfigError', message: /LOG_FORMAT/ })
+})
+
 t.test('DATABASE_PREPARE: on by default, true or false', async (t) => {
   t.equal(loadConfig({}).databasePrepare, true)
   t.equal(loadConfig({ DATABASE_PREPARE: 'false' }).databasePrepare, false)

@@ -1,4 +1,5 @@
 import t, { type Test } from 'tap'
+import { spawnSync } from 'node:child_process'
 import { statSync } from 'node:fs'
 import { join } from 'node:path'
 import { freshDatabase, testDatabaseUrl } from './helpers/database.js'
@@ -85,6 +86,30 @@ if (testDatabaseUrl) {
     t.notMatch(server.output(), /Operator API key/, 'a configured operator key is not printed')
     server.child.kill('SIGTERM')
     t.equal(await server.exit, 0)
+  })
+}
+
+// util-linux `script` runs the server on a pseudo-terminal, as a person's shell would.
+const scriptMissing = spawnSync('script', ['--version'], { encoding: 'utf8' }).error
+if (scriptMissing) {
+  t.skip(`logs at a terminal were not tried: util-linux script is not installed here (${scriptMissing.message})`, () => {})
+} else {
+  t.test('started at a terminal without LOG_FORMAT, it logs for a person; elsewhere in JSON', async (t) => {
+    const server = await startServer({ DATA_DIR: tempDir(t) }, { terminal: true })
+    t.teardown(() => { server.child.kill('SIGKILL') })
+    await fetch(`${server.url}/v1/data-import/all-account-import-processes/ACME/`)
+    const deadline = Date.now() + 5000
+    while (!/→ 401/.test(server.output()) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50))
+    // eslint-disable-next-line no-control-regex
+    const plain = server.output().replace(/\u001b\[[0-9;]*m/g, '')
+    t.match(plain, /GET \/v1\/data-import\/all-account-import-processes\/ACME\/ → 401 \(\d+ ms\)/, 'an access line a person can read')
+    t.notMatch(plain, /^\{"level"/m, 'no JSON lines')
+    server.child.kill('SIGTERM')
+    await server.exit
+
+    const piped = await startServer({ DATA_DIR: tempDir(t) })
+    t.teardown(() => { piped.child.kill('SIGKILL') })
+    t.match(piped.output(), /^\{"level":30,.*"msg":"Server listening at/m, 'JSON lines when standard output is a pipe')
   })
 }
 

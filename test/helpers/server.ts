@@ -10,9 +10,17 @@ export interface Running {
   exit: Promise<number | null>
 }
 
-/** Spawns `src/server.ts` with exactly the given environment (plus PATH). */
-export function spawnServer(env: Record<string, string>) {
-  const child = spawn(process.execPath, nodeArgs('src/server.ts'), {
+const quoted = (arg: string) => `'${arg.replaceAll("'", "'\\''")}'`
+
+/**
+ * Spawns `src/server.ts` with exactly the given environment (plus PATH). `terminal`: its standard
+ * output is a pseudo-terminal (util-linux `script`), as when a person starts it.
+ */
+export function spawnServer(env: Record<string, string>, options: { terminal?: boolean } = {}) {
+  const [command, args] = options.terminal === true
+    ? ['script', ['-qfec', [process.execPath, ...nodeArgs('src/server.ts')].map(quoted).join(' '), '/dev/null']] as const
+    : [process.execPath, nodeArgs('src/server.ts')] as const
+  const child = spawn(command, args, {
     cwd: projectRoot,
     env: { PATH: process.env.PATH ?? '', HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'pipe']
@@ -25,8 +33,8 @@ export function spawnServer(env: Record<string, string>) {
 }
 
 /** Spawns a server and waits until it listens. */
-export async function startServer(env: Record<string, string>): Promise<Running> {
-  const s = spawnServer(env)
+export async function startServer(env: Record<string, string>, options: { terminal?: boolean } = {}): Promise<Running> {
+  const s = spawnServer(env, options)
   const deadline = Date.now() + 60_000
   while (Date.now() < deadline) {
     const m = /Server listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(s.output())
