@@ -61,6 +61,8 @@ const codeByKeyword: Record<string, string> = {
   const: 'invalid_choice',
   discriminator: 'invalid_choice',
   maxLength: 'max_length',
+  // Only stated minimums above 1 reach it: an empty or whitespace string is `blank`.
+  minLength: 'min_length',
   minimum: 'min_value',
   exclusiveMinimum: 'min_value',
   maximum: 'max_value',
