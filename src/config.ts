@@ -63,10 +63,8 @@ const validateEnv = ajv.compile<Env>(EnvSchema)
 /**
  * Reads the configuration from an environment record (never from `process.env` directly, so tests
  * pass their own). Empty strings count as unset. Throws `ConfigError` with a one-line reason.
- */
-/**
- * The configuration from environment variables, checked once. `terminal`: standard output is a
- * terminal (a person is reading), which makes readable log lines the default.
+ * `terminal`: standard output is a terminal (a person is reading), which makes readable log lines
+ * the default.
  */
 export function loadConfig(source: Record<string, string | undefined>, options: { terminal?: boolean } = {}): Config {
   const env: Record<string, unknown> = {}

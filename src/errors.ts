@@ -100,7 +100,7 @@ function schemaDetail(e: ErrorObject): string {
       return typeDetail[first] ?? `A ${first} is required.`
     }
     case 'enum': {
-      const allowed = (params.allowedValues ?? (e.schema as unknown[] | undefined)) as unknown[] | undefined
+      const allowed = params.allowedValues
       return Array.isArray(allowed) && allowed.length <= MAX_LISTED_CHOICES
         ? `Not a valid choice: one of ${allowed.map(String).join(', ')}.`
         : 'Not a valid choice.'
@@ -171,9 +171,10 @@ export function entriesFromAjv(errors: readonly ErrorObject[], prefix: string[] 
     if (e.keyword === 'discriminator' && typeof params.tag === 'string') path.push(params.tag)
     const schemaCodes = (e.parentSchema as { errorCodes?: Record<string, string> } | undefined)?.errorCodes
     let code = schemaCodes?.[e.keyword] ?? codeByKeyword[e.keyword] ?? 'invalid'
-    let detail = typeof params.code === 'string' ? e.message ?? 'is invalid' : schemaDetail(e)
+    let detail = schemaDetail(e)
     if (typeof params.code === 'string') {
-      code = params.code // our own keywords (decimal, jsonValue) name their code
+      code = params.code // our own keywords (decimal, jsonValue) name their code and detail
+      detail = e.message ?? 'is invalid'
     } else if (e.keyword === 'type' && e.data === null) {
       code = 'null'
       detail = 'This field may not be null.'

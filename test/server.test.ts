@@ -89,6 +89,12 @@ if (testDatabaseUrl) {
   })
 }
 
+/** Waits up to 5 s for the server's output to show `pattern` (log lines are written after the answer). */
+async function outputShows(server: { output: () => string }, pattern: RegExp): Promise<void> {
+  const deadline = Date.now() + 5000
+  while (!pattern.test(server.output()) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50))
+}
+
 // util-linux `script` runs the server on a pseudo-terminal, as a person's shell would.
 const scriptMissing = spawnSync('script', ['--version'], { encoding: 'utf8' }).error
 if (scriptMissing) {
@@ -98,8 +104,7 @@ if (scriptMissing) {
     const server = await startServer({ DATA_DIR: tempDir(t) }, { terminal: true })
     t.teardown(() => { server.child.kill('SIGKILL') })
     await fetch(`${server.url}/v1/data-import/all-account-import-processes/ACME/`)
-    const deadline = Date.now() + 5000
-    while (!/→ 401/.test(server.output()) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50))
+    await outputShows(server, /→ 401/)
     // eslint-disable-next-line no-control-regex
     const plain = server.output().replace(/\u001b\[[0-9;]*m/g, '')
     t.match(plain, /GET \/v1\/data-import\/all-account-import-processes\/ACME\/ → 401 \(\d+ ms\)/, 'an access line a person can read')
@@ -119,8 +124,7 @@ t.test('a readable start: the URLs once ready, pretty logs on demand, a busy por
   t.teardown(() => { server.child.kill('SIGKILL') })
   t.match(server.output(), /ready: API documentation http:\/\/127\.0\.0\.1:\d+\/docs · dashboard http:\/\/127\.0\.0\.1:\d+\/dashboard · health .*npm run admin -- help/)
   await fetch(`${server.url}/v1/data-import/all-account-import-processes/ACME/`)
-  const deadline = Date.now() + 5000
-  while (!/→ 401/.test(server.output()) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50))
+  await outputShows(server, /→ 401/)
   t.match(server.output(), /GET \/v1\/data-import\/all-account-import-processes\/ACME\/ → 401 \(\d+ ms\)/, 'an access line a person can read')
   t.notMatch(server.output(), /^\{"level"/m, 'no JSON lines')
 
