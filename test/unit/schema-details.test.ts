@@ -49,3 +49,9 @@ t.test('schema errors name the limit or the allowed values, in plain words; code
     ['b', 'unexpected_field', 'This field is not expected here.']
   ], 'a missing field and an unexpected one')
 })
+
+t.test('min_length is reported at the field that is too short, inside lists too', async (t) => {
+  const validate = compileBody(Type.Object({ names: Type.Array(Text(10, { min: 3 })) }, { additionalProperties: false }))
+  validate({ names: ['abc', 'ab', ''] })
+  t.same(entriesFromAjv(validate.errors ?? []).map((e) => [e.attr, e.code]), [['names.1', 'min_length'], ['names.2', 'blank']])
+})
