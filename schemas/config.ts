@@ -23,6 +23,8 @@ export const EnvSchema = Type.Object({
   OPERATOR_API_KEY: Type.Optional(Type.String({ minLength: 32 })),
   DOCUMENT_BUCKET: Type.String({ pattern: '^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$', default: 'migration-documents' }),
   BODY_LIMIT_BYTES: Type.Integer({ minimum: 1024, maximum: 1024 * 1024 * 1024, default: 10485760 }),
+  /** Bytes of request bodies a process holds at once (one organisation at most half); unset: four times BODY_LIMIT_BYTES. */
+  BODY_MEMORY_BYTES: Type.Optional(Type.Integer({ minimum: 2048, maximum: 16 * 1024 * 1024 * 1024 })),
   PAYMENT_VENDORS: Type.String({ default: '' }),
   PAYMENT_VENDOR_TOKENS: Type.String({ default: '' }),
   PAYMENT_VENDOR_TIMEOUT_MS: Type.Integer({ minimum: 50, maximum: 60000, default: 3000 }),

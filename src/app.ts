@@ -5,6 +5,7 @@ import type { Config } from './config.js'
 import { openDatabase, type Database } from './db/index.js'
 import { prettyLog, serializeError } from './logging.js'
 import authPlugin from './plugins/auth.js'
+import bodiesPlugin from './plugins/bodies.js'
 import dashboardPlugin from './plugins/dashboard.js'
 import dbPlugin from './plugins/db.js'
 import emailsPlugin from './plugins/emails.js'
@@ -94,8 +95,8 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     app.addHook('onRequest', async function requestIdHeader(request, reply) {
       reply.header('x-request-id', request.id)
     })
-    // Bodies are JSON only: anything else is 415.
-    app.removeContentTypeParser(['text/plain'])
+    // Bodies are JSON only (parsed by the bodies plugin): anything else is 415.
+    app.removeContentTypeParser(['text/plain', 'application/json'])
     // While closing, answers in flight end their keep-alive connection, so close() does not
     // wait for idle sockets to time out.
     let closing = false
@@ -114,8 +115,9 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     await app.register(rateLimitsPlugin, { config })
     await app.register(failuresPlugin)
     await app.register(retentionPlugin, { config })
+    await app.register(bodiesPlugin, { config })
     await app.register(authPlugin, { config, announce: options.announce ?? ((m) => process.stdout.write(m + '\n')) })
-    // Batch post-import requests worked on at once by this process: as many as it has connections.
+    // Post-import requests worked on at once by this process: as many as it has connections.
     const postImportLimiter = createLimiter(config.databasePoolSize)
     await app.register(metricsPlugin, { config, postImportLimiter })
     await app.register(graphqlPlugin)
@@ -124,8 +126,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     // The web dashboard: a page on the GraphQL API above (before answerOtherMethods, like every route).
     await app.register(dashboardPlugin)
     await app.register(async function dataImport(scope) {
-      scope.addHook('onRequest', scope.authenticateOrganisation)
-      scope.addHook('preValidation', scope.requireOrganisation)
+      scope.addHook('onRequest', scope.requireOrganisation)
       // What the hooks above enforce, declared on each route for its documentation.
       scope.addHook('onRoute', function declareSecurity(route) {
         route.schema = { ...route.schema, security: CLIENT_TOKEN }

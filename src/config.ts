@@ -25,6 +25,8 @@ export interface Config {
   operatorApiKey: string | undefined
   documentBucket: string
   bodyLimitBytes: number
+  /** Bytes of request bodies held at once by the process; one organisation holds at most half. */
+  bodyMemoryBytes: number
   paymentVendors: Record<string, string>
   /** Bearer token per vendor code (a subset of `paymentVendors`); a vendor without one gets no Authorization header. */
   paymentVendorTokens: Record<string, string>
@@ -87,6 +89,9 @@ export function loadConfig(source: Record<string, string | undefined>, options: 
   if (typed.WORKERS > 1 && typed.DATABASE_URL === undefined) {
     throw new ConfigError(`invalid configuration: WORKERS=${typed.WORKERS} needs DATABASE_URL (the embedded database serves one process per DATA_DIR)`)
   }
+  if (typed.BODY_MEMORY_BYTES !== undefined && typed.BODY_MEMORY_BYTES < 2 * typed.BODY_LIMIT_BYTES) {
+    throw new ConfigError('invalid configuration: BODY_MEMORY_BYTES must be at least twice BODY_LIMIT_BYTES (one organisation may hold half of it)')
+  }
   if (typed.HEADERS_TIMEOUT_SECONDS > typed.REQUEST_TIMEOUT_SECONDS) {
     throw new ConfigError('invalid configuration: HEADERS_TIMEOUT_SECONDS must not be longer than REQUEST_TIMEOUT_SECONDS')
   }
@@ -106,6 +111,7 @@ export function loadConfig(source: Record<string, string | undefined>, options: 
     operatorApiKey: typed.OPERATOR_API_KEY,
     documentBucket: typed.DOCUMENT_BUCKET,
     bodyLimitBytes: typed.BODY_LIMIT_BYTES,
+    bodyMemoryBytes: typed.BODY_MEMORY_BYTES ?? 4 * typed.BODY_LIMIT_BYTES,
     paymentVendors,
     paymentVendorTokens: parseVendorTokens(typed.PAYMENT_VENDOR_TOKENS, paymentVendors),
     paymentVendorTimeoutMs: typed.PAYMENT_VENDOR_TIMEOUT_MS,

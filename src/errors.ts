@@ -46,6 +46,11 @@ export const permissionDenied = (detail = 'You do not have permission to perform
   new AppError(403, 'permission_denied', detail)
 export const notFound = (code: string, detail: string): AppError =>
   new AppError(404, 'not_found', 'Not found.', [entry(code, null, detail)])
+/** The body as a whole cannot be read (not JSON, not UTF-8, a pathological shape): one `invalid` at `null`. */
+export const invalidBody = (detail: string): AppError =>
+  new AppError(400, 'invalid_request', 'Invalid request.', [entry('invalid', null, detail)])
+export const payloadTooLarge = (): AppError =>
+  new AppError(413, 'payload_too_large', 'The request body is larger than the service accepts.')
 export const throttled = (retryAfterSeconds: number): AppError =>
   new AppError(429, 'throttled', `Request was throttled. Expected available in ${retryAfterSeconds} seconds.`, [], {}, {
     'retry-after': String(retryAfterSeconds)

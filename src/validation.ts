@@ -1,4 +1,4 @@
-import { Ajv, type FuncKeywordDefinition, type Options, type ValidateFunction } from 'ajv'
+import { Ajv, type ErrorObject, type FuncKeywordDefinition, type Options, type ValidateFunction } from 'ajv'
 import addFormatsModule from 'ajv-formats'
 import type { FastifySchemaCompiler, FastifySerializerCompiler } from 'fastify'
 import fastJsonStringify from 'fast-json-stringify'
@@ -9,10 +9,28 @@ import { decimalProblems, toBig, type DecimalBounds } from './decimal.js'
 const addFormats = ((addFormatsModule as unknown as { default?: typeof addFormatsModule }).default ??
   addFormatsModule) as unknown as (ajv: Ajv) => Ajv
 
-function makeAjv(coerceTypes: boolean): Ajv {
+/** Validation builds no more errors than this: an answer lists at most 100, and a hostile body could raise one per byte. */
+export const MAX_SCHEMA_ERRORS = 100
+const TOO_MANY = '__tooManySchemaErrors'
+
+/**
+ * Makes a validator's generated code stop once it holds MAX_SCHEMA_ERRORS errors (Ajv has no such
+ * option): after each error it raises, and at each turn of a loop over an array or an object's keys
+ * (where a keyword's errors, complete by then, may have taken it past). It throws the errors, and
+ * `capped` below catches them.
+ */
+function stopAtMaxErrors(code: string): string {
+  const stop = `if(errors>=${MAX_SCHEMA_ERRORS}){throw {${TOO_MANY}: vErrors};}`
+  return code
+    .replace(/\berrors\+\+;/g, `errors++;${stop}`)
+    .replace(/for\((?:const key\d+ in \w+|let i\d+=0; i\d+<len\d+; i\d+\+\+)\)\{/g, (loop) => loop + stop)
+}
+
+function makeAjv(coerceTypes: boolean, allErrors = true): Ajv {
   const options: Options = {
     removeAdditional: false, // the contract rejects unknown fields instead of dropping them
-    allErrors: true, // one response lists every problem
+    allErrors, // one response lists every problem
+    ...(allErrors ? { code: { process: stopAtMaxErrors } } : {}),
     useDefaults: true,
     discriminator: true,
     strict: true,
@@ -139,6 +157,42 @@ function jsonDepth(value: unknown, stopAt: number): number {
 /** Bodies are never coerced ("22" is not 22); query strings, params and headers are. */
 const bodyAjv = makeAjv(false)
 const coercingAjv = makeAjv(true)
+/** Validators that stop at the first error: the judge when a full one stopped at MAX_SCHEMA_ERRORS. */
+const firstErrorAjv = { body: makeAjv(false, false), coerced: makeAjv(true, false) }
+
+/** What the answer says when validation stopped early. */
+const tooManyErrors = {
+  keyword: 'maxErrors',
+  instancePath: '',
+  schemaPath: '#',
+  params: { code: 'invalid' },
+  message: `The body has too many problems: the first ${MAX_SCHEMA_ERRORS} found are listed.`
+} as ErrorObject
+
+/**
+ * A validator whose errors stop at MAX_SCHEMA_ERRORS. When they do, the errors may include some of
+ * a union's branch that another branch would have excused: a validator that stops at the first
+ * error (compiled on first need) then decides whether the data is valid at all.
+ */
+function capped(full: ValidateFunction, firstError: () => ValidateFunction): ValidateFunction {
+  const validate = function cappedValidate(data: unknown): boolean {
+    try {
+      const valid = full(data)
+      validate.errors = full.errors
+      return valid
+    } catch (err) {
+      if (typeof err !== 'object' || err === null || !(TOO_MANY in err)) throw err
+      if (firstError()(data)) {
+        validate.errors = null
+        return true
+      }
+      validate.errors = [...(err as Record<typeof TOO_MANY, ErrorObject[]>)[TOO_MANY], tooManyErrors]
+      return false
+    }
+  } as ValidateFunction
+  validate.schema = full.schema
+  return validate
+}
 
 /**
  * Validators and response serialisers are compiled once per schema and process, not once per
@@ -149,10 +203,12 @@ const validators = new Map<string, ValidateFunction>()
 const serializers = new WeakMap<object, (data: unknown) => string>()
 
 function compileOnce(ajv: Ajv, schema: object): ValidateFunction {
-  const key = (ajv === bodyAjv ? 'body ' : 'coerced ') + JSON.stringify(schema)
+  const kind = ajv === bodyAjv ? 'body' : 'coerced'
+  const key = kind + ' ' + JSON.stringify(schema)
   let validate = validators.get(key)
   if (!validate) {
-    validate = ajv.compile(schema)
+    let firstError: ValidateFunction | undefined
+    validate = capped(ajv.compile(schema), () => (firstError ??= firstErrorAjv[kind].compile(schema)))
     validators.set(key, validate)
   }
   return validate

@@ -30,7 +30,7 @@ async function appWithTestRoutes(t: Parameters<typeof buildTestApp>[0], env: Rec
     const name = (request.body as { name: string }).name
     return app.db.select().from(organisations).where(eq(organisations.name, name))
   })
-  app.post('/test/authed', { schema: { body: Body }, preValidation: app.requireOrganisation }, async () => ({ ok: true }))
+  app.post('/test/authed', { schema: { body: Body }, onRequest: app.requireOrganisation }, async () => ({ ok: true }))
   return built
 }
 
@@ -82,15 +82,14 @@ t.test('body parse, size and type errors', async (t) => {
     t.equal(big.json().code, 'payload_too_large')
   })
 
-  t.test('check order: parse and type errors come before authentication, authentication before schema', async (t) => {
-    const type = await post(app, '/test/authed', 'x', 'text/plain')
-    t.equal(type.statusCode, 415, 'no token, but the wrong type answers first')
-    const parse = await post(app, '/test/authed', '{bad')
-    t.equal(parse.statusCode, 400)
-    t.equal(parse.json().code, 'invalid_request')
-    const invalid = await post(app, '/test/authed', JSON.stringify({ wrong: 1 }))
-    t.equal(invalid.statusCode, 401, 'no token and an invalid body: 401')
-    t.equal(invalid.json().code, 'not_authenticated')
+  t.test('check order: authentication first, on the headers alone, then the body', async (t) => {
+    for (const [payload, type, what] of [['x', 'text/plain', 'the wrong type'], ['{bad', 'application/json', 'malformed JSON'],
+      [JSON.stringify({ wrong: 1 }), 'application/json', 'an invalid body'], ['x'.repeat(5000), 'application/json', 'a body over the limit']] as const) {
+      const res = await post(app, '/test/authed', payload, type)
+      t.equal(res.statusCode, 401, `no token and ${what}: 401`)
+      t.equal(res.json().code, 'not_authenticated')
+      t.equal(res.headers.connection, 'close', 'the connection is closed: its body is never read')
+    }
   })
 })
 

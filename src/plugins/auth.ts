@@ -1,7 +1,7 @@
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import { randomBytes } from 'node:crypto'
-import type { FastifyInstance, FastifyRequest } from 'fastify'
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import type { Config } from '../config.js'
 import { AppError, notAuthenticated, permissionDenied } from '../errors.js'
@@ -13,19 +13,15 @@ declare module 'fastify' {
   interface FastifyInstance {
     auth: AuthService
     /**
-     * onRequest hook of data-import routes: checks the token before anything else is spent on the
-     * request (no limiter turn, queue place or connection is taken for a caller without a valid
-     * token). It never throws: a body problem still wins over a token problem (order), so the
-     * refusal is kept for `requireOrganisation`.
+     * onRequest hook of data-import routes, on the headers alone: a caller without a valid
+     * organisation token is refused before its body is read (the connection is then closed), and
+     * holds nothing: no limiter turn, queue place, body memory or database connection. Then the
+     * organisation's rate limit, then its share of the memory for bodies in flight.
      */
-    authenticateOrganisation(request: FastifyRequest): Promise<void>
-    /** preValidation hook of data-import routes: the refusal found by `authenticateOrganisation`, then the rate limit. */
-    requireOrganisation(request: FastifyRequest): Promise<void>
+    requireOrganisation(request: FastifyRequest, reply: FastifyReply): Promise<void>
   }
   interface FastifyRequest {
     principal: Principal | undefined
-    /** Why `authenticateOrganisation` refused the caller, answered once the body has been read. */
-    authRefusal: AppError | undefined
   }
 }
 
@@ -81,7 +77,6 @@ export default fp(async function authPlugin(app: FastifyInstance, opts: AuthPlug
   })
   app.decorate('auth', auth)
   app.decorateRequest('principal', undefined)
-  app.decorateRequest('authRefusal', undefined)
 
   async function organisationPrincipal(request: FastifyRequest): Promise<Principal> {
     const token = tokenFromHeader(request.headers.authorization)
@@ -91,19 +86,17 @@ export default fp(async function authPlugin(app: FastifyInstance, opts: AuthPlug
     return principal
   }
 
-  app.decorate('authenticateOrganisation', async function authenticateOrganisation(request: FastifyRequest) {
+  app.decorate('requireOrganisation', async function requireOrganisation(request: FastifyRequest, reply: FastifyReply) {
+    let principal: Principal
     try {
-      request.principal = await organisationPrincipal(request)
+      principal = await organisationPrincipal(request)
     } catch (err) {
-      if (!(err instanceof AppError)) throw err
-      request.authRefusal = err
+      // The body is never read: closing the connection ends its upload.
+      if (err instanceof AppError) reply.header('connection', 'close')
+      throw err
     }
-  })
-
-  app.decorate('requireOrganisation', async function requireOrganisation(request: FastifyRequest) {
-    // A route without the onRequest hook authenticates here.
-    if (request.principal === undefined && request.authRefusal === undefined) await app.authenticateOrganisation(request)
-    if (request.authRefusal) throw request.authRefusal
+    request.principal = principal
     await app.limits.organisation(request)
+    if (principal.kind === 'organisation') await app.reserveBody(request, reply, principal.organisationId)
   })
-}, { name: 'auth', dependencies: ['db', 'rate-limits'] })
+}, { name: 'auth', dependencies: ['db', 'rate-limits', 'bodies'] })

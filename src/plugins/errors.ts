@@ -3,7 +3,7 @@ import type { Duplex } from 'node:stream'
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import { pgErrorCode } from '../db/index.js'
-import { AppError, entriesFromAjv, entry, sortEntries } from '../errors.js'
+import { AppError, entriesFromAjv, entry, invalidBody, payloadTooLarge, sortEntries } from '../errors.js'
 import type { ErrorBody } from '../../schemas/common.js'
 
 declare module 'fastify' {
@@ -28,10 +28,6 @@ export function sendError(reply: FastifyReply, request: FastifyRequest, error: A
   }, error.headers)
 }
 
-function invalidRequest(detail: string): AppError {
-  return new AppError(400, 'invalid_request', 'Invalid request.', [entry('invalid', null, detail)])
-}
-
 /** Body parsing, size and type errors (400/413/415): answered in the contract's body on every route. */
 export function bodyError(err: FastifyError): boolean {
   return (typeof err.code === 'string' && err.code.startsWith('FST_ERR_CTP_')) || (err instanceof SyntaxError && err.statusCode === 400)
@@ -49,16 +45,16 @@ export function toAppError(err: FastifyError, request: FastifyRequest): AppError
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
       return new AppError(415, 'unsupported_media_type', 'Requests with a body must be application/json.')
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
-      return new AppError(413, 'payload_too_large', 'The request body is larger than the service accepts.')
+      return payloadTooLarge()
     case 'FST_ERR_CTP_EMPTY_JSON_BODY':
-      return invalidRequest('The request body is empty.')
+      return invalidBody('The request body is empty.')
     case 'FST_ERR_CTP_INVALID_JSON_BODY':
-      return invalidRequest('The request body is not valid JSON.')
+      return invalidBody('The request body is not valid JSON.')
   }
-  if (err instanceof SyntaxError && err.statusCode === 400) return invalidRequest('The request body is not valid JSON.')
+  if (err instanceof SyntaxError && err.statusCode === 400) return invalidBody('The request body is not valid JSON.')
   // Text PostgreSQL cannot store (U+0000) that slipped past validation: the input is wrong, not the server.
   const sqlState = pgErrorCode(err)
-  if (sqlState === '22021' || sqlState === '22P05') return invalidRequest('The request holds characters that cannot be stored (U+0000).')
+  if (sqlState === '22021' || sqlState === '22P05') return invalidBody('The request holds characters that cannot be stored (U+0000).')
   const status = err.statusCode ?? 500
   if (status >= 400 && status < 500) {
     // Another 4xx raised by Fastify or a plugin: its message is safe and says what was wrong.
@@ -78,7 +74,7 @@ export function frameworkError(error: FastifyError, request: FastifyRequest, rep
   reply.header('x-request-id', request.id)
   switch (error.code) {
     case 'FST_ERR_BAD_URL':
-      sendError(reply, request, invalidRequest('The URL is not valid percent-encoding.'))
+      sendError(reply, request, invalidBody('The URL is not valid percent-encoding.'))
       return
     case 'FST_ERR_MAX_PARAM_LENGTH':
       sendError(reply, request, new AppError(414, 'invalid_request', 'Invalid request.', [

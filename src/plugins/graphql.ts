@@ -57,6 +57,8 @@ export function countTokenFields(document: DocumentNode): number {
 
 /** Tokens a GraphQL document may hold: bounds the work of parsing what anyone may send. */
 const MAX_TOKENS = 5000
+/** A request without a valid token (obtainToken) may carry at most this many bytes. */
+const ANONYMOUS_BODY_LIMIT = 65_536
 
 /**
  * The GraphQL requests of a body: one request object or a non-empty array of them, each
@@ -201,6 +203,15 @@ export default fp(async function graphqlPlugin(app: FastifyInstance) {
     }
   }
 
+  async function hasValidToken(request: FastifyRequest): Promise<boolean> {
+    try {
+      const token = tokenFromHeader(request.headers.authorization)
+      return token !== undefined && (await app.auth.authenticate(token)) !== undefined
+    } catch {
+      return false
+    }
+  }
+
   await app.register(async function graphqlScope(scope) {
     // GraphQL is POST only: mercurius's GET route (and its HEAD) answers 405.
     scope.addHook('onRoute', function postOnly(route) {
@@ -209,6 +220,11 @@ export default fp(async function graphqlPlugin(app: FastifyInstance) {
         route.config = { ...route.config, methodNotAllowed: true }
         route.onRequest = [refuseMethod(['POST'])]
       }
+    })
+
+    // A caller without a valid token (obtainToken) sends little: its body is capped before it is read.
+    scope.addHook('onRequest', async function capAnonymousBody(request) {
+      if (!(await hasValidToken(request))) app.capBody(request, ANONYMOUS_BODY_LIMIT)
     })
 
     // Only well-formed GraphQL requests go on; token issuing is limited per client address,
@@ -270,4 +286,4 @@ export default fp(async function graphqlPlugin(app: FastifyInstance) {
     })
     return mercurius.defaultErrorFormatter({ ...execution, errors }, ctx)
   }
-}, { name: 'graphql', dependencies: ['db', 'auth', 'rate-limits', 'errors', 'failures', 'retention'] })
+}, { name: 'graphql', dependencies: ['db', 'auth', 'bodies', 'rate-limits', 'errors', 'failures', 'retention'] })

@@ -103,9 +103,21 @@ export default fp(async function metricsPlugin(app: FastifyInstance, opts: { con
   })
   const waiting = new Gauge({
     name: 'amis_post_import_requests_waiting',
-    help: 'Batch post-import requests waiting for their turn in this process (body not read yet).',
+    help: 'Batch post-import requests waiting for their turn in this process (body read and checked).',
     registers: [register],
     collect() { waiting.set(opts.postImportLimiter.waiting) }
+  })
+  const bodyBytes = new Gauge({
+    name: 'amis_request_body_bytes_held',
+    help: 'Bytes of authenticated request bodies this process holds (at most BODY_MEMORY_BYTES, one organisation at most half).',
+    registers: [register],
+    collect() { bodyBytes.set(app.bodyBudget.held) }
+  })
+  const bodyWaiting = new Gauge({
+    name: 'amis_request_bodies_waiting',
+    help: 'Authenticated requests waiting, body not read yet, for their organisation\'s share of BODY_MEMORY_BYTES.',
+    registers: [register],
+    collect() { bodyWaiting.set(app.bodyBudget.waiting) }
   })
 
   // postgres.js does not expose how many of its connections are busy: the configured size is.
