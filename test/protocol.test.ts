@@ -1,7 +1,8 @@
 import t, { type Test } from 'tap'
+import { METHODS } from 'node:http'
 import { connect, type Socket } from 'node:net'
 import type { AddressInfo } from 'node:net'
-import type { FastifyInstance } from 'fastify'
+import type { FastifyInstance, InjectOptions } from 'fastify'
 import { parse } from 'graphql'
 import { buildTestApp, TEST_OPERATOR_KEY } from './helpers/app.js'
 import { createTenant, OBTAIN_TOKEN } from './helpers/graphql.js'
@@ -66,7 +67,10 @@ t.test('GraphQL runs only GraphQL text, and counts every obtainToken it runs', a
   })
 })
 
-t.test('a known path answers other methods with 405 and Allow; unknown paths stay 404', async (t) => {
+/** Every method Node's HTTP parser accepts; CONNECT is tried over a socket (Node hands it to the server apart). */
+const PARSED_METHODS = METHODS.filter((m) => m !== 'CONNECT') as Array<NonNullable<InjectOptions['method']>>
+
+t.test('a known path answers every other method with 405 and Allow; unknown paths stay 404', async (t) => {
   const routes = routeRecorder()
   const { app } = await buildTestApp(t, { onRoute: routes.collect })
   const byUrl = new Map<string, Set<string>>()
@@ -74,20 +78,51 @@ t.test('a known path answers other methods with 405 and Allow; unknown paths sta
   byUrl.get('/graphql')!.delete('GET')
   byUrl.get('/graphql')!.delete('HEAD')
   t.ok(byUrl.size >= 20, `paths seen (${byUrl.size})`)
-  const all = ['DELETE', 'GET', 'HEAD', 'OPTIONS', 'PATCH', 'POST', 'PUT'] as const
   for (const [pattern, methods] of byUrl) {
     const url = pattern.replace(/:\w+/g, 'X').replace('*', 'x')
-    const expected = all.filter((m) => methods.has(m)).join(', ')
-    for (const method of all.filter((m) => !methods.has(m))) {
+    const expected = METHODS.filter((m) => methods.has(m)).join(', ')
+    for (const method of PARSED_METHODS.filter((m) => !methods.has(m))) {
       const res = await app.inject({ method, url })
-      t.equal(res.statusCode, 405, `${method} ${url}`)
-      t.equal(res.headers.allow, expected, `${method} ${url}: Allow`)
-      if (method !== 'HEAD') t.equal(res.json().code, 'method_not_allowed')
+      if (res.statusCode !== 405 || res.headers.allow !== expected) {
+        t.fail(`${method} ${url}: ${res.statusCode}, Allow ${res.headers.allow} (expected 405, Allow ${expected})`)
+        continue
+      }
+      if (method !== 'HEAD') t.same(res.json(), { detail: res.json().detail, code: 'method_not_allowed', errors: [] }, `${method} ${url}`)
     }
   }
-  const unknown = await app.inject({ method: 'DELETE', url: '/v1/data-import/nothing-here/' })
-  t.equal(unknown.statusCode, 404)
-  t.equal(unknown.json().errors[0].code, 'route_not_found')
+  t.pass(`${PARSED_METHODS.length} methods tried on each path`)
+  for (const method of PARSED_METHODS) {
+    const unknown = await app.inject({ method, url: '/v1/data-import/nothing-here/' })
+    t.equal(unknown.statusCode, 404, `${method} on an unknown path`)
+    if (method !== 'HEAD') t.equal(unknown.json().errors[0].code, 'route_not_found')
+  }
+})
+
+t.test('405 comes before the body is read: QUERY and PATCH with bodies, TRACE, CONNECT, over a socket', async (t) => {
+  const { port } = await listening(t, {})
+  const head = (text: string) => text.split('\r\n\r\n')[0]!
+  // The bodies are never completed: an answer that waited to parse them would not come.
+  const cases: Array<[string, string, RegExp]> = [
+    ['QUERY /readyz HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"a":', 'GET, HEAD', /^HTTP\/1\.1 405 /],
+    ['QUERY /readyz HTTP/1.1\r\nHost: x\r\n\r\n', 'GET, HEAD', /^HTTP\/1\.1 405 /],
+    ['PATCH /v1/data-import/notes/create/ HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain\r\nContent-Length: 100\r\n\r\nnot json', 'POST', /^HTTP\/1\.1 405 /],
+    ['PUT /graphql HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{', 'POST', /^HTTP\/1\.1 405 /],
+    ['TRACE /readyz HTTP/1.1\r\nHost: x\r\n\r\n', 'GET, HEAD', /^HTTP\/1\.1 405 /],
+    ['PROPFIND /v1/data-import/batches HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\n<', 'POST', /^HTTP\/1\.1 405 /],
+    ['CONNECT /readyz HTTP/1.1\r\nHost: x\r\n\r\n', 'GET, HEAD', /^HTTP\/1\.1 405 /],
+    ['GET /graphql HTTP/1.1\r\nHost: x\r\n\r\n', 'POST', /^HTTP\/1\.1 405 /]
+  ]
+  for (const [request, allow, status] of cases) {
+    const line = request.split('\r\n')[0]
+    const response = await firstAnswer(port, request, 3_000)
+    t.match(response, status, `${line}: ${head(response).split('\r\n')[0] || 'no answer'}`)
+    t.match(head(response), new RegExp(`\r\nallow: ${allow}\r\n`, 'i'), `${line}: Allow ${allow}`)
+    t.match(response, /"code":"method_not_allowed","errors":\[\]/, `${line}: method_not_allowed`)
+  }
+  for (const request of ['CONNECT /nothing HTTP/1.1\r\nHost: x\r\n\r\n', 'QUERY /nothing HTTP/1.1\r\nHost: x\r\n\r\n', 'TRACE /nothing HTTP/1.1\r\nHost: x\r\n\r\n']) {
+    const response = await firstAnswer(port, request, 3_000)
+    t.match(response, /^HTTP\/1\.1 404 [\s\S]*"code":"route_not_found"/, `${request.split('\r\n')[0]}: 404 route_not_found`)
+  }
 })
 
 /** A raw HTTP/1.1 exchange: sends `text`, reads until the server closes or `waitMs` passes. */
@@ -103,6 +138,28 @@ function exchange(port: number, text: string, waitMs: number): Promise<{ respons
       clearTimeout(timer)
       resolve({ response, closedAfterMs: Date.now() - started, socket })
     })
+  })
+}
+
+/** Sends `text` on a new connection and reads one answer (head and Content-Length body), or what came in `waitMs`. */
+function firstAnswer(port: number, text: string, waitMs: number): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const socket = connect(port, '127.0.0.1', () => socket.write(text))
+    let response = ''
+    const done = () => {
+      clearTimeout(timer)
+      socket.destroy()
+      resolve(response)
+    }
+    const timer = setTimeout(done, waitMs)
+    socket.on('data', (d) => {
+      response += d.toString()
+      const end = response.indexOf('\r\n\r\n')
+      const length = /\r\ncontent-length: (\d+)/i.exec(response)
+      if (end >= 0 && length && Buffer.byteLength(response.slice(end + 4)) >= Number(length[1])) done()
+    })
+    socket.on('error', reject)
+    socket.on('close', done)
   })
 }
 

@@ -1,3 +1,5 @@
+import { METHODS as NODE_METHODS, ServerResponse, type IncomingMessage } from 'node:http'
+import type { Socket } from 'node:net'
 import type { FastifyInstance, FastifyReply, FastifyRequest, HTTPMethods, RouteOptions } from 'fastify'
 import fp from 'fastify-plugin'
 import { AppError } from '../errors.js'
@@ -16,14 +18,17 @@ declare module 'fastify' {
   }
 }
 
-/** The methods Fastify routes by default; a path serving some of them answers the rest with 405. */
-const METHODS: HTTPMethods[] = ['DELETE', 'GET', 'HEAD', 'OPTIONS', 'PATCH', 'POST', 'PUT']
+/**
+ * Every method Node's HTTP parser accepts (TRACE, QUERY, PROPFIND, CONNECT, …): a path serving some
+ * of them answers the rest with 405.
+ */
+const METHODS = [...NODE_METHODS].sort() as HTTPMethods[]
 
 export function methodNotAllowed(allow: string[]): AppError {
   return new AppError(405, 'method_not_allowed', `This path answers ${allow.join(', ')} only.`, [], {}, { allow: allow.join(', ') })
 }
 
-/** A route handler (or hook) that refuses the request with 405 and the given `Allow`. */
+/** A route hook (or handler) that refuses the request with 405 and the given `Allow`. */
 export function refuseMethod(allow: string[]) {
   return async function refuseMethod(_request: FastifyRequest, _reply: FastifyReply): Promise<never> {
     throw methodNotAllowed(allow)
@@ -33,9 +38,33 @@ export function refuseMethod(allow: string[]) {
 /**
  * 405 with `Allow` on every known path (unknown paths keep 404 `route_not_found`). The routes of
  * each path are recorded as they are registered; `answerOtherMethods` then adds one hidden route
- * per path for the methods it lacks, so the router itself tells 405 from 404.
+ * per path for the methods it lacks, so the router itself tells 405 from 404. The refusal is an
+ * onRequest hook: it comes before a body is read, so a QUERY or PATCH with a body (of any type,
+ * or still arriving) is 405, never 400 or 415.
  */
 export default fp(async function methodsPlugin(app: FastifyInstance) {
+  // Fastify routes only some methods; the router must know every other one to find the path (405)
+  // rather than nothing (404). No route here serves them, so none takes a body. QUERY is one of
+  // Fastify's, with a body it parses (and a Content-Type it demands) before any hook could answer
+  // an unknown path with 404: here it takes none either.
+  for (const method of METHODS) {
+    if (!app.supportedMethods.includes(method)) app.addHttpMethod(method)
+  }
+  app.addHttpMethod('QUERY', { overrideExisting: true })
+  // Node hands a CONNECT request to the server's 'connect' event, never to the request handler:
+  // it is routed like any other request here, answered, and its connection closed.
+  app.server.on('connect', function answerConnect(request: IncomingMessage, socket: Socket) {
+    socket.on('error', () => socket.destroy())
+    const response = new ServerResponse(request)
+    response.shouldKeepAlive = false
+    response.assignSocket(socket)
+    response.on('finish', () => {
+      response.detachSocket(socket)
+      socket.end()
+    })
+    app.routing(request, response)
+  })
+
   const routesByUrl = new Map<string, RouteOptions[]>()
   app.addHook('onRoute', function recordRoute(route) {
     if (route.config?.methodNotAllowed === true) return
@@ -61,6 +90,7 @@ export default fp(async function methodsPlugin(app: FastifyInstance) {
         exposeHeadRoute: false,
         config: { methodNotAllowed: true },
         schema: { hide: true },
+        onRequest: refuseMethod(allow),
         handler: refuseMethod(allow)
       })
     }
