@@ -23,7 +23,10 @@ function withoutBlanks(value: unknown): unknown {
 }
 const DOCUMENTED_ACCOUNT = withoutBlanks(EXAMPLE_ACCOUNT)
 
-/** One request body per endpoint (by path, without a trailing slash). */
+/**
+ * One request body per endpoint (by path, without a trailing slash); the payment instruction's is
+ * `paymentInstructionExample`, because its vendors are the configuration's.
+ */
 export const REQUEST_EXAMPLES: Record<string, unknown> = {
   '/v1/data-import/validate-account': DOCUMENTED_ACCOUNT,
   '/v1/data-import/account-import-process/create-or-update': DOCUMENTED_ACCOUNT,
@@ -62,7 +65,6 @@ export const REQUEST_EXAMPLES: Record<string, unknown> = {
     ...ref,
     statements: [{ statement_id: 'ST-2025-01', bill_period_from_date: '2025-01-01', bill_period_to_date: '2025-01-31', issued_date: '2025-02-03', number: 'INV-1', gross_amount: '53.50', statement_path: 'statements/2025/01.pdf' }]
   },
-  '/v1/data-import/payment-instruction/create': { ...ref, vendor: 'ACMEPAY', reference: 'pm_1Nx2yZ', type: 'DIRECT_DEBIT' },
   '/v1/data-import/batches': {
     import_supplier: 'ACME_ENERGY',
     operations_team_name: 'Migrations',
@@ -72,6 +74,16 @@ export const REQUEST_EXAMPLES: Record<string, unknown> = {
       transactions: [{ transaction_id: 'PAY-20261102', transaction_date: '2026-11-02', amount: '45.00', type: 'PAYMENT', reference: 'DD-20261102', payment_type: 'DD_REGULAR_COLLECTION' }]
     }]
   }
+}
+
+/**
+ * The payment instruction's example, naming the first configured vendor (`vendor` is an enum of the
+ * configured codes, so a fixed code would be refused by every other configuration); none when no
+ * vendor is configured, as then no request is valid.
+ */
+export function paymentInstructionExample(vendorCodes: readonly string[]): Record<string, unknown> | undefined {
+  const vendor = vendorCodes[0]
+  return vendor === undefined ? undefined : { ...ref, vendor, reference: 'pm_1Nx2yZ', type: 'DIRECT_DEBIT' }
 }
 
 /** The error body, as validate answers a payload with problems. */

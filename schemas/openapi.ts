@@ -2,6 +2,7 @@ import { Type } from 'typebox'
 import { ItemBasedDocument, PeriodBasedDocument } from './billing-documents.js'
 import { ErrorBody, ErrorEntry } from './common.js'
 import { ERROR_EXAMPLE } from './examples.js'
+import { Note } from './notes.js'
 import { ChargeTransaction, CreditTransaction, PaymentTransaction, RepaymentTransaction, SupplyChargeTransaction } from './transactions.js'
 
 /**
@@ -56,6 +57,19 @@ export const NAMED_BRANCHES = new Map<object, string>([
   [ChargeTransaction, 'ChargeTransaction'], [CreditTransaction, 'CreditTransaction'], [PaymentTransaction, 'PaymentTransaction'],
   [RepaymentTransaction, 'RepaymentTransaction'], [SupplyChargeTransaction, 'SupplyChargeTransaction'],
   [ItemBasedDocument, 'ItemBasedDocument'], [PeriodBasedDocument, 'PeriodBasedDocument']
+])
+
+/**
+ * Rules a service checks after the schema that JSON Schema can still state: added to the schema's
+ * copy in the document (route validation and its error codes are unchanged), so that a generated
+ * client or an API fuzzer keeps to them instead of meeting a 400.
+ */
+export const DOCUMENTED_RULES = new Map<object, Record<string, unknown>>([
+  // The notes service: `unpin_at` (a datetime, not an empty value) only on a pinned note (`unexpected_field`).
+  [Note, {
+    if: { required: ['unpin_at'], properties: { unpin_at: { type: 'string', format: 'date-time' } } },
+    then: { required: ['is_pinned'], properties: { is_pinned: { const: true } } }
+  }]
 ])
 
 /** Who may call the data-import operations (every route under /v1/data-import declares it). */

@@ -1,4 +1,5 @@
 import { Type, type Static } from 'typebox'
+import { paymentInstructionExample } from './examples.js'
 import { Choice, Text } from './fields.js'
 import { WELL_FORMED_CHARACTERS } from './text.js'
 import { PostImportBody, StandardErrorResponses } from './post-import.js'
@@ -19,11 +20,12 @@ export function VendorCode(codes: readonly string[]) {
 }
 
 export function PaymentInstructionRequest(vendorCodes: readonly string[]) {
+  const example = paymentInstructionExample(vendorCodes)
   return PostImportBody({
     vendor: VendorCode(vendorCodes),
     reference: Text(512),
     type: Choice(PAYMENT_INSTRUCTION_TYPES)
-  })
+  }, example ? { examples: [example] } : {})
 }
 export type PaymentInstructionRequest = Static<ReturnType<typeof PaymentInstructionRequest>>
 

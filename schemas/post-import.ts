@@ -11,9 +11,9 @@ export const accountRef = {
 /** A document path: relative, 1–1024; the rules of `src/rules/documents.ts` say `invalid_document_path`. */
 export const DocumentPath = Text(1024)
 
-/** A post-import request: the account reference plus the endpoint's own fields. */
-export function PostImportBody<T extends Record<string, Parameters<typeof Strict>[0][string]>>(fields: T) {
-  return Strict({ ...accountRef, ...fields })
+/** A post-import request: the account reference plus the endpoint's own fields (and schema options). */
+export function PostImportBody<T extends Record<string, Parameters<typeof Strict>[0][string]>>(fields: T, options: Record<string, unknown> = {}) {
+  return Strict({ ...accountRef, ...fields }, options)
 }
 
 /** 201 with an empty body (historical agreements, billing documents). */

@@ -3,11 +3,11 @@ import { spawnSync } from 'node:child_process'
 import { validate, compileErrors } from '@readme/openapi-parser'
 import { Ajv2020 } from 'ajv/dist/2020.js'
 import addFormatsModule from 'ajv-formats'
-import type { RouteOptions } from 'fastify'
+import type { FastifyInstance, LightMyRequestResponse, RouteOptions } from 'fastify'
 import { AccountData, CreateRequest } from '../schemas/account.js'
 import { toOpenApiSchema } from '../src/plugins/openapi.js'
-import { exampleAccount, importSetup } from './helpers/accounts.js'
-import { EXAMPLE_ACCOUNT, REQUEST_EXAMPLES } from '../schemas/examples.js'
+import { daysFromToday, exampleAccount, importedSetup, importSetup, TEAM } from './helpers/accounts.js'
+import { EXAMPLE_ACCOUNT, paymentInstructionExample, REQUEST_EXAMPLES } from '../schemas/examples.js'
 
 // ajv-formats is CommonJS; under NodeNext its default import is the module object.
 const addFormats = ((addFormatsModule as unknown as { default?: typeof addFormatsModule }).default ??
@@ -27,13 +27,23 @@ function undocumented(method: string, url: string): boolean {
 const pathKey = (url: string) => url.replace(/:([A-Za-z0-9_]+)/g, '{$1}').replace(/\/$/, '')
 
 /** The app with the routes it registered, and its document as `GET /openapi.json` serves it. */
-async function documented(t: Test) {
+async function documented(t: Test, env: Record<string, string> = {}) {
   const routes: RouteOptions[] = []
-  const setup = await importSetup(t, { onRoute: (route) => { routes.push(route) } })
-  const res = await setup.app.inject({ url: '/openapi.json' })
+  const setup = await importSetup(t, { env, onRoute: (route) => { routes.push(route) } })
+  return { ...setup, routes, doc: await served(t, setup.app) }
+}
+
+/** `documented` with the example account staged and created, and `post` for the post-import endpoints. */
+async function documentedWithAccount(t: Test) {
+  const setup = await importedSetup(t)
+  return { ...setup, doc: await served(t, setup.app) }
+}
+
+async function served(t: Test, app: FastifyInstance): Promise<Doc> {
+  const res = await app.inject({ url: '/openapi.json' })
   t.equal(res.statusCode, 200, 'served without a token')
   t.match(res.headers['content-type'], /^application\/json/)
-  return { ...setup, routes, doc: res.json() as Doc }
+  return res.json() as Doc
 }
 
 function operations(doc: Doc): Array<{ path: string; method: string; op: Doc }> {
@@ -88,6 +98,44 @@ function forAjv(schema: unknown): any {
     if (key === 'discriminator' && value && typeof value === 'object') return { propertyName: value.propertyName }
     return value
   }).replaceAll('#/components/schemas/', 'components#/$defs/'))
+}
+
+/** The objects marked `x-omit-empty` in a schema, all the way down (through references to components). */
+function omitEmptyObjects(schema: unknown, components: Record<string, unknown>, seen = new Set<unknown>()): Doc[] {
+  if (schema === null || typeof schema !== 'object' || seen.has(schema)) return []
+  seen.add(schema)
+  const ref = (schema as Doc).$ref
+  if (typeof ref === 'string') return omitEmptyObjects(components[ref.replace('#/components/schemas/', '')], components, seen)
+  const found: Doc[] = (schema as Doc)['x-omit-empty'] === true ? [schema as Doc] : []
+  for (const value of Object.values(schema)) found.push(...omitEmptyObjects(value, components, seen))
+  return found
+}
+
+/** Every example in the document with the schema it illustrates: media types' and parameters' `example`, schemas' `examples`. */
+function examplesOf(node: unknown, where: string, found: Array<{ where: string; schema: unknown; value: unknown }> = []) {
+  if (node === null || typeof node !== 'object') return found
+  const object = node as Doc
+  if (object.schema && typeof object.schema === 'object') {
+    if ('example' in object) found.push({ where, schema: object.schema, value: object.example })
+    for (const [name, example] of Object.entries((object.examples ?? {}) as Record<string, { value: unknown }>)) {
+      found.push({ where: `${where} (${name})`, schema: object.schema, value: example.value })
+    }
+  } else if (Array.isArray(object.examples)) {
+    for (const value of object.examples) found.push({ where, schema: object, value })
+  }
+  for (const [key, value] of Object.entries(object)) {
+    if (key !== 'example' && key !== 'examples') examplesOf(value, `${where}/${key}`, found)
+  }
+  return found
+}
+
+/** A value as JSON text with every character outside printable ASCII escaped (a raw U+2028 would break a report's lines). */
+const shown = (value: unknown) => JSON.stringify(value).replace(/[^\x20-\x7e]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`)
+
+/** True when the server refused the value at `attr` (an error there or inside it). */
+function refusedAt(res: LightMyRequestResponse, attr: string): boolean {
+  if (res.statusCode !== 400) return false
+  return (res.json().errors as Array<{ attr: string | null }>).some((e) => e.attr === attr || e.attr?.startsWith(`${attr}.`))
 }
 
 const accountDataBefore = JSON.stringify(AccountData)
@@ -208,16 +256,16 @@ t.test('request bodies are the schemas the routes validate with', async (t) => {
   t.match(account.properties.transfer_balance.description, /Exact decimal/)
   const create = bodyOf('/v1/data-import/account-import-process/process/')
   t.same([...create.required].sort(), ['external_account_number', 'import_supplier_code', 'operations_team_name'])
-  t.same(create.properties.dry_run, { type: 'boolean', default: false })
-  t.same(shape(create, doc.components.schemas), shape(toOpenApiSchema(CreateRequest)))
+  t.same(create.properties.dry_run, { default: false, anyOf: [{ type: 'boolean' }, { $ref: '#/components/schemas/EmptyValue' }] }, 'a boolean, or empty')
+  t.same(shape(create, doc.components.schemas), shape(toOpenApiSchema(CreateRequest, { request: true })))
 
   let compared = 0
   for (const route of routes) {
     if (!route.schema?.body || route.url === '/graphql') continue
-    t.same(shape(bodyOf(route.url), doc.components.schemas), shape(toOpenApiSchema(route.schema.body)), `${route.url}: same fields as the route's schema`)
+    t.same(shape(bodyOf(route.url), doc.components.schemas), shape(toOpenApiSchema(route.schema.body, { request: true })), `${route.url}: same fields as the route's schema`)
     compared++
   }
-  t.equal(compared, Object.keys(REQUEST_EXAMPLES).length, 'every data-import POST compared')
+  t.equal(compared, Object.keys(REQUEST_EXAMPLES).length + 1, 'every data-import POST compared (the payment instruction too)')
 })
 
 t.test('the document describes what the service really accepts and answers', async (t) => {
@@ -248,7 +296,7 @@ t.test('generating the document changes no route schema', async (t) => {
 })
 
 t.test('a newcomer can read it: how to authenticate, a real example of every body, named shapes', async (t) => {
-  const { doc } = await documented(t)
+  const { doc } = await documented(t, { PAYMENT_VENDORS: 'STRIPE=http://127.0.0.1:9' })
   t.match(doc.info.description, /How to authenticate[\s\S]*obtainToken[\s\S]*Authorization: Bearer/, 'the token steps are in the introduction')
   t.notMatch(JSON.stringify(doc), /§/, 'no references to documents the reader does not have')
   t.same(doc.servers, [{ url: '/', description: 'This service' }], '"Try it out" calls this service')
@@ -259,9 +307,10 @@ t.test('a newcomer can read it: how to authenticate, a real example of every bod
     if (!media || path === '/graphql') continue
     bodies++
     t.ok(media.example, `${method} ${path}: an example body`)
-    t.same(media.example, REQUEST_EXAMPLES[path], `${method} ${path}: the project's example`)
+    const expected = path === '/v1/data-import/payment-instruction/create' ? paymentInstructionExample(['STRIPE']) : REQUEST_EXAMPLES[path]
+    t.same(media.example, expected, `${method} ${path}: the project's example`)
   }
-  t.equal(bodies, Object.keys(REQUEST_EXAMPLES).length, 'every data-import POST has one, and every example is used')
+  t.equal(bodies, Object.keys(REQUEST_EXAMPLES).length + 1, 'every data-import POST has one (the payment instruction\'s for the configured vendor), and every example is used')
   const accountExample = doc.paths['/v1/data-import/validate-account'].post.requestBody.content['application/json'].example
   t.equal(accountExample.external_account_number, EXAMPLE_ACCOUNT.external_account_number, 'the account example is the example account')
 
@@ -289,4 +338,133 @@ t.test('its patterns are portable: other languages\' regular expression engines 
   const python = spawnSync('python3', ['-c', 'import json, re, sys\nfor p in json.load(sys.stdin): re.compile(p)'], { input: JSON.stringify([...patterns]), encoding: 'utf8' })
   if (python.error) t.skip(`python3 is not installed here, so Python's re was not tried (${python.error.message})`, () => {})
   else t.equal(python.status, 0, `Python's re compiles every pattern ${python.stderr}`)
+})
+
+t.test('an optional field sent as null or blank is omitted: the document accepts both wherever the server does', async (t) => {
+  const { doc } = await documented(t)
+  const ajv = strictAjv(doc)
+  const problems: string[] = []
+  let optional = 0
+  for (const { path, method, op } of operations(doc)) {
+    const body = op.requestBody?.content?.['application/json']?.schema
+    if (!body) continue
+    for (const object of omitEmptyObjects(body, doc.components.schemas)) {
+      for (const [name, property] of Object.entries(object.properties as Record<string, unknown>)) {
+        const validate = compileIn(ajv, property)
+        if ((object.required ?? []).includes(name)) {
+          // A required field sent as null is refused (`null`), whatever its type.
+          if (validate(null)) problems.push(`${method} ${path}: required ${name} accepts null`)
+          continue
+        }
+        optional++
+        for (const value of [null, '', ' ', '\t\r\n\u00a0\u2028\u3000\ufeff']) {
+          if (!validate(value)) problems.push(`${method} ${path}: optional ${name} refuses ${shown(value)}`)
+        }
+      }
+    }
+  }
+  t.same(problems, [], 'every optional field takes null and blank strings; no required one takes null')
+  t.ok(optional > 50, `${optional} optional fields checked`)
+
+  // Blank is what the server trims to nothing (String.prototype.trim), character for character.
+  const empty = doc.components.schemas.EmptyValue
+  t.ok(empty, 'one named schema says what counts as empty')
+  const blank = new RegExp(empty?.pattern ?? '(?!)', 'u')
+  const differ: string[] = []
+  for (let code = 0; code <= 0xffff; code++) {
+    const c = String.fromCharCode(code)
+    if (blank.test(c.repeat(2)) !== (c.trim() === '')) differ.push(code.toString(16))
+  }
+  t.same(differ, [], 'the blank pattern matches exactly the characters trim() removes')
+})
+
+t.test('the fields a fuzzer found: the document accepts exactly what the server accepts', async (t) => {
+  const { doc, app, tenant, ref } = await documentedWithAccount(t)
+  const ajv = strictAjv(doc)
+  const today = daysFromToday(0)
+  const taxItem = { amount: '0.05', tax_type: 'VAT', value_taxed: '1.00', rate: '0.05', unit_type: 'PROPORTION' }
+  const blanks = [null, '', '  ', '\t\n', '\u00a0', '\ufeff']
+  const cases: Array<{ path: string; attr: string; body: (value: unknown, i: number) => unknown; values: unknown[] }> = [
+    {
+      path: '/v1/data-import/notes/create',
+      attr: 'notes.0.unpin_at',
+      body: (value, i) => ({ ...ref, notes: [{ body: `Pinned ${i}.`, is_pinned: true, unpin_at: value }] }),
+      values: [...blanks, '\u001c', '2999-01-01T00:00:00Z', 'soon', 5]
+    },
+    {
+      path: '/v1/data-import/historical-statements/create',
+      attr: 'statements.0.statement_path',
+      body: (value, i) => ({
+        ...ref,
+        statements: [{ statement_id: `ST-F-${i}`, bill_period_from_date: '2025-01-01', bill_period_to_date: '2025-01-31', issued_date: '2025-02-03', gross_amount: '53.50', statement_path: value }]
+      }),
+      values: [...blanks, 'statements/2025/01.pdf', 'x'.repeat(1025), 5, []]
+    },
+    {
+      path: '/v1/data-import/transactions/create',
+      attr: 'transactions.0.tax_items',
+      body: (value, i) => ({ ...ref, transactions: [{ transaction_id: `TX-F-${i}`, transaction_date: today, amount: '1.00', type: 'CHARGE', tax_items: value }] }),
+      values: [...blanks, [], [taxItem], 'x', 5, [{}], {}]
+    },
+    {
+      path: '/v1/data-import/batches',
+      attr: 'dry_run',
+      body: (value) => ({ import_supplier: ref.import_supplier, operations_team_name: TEAM, dry_run: value, accounts: [{ account: exampleAccount() }] }),
+      values: [...blanks, true, false, 'true', 0]
+    }
+  ]
+  for (const { path, attr, body, values } of cases) {
+    const validate = compileIn(ajv, doc.paths[path].post.requestBody.content['application/json'].schema)
+    for (const [i, value] of values.entries()) {
+      const payload = body(value, i)
+      const documentAccepts = validate(payload)
+      const res = await app.inject({ method: 'POST', url: `${path}/`, headers: { authorization: `Token ${tenant.token}` }, payload: payload as object })
+      const serverAccepts = !refusedAt(res, attr)
+      t.equal(documentAccepts, serverAccepts,
+        `${attr}: ${shown(value)}: the document ${documentAccepts ? 'accepts' : 'refuses'} it, the server ${serverAccepts ? `accepts it (${res.statusCode})` : 'refuses it'}`)
+    }
+  }
+})
+
+t.test('unpin_at only on a pinned note: the document says so, and refuses what the server refuses', async (t) => {
+  const { doc, app, tenant, ref } = await documentedWithAccount(t)
+  const op = doc.paths['/v1/data-import/notes/create'].post
+  const schema = op.requestBody.content['application/json'].schema
+  const note = schema.properties.notes.items
+  t.match(note.properties.unpin_at.description, /is_pinned[\s\S]*unexpected_field/, 'the field says it needs is_pinned: true')
+  t.match(op.description, /unpin_at[\s\S]*unexpected_field/, 'the operation names the code')
+  const validate = compileIn(strictAjv(doc), schema)
+  const at = '2999-01-01T00:00:00Z'
+  const notes: Array<Record<string, unknown>> = [
+    { unpin_at: at }, { is_pinned: false, unpin_at: at }, { is_pinned: null, unpin_at: at }, { is_pinned: ' ', unpin_at: at },
+    { is_pinned: true, unpin_at: at }, { is_pinned: false, unpin_at: null }, { is_pinned: false, unpin_at: ' ' }, { is_pinned: false },
+    { is_pinned: true }
+  ]
+  for (const [i, fields] of notes.entries()) {
+    const payload = { ...ref, notes: [{ body: `Note ${i}.`, ...fields }] }
+    const documentAccepts = validate(payload)
+    const res = await app.inject({ method: 'POST', url: '/v1/data-import/notes/create/', headers: { authorization: `Token ${tenant.token}` }, payload })
+    const serverAccepts = !refusedAt(res, 'notes.0.unpin_at') && !refusedAt(res, 'notes.0.is_pinned')
+    t.equal(documentAccepts, serverAccepts,
+      `${JSON.stringify(fields)}: the document ${documentAccepts ? 'accepts' : 'refuses'} it, the server ${serverAccepts ? `accepts it (${res.statusCode})` : 'refuses it'}`)
+  }
+})
+
+t.test('every example in the document is valid against the schema it illustrates', async (t) => {
+  // A vendor other than the one the examples were first written with: the example must follow the configuration.
+  for (const env of [{}, { PAYMENT_VENDORS: 'STRIPE=http://127.0.0.1:9' }] as Array<Record<string, string>>) {
+    t.test(`PAYMENT_VENDORS=${env.PAYMENT_VENDORS ?? ''}`, async (t) => {
+      const { doc } = await documented(t, env)
+      const ajv = strictAjv(doc)
+      const examples = examplesOf(doc, '#')
+      for (const { where, schema, value } of examples) {
+        const validate = compileIn(ajv, schema)
+        t.ok(validate(value), validate.errors ? `${where}: ${JSON.stringify(validate.errors)}` : where)
+      }
+      t.ok(examples.length > Object.keys(REQUEST_EXAMPLES).length, `${examples.length} examples checked`)
+      const payment = doc.paths['/v1/data-import/payment-instruction/create'].post.requestBody.content['application/json']
+      if (env.PAYMENT_VENDORS) t.equal(payment.example?.vendor, 'STRIPE', 'the payment instruction names the configured vendor')
+      else t.notOk('example' in payment, 'no vendor configured, no valid payment instruction: none is shown')
+    })
+  }
 })

@@ -7,8 +7,8 @@ import type { FastifyInstance, FastifySchema, RouteOptions } from 'fastify'
 import fp from 'fastify-plugin'
 import { ErrorBody } from '../../schemas/common.js'
 import {
-  COMPONENT_SCHEMAS, ERROR_RESPONSES, EVERY_OPERATION_STATUSES, GraphqlDocumentation, NAMED_BRANCHES, PATH_PARAMETER_STATUSES, MetricsDocumentation, OpenApiDocumentResponses,
-  SECURITY_SCHEMES, TAGS
+  COMPONENT_SCHEMAS, DOCUMENTED_RULES, ERROR_RESPONSES, EVERY_OPERATION_STATUSES, GraphqlDocumentation, NAMED_BRANCHES, PATH_PARAMETER_STATUSES,
+  MetricsDocumentation, OpenApiDocumentResponses, SECURITY_SCHEMES, TAGS
 } from '../../schemas/openapi.js'
 import { REQUEST_EXAMPLES } from '../../schemas/examples.js'
 import { DECIMAL_TEXT } from '../decimal.js'
@@ -70,19 +70,50 @@ function toOpenApiResponse(response: unknown): unknown {
 }
 
 /**
- * A copy of a schema for the document: the project's Ajv keywords (src/validation.ts) become `x-`
- * extensions with a sentence for people, so nothing unknown to OpenAPI leaks in. Never changes its
- * input (the same objects validate requests).
+ * A blank string: empty, or only the whitespace that `String.prototype.trim` removes (what
+ * `omitEmpty` in src/validation.ts tests), spelled out because `\s` means other characters in
+ * other languages' engines (Python's takes U+001C, not U+FEFF).
  */
-export function toOpenApiSchema(schema: unknown): unknown {
-  if (Array.isArray(schema)) return schema.map(toOpenApiSchema)
+const BLANK_PATTERN = '^[\\t\\n\\v\\f\\r \\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000\\ufeff]*$'
+
+/** What an optional field of an `omitEmpty` object may also be sent as: one named component. */
+function emptyValue(): SchemaObject {
+  return {
+    type: ['null', 'string'],
+    pattern: BLANK_PATTERN,
+    description: '`null`, or a string that is empty or only whitespace: taken as if the field were not sent (its default, if any, applies).',
+    [COMPONENT]: 'EmptyValue'
+  }
+}
+
+/**
+ * An optional field of an `omitEmpty` object as a request may send it: its own schema, or an
+ * empty value. Its description and default stay outside, where readers and tools look for them.
+ */
+function omittable(property: SchemaObject): SchemaObject {
+  const { description, default: fallback, ...own } = property
+  return {
+    ...(description !== undefined ? { description } : {}),
+    ...(fallback !== undefined ? { default: fallback } : {}),
+    anyOf: [own, emptyValue()]
+  }
+}
+
+/**
+ * A copy of a schema for the document: the project's Ajv keywords (src/validation.ts) become `x-`
+ * extensions with a sentence for people, so nothing unknown to OpenAPI leaks in. In a request
+ * (`request: true`), an `omitEmpty` object's optional fields also take what it treats as omitted.
+ * Never changes its input (the same objects validate requests).
+ */
+export function toOpenApiSchema(schema: unknown, options: { request?: boolean } = {}): unknown {
+  if (Array.isArray(schema)) return schema.map((s) => toOpenApiSchema(s, options))
   if (schema === null || typeof schema !== 'object') return schema
   const out: SchemaObject = {}
   for (const [key, value] of Object.entries(schema)) {
     if (SCHEMA_MAPS.has(key) && value !== null && typeof value === 'object') {
-      out[key] = Object.fromEntries(Object.entries(value).map(([name, sub]) => [name, toOpenApiSchema(sub)]))
+      out[key] = Object.fromEntries(Object.entries(value).map(([name, sub]) => [name, toOpenApiSchema(sub, options)]))
     } else if (SUBSCHEMAS.has(key)) {
-      out[key] = toOpenApiSchema(value)
+      out[key] = toOpenApiSchema(value, options)
     } else if (STANDARD_KEYWORDS.has(key) || key.startsWith('x-')) {
       out[key] = structuredClone(value as Json)
     } else {
@@ -98,10 +129,18 @@ export function toOpenApiSchema(schema: unknown): unknown {
   }
   const jsonValue = out['x-json-value'] as { maxBytes: number; maxDepth: number } | undefined
   if (jsonValue) {
-    appendDescription(out, `Any JSON value, at most ${jsonValue.maxBytes} bytes serialised and ${jsonValue.maxDepth} levels deep.`)
+    out.not ??= { type: 'null' } // the keyword refuses null (`null`)
+    appendDescription(out, `Any JSON value but null, at most ${jsonValue.maxBytes} bytes serialised and ${jsonValue.maxDepth} levels deep.`)
   }
-  // A union's branches become named components (`finishDocument` moves them); its discriminator maps to them.
   const source = schema as SchemaObject
+  if (options.request && source.omitEmpty === true && out.properties) {
+    const required = new Set((source.required ?? []) as string[])
+    out.properties = Object.fromEntries(Object.entries(out.properties as Record<string, SchemaObject>)
+      .map(([name, property]) => [name, required.has(name) ? property : omittable(property)]))
+  }
+  // Rules a service checks that JSON Schema can state (schemas/openapi.ts).
+  Object.assign(out, structuredClone(DOCUMENTED_RULES.get(source)))
+  // A union's branches become named components (`finishDocument` moves them); its discriminator maps to them.
   const discriminator = source.discriminator as { propertyName: string } | undefined
   if (discriminator && Array.isArray(source.oneOf)) {
     const mapping: Record<string, string> = {}
@@ -149,7 +188,7 @@ function documentRoute({ schema, url, route }: { schema: FastifySchema; url: str
 
   const out: SchemaObject = { ...source }
   for (const part of ['body', 'querystring', 'params', 'headers'] as const) {
-    if (source[part] !== undefined) out[part] = toOpenApiSchema(source[part])
+    if (source[part] !== undefined) out[part] = toOpenApiSchema(source[part], { request: true })
   }
   const errorStatuses: string[] = []
   if (source.response) {
