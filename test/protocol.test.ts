@@ -5,7 +5,7 @@ import type { AddressInfo } from 'node:net'
 import type { FastifyInstance, InjectOptions } from 'fastify'
 import { parse } from 'graphql'
 import { buildTestApp, TEST_OPERATOR_KEY } from './helpers/app.js'
-import { createTenant, OBTAIN_TOKEN } from './helpers/graphql.js'
+import { createTenant, OBTAIN_TOKEN, operatorToken } from './helpers/graphql.js'
 import { routeRecorder } from './helpers/security.js'
 import { setTimeout as sleep } from 'node:timers/promises'
 
@@ -47,7 +47,9 @@ t.test('GraphQL runs only GraphQL text, and counts every obtainToken it runs', a
       t.equal(res.statusCode, 400, `${JSON.stringify(body)}: ${res.statusCode}`)
     }
     const tooMany = `{ ${Array.from({ length: 6000 }, (_, i) => `a${i}: __typename`).join(' ')} }`
-    t.equal((await post(app, { query: tooMany })).statusCode, 400, 'a document past the token bound is refused before it is parsed whole')
+    const operator = { authorization: `Bearer ${await operatorToken(app)}` }
+    t.equal((await post(app, { query: tooMany }, operator)).statusCode, 400, 'a document past the token bound is refused before it is parsed whole')
+    t.equal((await post(app, { query: tooMany })).statusCode, 413, 'without a token, its size (over 64 KB) is refused first')
     const ok = await post(app, [{ query: OBTAIN_TOKEN, variables: { input: { APIKey: TEST_OPERATOR_KEY } } }])
     t.equal(ok.statusCode, 200, 'a batch of one request still runs')
     const text = await app.inject({ method: 'POST', url: '/graphql', headers: { 'content-type': 'application/graphql' }, payload: '{ __typename }' })
@@ -198,14 +200,18 @@ t.test('callers without a token take no turn: stalled ones do not delay an authe
 })
 
 t.test('slow clients are cut off: headers, whole request, idle keep-alive', async (t) => {
-  const { port } = await listening(t, { HEADERS_TIMEOUT_SECONDS: '1', REQUEST_TIMEOUT_SECONDS: '2', KEEP_ALIVE_TIMEOUT_SECONDS: '1' })
+  const { app, port } = await listening(t, { HEADERS_TIMEOUT_SECONDS: '1', REQUEST_TIMEOUT_SECONDS: '2', KEEP_ALIVE_TIMEOUT_SECONDS: '1' })
+  const acme = await createTenant(app, 'Acme', 'ACME_ENERGY')
   const headers = await exchange(port, 'GET /healthz HTTP/1.1\r\nHost: x\r\n', 10_000)
   t.ok(headers.closedAfterMs !== null && headers.closedAfterMs < 5_000, `half-sent headers: closed after ${headers.closedAfterMs} ms`)
   t.match(headers.response, /^HTTP\/1\.1 408 /, 'with 408')
   t.match(headers.response, /"code":"request_timeout"/, 'in the contract body')
-  const body = await exchange(port, 'POST /v1/data-import/notes/create/ HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"a":', 10_000)
+  const body = await exchange(port, `POST /v1/data-import/notes/create/ HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${acme.token}\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"a":`, 10_000)
   t.ok(body.closedAfterMs !== null && body.closedAfterMs >= 1_500 && body.closedAfterMs < 6_000, `half-sent body: closed after ${body.closedAfterMs} ms`)
   t.match(body.response, /^HTTP\/1\.1 408 /)
+  const tokenless = await exchange(port, 'POST /v1/data-import/notes/create/ HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"a":', 10_000)
+  t.match(tokenless.response, /^HTTP\/1\.1 401 /, 'without a token, a half-sent body is answered at once')
+  t.ok(tokenless.closedAfterMs !== null && tokenless.closedAfterMs < 1_000, `and its connection closed after ${tokenless.closedAfterMs} ms`)
   const idle = await exchange(port, 'GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n', 10_000)
   t.match(idle.response, /^HTTP\/1\.1 200 /, 'a complete request is answered')
   t.ok(idle.closedAfterMs !== null && idle.closedAfterMs < 5_000, `an idle keep-alive connection is closed after ${idle.closedAfterMs} ms`)
