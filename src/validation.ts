@@ -9,8 +9,11 @@ import { decimalProblems, toBig, type DecimalBounds } from './decimal.js'
 const addFormats = ((addFormatsModule as unknown as { default?: typeof addFormatsModule }).default ??
   addFormatsModule) as unknown as (ajv: Ajv) => Ajv
 
-/** Validation builds no more errors than this: an answer lists at most 100, and a hostile body could raise one per byte. */
-export const MAX_SCHEMA_ERRORS = 100
+/**
+ * Validation builds no more errors than this: a hostile body could raise one per key or item, and
+ * an answer lists 100. Up to this many, the answer's 100 are the first in sort order of all.
+ */
+export const MAX_SCHEMA_ERRORS = 1000
 const TOO_MANY = '__tooManySchemaErrors'
 
 /**
@@ -166,7 +169,7 @@ const tooManyErrors = {
   instancePath: '',
   schemaPath: '#',
   params: { code: 'invalid' },
-  message: `The body has too many problems: the first ${MAX_SCHEMA_ERRORS} found are listed.`
+  message: `The body has too many problems: validation stopped after ${MAX_SCHEMA_ERRORS}; the first of those are listed.`
 } as ErrorObject
 
 /**
