@@ -17,7 +17,7 @@ import metricsPlugin from './plugins/metrics.js'
 import openapiPlugin from './plugins/openapi.js'
 import rateLimitsPlugin from './plugins/rate-limits.js'
 import retentionPlugin from './plugins/retention.js'
-import { createLimiter } from './limiter.js'
+import turnsPlugin from './plugins/turns.js'
 import { serializerCompiler, validatorCompiler } from './validation.js'
 import { CLIENT_TOKEN } from '../schemas/openapi.js'
 import healthRoutes from './modules/health/routes.js'
@@ -117,9 +117,8 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     await app.register(retentionPlugin, { config })
     await app.register(bodiesPlugin, { config })
     await app.register(authPlugin, { config, announce: options.announce ?? ((m) => process.stdout.write(m + '\n')) })
-    // Post-import requests worked on at once by this process: as many as it has connections.
-    const postImportLimiter = createLimiter(config.databasePoolSize)
-    await app.register(metricsPlugin, { config, postImportLimiter })
+    await app.register(turnsPlugin, { config })
+    await app.register(metricsPlugin, { config })
     await app.register(graphqlPlugin)
     await app.register(emailsPlugin, { config })
     await app.register(healthRoutes)
@@ -133,7 +132,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
       })
       await scope.register(importsRoutes)
       await scope.register(failuresRoutes)
-      await scope.register(postImportRoutes, { config, limiter: postImportLimiter })
+      await scope.register(postImportRoutes, { config })
     }, { prefix: '/v1/data-import' })
     // Last: every path is known now, so the methods it does not serve answer 405.
     app.answerOtherMethods()

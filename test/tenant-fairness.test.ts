@@ -132,3 +132,14 @@ t.test('many large batches of one organisation do not delay another\'s writes', 
   t.same(answers.map((x) => x.status), Array(20).fill(200), 'and every one of A\'s batches is answered')
   t.same(answers.reduce((n, x) => n + x.counts.created, 0), 2000, 'creating every account')
 })
+
+t.test('many single requests of one organisation do not delay another\'s writes', { skip: testDatabaseUrl ? false : 'the embedded database runs one transaction at a time (PostgreSQL only)' }, async (t) => {
+  const { base, a, requests, alone } = await tenants(t)
+  const headers = { 'content-type': 'application/json', authorization: `Bearer ${a.token}` }
+  const sent = Array.from({ length: 200 }, (_, i) => fetch(`${base}/v1/data-import/account-import-process/create-or-update/`, {
+    method: 'POST', headers, body: JSON.stringify(exampleAccount({ external_account_number: `AS-${i}` })), signal: AbortSignal.timeout(120_000)
+  }).then((res) => res.status))
+  await sleep(100)
+  compare(t, alone, await timings(requests), 'while A stages 200 accounts at once')
+  t.same(await Promise.all(sent), Array(200).fill(201), 'and every one of A\'s accounts is staged')
+})

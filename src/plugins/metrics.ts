@@ -2,7 +2,6 @@ import type { FastifyInstance, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client'
 import type { Config } from '../config.js'
-import type { Limiter } from '../limiter.js'
 import { notAuthenticated, permissionDenied } from '../errors.js'
 import { tokenFromHeader } from '../modules/auth/service.js'
 import { hashSecret, sameHash } from '../modules/auth/secrets.js'
@@ -31,7 +30,7 @@ const UNMATCHED = 'unmatched'
  * metrics are counted in memory per server process; import counts are read from the database at
  * scrape time, so every server reports the same totals.
  */
-export default fp(async function metricsPlugin(app: FastifyInstance, opts: { config: Config; postImportLimiter: Limiter }) {
+export default fp(async function metricsPlugin(app: FastifyInstance, opts: { config: Config }) {
   const register = new Registry()
   const repo = createMetricsRepository(app.db)
 
@@ -96,16 +95,16 @@ export default fp(async function metricsPlugin(app: FastifyInstance, opts: { con
   })
 
   const active = new Gauge({
-    name: 'amis_post_import_requests_active',
-    help: 'Batch post-import requests this process is working on (at most DATABASE_POOL_SIZE).',
+    name: 'amis_write_requests_active',
+    help: 'Requests of the write endpoints this process is working on (at most DATABASE_POOL_SIZE).',
     registers: [register],
-    collect() { active.set(opts.postImportLimiter.active) }
+    collect() { active.set(app.turns.active) }
   })
   const waiting = new Gauge({
-    name: 'amis_post_import_requests_waiting',
-    help: 'Batch post-import requests waiting for their turn in this process (body read and checked).',
+    name: 'amis_write_requests_waiting',
+    help: 'Requests of the write endpoints waiting for their turn in this process (body read).',
     registers: [register],
-    collect() { waiting.set(opts.postImportLimiter.waiting) }
+    collect() { waiting.set(app.turns.waiting) }
   })
   const bodyBytes = new Gauge({
     name: 'amis_request_body_bytes_held',
@@ -168,4 +167,4 @@ export default fp(async function metricsPlugin(app: FastifyInstance, opts: { con
     const text = await scraped.metrics()
     return reply.type(scraped.contentType).send(text)
   })
-}, { name: 'metrics', dependencies: ['db', 'auth', 'failures', 'retention'] })
+}, { name: 'metrics', dependencies: ['db', 'auth', 'bodies', 'turns', 'failures', 'retention'] })

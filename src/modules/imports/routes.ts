@@ -16,11 +16,6 @@ const LIST_SUMMARIES: Record<ProcessList, string> = {
   imported: 'Import processes created'
 }
 
-/**
- * Account routes validate with `attachValidation`: "already imported", "skipped" and "in progress"
- * win over schema errors, so the service decides what to answer.
- */
-const accountRoute = { attachValidation: true } as const
 /** The route config of an account step: its schema errors' top-level code, and its failure records. */
 const accountStep = (step: 'validate' | 'stage' | 'create') => ({
   validationCode: 'account_failed_validation',
@@ -30,6 +25,11 @@ const accountStep = (step: 'validate' | 'stage' | 'create') => ({
 /** Account import and reading import state, under /v1/data-import. */
 const importsRoutes: FastifyPluginAsyncTypebox = async function importsRoutes(app) {
   const service = createImportsService(app.db, app.failures)
+  /**
+   * Account routes take a turn of work, and validate with `attachValidation`: "already imported",
+   * "skipped" and "in progress" win over schema errors, so the service decides what to answer.
+   */
+  const accountRoute = { attachValidation: true, preValidation: app.takeTurn } as const
 
   app.post('/validate-account/', {
     ...accountRoute,

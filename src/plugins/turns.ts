@@ -1,0 +1,46 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import fp from 'fastify-plugin'
+import type { Config } from '../config.js'
+import { createLimiter, type Limiter } from '../limiter.js'
+import { organisationOf } from '../modules/auth/service.js'
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** Requests of the write endpoints this process works on at once, shared between organisations. */
+    turns: Limiter
+    /**
+     * preValidation hook of the write endpoints (validate, stage, create and the post-import ones
+     * but the payment instruction): waits for the organisation's turn once the body has arrived,
+     * so a slow or stalled upload holds none, and before the body is validated, so one
+     * organisation's queued work does not take the thread from another's.
+     */
+    takeTurn(request: FastifyRequest, reply: FastifyReply): Promise<void>
+  }
+}
+
+/** Turns of work: as many as the process has database connections. */
+export default fp(async function turnsPlugin(app: FastifyInstance, opts: { config: Config }) {
+  const limiter = createLimiter(opts.config.databasePoolSize)
+  const held = new WeakMap<FastifyRequest, () => void>()
+  app.decorate('turns', limiter)
+
+  app.decorate('takeTurn', async function takeTurn(request: FastifyRequest, reply: FastifyReply) {
+    let gone = false
+    const leave = () => { gone = true }
+    reply.raw.once('close', leave)
+    const release = await limiter.acquire(organisationOf(request.principal).organisationId)
+    reply.raw.off('close', leave)
+    // Given back when the answer is sent, or when the connection closes first.
+    held.set(request, release)
+    reply.raw.once('close', release)
+    if (gone) {
+      // The client left while waiting: give the turn on at once and go no further.
+      release()
+      reply.hijack()
+    }
+  })
+
+  app.addHook('onResponse', async function giveTurnBack(request) {
+    held.get(request)?.()
+  })
+}, { name: 'turns', dependencies: ['auth'] })
