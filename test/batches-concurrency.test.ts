@@ -15,11 +15,11 @@ import { tempDir } from './helpers/temp-dir.js'
  * supplier's concurrency limit, and a server killed in the middle of a batch.
  */
 
-function postBatch(server: Running, token: string, accounts: unknown[]) {
+function postBatch(server: Running, token: string, accounts: unknown[], more: Record<string, unknown> = {}) {
   return fetch(`${server.url}/v1/data-import/batches/`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
-    body: JSON.stringify({ import_supplier: 'ACME_ENERGY', operations_team_name: TEAM, accounts })
+    body: JSON.stringify({ import_supplier: 'ACME_ENERGY', operations_team_name: TEAM, accounts, ...more })
   }).then(async (res) => ({ status: res.status, body: (await res.json()) as any }))
 }
 
@@ -52,6 +52,34 @@ if (!testDatabaseUrl) {
           (select count(*) from accounts where external_account_number like ${`OV-${round}-%`}) as accounts,
           (select count(*) from notes n join accounts a on a.id = n.account_id where a.external_account_number like ${`OV-${round}-%`}) as notes`))
         t.same([Number(row!.accounts), Number(row!.notes)], [120, 120], `round ${round}: one account and one note each`)
+      }
+    })
+
+    t.test('a dry-run batch racing the real batch of the same accounts: each account created once, by the real one; the dry run creates nothing', async (t) => {
+      for (let round = 0; round < 3; round++) {
+        const externals = Array.from({ length: 120 }, (_, i) => `DR-${round}-${String(i).padStart(3, '0')}`)
+        const entries = externals.map((x) => ({ account: exampleAccount({ external_account_number: x }) }))
+        const [dry, real] = await Promise.all([
+          postBatch(servers[0]!, tenant.token, entries, { dry_run: true }),
+          postBatch(servers[1]!, tenant.token, [...entries].reverse())
+        ])
+        t.same([dry.status, real.status], [200, 200], `round ${round}: both answered`)
+        // A create of the other batch holding an account when an entry is taken one by one: in progress, as for single requests.
+        const inProgress = (r: any) => r.outcome === 'failed' && r.code === 'account_failed_validation' && r.errors.map((e: any) => e.code).join() === 'account_import_in_progress'
+        t.same(dry.body.results.filter((r: any) => !['would_create', 'already_imported'].includes(r.outcome) && !inProgress(r)), [], `round ${round}: dry run outcomes`)
+        t.same(real.body.results.filter((r: any) => !['created', 'already_imported'].includes(r.outcome) && !inProgress(r)), [], `round ${round}: real outcomes`)
+        const [row] = rowsOf<{ accounts: string | number; created: string | number; processes: string | number }>(await database.db.execute(sql`select
+          (select count(*) from accounts where external_account_number like ${`DR-${round}-%`}) as accounts,
+          (select count(*) from import_events e join import_processes p on p.id = e.import_process_id
+            where p.external_account_number like ${`DR-${round}-%`} and e.type = 'CREATED') as created,
+          (select count(*) from import_processes where external_account_number like ${`DR-${round}-%`}) as processes`))
+        t.same([Number(row!.accounts), Number(row!.created)], [real.body.counts.created, real.body.counts.created], `round ${round}: the real batch's accounts, each once`)
+        t.equal(Number(row!.processes), 120, `round ${round}: one process each`)
+        // What the race left in progress, sent again: every account created once.
+        const again = await postBatch(servers[1]!, tenant.token, entries)
+        t.equal(again.body.counts.created + again.body.counts.already_imported, 120, `round ${round}: all there after a retry`)
+        const [total] = rowsOf<{ n: string | number }>(await database.db.execute(sql`select count(*) as n from accounts where external_account_number like ${`DR-${round}-%`}`))
+        t.equal(Number(total!.n), 120, `round ${round}: 120 accounts`)
       }
     })
 

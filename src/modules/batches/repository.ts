@@ -4,7 +4,8 @@ import {
   ledgerTransactions, notes, paymentInstructions, statements, supplyAddresses, supplyPoints, transactionLineItems, transactionTaxItems
 } from '../../../drizzle/schema/index.js'
 import { rowsOf, runInOrder, supplierExternals, type Db } from '../../db/index.js'
-import { insertsOf } from '../accounts/repository.js'
+import type { ErrorEntry } from '../../errors.js'
+import { createAccountsRepository, insertsOf } from '../accounts/repository.js'
 import type { AccountRows } from '../accounts/plan.js'
 import { PROCESS_LOCK_BASE, type Actor, type ProcessState, type SupplierRow } from '../imports/repository.js'
 
@@ -47,6 +48,30 @@ export interface StageAndCreateOutcome {
   elsewhere: string[]
 }
 
+/** What a create reads once it holds an account of a dry run: the supplier and the team as they are then. */
+export interface DryRunClaim {
+  supplierCode: string
+  sendMigrationEmails: boolean
+  /** Null when the batch's team no longer exists. */
+  teamId: string | null
+}
+
+/** The create's verdict on an account's staged data as stored: its rows, or the create's errors (sorted). */
+export type DryRunVerdict = { rows: AccountRows } | { errors: ErrorEntry[] }
+
+/** What the set-based dry run did with each account it was given. */
+export interface DryRunOutcome {
+  /** Staged, and created in the rolled-back part: the dry run succeeded. */
+  wouldCreate: string[]
+  /** Staged, and refused by the create's checks, with their errors. */
+  refused: Map<string, ErrorEntry[]>
+  /** Left to the single-account path: another request holds the account, it is not STAGED, or the supplier is not Ongoing. */
+  elsewhere: string[]
+}
+
+/** Thrown inside the savepoint of a dry run's creates to roll them back. */
+class DryRunRolledBack extends Error {}
+
 /** Code point order, as external account numbers are ordered everywhere (`COLLATE "C"`). */
 const byCodePoint = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0)
 
@@ -55,6 +80,7 @@ const byCodePoint = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0)
  * planned by the same `planAccount` as a single create, events are the same events.
  */
 export function createBatchesRepository(db: Db) {
+  const accountsRepo = createAccountsRepository(db)
   return {
     /** The caller's supplier with this code and the operations team of this name, in one round trip. */
     async supplierAndTeam(code: string, organisationId: string, teamName: string) {
@@ -194,6 +220,153 @@ export function createBatchesRepository(db: Db) {
         ])
         if (rowsOf(marked).length !== creating.length) throw new Error('a batch account changed state while it was being created')
         return { created, elsewhere }
+      })
+    },
+
+    /**
+     * A dry run of accounts in one transaction, as one stage and one dry-run create of each
+     * would leave it: the stage is kept (the process new or restaged, its STAGED or RESTAGED
+     * event, its validate and stage failure records cleared); the create runs on the staged data
+     * as stored, judged by `judge` as a create judges it (today's rules, the team), and its
+     * writes (the account's rows, the process marked imported) are made in a savepoint that is
+     * rolled back; then each account's DRY_RUN event is written, and the create failure records
+     * of those that would be created are cleared. Existing processes are locked as a create
+     * locks them (so IN_PROGRESS shows, and nothing changes their staged data in between); an
+     * account another request holds, one that is not STAGED, or every account when the supplier
+     * is no longer Ongoing, is left out and named in `elsewhere`. Any database error rolls
+     * everything back and is thrown: the caller then takes the accounts one by one.
+     */
+    async stageAndDryRun(
+      supplierId: string, entries: Array<{ external: string; data: Record<string, unknown> }>, actor: Actor, teamName: string,
+      judge: (staged: { id: number; data: unknown }, claim: DryRunClaim) => DryRunVerdict
+    ): Promise<DryRunOutcome> {
+      const sorted = [...entries].sort((a, b) => byCodePoint(a.external, b.external))
+      const pairs = supplierExternals(supplierId, sorted.map((e) => e.external))
+      return db.transaction(async (tx) => {
+        // Locks first (in one order), then the state once they are held, and the supplier and team as a create reads them.
+        const [locks, current, claimed] = await runInOrder(db, [
+          tx.execute(sql`select id, pg_try_advisory_xact_lock(${PROCESS_LOCK_BASE.toString()}::bigint + id) as locked from import_processes
+            where (supplier_id, external_account_number) in ${pairs} order by external_account_number`),
+          tx.execute(sql`select id, external_account_number as external, state from import_processes
+            where (supplier_id, external_account_number) in ${pairs}`),
+          tx.execute(sql`select s.code, s.status, s.send_migration_emails, (select t.id from operations_teams t where t.name = ${teamName}) as team_id
+            from import_suppliers s where s.id = ${supplierId}::uuid`)
+        ])
+        const supplier = rowsOf<{ code: string; status: string; send_migration_emails: boolean; team_id: string | null }>(claimed)[0]
+        const outcome: DryRunOutcome = { wouldCreate: [], refused: new Map(), elsewhere: [] }
+        if (supplier?.status !== 'Ongoing') {
+          outcome.elsewhere.push(...sorted.map((e) => e.external)) // a stage would refuse each: the single path says how
+          return outcome
+        }
+        const claim: DryRunClaim = { supplierCode: supplier.code, sendMigrationEmails: supplier.send_migration_emails, teamId: supplier.team_id }
+        const locked = new Set(rowsOf<{ id: number | string; locked: boolean }>(locks).filter((r) => r.locked).map((r) => Number(r.id)))
+        const existing = new Map(rowsOf<{ id: number | string; external: string; state: ProcessState }>(current).map((r) => [r.external, { id: Number(r.id), state: r.state }]))
+        const fresh: typeof sorted = []
+        const restaged: Array<{ id: number; data: Record<string, unknown> }> = []
+        for (const entry of sorted) {
+          const process = existing.get(entry.external)
+          if (!process) fresh.push(entry)
+          else if (process.state === 'STAGED' && locked.has(process.id)) restaged.push({ id: process.id, data: entry.data })
+          else outcome.elsewhere.push(entry.external)
+        }
+
+        // The stage, as stage writes it: the process with its event, the pair's validate and stage records cleared; the data as stored comes back.
+        const eventColumns = sql`${actor.name}::text, ${actor.organisationId}::uuid, ${actor.apiKeyId}::uuid`
+        const staging: Array<PromiseLike<unknown>> = []
+        if (fresh.length > 0) {
+          staging.push(tx.execute(sql`with inserted as (
+              insert into import_processes (supplier_id, external_account_number, state, staged_data, first_staged_at)
+              select ${supplierId}::uuid, e.external, 'STAGED', e.data, now()
+              from jsonb_to_recordset(${JSON.stringify(fresh)}::jsonb) as e(external text, data jsonb)
+              order by e.external
+              on conflict do nothing
+              returning id, external_account_number, staged_data),
+            events as (
+              insert into import_events (import_process_id, type, actor, organisation_id, api_key_id)
+              select id, 'STAGED'::import_event_type, ${eventColumns} from inserted),
+            cleared as (
+              delete from import_failures f using inserted i where f.supplier_id = ${supplierId}::uuid
+                and f.external_account_number = i.external_account_number and f.step in ('validate', 'stage'))
+            select id, external_account_number as external, staged_data as data from inserted`))
+        }
+        if (restaged.length > 0) {
+          staging.push(tx.execute(sql`with updated as (
+              update import_processes p set staged_data = m.data, staged_data_erased_at = null,
+                first_staged_at = coalesce(p.first_staged_at, now()), updated_at = now()
+              from jsonb_to_recordset(${JSON.stringify(restaged)}::jsonb) as m(id bigint, data jsonb)
+              where p.id = m.id and p.state = 'STAGED'
+              returning p.id, p.external_account_number, p.staged_data),
+            events as (
+              insert into import_events (import_process_id, type, actor, organisation_id, api_key_id)
+              select id, 'RESTAGED'::import_event_type, ${eventColumns} from updated),
+            cleared as (
+              delete from import_failures f using updated u where f.supplier_id = ${supplierId}::uuid
+                and f.external_account_number = u.external_account_number and f.step in ('validate', 'stage'))
+            select id, external_account_number as external, staged_data as data from updated`))
+        }
+        const stagedResults = await runInOrder(db, staging)
+        const staged = stagedResults.flatMap((r) => rowsOf<{ id: number | string; external: string; data: unknown }>(r))
+          .map((r) => ({ id: Number(r.id), external: r.external, data: typeof r.data === 'string' ? JSON.parse(r.data) as unknown : r.data }))
+        const done = new Set([...staged.map((r) => r.external), ...outcome.elsewhere])
+        for (const entry of sorted) {
+          if (!done.has(entry.external)) outcome.elsewhere.push(entry.external) // staged, or changed, by another request meanwhile
+        }
+        if (staged.length === 0) return outcome
+
+        // The create, judged on the data as stored, its writes rolled back.
+        const creating: Array<{ id: number; external: string; rows: AccountRows }> = []
+        const events: Array<typeof importEvents.$inferInsert> = []
+        const dryRunEvent = (id: number, wouldSucceed: boolean, errors: ErrorEntry[]) => events.push({
+          importProcessId: id, type: 'DRY_RUN', actor: actor.name, organisationId: actor.organisationId, apiKeyId: actor.apiKeyId,
+          detail: { would_succeed: wouldSucceed, errors }
+        })
+        for (const process of staged) {
+          const verdict = judge(process, claim)
+          if ('errors' in verdict) {
+            outcome.refused.set(process.external, verdict.errors)
+            dryRunEvent(process.id, false, verdict.errors)
+          } else {
+            creating.push({ id: process.id, external: process.external, rows: verdict.rows })
+            outcome.wouldCreate.push(process.external)
+            dryRunEvent(process.id, true, [])
+          }
+        }
+        if (creating.length > 0) {
+          try {
+            await tx.transaction(async (savepoint) => {
+              const merged: AccountRows = {
+                account: creating[0]!.rows.account, customers: [], ledgers: [], statements: [], transactions: [], lineItems: [], taxItems: [],
+                supplyAddresses: [], supplyPoints: [], agreements: [], metadata: [], outbox: []
+              }
+              for (const { rows } of creating) {
+                for (const key of ['customers', 'ledgers', 'statements', 'transactions', 'lineItems', 'taxItems', 'supplyAddresses', 'supplyPoints', 'agreements', 'metadata', 'outbox'] as const) {
+                  (merged[key] as unknown[]).push(...rows[key])
+                }
+              }
+              const marks = creating.map((c) => ({ id: c.id, san: c.rows.account.serviceAccountNumber }))
+              const [marked] = await accountsRepo.insertAccounts(savepoint, creating.map((c) => c.rows.account), merged, [
+                savepoint.execute(sql`update import_processes p set state = 'IMPORTED', service_account_number = m.san, account_created_at = now(),
+                    latest_error = null, updated_at = now()
+                  from jsonb_to_recordset(${JSON.stringify(marks)}::jsonb) as m(id bigint, san text)
+                  where p.id = m.id and p.state = 'STAGED' returning p.id`)
+              ])
+              if (rowsOf(marked).length !== creating.length) throw new Error('a batch account changed state while it was being dry-run created')
+              throw new DryRunRolledBack()
+            })
+          } catch (err) {
+            if (!(err instanceof DryRunRolledBack)) throw err
+          }
+        }
+
+        // After the rollback: each account's DRY_RUN event; a dry run that would succeed clears the pair's create record too.
+        await runInOrder(db, [
+          ...insertsOf(tx, importEvents, events),
+          ...(outcome.wouldCreate.length === 0
+            ? []
+            : [tx.execute(sql`delete from import_failures
+                where (supplier_id, external_account_number) in ${supplierExternals(supplierId, outcome.wouldCreate)} and step = 'create'`)])
+        ])
+        return outcome
       })
     }
   }

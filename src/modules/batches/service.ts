@@ -17,7 +17,7 @@ import type { OrganisationPrincipal } from '../auth/service.js'
 import { isExternalAccountNumber, type FailuresService } from '../failures/service.js'
 import type { ImportsService } from '../imports/service.js'
 import type { PostImportServices } from '../post-import/services.js'
-import { createBatchesRepository, type ExtraRows, type PlannedAccount } from './repository.js'
+import { createBatchesRepository, type DryRunClaim, type DryRunOutcome, type DryRunVerdict, type ExtraRows, type PlannedAccount } from './repository.js'
 import { agreementsDetail, planAgreements } from '../historical-agreements/service.js'
 import { formatDecimal, toBig } from '../../decimal.js'
 
@@ -53,6 +53,13 @@ interface Entry {
   sectionsDone?: boolean
 }
 
+/**
+ * Lets requests that arrived meanwhile start before the next chunk. On PGlite the database's
+ * answers come back without a turn of the event loop, so a batch would otherwise keep every
+ * other request of the server waiting until its last chunk (seconds for 1,000 entries).
+ */
+const letOthersIn = () => new Promise<void>((resolve) => setImmediate(resolve))
+
 /** Runs `work` on every item, at most `limit` at a time. */
 async function eachLimited<T>(items: T[], limit: number, work: (item: T) => Promise<void>): Promise<void> {
   let next = 0
@@ -65,9 +72,10 @@ async function eachLimited<T>(items: T[], limit: number, work: (item: T) => Prom
 /**
  * Batches: each entry staged, created and given its post-import sections with the single
  * endpoints' rules, codes, events and failure records. Accounts that are new or staged are staged
- * and created set-based, many per statement and one transaction per chunk; everything else (and a
- * chunk that meets a database error, retried account by account) goes through the single
- * endpoints' services, one account at a time, so an entry never changes another's outcome.
+ * and created set-based, many per statement and one transaction per chunk (a dry run: staged,
+ * then created in a savepoint rolled back); everything else (and a chunk that meets a database
+ * error, retried account by account) goes through the single endpoints' services, one account
+ * at a time, so an entry never changes another's outcome.
  */
 export function createBatchesService(deps: {
   db: Db
@@ -152,9 +160,16 @@ export function createBatchesService(deps: {
       // Stage and create (with the sections of new accounts): set-based where nothing stands in the way, else one account at a time.
       const ready = entries.filter((e) => e.data !== undefined)
       const oneByOne: Entry[] = []
-      if (dryRun || supplier.maxConcurrentProcessing !== null) oneByOne.push(...ready)
-      else {
+      // A supplier with a concurrency limit: each create (a dry run's too) takes one of its slots, one account at a time.
+      if (supplier.maxConcurrentProcessing !== null) oneByOne.push(...ready)
+      else if (dryRun) {
         for (let i = 0; i < ready.length; i += CHUNK_ACCOUNTS) {
+          if (i > 0) await letOthersIn()
+          oneByOne.push(...await dryRunChunk(ready.slice(i, i + CHUNK_ACCOUNTS)))
+        }
+      } else {
+        for (let i = 0; i < ready.length; i += CHUNK_ACCOUNTS) {
+          if (i > 0) await letOthersIn()
           const chunk = ready.slice(i, i + CHUNK_ACCOUNTS)
           const plans = new Map<Entry, PlannedAccount>()
           await eachLimited(chunk, CONCURRENCY, async (e) => { plans.set(e, await planEntry(e)) })
@@ -198,6 +213,44 @@ export function createBatchesService(deps: {
       const counts = { created: 0, already_imported: 0, would_create: 0, failed: 0 }
       for (const r of results) counts[r.outcome]++
       return { results, counts }
+
+      /**
+       * Stages and dry-run creates a chunk set-based, with the outcomes a single stage and dry-run
+       * create of each would give; returns the entries left to the one-by-one path (all of them
+       * when the chunk met a database error: nothing of it was kept).
+       */
+      async function dryRunChunk(chunk: Entry[]): Promise<Entry[]> {
+        let outcome: DryRunOutcome
+        try {
+          outcome = await repo.stageAndDryRun(supplier.id, chunk.map((e) => ({ external: e.external!, data: e.data! })), actor, body.operations_team_name,
+            (staged, claim) => judgeStaged(staged, claim))
+        } catch (err) {
+          log.warn({ err, accounts: chunk.length }, 'dry-run batch chunk rolled back; its accounts are taken one by one')
+          return chunk
+        }
+        const elsewhere = new Set(outcome.elsewhere)
+        for (const e of chunk) {
+          const refused = outcome.refused.get(e.external!)
+          if (refused) await failRecorded(e, 'create', accountFailed(refused))
+          else if (!elsewhere.has(e.external!)) e.outcome = 'would_create'
+        }
+        failures.timeline.count(supplier.id, 'staged', chunk.length - elsewhere.size)
+        return chunk.filter((e) => elsewhere.has(e.external!))
+      }
+
+      /** A create's checks of staged data as stored (the team, today's rules) and, when they pass, its rows. */
+      function judgeStaged(staged: { id: number; data: unknown }, claim: DryRunClaim): DryRunVerdict {
+        const errors: ErrorEntry[] = []
+        if (claim.teamId === null) errors.push(entry('operations_team_name_does_not_exist', 'operations_team_name', `Operations team ${body.operations_team_name} does not exist.`))
+        const checked = checkAccountData(staged.data, utcToday())
+        errors.push(...checked.errors)
+        if (errors.length > 0) return { errors: sortEntries(errors) }
+        return {
+          rows: imports.plan(checked.data!, {
+            importProcessId: staged.id, supplierId: supplier.id, operationsTeamId: claim.teamId!, sendMigrationEmails: claim.sendMigrationEmails
+          })
+        }
+      }
 
       /**
        * A new account's rows and its sections' rows, planned by the services of the single
