@@ -77,6 +77,31 @@ t.test('a caller without a token is answered 401 before its body is read or pars
   t.ok(result.ms < parseMs, `answered and closed in ${Math.round(result.ms)} ms, less than parsing the body takes (${Math.round(parseMs)} ms)`)
 })
 
+t.test('a client that asks before sending (Expect: 100-continue) is told to go on only once its token is accepted', async (t) => {
+  const { app, tenant, ref } = await importedSetup(t)
+  await app.listen({ host: '127.0.0.1', port: 0 })
+  const port = (app.server.address() as AddressInfo).port
+  const body = JSON.stringify({ ...ref, notes: [{ body: 'Asked first.' }] })
+  /** Sends the headers, waits, then the body only if told to go on; the text the server sent. */
+  const ask = (authorization: string) => new Promise<string>((resolve) => {
+    const socket = connect(port, '127.0.0.1')
+    let response = ''
+    socket.on('error', () => {})
+    socket.on('data', (chunk) => {
+      response += chunk.toString()
+      if (/^HTTP\/1\.1 100 /.test(response) && !response.includes('\r\n\r\nHTTP')) socket.write(body)
+      if (/\r\n\r\n\{.*\}$/s.test(response.replace(/^HTTP\/1\.1 100 Continue\r\n\r\n/, ''))) socket.end()
+    })
+    socket.on('close', () => resolve(response))
+    socket.write(`POST /v1/data-import/notes/create/ HTTP/1.1\r\nHost: x\r\n${authorization}Content-Type: application/json\r\n` +
+      `Content-Length: ${Buffer.byteLength(body)}\r\nExpect: 100-continue\r\n\r\n`)
+  })
+  const refused = await ask('')
+  t.match(refused, /^HTTP\/1\.1 401 /, 'without a token: 401 straight away, never 100 Continue')
+  const accepted = await ask(`Authorization: Bearer ${tenant.token}\r\n`)
+  t.match(accepted, /^HTTP\/1\.1 100 Continue\r\n\r\nHTTP\/1\.1 201 /, 'with one: 100 Continue, then the body is sent and answered')
+})
+
 t.test('bodies that are not UTF-8 are refused on every POST route, and nothing is stored', async (t) => {
   const routes = routeRecorder()
   const setup = await importedSetup(t, { onRoute: routes.collect, env: UNREACHABLE_VENDOR })

@@ -101,6 +101,17 @@ export default fp(async function bodiesPlugin(app: FastifyInstance, opts: { conf
     request.bodyCap = limit
   })
 
+  // A client that asks before sending its body (Expect: 100-continue, as curl does past 1 MB) is
+  // told to go on only once the request has passed its onRequest hooks (the token above all): a
+  // caller refused there never uploads. Node answers 100 itself unless the server listens for it.
+  app.server.on('checkContinue', function deferContinue(req, res) {
+    app.server.emit('request', req, res)
+  })
+  app.addHook('preParsing', async function sendContinue(request, reply, payload) {
+    if (/^100-continue$/i.test(request.headers.expect ?? '') && !reply.raw.headersSent) reply.raw.writeContinue()
+    return payload
+  })
+
   // A capped body of unknown length is counted as it arrives.
   app.addHook('preParsing', async function countCappedBody(request, _reply, payload) {
     const limit = request.bodyCap
