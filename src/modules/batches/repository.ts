@@ -56,7 +56,10 @@ export interface DryRunClaim {
   teamId: string | null
 }
 
-/** The create's verdict on an account's staged data as stored: its rows, or the create's errors (sorted). */
+/**
+ * The create's verdict on an account's staged data as stored: its rows (planned with import
+ * process id 0: the caller's is filled in), or the create's errors (sorted).
+ */
 export type DryRunVerdict = { rows: AccountRows } | { errors: ErrorEntry[] }
 
 /** What the set-based dry run did with each account it was given. */
@@ -227,7 +230,8 @@ export function createBatchesRepository(db: Db) {
      * A dry run of accounts in one transaction, as one stage and one dry-run create of each
      * would leave it: the stage is kept (the process new or restaged, its STAGED or RESTAGED
      * event, its validate and stage failure records cleared); the create runs on the staged data
-     * as stored, judged by `judge` as a create judges it (today's rules, the team), and its
+     * as stored, judged by `judge` as a create judges it (today's rules, the team: judged on the
+     * data sent while the database stages it, and again where the data stored differs), and its
      * writes (the account's rows, the process marked imported) are made in a savepoint that is
      * rolled back; then each account's DRY_RUN event is written, and the create failure records
      * of those that would be created are cleared. Existing processes are locked as a create
@@ -238,7 +242,7 @@ export function createBatchesRepository(db: Db) {
      */
     async stageAndDryRun(
       supplierId: string, entries: Array<{ external: string; data: Record<string, unknown> }>, actor: Actor, teamName: string,
-      judge: (staged: { id: number; data: unknown }, claim: DryRunClaim) => DryRunVerdict
+      judge: (staged: unknown, claim: DryRunClaim) => DryRunVerdict
     ): Promise<DryRunOutcome> {
       const sorted = [...entries].sort((a, b) => byCodePoint(a.external, b.external))
       const pairs = supplierExternals(supplierId, sorted.map((e) => e.external))
@@ -263,22 +267,29 @@ export function createBatchesRepository(db: Db) {
         const existing = new Map(rowsOf<{ id: number | string; external: string; state: ProcessState }>(current).map((r) => [r.external, { id: Number(r.id), state: r.state }]))
         const fresh: typeof sorted = []
         const restaged: Array<{ id: number; data: Record<string, unknown> }> = []
+        const restagedExternal = new Map<number, string>()
         for (const entry of sorted) {
           const process = existing.get(entry.external)
           if (!process) fresh.push(entry)
-          else if (process.state === 'STAGED' && locked.has(process.id)) restaged.push({ id: process.id, data: entry.data })
-          else outcome.elsewhere.push(entry.external)
+          else if (process.state === 'STAGED' && locked.has(process.id)) {
+            restaged.push({ id: process.id, data: entry.data })
+            restagedExternal.set(process.id, entry.external)
+          } else outcome.elsewhere.push(entry.external)
         }
 
-        // The stage, as stage writes it: the process with its event, the pair's validate and stage records cleared; the data as stored comes back.
+        // The stage, as stage writes it: the process with its event, the pair's validate and stage records cleared. The data as
+        // stored comes back only where it differs from the data sent (a trigger, say); the create judges the data as stored.
         const eventColumns = sql`${actor.name}::text, ${actor.organisationId}::uuid, ${actor.apiKeyId}::uuid`
+        const freshJson = JSON.stringify(fresh)
+        const restagedJson = JSON.stringify(restaged)
         const staging: Array<PromiseLike<unknown>> = []
         if (fresh.length > 0) {
-          staging.push(tx.execute(sql`with inserted as (
+          staging.push(tx.execute(sql`with input as (
+              select e.external, e.data from jsonb_to_recordset(${freshJson}::jsonb) as e(external text, data jsonb)),
+            inserted as (
               insert into import_processes (supplier_id, external_account_number, state, staged_data, first_staged_at)
-              select ${supplierId}::uuid, e.external, 'STAGED', e.data, now()
-              from jsonb_to_recordset(${JSON.stringify(fresh)}::jsonb) as e(external text, data jsonb)
-              order by e.external
+              select ${supplierId}::uuid, external, 'STAGED', data, now() from input
+              order by external
               on conflict do nothing
               returning id, external_account_number, staged_data),
             events as (
@@ -287,13 +298,16 @@ export function createBatchesRepository(db: Db) {
             cleared as (
               delete from import_failures f using inserted i where f.supplier_id = ${supplierId}::uuid
                 and f.external_account_number = i.external_account_number and f.step in ('validate', 'stage'))
-            select id, external_account_number as external, staged_data as data from inserted`))
+            select i.id, i.external_account_number as external, case when i.staged_data = n.data then null else i.staged_data end as changed
+            from inserted i join input n on n.external = i.external_account_number`))
         }
         if (restaged.length > 0) {
-          staging.push(tx.execute(sql`with updated as (
+          staging.push(tx.execute(sql`with input as (
+              select m.id, m.data from jsonb_to_recordset(${restagedJson}::jsonb) as m(id bigint, data jsonb)),
+            updated as (
               update import_processes p set staged_data = m.data, staged_data_erased_at = null,
                 first_staged_at = coalesce(p.first_staged_at, now()), updated_at = now()
-              from jsonb_to_recordset(${JSON.stringify(restaged)}::jsonb) as m(id bigint, data jsonb)
+              from input m
               where p.id = m.id and p.state = 'STAGED'
               returning p.id, p.external_account_number, p.staged_data),
             events as (
@@ -302,33 +316,41 @@ export function createBatchesRepository(db: Db) {
             cleared as (
               delete from import_failures f using updated u where f.supplier_id = ${supplierId}::uuid
                 and f.external_account_number = u.external_account_number and f.step in ('validate', 'stage'))
-            select id, external_account_number as external, staged_data as data from updated`))
+            select u.id, u.external_account_number as external, case when u.staged_data = m.data then null else u.staged_data end as changed
+            from updated u join input m on m.id = u.id`))
         }
-        const stagedResults = await runInOrder(db, staging)
-        const staged = stagedResults.flatMap((r) => rowsOf<{ id: number | string; external: string; data: unknown }>(r))
-          .map((r) => ({ id: Number(r.id), external: r.external, data: typeof r.data === 'string' ? JSON.parse(r.data) as unknown : r.data }))
+        const stagingDone = runInOrder(db, staging)
+        stagingDone.catch(() => {}) // awaited below; a failure is thrown there
+        // While the database stages them, the create's verdicts on the data sent (a copy, as it comes back from the database).
+        await new Promise<void>((resolve) => setImmediate(resolve))
+        const sent = [...(JSON.parse(freshJson) as typeof fresh), ...(JSON.parse(restagedJson) as typeof restaged).map((r) => ({ data: r.data, external: restagedExternal.get(r.id)! }))]
+        const verdicts = new Map(sent.map((e) => [e.external, judge(e.data, claim)]))
+        const staged = (await stagingDone).flatMap((r) => rowsOf<{ id: number | string; external: string; changed: unknown }>(r)).map((r) => {
+          const changed = typeof r.changed === 'string' ? JSON.parse(r.changed) as unknown : r.changed
+          return { id: Number(r.id), external: r.external, verdict: changed === null ? verdicts.get(r.external)! : judge(changed, claim) }
+        })
         const done = new Set([...staged.map((r) => r.external), ...outcome.elsewhere])
         for (const entry of sorted) {
           if (!done.has(entry.external)) outcome.elsewhere.push(entry.external) // staged, or changed, by another request meanwhile
         }
         if (staged.length === 0) return outcome
 
-        // The create, judged on the data as stored, its writes rolled back.
+        // The create, its writes rolled back.
         const creating: Array<{ id: number; external: string; rows: AccountRows }> = []
         const events: Array<typeof importEvents.$inferInsert> = []
         const dryRunEvent = (id: number, wouldSucceed: boolean, errors: ErrorEntry[]) => events.push({
           importProcessId: id, type: 'DRY_RUN', actor: actor.name, organisationId: actor.organisationId, apiKeyId: actor.apiKeyId,
           detail: { would_succeed: wouldSucceed, errors }
         })
-        for (const process of staged) {
-          const verdict = judge(process, claim)
+        for (const { id, external, verdict } of staged) {
           if ('errors' in verdict) {
-            outcome.refused.set(process.external, verdict.errors)
-            dryRunEvent(process.id, false, verdict.errors)
+            outcome.refused.set(external, verdict.errors)
+            dryRunEvent(id, false, verdict.errors)
           } else {
-            creating.push({ id: process.id, external: process.external, rows: verdict.rows })
-            outcome.wouldCreate.push(process.external)
-            dryRunEvent(process.id, true, [])
+            verdict.rows.account.importProcessId = id
+            creating.push({ id, external, rows: verdict.rows })
+            outcome.wouldCreate.push(external)
+            dryRunEvent(id, true, [])
           }
         }
         if (creating.length > 0) {

@@ -239,15 +239,15 @@ export function createBatchesService(deps: {
       }
 
       /** A create's checks of staged data as stored (the team, today's rules) and, when they pass, its rows. */
-      function judgeStaged(staged: { id: number; data: unknown }, claim: DryRunClaim): DryRunVerdict {
+      function judgeStaged(staged: unknown, claim: DryRunClaim): DryRunVerdict {
         const errors: ErrorEntry[] = []
         if (claim.teamId === null) errors.push(entry('operations_team_name_does_not_exist', 'operations_team_name', `Operations team ${body.operations_team_name} does not exist.`))
-        const checked = checkAccountData(staged.data, utcToday())
+        const checked = checkAccountData(staged, utcToday())
         errors.push(...checked.errors)
         if (errors.length > 0) return { errors: sortEntries(errors) }
         return {
           rows: imports.plan(checked.data!, {
-            importProcessId: staged.id, supplierId: supplier.id, operationsTeamId: claim.teamId!, sendMigrationEmails: claim.sendMigrationEmails
+            importProcessId: 0, supplierId: supplier.id, operationsTeamId: claim.teamId!, sendMigrationEmails: claim.sendMigrationEmails
           })
         }
       }
