@@ -22,7 +22,8 @@ import { exampleAccount } from '../schemas/examples.js'
  * BENCH_CONNECTIONS (64), BENCH_RUNS (3: runs per scenario, the median is reported),
  * BENCH_PRELOAD (50000 accounts written before the create scenarios), BENCH_E2E (20000 accounts
  * migrated by the client in batches), BENCH_E2E_SINGLE (2000, one by one), BENCH_PGLITE=0 to skip
- * PGlite. `npm run bench -- --table <results.json>` writes that run's Markdown table again.
+ * PGlite. `npm run bench -- --table <results.json>` writes that run's Markdown table again;
+ * `npm run bench -- --only dry-run` runs the dry-run row alone, on both databases.
  */
 
 const ADMIN_URL = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres'
@@ -36,6 +37,11 @@ const WARMUP_SECONDS = 3
 const LIST_ROWS = 100_000
 const FAILING_ACCOUNTS = 100_000
 const BATCH_ACCOUNTS = 100
+/** Entries of the dry-run batch and of the real batch it is compared with. */
+const DRY_RUN_ACCOUNTS = 1000
+/** A dry-run batch may take at most this many times the real batch of the same entries. */
+const DRY_RUN_CEILING = 1.5
+const ONLY = process.argv.includes('--only') ? process.argv[process.argv.indexOf('--only') + 1] : undefined
 const TOKEN_SECRET = 'bench-secret-bench-secret-bench-secret-0123'
 const OPERATOR_KEY = 'amo_bench-operator-key-0123456789abcdefghijklmn'
 /** The bench's own database: PostgreSQL CPU is counted for its backends (and the server's shared processes) only. */
@@ -57,7 +63,15 @@ interface Measured {
   serverMs?: number
   postgresMs?: number
 }
-interface Row extends Measured { scenario: string; database: string; unit?: string; perSecond?: number; note?: string }
+interface Row extends Measured {
+  scenario: string
+  database: string
+  unit?: string
+  perSecond?: number
+  note?: string
+  /** Compared with a ceiling of its own (the dry-run row: dry-run time over real time). */
+  ratio?: number
+}
 
 async function load(url: string, pid: number, options: Partial<autocannon.Options>, per = 1): Promise<Measured> {
   const runs: Measured[] = []
@@ -93,7 +107,7 @@ async function json(url: string, body: unknown, token?: string, path = '/graphql
   return res.json()
 }
 
-const SUPPLIERS = ['BENCH', 'BENCH_LIST', 'BENCH_BULK', 'BENCH_CEIL', 'BENCH_FAIL', 'BENCH_E2E', 'BENCH_E2E1', 'BENCH_BIG']
+const SUPPLIERS = ['BENCH', 'BENCH_LIST', 'BENCH_BULK', 'BENCH_CEIL', 'BENCH_FAIL', 'BENCH_E2E', 'BENCH_E2E1', 'BENCH_BIG', 'BENCH_DRY']
 
 /** Organisation, key, suppliers and team through the operator GraphQL; returns a client token and the key. */
 async function setUp(url: string): Promise<{ token: string; key: string }> {
@@ -107,9 +121,70 @@ async function setUp(url: string): Promise<{ token: string; key: string }> {
 }
 
 const withExternal = (external: string, supplier = 'BENCH') => ({ ...account, import_supplier: supplier, external_account_number: external })
-const batchBody = (supplier: string, externals: string[]) => JSON.stringify({
-  import_supplier: supplier, operations_team_name: 'Migrations', accounts: externals.map((x) => ({ account: withExternal(x, supplier) }))
+const batchBody = (supplier: string, externals: string[], dryRun = false) => JSON.stringify({
+  import_supplier: supplier, operations_team_name: 'Migrations', ...(dryRun ? { dry_run: true } : {}),
+  accounts: externals.map((x) => ({ account: withExternal(x, supplier) }))
 })
+
+/**
+ * A dry-run batch of DRY_RUN_ACCOUNTS new accounts, then the real batch of the same entries (as a
+ * migration would: try the file, then send it), BENCH_RUNS times; the run with the median ratio
+ * of their times is reported. Meanwhile one status request at a time (a database read) measures
+ * how long the server keeps another request waiting. CPU is per account of the dry run.
+ */
+async function dryRunAgainstReal(api: string, headers: Record<string, string>, pid: number): Promise<{ measured: Measured; ratio: number; note: string }> {
+  const runs: Array<{ dryMs: number; realMs: number; ratio: number; dryWaitMs: number; realWaitMs: number; cpu: { serverMs: number; postgresMs: number }; peak: number }> = []
+  const probe = async (work: Promise<unknown>) => {
+    let longest = 0
+    const state = { done: false }
+    void work.finally(() => { state.done = true }).catch(() => {})
+    while (!state.done) {
+      const t0 = Date.now()
+      // A kept-alive connection the server has just closed fails at once: the next request tries again.
+      await fetch(`${api}/account-transfer-status/BENCH_DRY/PROBE/`, { headers }).then((res) => res.arrayBuffer(), () => {})
+      longest = Math.max(longest, Date.now() - t0)
+    }
+    return longest
+  }
+  const send = async (body: string, expect: string) => {
+    const t0 = Date.now()
+    const res = await fetch(`${api}/batches/`, { method: 'POST', headers, body })
+    const answer = await res.json() as { counts?: Record<string, number> }
+    if (res.status !== 200 || answer.counts?.[expect] !== DRY_RUN_ACCOUNTS) throw new Error(`${expect} batch answered ${res.status}: ${JSON.stringify(answer).slice(0, 500)}`)
+    return Date.now() - t0
+  }
+  // Warm-up (unmeasured): the first batches after a start pay for compiling the code they run.
+  const warm = Array.from({ length: DRY_RUN_ACCOUNTS }, (_, i) => `DRY-W-${i}`)
+  await send(batchBody('BENCH_DRY', warm, true), 'would_create')
+  await send(batchBody('BENCH_DRY', warm), 'created')
+  for (let r = 0; r < RUNS; r++) {
+    const externals = Array.from({ length: DRY_RUN_ACCOUNTS }, (_, i) => `DRY-${r}-${i}`)
+    let peak = rssMb(pid)
+    const sampler = setInterval(() => { peak = Math.max(peak, rssMb(pid)) }, 100)
+    const cpu = cpuSplit(pid, DATABASE)
+    const dry = send(batchBody('BENCH_DRY', externals, true), 'would_create')
+    const dryWaitMs = await probe(dry)
+    const dryMs = await dry
+    const used = cpu.stop()
+    const real = send(batchBody('BENCH_DRY', externals), 'created')
+    const realWaitMs = await probe(real)
+    const realMs = await real
+    clearInterval(sampler)
+    runs.push({ dryMs, realMs, ratio: dryMs / realMs, dryWaitMs, realWaitMs, cpu: used, peak })
+    console.log(`dry run ${r}: dry ${dryMs} ms, real ${realMs} ms, ratio ${(dryMs / realMs).toFixed(2)}; longest wait of a status request: ${dryWaitMs} ms during the dry run, ${realWaitMs} ms during the real one`)
+  }
+  runs.sort((a, b) => a.ratio - b.ratio)
+  const m = runs[Math.floor(runs.length / 2)]!
+  return {
+    measured: {
+      rps: (DRY_RUN_ACCOUNTS / m.dryMs) * 1000, p50: 0, p99: m.dryMs, errors: 0, non2xx: 0, peakRssMb: Math.round(m.peak),
+      serverMs: m.cpu.serverMs / DRY_RUN_ACCOUNTS, postgresMs: m.cpu.postgresMs / DRY_RUN_ACCOUNTS
+    },
+    ratio: m.ratio,
+    note: `dry run ${m.dryMs} ms, real batch ${m.realMs} ms (${Math.round((DRY_RUN_ACCOUNTS / m.realMs) * 1000)} accounts/s): ` +
+      `ratio ${m.ratio.toFixed(2)}; a status request waited at most ${m.dryWaitMs} ms during the dry run (${m.realWaitMs} ms during the real one)`
+  }
+}
 
 /** Runs the migration client (compiled) on `file`; returns accounts/s and its summary. */
 async function migrateFile(url: string, key: string, file: string, args: string[]): Promise<{ perSecond: number; summary: string }> {
@@ -154,6 +229,15 @@ async function ours(database: string, env: Record<string, string>, admin: { url:
     const { token, key } = await setUp(server.url)
     const headers = { 'content-type': 'application/json', authorization: `Token ${token}` }
     const api = `${server.url}/v1/data-import`
+    const dryRun = async () => {
+      const { measured, ratio, note } = await dryRunAgainstReal(api, headers, pid)
+      record(`dry-run batch of ${DRY_RUN_ACCOUNTS.toLocaleString('en')} accounts against the real batch of them`, measured,
+        { unit: 'accounts/s', perSecond: Math.round(measured.rps), ratio, note })
+    }
+    if (ONLY === 'dry-run') {
+      await dryRun()
+      return rows
+    }
 
     if (admin) {
       // Fair ceilings on tables that are not empty: PRELOAD accounts written 200 per transaction
@@ -227,6 +311,7 @@ async function ours(database: string, env: Record<string, string>, admin: { url:
       }]
     }, BATCH_ACCOUNTS)
     record(`batch (${BATCH_ACCOUNTS} accounts/request, 4 connections)`, batch, { unit: 'accounts/s', perSecond: Math.round(batch.rps * BATCH_ACCOUNTS) })
+    await dryRun()
 
     // 500 new transactions per request, spread over the created accounts (each account's writes are serialised).
     let txBatch = 0
@@ -361,6 +446,9 @@ function verdict(r: Row, rows: Row[]): string {
   if (r.scenario.startsWith('all- list')) check('growth < 50 MB', (r.perSecond ?? 0) < 50, `${r.perSecond} MB`)
   if (r.scenario.startsWith('failure summary') || r.scenario.startsWith('timeline')) check('p99 < 200 ms', r.p99 < 200, `${r.p99} ms`)
   if (postgres && r.scenario.startsWith('migrate') && r.scenario.endsWith('batches')) check('≥ 500 accounts/s', (r.perSecond ?? 0) >= 500, `${r.perSecond}/s (×${(500 / (r.perSecond || 1)).toFixed(1)})`)
+  if (r.ratio !== undefined && r.scenario.startsWith('dry-run batch')) {
+    check(`dry run ≤ ${DRY_RUN_CEILING}× the real batch`, r.ratio <= DRY_RUN_CEILING, `${r.ratio.toFixed(2)}× (×${(r.ratio / DRY_RUN_CEILING).toFixed(1)})`)
+  }
   if (r.scenario.startsWith('8 batches')) check('RSS < 400 MB', r.peakRssMb < 400, `${r.peakRssMb} MB`)
   else if (postgres && !r.scenario.startsWith('ceiling') && !r.scenario.startsWith('migrate')) check('RSS < 300 MB', r.peakRssMb < 300, `${r.peakRssMb} MB`)
   return checks.join('; ')
@@ -381,6 +469,7 @@ function table(rows: Row[]): string {
 }
 
 async function main(): Promise<void> {
+  if (ONLY !== undefined && ONLY !== 'dry-run') throw new Error(`--only: the only row that runs alone is dry-run, not ${ONLY}`)
   execFileSync('npm', ['run', 'build'], { cwd: projectRoot, stdio: 'inherit' })
   const name = DATABASE
   const adminSql = postgres(ADMIN_URL, { max: 1, onnotice: () => {} })
@@ -390,7 +479,7 @@ async function main(): Promise<void> {
   const dataDir = mkdtempSync(join(tmpdir(), 'amis-bench-'))
   const rows: Row[] = []
   try {
-    rows.push(...await ceilings(url.toString()))
+    if (!ONLY) rows.push(...await ceilings(url.toString()))
     const sql = postgres(url.toString(), { max: 1, onnotice: () => {} })
     rows.push(...await ours('postgres', { DATABASE_URL: url.toString() }, { url: url.toString(), sql }, dataDir))
     await sql.end()
@@ -400,7 +489,7 @@ async function main(): Promise<void> {
     await adminSql.end()
     rmSync(dataDir, { recursive: true, force: true })
   }
-  const stamp = new Date().toISOString().slice(0, 16).replace(':', '-')
+  const stamp = `${ONLY ? `${ONLY}-` : ''}${new Date().toISOString().slice(0, 16).replace(':', '-')}`
   const dir = join(projectRoot, 'bench', 'results')
   mkdirSync(dir, { recursive: true })
   const meta = { at: new Date().toISOString(), seconds: SECONDS, connections: CONNECTIONS, runs: RUNS, node: process.version }
