@@ -182,7 +182,7 @@ t.test('a dry-run batch of every kind of entry: the answers, events, failure rec
   const mark = await lastEvent(setup)
 
   const res = await dryRun(setup, entries())
-  t.equal(res.statusCode, 200, res.body)
+  t.equal(res.statusCode, 200, res.statusCode === 200 ? 'answered' : res.body)
   const answer = res.json()
   const view = (r: any) => [r.external_account_number, r.outcome, r.service_account_number === importedNumber ? 'the imported number' : r.service_account_number,
     r.step, r.status, r.code, r.errors]
