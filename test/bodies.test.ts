@@ -166,18 +166,20 @@ t.test('pathological shapes are refused before validation, and judging a body co
     let parseMs = Infinity
     let answerMs = Infinity
     let res
-    // Best of three, side by side, so a pause of the test process counts against neither.
+    // CPU time of this process (the app runs in it), best of three, side by side: what the body
+    // costs the server, without the waits for a database that other tests keep busy.
+    const cpuMs = (since: NodeJS.CpuUsage) => { const used = process.cpuUsage(since); return (used.user + used.system) / 1000 }
     for (let i = 0; i < 3; i++) {
-      const parseStarted = performance.now()
+      const parseStarted = process.cpuUsage()
       JSON.parse(text)
-      parseMs = Math.min(parseMs, performance.now() - parseStarted)
-      const started = performance.now()
+      parseMs = Math.min(parseMs, cpuMs(parseStarted))
+      const started = process.cpuUsage()
       res = await post(url, text)
-      answerMs = Math.min(answerMs, performance.now() - started)
+      answerMs = Math.min(answerMs, cpuMs(started))
     }
     t.equal(res!.statusCode, 400, `${what}: 400`)
     t.ok(res!.json().errors.length <= 100, `${what}: at most 100 errors (${res!.json().errors.length})`)
-    t.ok(answerMs <= 2 * parseMs + 150, `${what}: answered in ${Math.round(answerMs)} ms; JSON.parse alone takes ${Math.round(parseMs)} ms`)
+    t.ok(answerMs <= 2 * parseMs + 250, `${what}: answered in ${Math.round(answerMs)} ms of CPU; JSON.parse alone takes ${Math.round(parseMs)} ms`)
   }
 })
 
