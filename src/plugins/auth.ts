@@ -7,7 +7,7 @@ import type { Config } from '../config.js'
 import { AppError, notAuthenticated, permissionDenied } from '../errors.js'
 import { createAuthRepository } from '../modules/auth/repository.js'
 import { hashSecret, newSecret } from '../modules/auth/secrets.js'
-import { createAuthService, tokenFromHeader, type AuthService, type Principal } from '../modules/auth/service.js'
+import { createAuthService, tokenFromHeader, type AuthService, type OrganisationPrincipal, type Principal } from '../modules/auth/service.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -78,7 +78,7 @@ export default fp(async function authPlugin(app: FastifyInstance, opts: AuthPlug
   app.decorate('auth', auth)
   app.decorateRequest('principal', undefined)
 
-  async function organisationPrincipal(request: FastifyRequest): Promise<Principal> {
+  async function organisationPrincipal(request: FastifyRequest): Promise<OrganisationPrincipal> {
     const token = tokenFromHeader(request.headers.authorization)
     if (token === undefined) throw notAuthenticated()
     const principal = await auth.authenticate(token)
@@ -87,7 +87,7 @@ export default fp(async function authPlugin(app: FastifyInstance, opts: AuthPlug
   }
 
   app.decorate('requireOrganisation', async function requireOrganisation(request: FastifyRequest, reply: FastifyReply) {
-    let principal: Principal
+    let principal: OrganisationPrincipal
     try {
       principal = await organisationPrincipal(request)
     } catch (err) {
@@ -97,6 +97,6 @@ export default fp(async function authPlugin(app: FastifyInstance, opts: AuthPlug
     }
     request.principal = principal
     await app.limits.organisation(request)
-    if (principal.kind === 'organisation') await app.reserveBody(request, reply, principal.organisationId)
+    await app.reserveBody(request, reply, principal.organisationId)
   })
 }, { name: 'auth', dependencies: ['db', 'rate-limits', 'bodies'] })
