@@ -12,6 +12,7 @@ import { AppError, entriesFromAjv, entry, sortEntries, type ErrorEntry } from '.
 import { isObject } from '../../objects.js'
 import { utcToday } from '../../rules/context.js'
 import { checkAccountData } from '../accounts/rules.js'
+import { judgeStagedData } from '../accounts/create-check.js'
 import { compileBody } from '../../validation.js'
 import type { OrganisationPrincipal } from '../auth/service.js'
 import { isExternalAccountNumber, type FailuresService } from '../failures/service.js'
@@ -244,16 +245,10 @@ export function createBatchesService(deps: {
 
       /** A create's checks of staged data as stored (the team, today's rules) and, when they pass, its rows. */
       function judgeStaged(staged: unknown, claim: DryRunClaim): DryRunVerdict {
-        const errors: ErrorEntry[] = []
-        if (claim.teamId === null) errors.push(entry('operations_team_name_does_not_exist', 'operations_team_name', `Operations team ${body.operations_team_name} does not exist.`))
-        const checked = checkAccountData(staged, utcToday())
-        errors.push(...checked.errors)
-        if (errors.length > 0) return { errors: sortEntries(errors) }
-        return {
-          rows: imports.plan(checked.data!, {
-            importProcessId: 0, supplierId: supplier.id, operationsTeamId: claim.teamId!, sendMigrationEmails: claim.sendMigrationEmails
-          })
-        }
+        const verdict = judgeStagedData(staged, { id: claim.teamId, name: body.operations_team_name }, {
+          importProcessId: 0, supplierId: supplier.id, sendMigrationEmails: claim.sendMigrationEmails
+        })
+        return 'errors' in verdict ? { errors: sortEntries(verdict.errors) } : verdict
       }
 
       /**

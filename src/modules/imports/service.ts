@@ -9,8 +9,9 @@ import { formatDateTime, formatNullableDateTime } from '../../format.js'
 import { ruleContext, utcToday, type RuleContext } from '../../rules/context.js'
 import { formatDecimal } from '../../decimal.js'
 import { createAccountsRepository } from '../accounts/repository.js'
-import { accountRules, checkAccountData, normaliseAccount } from '../accounts/rules.js'
+import { accountRules, normaliseAccount } from '../accounts/rules.js'
 import { planAccount } from '../accounts/plan.js'
+import { judgeStagedData } from '../accounts/create-check.js'
 import type { OrganisationPrincipal } from '../auth/service.js'
 import { ACCOUNT_STEPS, type FailuresService } from '../failures/service.js'
 import { createImportsRepository, type Actor, type ListRow, type Lookup, type ProcessList, type ProcessRow, type SupplierRow } from './repository.js'
@@ -148,20 +149,15 @@ export function createImportsService(db: Db, failures: FailuresService) {
       // Erased after the look-up (an erasure request): as if it had never been staged.
       if (claim.stagedData === null) throw new CreateRefused(nothingStaged(external))
       if (!claim.slot) throw new CreateRefused(tooManyProcessing())
-      const staged = structuredClone(claim.stagedData)
-      const errors: ErrorEntry[] = []
-      if (claim.teamId === null) errors.push(entry('operations_team_name_does_not_exist', 'operations_team_name', `Operations team ${teamName} does not exist.`))
+      const verdict = judgeStagedData(structuredClone(claim.stagedData), { id: claim.teamId, name: teamName }, {
+        importProcessId: process.id, supplierId: supplier.id, sendMigrationEmails: claim.sendMigrationEmails
+      })
+      const errors = 'errors' in verdict ? verdict.errors : []
       if (claim.supplierStatus !== 'Ongoing') {
         errors.push(entry('import_supplier_migration_not_ongoing', 'import_supplier_code', `The migration of import supplier ${claim.supplierCode} is ${claim.supplierStatus}.`))
       }
-      // The staged data is validated again with today's date: rules may have changed since staging.
-      const checked = checkAccountData(staged, utcToday())
-      errors.push(...checked.errors)
-      if (errors.length > 0) throw new CreateRefused(accountFailed(errors), sortEntries(errors))
-      const data = checked.data!
-      const rows = planAccount(data, {
-        importProcessId: process.id, supplierId: supplier.id, operationsTeamId: claim.teamId!, sendMigrationEmails: claim.sendMigrationEmails
-      })
+      if (errors.length > 0 || !('rows' in verdict)) throw new CreateRefused(accountFailed(errors), sortEntries(errors))
+      const rows = verdict.rows
       const serviceAccountNumber = rows.account.serviceAccountNumber
       const result: CreateResponse = {
         service_account_number: serviceAccountNumber,

@@ -1,0 +1,20 @@
+import { entry, type ErrorEntry } from '../../errors.js'
+import { utcToday } from '../../rules/context.js'
+import { planAccount, type AccountRows, type PlanContext } from './plan.js'
+import { checkAccountData } from './rules.js'
+
+/**
+ * What a create decides from the staged data as stored, without the database: the operations team
+ * must exist and the data must pass today's rules (they may have changed since staging); then the
+ * rows to write. Single creates and dry-run batches both judge through it. Errors are unsorted.
+ */
+export function judgeStagedData(
+  staged: unknown, team: { id: string | null; name: string }, ctx: Omit<PlanContext, 'operationsTeamId'>
+): { rows: AccountRows } | { errors: ErrorEntry[] } {
+  const errors: ErrorEntry[] = []
+  if (team.id === null) errors.push(entry('operations_team_name_does_not_exist', 'operations_team_name', `Operations team ${team.name} does not exist.`))
+  const checked = checkAccountData(staged, utcToday())
+  errors.push(...checked.errors)
+  if (errors.length > 0 || team.id === null) return { errors }
+  return { rows: planAccount(checked.data!, { ...ctx, operationsTeamId: team.id }) }
+}
