@@ -112,5 +112,21 @@ export function createByteBudget(total: number) {
   }
 }
 
+/**
+ * Waits for `acquire` on behalf of an HTTP response, and gives the grant back when the response
+ * closes (its answer sent, or its client gone). False when the client left while waiting: the
+ * grant is then given back at once.
+ */
+export async function holdWhileOpen(response: NodeJS.EventEmitter, acquire: () => Promise<Release>): Promise<boolean> {
+  let gone = false
+  const leave = () => { gone = true }
+  response.once('close', leave)
+  const release = await acquire()
+  response.off('close', leave)
+  if (gone) release()
+  else response.once('close', release)
+  return !gone
+}
+
 export type Limiter = ReturnType<typeof createLimiter>
 export type ByteBudget = ReturnType<typeof createByteBudget>

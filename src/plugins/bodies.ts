@@ -4,7 +4,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import type { Config } from '../config.js'
 import { invalidBody, payloadTooLarge } from '../errors.js'
-import { createByteBudget, type ByteBudget } from '../limiter.js'
+import { createByteBudget, holdWhileOpen, type ByteBudget } from '../limiter.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -85,14 +85,7 @@ export default fp(async function bodiesPlugin(app: FastifyInstance, opts: { conf
     if ((!chunked && !(declared > 0)) || declared > opts.config.bodyLimitBytes) return
     // A body of unknown length may be as long as the limit.
     const bytes = Number.isFinite(declared) && declared > 0 ? declared : opts.config.bodyLimitBytes
-    let gone = false
-    const leave = () => { gone = true }
-    reply.raw.once('close', leave)
-    const release = await budget.acquire(key, bytes)
-    reply.raw.off('close', leave)
-    // Given back once the answer is sent, or when the connection closes first.
-    if (gone) release()
-    else reply.raw.once('close', release)
+    await holdWhileOpen(reply.raw, () => budget.acquire(key, bytes))
   })
 
   app.decorateRequest('bodyCap', undefined)

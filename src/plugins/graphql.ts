@@ -206,7 +206,9 @@ export default fp(async function graphqlPlugin(app: FastifyInstance) {
   async function hasValidToken(request: FastifyRequest): Promise<boolean> {
     try {
       const token = tokenFromHeader(request.headers.authorization)
-      return token !== undefined && (await app.auth.authenticate(token)) !== undefined
+      if (token === undefined) return false
+      await app.auth.authenticate(token) // throws for a token that is not valid
+      return true
     } catch {
       return false
     }

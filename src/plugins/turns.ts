@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import type { Config } from '../config.js'
-import { createLimiter, type Limiter } from '../limiter.js'
+import { createLimiter, holdWhileOpen, type Limiter } from '../limiter.js'
 import { organisationOf } from '../modules/auth/service.js'
 
 declare module 'fastify' {
@@ -21,26 +21,11 @@ declare module 'fastify' {
 /** Turns of work: as many as the process has database connections. */
 export default fp(async function turnsPlugin(app: FastifyInstance, opts: { config: Config }) {
   const limiter = createLimiter(opts.config.databasePoolSize)
-  const held = new WeakMap<FastifyRequest, () => void>()
   app.decorate('turns', limiter)
 
   app.decorate('takeTurn', async function takeTurn(request: FastifyRequest, reply: FastifyReply) {
-    let gone = false
-    const leave = () => { gone = true }
-    reply.raw.once('close', leave)
-    const release = await limiter.acquire(organisationOf(request.principal).organisationId)
-    reply.raw.off('close', leave)
-    // Given back when the answer is sent, or when the connection closes first.
-    held.set(request, release)
-    reply.raw.once('close', release)
-    if (gone) {
-      // The client left while waiting: give the turn on at once and go no further.
-      release()
-      reply.hijack()
-    }
-  })
-
-  app.addHook('onResponse', async function giveTurnBack(request) {
-    held.get(request)?.()
+    const key = organisationOf(request.principal).organisationId
+    // The client left while waiting: its turn is given on at once, and the request goes no further.
+    if (!(await holdWhileOpen(reply.raw, () => limiter.acquire(key)))) reply.hijack()
   })
 }, { name: 'turns', dependencies: ['auth'] })
