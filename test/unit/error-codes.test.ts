@@ -1,0 +1,111 @@
+import t from 'tap'
+import { readdirSync, readFileSync, statSync } from 'node:fs'
+import { join } from 'node:path'
+import { CLIENT_CODES, CODE, ERROR_CODES, formatDetail, meaningOf, type DetailParams, type ErrorCode } from '../../schemas/error-codes.js'
+import { STEP_NAMES } from '../../schemas/failures.js'
+
+const codes = Object.keys(ERROR_CODES) as ErrorCode[]
+
+t.test('a wording is filled in from its placeholders, typed by them', async (t) => {
+  t.equal(formatDetail('invalid_postcode', { postcode: 'BS1 5T', country: 'GB' }), 'BS1 5T is not a valid postcode in GB.')
+  t.equal(formatDetail('throttled', { seconds: 12 }), 'Request was throttled. Expected available in 12 seconds.')
+  t.equal(formatDetail('date_in_future', { field: 'bill_period_to_date' }), 'bill_period_to_date is in the future.')
+  t.equal(formatDetail('energy_ledger_required', {}), 'An ENERGY ledger is required.')
+  t.equal(formatDetail('invalid', { detail: 'A string is required.' }), 'A string is required.')
+  // A value holding a placeholder's spelling is not filled in again.
+  t.equal(formatDetail('does_not_exist', { supplier: '{supplier}' }), 'Import supplier {supplier} does not exist.')
+  t.equal(formatDetail('invalid_postcode', { postcode: '$& $1', country: 'GB' }), '$& $1 is not a valid postcode in GB.', 'replacement patterns stay text')
+
+  const fixed: DetailParams<'energy_ledger_required'> = {}
+  const two: DetailParams<'invalid_postcode'> = { postcode: 'x', country: 'GB' }
+  t.ok(fixed && two)
+  // Checked by the compiler only (npm run typecheck), never run.
+  const typeErrors = () => [
+    // @ts-expect-error a placeholder left out
+    formatDetail('invalid_postcode', { postcode: 'x' }),
+    // @ts-expect-error a name the wording does not have
+    formatDetail('date_in_future', { field: 'x', when: 'now' }),
+    // @ts-expect-error a code the catalogue does not have
+    formatDetail('no_such_code', {})
+  ]
+  t.type(typeErrors, 'function')
+  t.equal(formatDetail('invalid_postcode', { postcode: 'x' } as never), 'x is not a valid postcode in {country}.', 'a value missing at run time leaves its placeholder')
+})
+
+t.test('CODE names each code by itself', async (t) => {
+  t.equal(CODE.invalid_postcode, 'invalid_postcode')
+  t.same(Object.keys(CODE), codes)
+  for (const code of codes) t.equal(CODE[code], code)
+})
+
+t.test('every entry is complete: a status, a kind, steps of STEP_NAMES, one fixed sentence of meaning', async (t) => {
+  for (const code of codes) {
+    const spec = ERROR_CODES[code] as (typeof ERROR_CODES)[ErrorCode] & { answerDetail?: string }
+    t.match(code, /^[a-z][a-z_]*$/, `${code}: snake_case`)
+    t.ok(Number.isInteger(spec.status) && spec.status >= 400 && spec.status < 600, `${code}: an error status`)
+    t.ok(spec.steps.every((s) => (STEP_NAMES as readonly string[]).includes(s)), `${code}: steps are step names`)
+    t.equal(new Set(spec.steps).size, spec.steps.length, `${code}: each step once`)
+    t.match(spec.meaning, /^[A-Z].{20,220}\.$/, `${code}: a sentence`)
+    t.notMatch(spec.meaning, /[{}]/, `${code}: no placeholder in the meaning`)
+    if (spec.answerDetail !== undefined) t.notMatch(spec.answerDetail, /[{}]/, `${code}: the answer's detail is fixed`)
+    if (spec.kind === 'top' || spec.kind === 'graphql') t.equal(spec.answerDetail, undefined, `${code}: a top-level code has one detail`)
+  }
+  for (const [code, { meaning }] of Object.entries(CLIENT_CODES)) {
+    t.notOk(code in ERROR_CODES, `${code}: the client's code is not also a service code`)
+    t.match(meaning, /^[A-Z].{20,220}\.$/, `${code}: a sentence`)
+  }
+  t.equal(meaningOf('invalid_postcode'), ERROR_CODES.invalid_postcode.meaning)
+  t.equal(meaningOf('network_error'), CLIENT_CODES.network_error.meaning)
+  t.match(meaningOf('http_502'), /HTTP status/)
+  t.equal(meaningOf('toString'), undefined, 'only the catalogue\'s own keys')
+  t.equal(meaningOf('no_such_code'), undefined)
+})
+
+/** Every `.ts` file under a folder. */
+function sources(dir: string): string[] {
+  return readdirSync(dir).flatMap((name) => {
+    const path = join(dir, name)
+    return statSync(path).isDirectory() ? sources(path) : path.endsWith('.ts') ? [path] : []
+  })
+}
+
+/** Codes written as string literals where the service raises or maps them. */
+const RAISED = [
+  /\b(?:entry|report|notFound|fail)\(\s*'([a-z_]+)'/g,
+  /new AppError\(\s*\d{3},\s*'([a-z_]+)'/g,
+  /\bcode: '([a-z_]+)'/g,
+  /ErrorWithProps\([^)]*\{ code: '([a-z_]+)' \}/g
+]
+
+t.test('every code the service raises by name is in the catalogue', async (t) => {
+  const found = new Map<string, string>()
+  const add = (code: string, where: string) => { if (!found.has(code)) found.set(code, where) }
+  for (const file of [...sources('src'), ...sources('schemas')]) {
+    if (file.startsWith(join('src', 'cli'))) continue
+    const text = readFileSync(file, 'utf8')
+    for (const pattern of RAISED) for (const m of text.matchAll(pattern)) add(m[1]!, file)
+    // Schema-named codes (`errorCodes: {keyword: code}`).
+    for (const m of text.matchAll(/errorCodes: \{([^}]*)\}/g)) for (const v of m[1]!.matchAll(/'([a-z_]+)'/g)) add(v[1]!, file)
+  }
+  // The keyword mapping and the project's own keywords' codes.
+  const errors = readFileSync(join('src', 'errors.ts'), 'utf8')
+  const mapping = /const codeByKeyword[^{]*\{([^}]*)\}/.exec(errors)![1]!
+  for (const v of mapping.matchAll(/: '([a-z_]+)'/g)) add(v[1]!, 'codeByKeyword')
+  const validation = readFileSync(join('src', 'validation.ts'), 'utf8')
+  const decimal = /const DECIMAL_MESSAGES[^{]*\{([^}]*)\}/.exec(validation)![1]!
+  for (const v of decimal.matchAll(/^\s*([a-z_]+):/gm)) add(v[1]!, 'DECIMAL_MESSAGES')
+  for (const code of ['null', 'blank', 'required', 'min_value']) add(code, 'entriesFromAjv')
+
+  t.ok(found.size > 60, `${found.size} codes found in the code`)
+  for (const [code, where] of found) t.ok(code in ERROR_CODES, `${code} (${where}) is in schemas/error-codes.ts`)
+})
+
+t.test('every code the migration client writes itself is the service\'s or its own', async (t) => {
+  for (const file of sources(join('src', 'cli'))) {
+    if (file.endsWith('generate.ts')) continue // the codes its invalid accounts are meant to get
+    const text = readFileSync(file, 'utf8')
+    for (const m of text.matchAll(/\bcode: '([a-z_]+)'/g)) {
+      t.ok(m[1]! in ERROR_CODES || m[1]! in CLIENT_CODES, `${m[1]} (${file}) is in ERROR_CODES or CLIENT_CODES`)
+    }
+  }
+})
