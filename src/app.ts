@@ -23,6 +23,7 @@ import { CLIENT_TOKEN } from '../schemas/openapi.js'
 import healthRoutes from './modules/health/routes.js'
 import importsRoutes from './modules/imports/routes.js'
 import failuresRoutes from './modules/failures/routes.js'
+import errorCodesRoutes from './modules/error-codes/routes.js'
 import postImportRoutes from './modules/post-import/routes.js'
 
 export interface BuildOptions {
@@ -132,6 +133,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
       })
       await scope.register(importsRoutes)
       await scope.register(failuresRoutes)
+      await scope.register(errorCodesRoutes)
       await scope.register(postImportRoutes, { config })
     }, { prefix: '/v1/data-import' })
     // Last: every path is known now, so the methods it does not serve answer 405.

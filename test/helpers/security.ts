@@ -11,6 +11,9 @@ export function isPublicRoute(url: string): boolean {
     url === '/docs' || url.startsWith('/docs/') || url === '/dashboard' || url.startsWith('/dashboard/')
 }
 
+/** Data-import GETs that hold nothing of an organisation: every organisation reads the same answer. */
+export const SHARED_GET_PATHS = ['/v1/data-import/error-codes/']
+
 export interface Endpoint {
   method: string
   url: string
