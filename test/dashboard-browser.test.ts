@@ -5,6 +5,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { createSigner } from 'fast-jwt'
 import type { FastifyInstance } from 'fastify'
 import type { Page } from 'playwright-core'
+import { ERROR_CODES, type ErrorCode } from '../schemas/error-codes.js'
 import { projectRoot } from '../src/paths.js'
 import { DASHBOARD_CSP } from '../src/plugins/dashboard.js'
 import { exampleAccount, importClient, TEAM } from './helpers/accounts.js'
@@ -271,6 +272,8 @@ t.test('the dashboard in headless Chromium', async (t) => {
     const counts = (await page.locator('#bars .bar .bar-count').allTextContents()).map(digits)
     t.same(counts, summary.byCode.map((r) => r.accounts))
     t.equal(await page.locator('#bars button.bar').count(), summary.byCode.length, 'bars are buttons (keyboard-accessible)')
+    const meanings = await page.locator('#bars .bar .bar-meaning').allTextContents()
+    t.same(meanings, summary.byCode.map((r) => ERROR_CODES[r.code as ErrorCode].meaning), 'each bar says what its code means (GET error-codes/)')
   })
 
   t.test('choosing the invalid_phone_number bar lists its accounts, the HTML-shaped one as text', async (t) => {
@@ -286,12 +289,21 @@ t.test('the dashboard in headless Chromium', async (t) => {
     t.ok(listed.includes(XSS), 'the HTML-shaped account number appears as literal text')
     t.equal(await page.locator('img').count(), 0, 'no img element was injected')
     t.same(dialogs, [], 'no dialog fired')
+    t.equal(await page.locator('#bar-meaning').textContent(), ERROR_CODES.invalid_phone_number.meaning, 'what the chosen code means, above its accounts')
 
     mkdirSync(artifacts, { recursive: true })
     await page.mouse.move(0, 0)
     await page.screenshot({ path: join(artifacts, 'dashboard.png') })
     // The README's picture, only when asked for: a test run leaves the checkout as it was.
     if (process.env.UPDATE_DOCS_IMAGES === '1') await page.screenshot({ path: join(projectRoot, 'docs', 'images', 'dashboard.png') })
+    // The failure list with its meanings, wide and on a phone.
+    for (const width of [1400, 390]) {
+      await page.setViewportSize({ width, height: 800 })
+      await page.locator('.failures').screenshot({ path: join(artifacts, `dashboard-failures-${width}.png`) })
+      const right = await page.evaluate(() => document.querySelector('.failures').getBoundingClientRect().right)
+      t.ok(right <= width, `${width} px: the failure list fits the window (its right edge at ${Math.round(right)} px)`)
+    }
+    await page.setViewportSize({ width: 1280, height: 800 })
   })
 
   t.test('choosing an account shows its events', async (t) => {
@@ -423,6 +435,8 @@ t.test('the dashboard in headless Chromium', async (t) => {
     t.equal(await page.locator('#supplier-picker').inputValue(), 'B_ENERGY')
     await nextRefresh(page)
     t.equal(await page.locator('#supplier-picker').inputValue(), 'B_ENERGY', 'and a refresh keeps it')
+    await page.locator('#bars .bar').first().waitFor()
+    t.equal(await page.locator('#bars .bar-meaning:visible').count(), 0, 'no meanings: error-codes/ takes an organisation\'s token, so the page does not ask')
     await page.screenshot({ path: join(artifacts, 'dashboard-operator.png'), fullPage: true })
   })
 

@@ -1,6 +1,7 @@
 // The migration dashboard: a plain browser module, no build step and no framework. Everything it
 // shows comes from the public GraphQL API (POST /graphql) with the token that obtainToken gave for
-// the API key typed in; the key itself is never stored. The DOM is built with createElement and
+// the API key typed in, and the error codes' meanings from GET /v1/data-import/error-codes/ (an
+// organisation's token only); the key itself is never stored. The DOM is built with createElement and
 // textContent only: data from the service is never parsed as HTML.
 
 const STORAGE_KEY = 'amis.dashboard.session'
@@ -172,6 +173,59 @@ function errorOf(result) {
 
 const hasCode = (results, codes) => results.some((r) => (r.errors ?? []).some((e) => codes.includes(e.extensions?.code)))
 
+/** What each error code means (code → one sentence), read once per sign-in; empty until then. */
+const meanings = new Map()
+/** 'none' (to read), 'loaded', or 'unavailable' (the operator's token may not read it). */
+let meaningsState = 'none'
+
+/**
+ * Reads the error codes' meanings, for an organisation's session. A failure leaves them unread
+ * (tried again at the next refresh); the codes are shown without their meanings meanwhile.
+ */
+async function loadMeanings(gen) {
+  if (meaningsState !== 'none' || state.role === null) return
+  if (state.role !== 'organisation') {
+    meaningsState = 'unavailable'
+    return
+  }
+  let response
+  try {
+    response = await fetch('/v1/data-import/error-codes/', {
+      headers: { authorization: `Bearer ${state.session.token}` }, cache: 'no-store', credentials: 'omit'
+    })
+  } catch {
+    return
+  }
+  if (!response.ok) {
+    if (response.status !== 401 && response.status < 500) meaningsState = 'unavailable'
+    return
+  }
+  const codes = await response.json().catch(() => null)
+  if (gen !== generation || !Array.isArray(codes)) return
+  for (const { code, meaning } of codes) if (typeof code === 'string' && typeof meaning === 'string') meanings.set(code, meaning)
+  meaningsState = 'loaded'
+  fillMeanings()
+}
+
+/** A code's meaning, small text that fills itself in once the meanings are read. */
+function meaningElement(tag, className, code) {
+  const element = h(tag, className)
+  element.dataset.meaningOf = code
+  setMeaning(element)
+  return element
+}
+
+function setMeaning(element) {
+  const meaning = meanings.get(element.dataset.meaningOf)
+  element.textContent = meaning ?? ''
+  show(element, Boolean(meaning))
+}
+
+function fillMeanings() {
+  for (const element of document.querySelectorAll('[data-meaning-of]')) setMeaning(element)
+  for (const element of document.querySelectorAll('[data-title-code]')) element.title = meanings.get(element.dataset.titleCode) ?? ''
+}
+
 // ---------------------------------------------------------------------------------------------
 // The session: the token, its refresh token and its expiry, in sessionStorage (never the key)
 
@@ -317,6 +371,8 @@ async function refresh() {
       const results = await call(operations)
       if (gen !== generation) return
       results.forEach((result, i) => handlers[i](result))
+      await loadMeanings(gen)
+      if (gen !== generation) return
       // The answer named another supplier to show (the first, or the chosen one went): its figures at once.
       if (state.supplier === supplier || !state.supplier) break
     }
@@ -662,6 +718,7 @@ function renderSummary(summary) {
     fill.style.width = `${Math.max(2, (row.accounts / max) * 100)}%`
     const button = h('button', 'bar',
       h('span', 'bar-label', h('span', 'bar-step', row.step), h('span', 'bar-sep', ' · '), h('span', 'bar-code', ...breakAfterUnderscores(row.code))),
+      meaningElement('span', 'bar-meaning', row.code),
       h('span', 'bar-track', fill),
       h('span', 'bar-count', formatNumber(row.accounts)))
     button.type = 'button'
@@ -695,6 +752,8 @@ function renderFailures() {
     ? ['Failing at ', h('span', 'mono', bar.step), ' with ', h('span', 'mono', bar.code)]
     : ['Failing accounts']))
   show($('clear-bar'), Boolean(bar))
+  $('bar-meaning').dataset.meaningOf = bar?.code ?? ''
+  setMeaning($('bar-meaning'))
   let message = ''
   if (!bar) message = 'Choose a bar to list the accounts failing with that code.'
   else if (!loaded) message = 'Loading accounts…'
@@ -715,8 +774,8 @@ function accountRow(failure, bar) {
   open.title = 'Show this account\'s events'
   open.addEventListener('click', () => selectAccount({ external: failure.externalAccountNumber, step: failure.step }))
   const attrs = h('ul', 'attrs', ...failure.errors.map((e) => h('li', e.code === bar.code ? null : 'other',
-    h('code', null, e.attr ?? '(whole request)'), e.code === bar.code ? null : h('span', 'muted', ` ${e.code}`))))
-  if (failure.errors.length === 0) attrs.append(h('li', 'other', h('span', 'muted', failure.code)))
+    h('code', null, e.attr ?? '(whole request)'), e.code === bar.code ? null : titled(h('span', 'muted', ` ${e.code}`), e.code))))
+  if (failure.errors.length === 0) attrs.append(h('li', 'other', h('span', 'muted', failure.code), meaningElement('span', 'row-meaning', failure.code)))
   const failedAt = timeElement(null, failure.failedAt)
   const row = h('tr', null,
     h('td', null, open),
@@ -728,6 +787,13 @@ function accountRow(failure, bar) {
   row.dataset.key = `${failure.externalAccountNumber}\u0000${failure.step}`
   row.dataset.external = failure.externalAccountNumber
   return row
+}
+
+/** An element whose tooltip is `code`'s meaning (once read). */
+function titled(element, code) {
+  element.dataset.titleCode = code
+  element.title = meanings.get(code) ?? ''
+  return element
 }
 
 function markAccounts() {
@@ -791,6 +857,8 @@ function showSignIn(message) {
 
 function startBoard() {
   generation++
+  meanings.clear()
+  meaningsState = 'none'
   state.role = null
   state.suppliers = []
   state.suppliersLoaded = false
