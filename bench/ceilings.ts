@@ -22,7 +22,7 @@ export function exampleData(): Record<string, unknown> {
   const data = exampleAccount()
   const validate = compileBody(AccountData)
   if (!validate(data)) throw new Error('the example account does not validate')
-  return normaliseAccount(data) as Record<string, unknown>
+  return normaliseAccount(data as AccountData) as Record<string, unknown>
 }
 
 /** A planned account whose ids and numbers are made new: the same rows, other keys. */

@@ -25,7 +25,7 @@ const STAGED = 3000
 const CREATE_WORKERS = 4
 const BASELINE_MS = 10_000
 const OPERATOR_KEY = 'amo_bench-operator-key-0123456789abcdefghijklmn'
-const account = exampleAccount()
+const account: Record<string, any> = exampleAccount()
 
 interface Latencies { count: number; p50: number; p99: number; max: number }
 

@@ -47,7 +47,7 @@ const OPERATOR_KEY = 'amo_bench-operator-key-0123456789abcdefghijklmn'
 /** The bench's own database: PostgreSQL CPU is counted for its backends (and the server's shared processes) only. */
 const DATABASE = `amis_bench_${Date.now()}`
 
-const account = exampleAccount()
+const account: Record<string, any> = exampleAccount()
 // The ceilings' plain schema has no "blank optional = omitted" rule: send the example without its blank fields.
 delete account.billing_address.administrative_area
 for (const a of account.supply_addresses) delete a.supply_address.administrative_area

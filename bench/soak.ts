@@ -28,7 +28,7 @@ const RATE = Number(process.env.SOAK_RATE ?? 40)
 const SAMPLE_MS = 5000
 const TOKEN_SECRET = 'soak-secret-soak-secret-soak-secret-01234567'
 const OPERATOR_KEY = 'amo_soak-operator-key-0123456789abcdefghijklmnop'
-const FIXTURE = exampleAccount()
+const FIXTURE: Record<string, any> = exampleAccount()
 const OPENING_BALANCE = new Big(FIXTURE.ledgers[0].ledger_balance)
 const DAY = new Date(Date.now() - 86_400_000).toISOString().slice(0, 10)
 

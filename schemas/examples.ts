@@ -9,8 +9,8 @@ import account from '../docs/examples/account.json' with { type: 'json' }
 export const EXAMPLE_ACCOUNT: Readonly<Record<string, unknown>> = account
 
 /** The example account as a fresh, mutable copy. */
-export function exampleAccount(): Record<string, any> {
-  return structuredClone(EXAMPLE_ACCOUNT) as Record<string, any>
+export function exampleAccount(): Record<string, unknown> {
+  return structuredClone(EXAMPLE_ACCOUNT)
 }
 
 const ref = { import_supplier: 'ACME_ENERGY', external_account_number: 'EXT-000123' }

@@ -67,7 +67,7 @@ function withoutYearZero(ajv: Ajv, name: 'date' | 'date-time'): void {
 }
 
 type KeywordError = { keyword: string; message: string; params: { code: string } }
-type ValidateWithErrors = ((...args: any[]) => boolean) & { errors?: KeywordError[] }
+type ValidateWithErrors = ((...args: never[]) => boolean) & { errors?: KeywordError[] }
 
 const DECIMAL_MESSAGES: Record<string, string> = {
   invalid_decimal: 'A valid decimal number is required (a decimal string or a JSON number).',

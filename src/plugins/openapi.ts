@@ -210,10 +210,18 @@ function documentRoute({ schema, url, route }: { schema: FastifySchema; url: str
 }
 
 type Operation = { responses: Record<string, { description: string; content?: unknown } | { $ref: string }>; [key: string]: unknown }
+type Paths = Record<string, Record<string, Operation>>
+
+/** The document @fastify/swagger made: the parts finishDocument reads and changes. */
+interface OpenApiDocument {
+  paths?: Paths
+  components: { schemas: Record<string, unknown>; [key: string]: unknown }
+  [key: string]: unknown
+}
 
 /** Shared error responses as `$ref`s, and readable descriptions for the others. */
-function finishDocument({ openapiObject }: { openapiObject: Partial<Record<string, any>> }) {
-  for (const pathItem of Object.values(openapiObject.paths ?? {}) as Array<Record<string, Operation>>) {
+function finishDocument({ openapiObject }: { openapiObject: OpenApiDocument }) {
+  for (const pathItem of Object.values(openapiObject.paths ?? {})) {
     for (const operation of Object.values(pathItem)) {
       for (const [status, response] of Object.entries(operation.responses)) {
         if ('description' in response && response.description === 'Default Response') {
@@ -232,8 +240,9 @@ function finishDocument({ openapiObject }: { openapiObject: Partial<Record<strin
       operation.responses = Object.fromEntries(Object.entries(operation.responses).sort(([a], [b]) => a.localeCompare(b)))
     }
   }
-  const schemas = openapiObject.components.schemas as Record<string, unknown>
-  openapiObject.paths = extractComponents(openapiObject.paths, schemas)
+  const schemas = openapiObject.components.schemas
+  // Only marked schemas inside operations change: paths, methods and operations stay as they are.
+  openapiObject.paths = extractComponents(openapiObject.paths, schemas) as Paths | undefined
   for (const [name, schema] of Object.entries(schemas)) schemas[name] = extractComponents(schema, schemas)
   return openapiObject
 }

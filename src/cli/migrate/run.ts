@@ -117,7 +117,7 @@ function createPipeline(client: ServiceClient, options: MigrateOptions, onFatal:
   /** The import status, waiting (with backoff) while a create of the account is running. */
   async function status(supplier: string, external: string): Promise<Answer> {
     let answer = await client.get(`account-transfer-status/${enc(supplier)}/${enc(external)}/`)
-    for (let wait = 1; answer.status === 200 && answer.body?.status === 'IN_PROGRESS' && wait < options.retry.maxAttempts; wait++) {
+    for (let wait = 1; answer.status === 200 && isObject(answer.body) && answer.body.status === 'IN_PROGRESS' && wait < options.retry.maxAttempts; wait++) {
       await new Promise((resolve) => setTimeout(resolve, Math.min(options.retry.backoffMaxMs, options.retry.backoffBaseMs * 2 ** wait)))
       answer = await client.get(`account-transfer-status/${enc(supplier)}/${enc(external)}/`)
     }
@@ -168,15 +168,16 @@ function createPipeline(client: ServiceClient, options: MigrateOptions, onFatal:
 
     /** With --resume, an account already imported is picked up where it was left. */
     const alreadyImported = (answer: Answer) => {
-      if (!options.resume || answer.status !== 400 || !hasCode(answer.body, 'account_already_imported')) return false
-      serviceAccountNumber = String(answer.body.service_account_number)
+      const body = answer.body
+      if (!options.resume || answer.status !== 400 || !isObject(body) || !hasCode(body, 'account_already_imported')) return false
+      serviceAccountNumber = String(body.service_account_number)
       completedBefore = true
       return true
     }
 
     if (options.resume && external !== null && supplier !== null) {
       const answer = await status(supplier, external)
-      if (answer.status === 200 && answer.body?.status === 'COMPLETED') {
+      if (answer.status === 200 && isObject(answer.body) && answer.body.status === 'COMPLETED') {
         serviceAccountNumber = String(answer.body.service_account_number)
         completedBefore = true
       } else if (answer.status !== 200 && answer.status !== 404) {
@@ -197,12 +198,13 @@ function createPipeline(client: ServiceClient, options: MigrateOptions, onFatal:
         return failed(entry, 'dry_run', dry)
       }
       const created = await client.post('account-import-process/process/', request, CREATE_TRANSIENT)
+      const body = isObject(created.body) ? created.body : {}
       if (created.status === 201) {
-        serviceAccountNumber = String(created.body.service_account_number)
-        ledgersKnown = created.body.ledgers
-      } else if (created.status === 400 && hasCode(created.body, 'account_already_imported') && created.attempts > 1) {
+        serviceAccountNumber = String(body.service_account_number)
+        ledgersKnown = Array.isArray(body.ledgers) ? body.ledgers : undefined
+      } else if (created.status === 400 && hasCode(body, 'account_already_imported') && created.attempts > 1) {
         // An earlier attempt of this very request was created, but its answer was lost.
-        serviceAccountNumber = String(created.body.service_account_number)
+        serviceAccountNumber = String(body.service_account_number)
       } else if (!alreadyImported(created)) {
         return failed(entry, 'create', created)
       }
@@ -215,7 +217,7 @@ function createPipeline(client: ServiceClient, options: MigrateOptions, onFatal:
     const ledgers = async () => {
       if (ledgersKnown) return ledgersKnown
       const summary = await client.get(`accounts/${enc(supplier ?? '')}/${enc(external ?? '')}/`)
-      ledgersKnown = summary.status === 200 && Array.isArray(summary.body?.ledgers) ? summary.body.ledgers : []
+      ledgersKnown = summary.status === 200 && isObject(summary.body) && Array.isArray(summary.body.ledgers) ? summary.body.ledgers : []
       return ledgersKnown!
     }
     const sent: Partial<Record<Section, number>> = {}

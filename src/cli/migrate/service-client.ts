@@ -53,7 +53,7 @@ export interface RetryCounts {
 /** The final answer to a request: HTTP status (0 when no answer came) and parsed body. */
 export interface Answer {
   status: number
-  body: any
+  body: unknown
   /** Attempts made, the last included. */
   attempts: number
 }
@@ -350,7 +350,7 @@ export function createServiceClient(options: ServiceClientOptions) {
       connected = true
     },
     /** A GraphQL query with the organisation's token; its `data`, or throws with the first error's message. */
-    async graphql(query: string, variables: Record<string, unknown> = {}): Promise<Record<string, any>> {
+    async graphql(query: string, variables: Record<string, unknown> = {}): Promise<Record<string, unknown>> {
       const answer = await send('POST', '/graphql', { query, variables }, true)
       const body = answer.body
       const error = isObject(body) && Array.isArray(body.errors) && isObject(body.errors[0]) ? body.errors[0] : undefined

@@ -4,6 +4,7 @@ import type {
   supplyAddresses, supplyPoints, transactionLineItems, transactionTaxItems
 } from '../../../drizzle/schema/index.js'
 import type { AccountData } from '../../../schemas/account.js'
+import type { LineItem, TaxItem, Transaction } from '../../../schemas/transactions.js'
 import { sumDecimals, toBig, formatDecimal } from '../../decimal.js'
 import { signedAmount } from '../../rules/transactions.js'
 
@@ -164,10 +165,21 @@ export function planAccount(data: AccountData, ctx: PlanContext): AccountRows {
   return rows
 }
 
+/** A transaction of any type, read field by field: a field its type lacks reads as undefined. */
+type AnyTransaction = Transaction & {
+  reason?: string
+  display_note?: string
+  reference?: string
+  payment_type?: string
+  product_code?: string
+  line_items?: LineItem[]
+  tax_items?: TaxItem[]
+}
+
 /** The rows of one transaction with its line and tax items. */
 export function addTransaction(
   rows: Pick<AccountRows, 'transactions' | 'lineItems' | 'taxItems'>,
-  t: any,
+  t: AnyTransaction,
   ledgerId: string,
   statementId: string | null,
   source: 'ACCOUNT_IMPORT' | 'POST_IMPORT' | 'BILLING_DOCUMENT',
@@ -189,7 +201,7 @@ export function addTransaction(
     description: extra.description ?? null,
     originalTransactionDate: extra.originalTransactionDate ?? null
   })
-  ;(t.line_items ?? []).forEach((l: any, position: number) => rows.lineItems.push({
+  ;(t.line_items ?? []).forEach((l, position) => rows.lineItems.push({
     transactionId: id, position,
     rateBand: l.rate_band,
     startDate: l.start_date,
@@ -199,7 +211,7 @@ export function addTransaction(
     pricePerUnit: String(l.price_per_unit),
     units: l.units ? l.units.map(String) : null
   }))
-  ;(t.tax_items ?? []).forEach((x: any, position: number) => rows.taxItems.push({
+  ;(t.tax_items ?? []).forEach((x, position) => rows.taxItems.push({
     transactionId: id, position,
     amount: String(x.amount),
     taxType: x.tax_type,

@@ -1,10 +1,11 @@
-import { AccountData, LEDGER_CODES } from '../../../schemas/account.js'
-import { formatDecimal, sumDecimals, toBig, normaliseDecimals } from '../../decimal.js'
+import { AccountData, LEDGER_CODES, type Address } from '../../../schemas/account.js'
+import { formatDecimal, sumDecimals, toBig, normaliseDecimals, type Big } from '../../decimal.js'
 import { compareAttr, entriesFromAjv, sortEntries, type ErrorEntry } from '../../errors.js'
 import { addressKey, countryCode, normalisePostcode } from '../../rules/address.js'
 import { emailProblem, phoneE164 } from '../../rules/contact.js'
 import { ruleContext, type RuleContext } from '../../rules/context.js'
 import { normaliseTransaction, signedAmount, transactionRules } from '../../rules/transactions.js'
+import { fieldOf, isObject } from '../../objects.js'
 import { compileBody } from '../../validation.js'
 
 const validateAccountData = compileBody(AccountData)
@@ -26,20 +27,21 @@ export function checkAccountData(data: unknown, today: string, schemaErrors = ac
 
 /**
  * The business rules of account data that went through the schema. Values are read only
- * where `ctx.clean` says their schema checks passed, so the data is typed loosely here.
+ * where `ctx.clean` says their schema checks passed, so the data is `unknown` here and each
+ * value is narrowed where it is read.
  */
-export function accountRules(data: any, ctx: RuleContext): void {
-  if (data === null || typeof data !== 'object' || Array.isArray(data)) return
+export function accountRules(data: unknown, ctx: RuleContext): void {
+  if (!isObject(data)) return
   billingOptionRules(data, ctx)
   const billingCountry = addressRules(data.billing_address, 'billing_address', ctx)
   customerRules(data, billingCountry, ctx)
   supplyAddressRules(data, ctx)
   ledgerRules(data, ctx)
   laterDuplicates(ctx, 'metadata_has_duplicate_keys', 'The metadata key appears more than once.',
-    arrayOf(data.metadata).map((m, i) => [`metadata.${i}.key`, m?.key]))
+    arrayOf(data.metadata).map((m, i) => [`metadata.${i}.key`, fieldOf(m, 'key')]))
 }
 
-const arrayOf = (value: unknown): any[] => (Array.isArray(value) ? value : [])
+const arrayOf = (value: unknown): unknown[] => (Array.isArray(value) ? value : [])
 
 /** Reports every later occurrence of a value already seen (values read only where clean). */
 function laterDuplicates(ctx: RuleContext, code: string, detail: string, items: Array<[attr: string, value: unknown]>): void {
@@ -51,9 +53,9 @@ function laterDuplicates(ctx: RuleContext, code: string, detail: string, items: 
   }
 }
 
-function billingOptionRules(data: any, ctx: RuleContext): void {
+function billingOptionRules(data: Record<string, unknown>, ctx: RuleContext): void {
   const options = data.account_billing_options
-  if (!options || !ctx.clean('account_billing_options.use_industry_billing')) return
+  if (!isObject(options) || !ctx.clean('account_billing_options.use_industry_billing')) return
   for (const field of ['period_length', 'period_start_day']) {
     const attr = `account_billing_options.${field}`
     if (options.use_industry_billing === false && options[field] === undefined && ctx.clean(attr)) {
@@ -66,20 +68,22 @@ function billingOptionRules(data: any, ctx: RuleContext): void {
 }
 
 /** Country and postcode of an address; returns its country code when valid. */
-function addressRules(address: any, path: string, ctx: RuleContext): string | undefined {
-  if (!address || typeof address !== 'object' || !ctx.clean(`${path}.country`)) return undefined
-  const country = countryCode(address.country)
+function addressRules(address: unknown, path: string, ctx: RuleContext): string | undefined {
+  if (!isObject(address) || !ctx.clean(`${path}.country`)) return undefined
+  const { country: sent, postal_code: postcode } = address
+  if (typeof sent !== 'string') return undefined
+  const country = countryCode(sent)
   if (!country) {
-    ctx.report('invalid_country', `${path}.country`, `${address.country} is not an ISO 3166-1 alpha-2 country code.`)
+    ctx.report('invalid_country', `${path}.country`, `${sent} is not an ISO 3166-1 alpha-2 country code.`)
     return undefined
   }
-  if (address.postal_code !== undefined && ctx.clean(`${path}.postal_code`) && normalisePostcode(country, address.postal_code) === undefined) {
-    ctx.report('invalid_postcode', `${path}.postal_code`, `${address.postal_code} is not a valid postcode in ${country}.`)
+  if (typeof postcode === 'string' && ctx.clean(`${path}.postal_code`) && normalisePostcode(country, postcode) === undefined) {
+    ctx.report('invalid_postcode', `${path}.postal_code`, `${postcode} is not a valid postcode in ${country}.`)
   }
   return country
 }
 
-function customerRules(data: any, billingCountry: string | undefined, ctx: RuleContext): void {
+function customerRules(data: Record<string, unknown>, billingCountry: string | undefined, ctx: RuleContext): void {
   const customers = arrayOf(data.customers)
   const occupierKnown = ctx.clean('unknown_occupier')
   const unknownOccupier = data.unknown_occupier === true
@@ -92,32 +96,33 @@ function customerRules(data: any, billingCountry: string | undefined, ctx: RuleC
       ctx.report('customer_with_unknown_occupier', 'customers', 'An account with an unknown occupier has no customers.')
     }
     const rolesClean = customers.every((_, c) => ctx.clean(`customers.${c}.portfolio_roles`))
-    if (!unknownOccupier && customers.length > 0 && rolesClean && !customers.some((c) => arrayOf(c.portfolio_roles).includes('ADMIN'))) {
+    if (!unknownOccupier && customers.length > 0 && rolesClean && !customers.some((c) => arrayOf(fieldOf(c, 'portfolio_roles')).includes('ADMIN'))) {
       ctx.report('required_user_role', 'customers', 'At least one customer must hold the ADMIN role.')
     }
   }
   const domestic = ctx.clean('account_type') && typeof data.account_type === 'string' && data.account_type.startsWith('DOMESTIC')
   customers.forEach((customer, c) => {
-    if (!customer || typeof customer !== 'object') return
+    if (!isObject(customer)) return
     const path = `customers.${c}`
+    const { email, landline } = customer
     if (domestic && customer.family_name === undefined && ctx.clean(`${path}.family_name`)) {
       ctx.report('customer_family_name_required', `${path}.family_name`, 'A family name is required for domestic accounts.')
     }
-    if (customer.email !== undefined && ctx.clean(`${path}.email`)) {
-      const problem = emailProblem(customer.email)
+    if (typeof email === 'string' && ctx.clean(`${path}.email`)) {
+      const problem = emailProblem(email)
       if (problem === 'invalid_email') ctx.report(problem, `${path}.email`, 'Enter a valid e-mail address.')
       if (problem === 'possible_test_email_address') ctx.report(problem, `${path}.email`, 'This looks like a test e-mail address.')
     }
     // The billing country is the default region: an unknown or invalid country skips this rule.
-    if (customer.landline !== undefined && ctx.clean(`${path}.landline`) && ctx.clean('billing_address.country') &&
-        (billingCountry !== undefined || customer.landline.startsWith('+')) &&
-        phoneE164(customer.landline, billingCountry) === undefined) {
-      ctx.report('invalid_phone_number', `${path}.landline`, `${customer.landline} is not a valid phone number`)
+    if (typeof landline === 'string' && ctx.clean(`${path}.landline`) && ctx.clean('billing_address.country') &&
+        (billingCountry !== undefined || landline.startsWith('+')) &&
+        phoneE164(landline, billingCountry) === undefined) {
+      ctx.report('invalid_phone_number', `${path}.landline`, `${landline} is not a valid phone number`)
     }
   })
 }
 
-function supplyAddressRules(data: any, ctx: RuleContext): void {
+function supplyAddressRules(data: Record<string, unknown>, ctx: RuleContext): void {
   const addresses = arrayOf(data.supply_addresses)
   if (ctx.clean('unknown_occupier') && ctx.shallow('supply_addresses') && data.unknown_occupier === true && addresses.length > 1) {
     ctx.report('occupier_account_with_multiple_supply_addresses', 'supply_addresses', 'An account with an unknown occupier has at most one supply address.')
@@ -125,14 +130,14 @@ function supplyAddressRules(data: any, ctx: RuleContext): void {
   const identifiers: Array<[string, unknown]> = []
   const addressKeys: Array<[string, unknown]> = []
   addresses.forEach((address, a) => {
-    if (!address || typeof address !== 'object') return
+    if (!isObject(address)) return
     const path = `supply_addresses.${a}`
     addressRules(address.supply_address, `${path}.supply_address`, ctx)
-    if (address.supply_address && typeof address.supply_address === 'object') {
+    if (isObject(address.supply_address)) {
       addressKeys.push([`${path}.supply_address`, addressKey(address.supply_address)])
     }
     arrayOf(address.supply_points).forEach((point, p) => {
-      if (!point || typeof point !== 'object') return
+      if (!isObject(point)) return
       const pointPath = `${path}.supply_points.${p}`
       identifiers.push([`${pointPath}.identifier`, point.identifier])
       supplyPointRules(point, pointPath, ctx)
@@ -142,42 +147,44 @@ function supplyAddressRules(data: any, ctx: RuleContext): void {
   laterDuplicates(ctx, 'duplicate_supply_point_identifiers', 'The supply point identifier appears more than once.', identifiers)
 }
 
-function supplyPointRules(point: any, path: string, ctx: RuleContext): void {
-  const startClean = ctx.clean(`${path}.supply_start_date`)
-  if (point.last_billed_to_date !== undefined && ctx.clean(`${path}.last_billed_to_date`)) {
-    if (startClean && point.last_billed_to_date < point.supply_start_date) {
+function supplyPointRules(point: Record<string, unknown>, path: string, ctx: RuleContext): void {
+  const { supply_start_date: sentStart, last_billed_to_date: lastBilled } = point
+  const start = ctx.clean(`${path}.supply_start_date`) && typeof sentStart === 'string' ? sentStart : undefined
+  if (typeof lastBilled === 'string' && ctx.clean(`${path}.last_billed_to_date`)) {
+    if (start !== undefined && lastBilled < start) {
       ctx.report('start_date_later_than_end_date', `${path}.last_billed_to_date`, 'The last billed date is before the supply start date.')
     }
-    if (point.last_billed_to_date > ctx.today) {
+    if (lastBilled > ctx.today) {
       ctx.report('date_in_future', `${path}.last_billed_to_date`, 'The date is after today.')
     }
   }
   const dates = new Set<string>()
   arrayOf(point.agreements).forEach((agreement, k) => {
     const attr = `${path}.agreements.${k}.effective_from`
-    if (!agreement || typeof agreement !== 'object' || !ctx.clean(attr)) return
-    if (startClean && agreement.effective_from < point.supply_start_date) {
+    const from = fieldOf(agreement, 'effective_from')
+    if (typeof from !== 'string' || !ctx.clean(attr)) return
+    if (start !== undefined && from < start) {
       ctx.report('agreement_start_date_before_supply_start_date', attr, 'The agreement starts before the supply start date.')
     }
-    if (dates.has(agreement.effective_from)) {
+    if (dates.has(from)) {
       ctx.report('gaps_or_overlaps_in_agreement_dates', attr, 'Two agreements start on the same date.')
     }
-    dates.add(agreement.effective_from)
+    dates.add(from)
   })
 }
 
 const TRANSACTION_LISTS = ['current_statement_transactions', 'historical_statement_transactions'] as const
 
-function ledgerRules(data: any, ctx: RuleContext): void {
+function ledgerRules(data: Record<string, unknown>, ctx: RuleContext): void {
   const ledgers = arrayOf(data.ledgers)
   const codes: Array<[string, unknown]> = []
   const transactionIds: Array<[string, unknown]> = []
   ledgers.forEach((ledger, n) => {
-    if (!ledger || typeof ledger !== 'object') return
+    if (!isObject(ledger)) return
     const path = `ledgers.${n}`
     if (ctx.clean(`${path}.ledger_code`)) {
       codes.push([`${path}.ledger_code`, ledger.ledger_code])
-      if (!(LEDGER_CODES as readonly string[]).includes(ledger.ledger_code)) {
+      if (!(LEDGER_CODES as readonly unknown[]).includes(ledger.ledger_code)) {
         ctx.report('ledger_code_does_not_exist', `${path}.ledger_code`, `There is no ledger code ${ledger.ledger_code}.`)
       }
     }
@@ -185,7 +192,7 @@ function ledgerRules(data: any, ctx: RuleContext): void {
       arrayOf(ledger[list]).forEach((tx, t) => {
         const txPath = `${path}.${list}.${t}`
         transactionRules(tx, txPath, ctx)
-        if (tx && typeof tx === 'object') transactionIds.push([`${txPath}.transaction_id`, tx.transaction_id])
+        if (isObject(tx)) transactionIds.push([`${txPath}.transaction_id`, tx.transaction_id])
       })
     }
     singleLedgerRules(ledger, path, ctx)
@@ -197,12 +204,12 @@ function ledgerRules(data: any, ctx: RuleContext): void {
 
   // Reads the ledger codes only: a problem elsewhere in a ledger does not hide it.
   const codesClean = ctx.shallow('ledgers') && ledgers.every((_, n) => ctx.clean(`ledgers.${n}.ledger_code`))
-  if (ledgers.length > 0 && codesClean && !ledgers.some((l) => l.ledger_code === 'ENERGY')) {
+  if (ledgers.length > 0 && codesClean && !ledgers.some((l) => fieldOf(l, 'ledger_code') === 'ENERGY')) {
     ctx.report('energy_ledger_required', 'ledgers', 'An ENERGY ledger is required.')
   }
   const balancesClean = ctx.clean('transfer_balance') && ctx.shallow('ledgers') && ledgers.every((_, n) => ctx.clean(`ledgers.${n}.ledger_balance`))
   if (ledgers.length > 0 && balancesClean) {
-    const total = sumDecimals(ledgers.map((l) => l.ledger_balance))
+    const total = sumDecimals(ledgers.map((l) => fieldOf(l, 'ledger_balance')))
     if (!total.eq(toBig(data.transfer_balance))) {
       ctx.report('ledger_balances_not_equal_to_transfer_balance', 'transfer_balance',
         `The transfer balance must equal the sum of the ledger balances (${formatDecimal(total)}).`)
@@ -210,10 +217,11 @@ function ledgerRules(data: any, ctx: RuleContext): void {
   }
 }
 
-function singleLedgerRules(ledger: any, path: string, ctx: RuleContext): void {
+function singleLedgerRules(ledger: Record<string, unknown>, path: string, ctx: RuleContext): void {
   const closingAttr = `${path}.last_statement_closing_date`
   const closingClean = ctx.clean(closingAttr)
-  const closing: string | undefined = closingClean ? ledger.last_statement_closing_date : undefined
+  const sentClosing = ledger.last_statement_closing_date
+  const closing = closingClean && typeof sentClosing === 'string' ? sentClosing : undefined
   if (closing !== undefined && closing >= ctx.today) {
     ctx.report('date_in_future', closingAttr, 'The last statement closing date must be before today.')
   }
@@ -230,13 +238,15 @@ function singleLedgerRules(ledger: any, path: string, ctx: RuleContext): void {
   if (closing !== undefined) {
     historical.forEach((tx, t) => {
       const attr = `${path}.historical_statement_transactions.${t}.transaction_date`
-      if (tx && ctx.clean(attr) && tx.transaction_date > closing) {
+      const date = fieldOf(tx, 'transaction_date')
+      if (typeof date === 'string' && ctx.clean(attr) && date > closing) {
         ctx.report('historical_statement_transaction_after_last_statement_closing_date', attr, 'The transaction is dated after the last statement closing date.')
       }
     })
     current.forEach((tx, t) => {
       const attr = `${path}.current_statement_transactions.${t}.transaction_date`
-      if (tx && ctx.clean(attr) && tx.transaction_date <= closing) {
+      const date = fieldOf(tx, 'transaction_date')
+      if (typeof date === 'string' && ctx.clean(attr) && date <= closing) {
         ctx.report('current_statement_transaction_before_last_statement_closing_date', attr, 'The transaction is dated on or before the last statement closing date.')
       }
     })
@@ -244,7 +254,7 @@ function singleLedgerRules(ledger: any, path: string, ctx: RuleContext): void {
   const amountsClean = current.every((_, t) => ctx.clean(`${path}.current_statement_transactions.${t}.amount`, `${path}.current_statement_transactions.${t}.type`))
   if (openingClean && amountsClean && ctx.clean(`${path}.ledger_balance`) && ctx.shallow(`${path}.current_statement_transactions`)) {
     const opening = toBig(ledger.last_statement_balance ?? 0)
-    const expected = current.reduce((sum, tx) => sum.plus(signedAmount(tx.type, tx.amount)), opening)
+    const expected = current.reduce((sum: Big, tx) => sum.plus(signedAmount(String(fieldOf(tx, 'type')), fieldOf(tx, 'amount'))), opening)
     if (!expected.eq(toBig(ledger.ledger_balance))) {
       ctx.report('balance_mismatch_on_ledger_balance', `${path}.ledger_balance`,
         `The ledger balance must equal the last statement balance plus the current transactions (${formatDecimal(expected)}).`)
@@ -257,22 +267,21 @@ function singleLedgerRules(ledger: any, path: string, ctx: RuleContext): void {
  * checked postcodes normalised, in place. Runs on data that passed every check; defaults are
  * already filled.
  */
-export function normaliseAccount<T>(data: T): T {
-  const out: any = data
-  normaliseDecimals(out, 'transfer_balance')
-  const billingCountry = normaliseAddress(out.billing_address)
-  for (const customer of arrayOf(out.customers)) {
+export function normaliseAccount(data: AccountData): AccountData {
+  normaliseDecimals(data, 'transfer_balance')
+  const billingCountry = normaliseAddress(data.billing_address)
+  for (const customer of data.customers ?? []) {
     if (customer.landline !== undefined) customer.landline = phoneE164(customer.landline, billingCountry)
   }
-  for (const address of arrayOf(out.supply_addresses)) normaliseAddress(address.supply_address)
-  for (const ledger of arrayOf(out.ledgers)) {
+  for (const address of data.supply_addresses) normaliseAddress(address.supply_address)
+  for (const ledger of data.ledgers) {
     normaliseDecimals(ledger, 'last_statement_balance', 'ledger_balance')
-    for (const list of TRANSACTION_LISTS) arrayOf(ledger[list]).forEach(normaliseTransaction)
+    for (const list of TRANSACTION_LISTS) (ledger[list] ?? []).forEach(normaliseTransaction)
   }
-  return out
+  return data
 }
 
-function normaliseAddress(address: any): string | undefined {
+function normaliseAddress(address: Address): string | undefined {
   const country = countryCode(address.country)!
   address.country = country
   if (address.postal_code !== undefined) address.postal_code = normalisePostcode(country, address.postal_code)

@@ -88,6 +88,36 @@ export interface Lookup {
   running: boolean
 }
 
+/** A row of the look-up: the prepared query's, or the raw statement's under the same names. */
+interface LookupRow {
+  supplier: SupplierRow
+  processId: number | null
+  state: ProcessState | null
+  serviceAccountNumber: string | null
+  accountCreatedAt: Date | null
+  latestError: unknown
+  hasStagedData: boolean | null
+  running: boolean | null
+}
+
+/** A row of the raw statement behind `lookupClearingValidate`, as the driver returns it. */
+interface ClearingRow {
+  id: string
+  code: string
+  status: SupplierRow['status']
+  document_root: string
+  send_migration_emails: boolean
+  max_concurrent_processing: number | null
+  /** A bigint, which a driver may return as text. */
+  process_id: number | string | null
+  state: ProcessState | null
+  service_account_number: string | null
+  /** Text or a Date, depending on the driver. */
+  account_created_at: string | Date | null
+  latest_error: unknown
+  has_staged_data: boolean | null
+}
+
 /** What a create reads once it holds the process lock. */
 export interface Claim {
   /** False when another create holds the process lock. */
@@ -206,8 +236,9 @@ export function createImportsRepository(db: Db) {
   const lookupPlain = lookupQuery(false)
   const lookupRunning = lookupQuery(true)
 
-  function lookupFromRow(row: Record<string, any>): Lookup {
-    const process: ProcessRow | undefined = row.processId === null
+  function lookupFromRow(row: LookupRow): Lookup {
+    // Both are null exactly when the supplier has no process for the number (the left join).
+    const process: ProcessRow | undefined = row.processId === null || row.state === null
       ? undefined
       : {
           id: row.processId,
@@ -253,7 +284,7 @@ export function createImportsRepository(db: Db) {
           where ${clean}::boolean and f.supplier_id = found.id and f.external_account_number = ${external ?? null}::text
             and f.step = 'validate' and found.status = 'Ongoing' and (found.state is null or found.state = 'STAGED'))
         select * from found`)
-      const [row] = rowsOf<Record<string, any>>(result)
+      const [row] = rowsOf<ClearingRow>(result)
       if (!row) return undefined
       return lookupFromRow({
         supplier: {

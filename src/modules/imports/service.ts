@@ -1,3 +1,4 @@
+/* eslint-disable @typescript-eslint/no-explicit-any -- being removed with the section refactor */
 import { AccountData, type AccountSummary, type CreateResponse, type TransferStatus } from '../../../schemas/account.js'
 import { SUPPLIER_CODE } from '../../../schemas/common.js'
 import type { ImportProcessListItem } from '../../../schemas/imports.js'

@@ -1,3 +1,4 @@
+/* eslint-disable @typescript-eslint/no-explicit-any -- being removed with the section refactor */
 import { randomUUID } from 'node:crypto'
 import type { TransactionResult, TransactionsQuery, TransactionsRequest } from '../../../schemas/transaction-import.js'
 import type { Db } from '../../db/index.js'
