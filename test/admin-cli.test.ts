@@ -3,6 +3,7 @@ import { createServer, type AddressInfo } from 'node:net'
 import t from 'tap'
 import { eq } from 'drizzle-orm'
 import { importProcesses, importSuppliers, operationsTeams, organisations } from '../drizzle/schema/index.js'
+import { ERROR_CODES } from '../schemas/error-codes.js'
 import { runAdmin } from '../src/cli/admin.js'
 import { projectRoot } from '../src/paths.js'
 import { buildTestApp, TEST_OPERATOR_KEY } from './helpers/app.js'
@@ -484,7 +485,9 @@ t.test('the admin command line against the real service', async (t) => {
     }
     const failures = await run('failures', 'LISTED')
     t.equal(failures.code, 0, failures.stderr)
-    t.match(failures.stdout, /^Failures of LISTED: 2 accounts failing\n\nSTEP {2,}CODE {2,}ACCOUNTS\nvalidate {2}min_items {2}2\nvalidate {2}required {3}2\n/)
+    const meaning = (code: 'min_items' | 'required') => ERROR_CODES[code].meaning.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
+    t.match(failures.stdout, new RegExp('^Failures of LISTED: 2 accounts failing\n\nSTEP {2,}CODE {2,}ACCOUNTS {2}MEANING\n' +
+      `validate {2}min_items {2}2 {9}${meaning('min_items')}\nvalidate {2}required {3}2 {9}${meaning('required')}\n`), 'each code with what it means')
     t.match(failures.stdout, /\nEXTERNAL ACCOUNT NUMBER {2}STEP {2,}ATTEMPTS {2}FAILED AT {2,}HTTP {2}PROBLEMS\nL-2 {2,}validate {2}1 {2,}\S+ {2}400 {3}required at billing_address; min_items at customers; /)
     t.match(failures.stdout, /\nL-<1> {2,}validate/, 'the account number as it is')
     const narrowed = await run('failures', 'LISTED', '--code', 'nope', '--step', 'create')

@@ -1,6 +1,7 @@
 import t from 'tap'
 import { existsSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
+import { meaningOf } from '../schemas/error-codes.js'
 import { exampleAccount, TEAM } from './helpers/accounts.js'
 import { asOperator } from './helpers/graphql.js'
 import { generated, inputFile, migrationServer, readReport, runClient } from './helpers/migrate.js'
@@ -76,8 +77,11 @@ t.test('--validate-only stores no account; migrate report lists every code the s
   const summary = await runClient(['report', join(dir, 'report.ndjson')], {})
   t.equal(summary.code, 0)
   t.match(summary.stdout, /^Report \S+report\.ndjson\n {2}accounts: +60\n {2}valid: +\d+\n/)
-  t.match(summary.stdout, /\n {2}step +code +accounts\n/)
-  for (const code of codes) t.match(summary.stdout, new RegExp(`\\n {2}validate +${code} +\\d+\\n`), code)
+  t.match(summary.stdout, /\n {2}step +code +accounts {2}meaning\n/)
+  for (const code of codes) {
+    const meaning = (meaningOf(code) ?? 'no meaning').replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
+    t.match(summary.stdout, new RegExp(`\\n {2}validate +${code} +\\d+ {2}${meaning}\\n`), `${code}, with what it means`)
+  }
   const notReport = await runClient(['report', file], {})
   t.equal(notReport.code, 2)
   t.match(notReport.stderr, /^error: line 1 of \S+ is not a line of a migration report\n$/)

@@ -1,4 +1,3 @@
-/* eslint-disable @typescript-eslint/no-explicit-any -- being removed with the section refactor */
 /**
  * The operator's admin command line: `npm run admin -- <command> [arguments] [options]`.
  * A thin HTTP client of the GraphQL operator surface: it obtains an operator token with the
@@ -8,6 +7,7 @@
  */
 import { createGraphQLClient, ServiceError, UnreachableError } from './graphql-client.js'
 import { isEntryPoint, parseCommandLine } from './entry.js'
+import { meaningOf } from '../../schemas/error-codes.js'
 import { STEP_NAMES } from '../../schemas/failures.js'
 
 export interface AdminIO {
@@ -218,7 +218,7 @@ interface Failure {
   errors: Array<{ code: string; attr: string | null }>
 }
 
-/** The failures of a supplier: a table by step and code, then the failing accounts with their attrs. */
+/** The failures of a supplier: a table by step and code with what each code means, then the failing accounts with their attrs. */
 function renderFailures(supplier: string, data: Data, flags: Flags, limit: number): string {
   const summary = data.migrationFailureSummary as { failingAccounts: number; byCode: Array<{ step: string; code: string; accounts: number }> }
   const failures = data.migrationFailures as Failure[]
@@ -228,7 +228,9 @@ function renderFailures(supplier: string, data: Data, flags: Flags, limit: numbe
   const codes = summary.byCode.filter((c) => (step === undefined || c.step === step) && (code === undefined || c.code === code))
   const filter = [step && `step ${step}`, code && `code ${code}`].filter(Boolean).join(', ')
   const out = [`Failures of ${supplier}: ${plural(summary.failingAccounts, 'account')} failing${filter ? ` (showing ${filter})` : ''}`, '']
-  out.push(codes.length === 0 ? 'No failures match.\n' : table(['STEP', 'CODE', 'ACCOUNTS'], codes.map((c) => [c.step, c.code, String(c.accounts)])))
+  out.push(codes.length === 0
+    ? 'No failures match.\n'
+    : table(['STEP', 'CODE', 'ACCOUNTS', 'MEANING'], codes.map((c) => [c.step, c.code, String(c.accounts), meaningOf(c.code) ?? ''])))
   if (failures.length > 0) {
     const more = failures.length > limit ? ` (the first ${limit}; --limit for more, --json for every field)` : ''
     out.push(`Accounts${more}:`, '')

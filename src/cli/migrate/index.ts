@@ -99,7 +99,7 @@ Options:
                            before giving up (default ${DEFAULT_RETRY.waitMs / 1000}; 0: do not wait).
   -h, --help               Show this help.
 
-report <report.ndjson> prints a report's counts and every failure by step and error code.
+report <report.ndjson> prints a report's counts and every failure by step and error code, with what each code means.
 
 generate <N> writes N synthetic accounts to standard output:
   --seed <text>            Same seed, same accounts (default: random, printed on standard error).

@@ -1,3 +1,4 @@
+import { meaningOf } from '../../../schemas/error-codes.js'
 import { readLines } from './lines.js'
 import { emptySummary, tally, type ReportEntry, type Summary } from './report.js'
 import { SECTIONS } from './input.js'
@@ -44,7 +45,7 @@ export async function failedLines(path: string, label: string): Promise<Map<numb
   return failed
 }
 
-/** A report's counts, and every failure by step and code. */
+/** A report's counts, and every failure by step and code with what the code means. */
 export async function renderReport(path: string, label: string): Promise<string> {
   const summary: Summary = emptySummary({
     file: label, url: '', reportPath: label, dryRun: false, validateOnly: false,
@@ -64,11 +65,15 @@ export async function renderReport(path: string, label: string): Promise<string>
   summary.dryRun = summary.wouldCreate > 0 && summary.created === 0
   const lines = [`Report ${label}`, ...aligned(countRows(summary))]
   if (byStepAndCode.size > 0) {
-    const rows = [...byStepAndCode].map(([key, n]) => [...key.split('\t'), String(n)] as [string, string, string])
+    type Row = [step: string, code: string, accounts: string, meaning: string]
+    const rows = [...byStepAndCode].map(([key, n]) => {
+      const [step, code] = key.split('\t') as [string, string]
+      return [step, code, String(n), meaningOf(code) ?? ''] as Row
+    })
     rows.sort((a, b) => b[2].localeCompare(a[2], undefined, { numeric: true }) || a[0].localeCompare(b[0]) || a[1].localeCompare(b[1]))
-    const header: [string, string, string] = ['step', 'code', 'accounts']
+    const header: Row = ['step', 'code', 'accounts', 'meaning']
     const width = [0, 1].map((i) => Math.max(header[i]!.length, ...rows.map((r) => r[i]!.length)))
-    const format = (r: [string, string, string]) => `  ${r[0].padEnd(width[0]!)}  ${r[1].padEnd(width[1]!)}  ${r[2].padStart(8)}`
+    const format = (r: Row) => `  ${r[0].padEnd(width[0]!)}  ${r[1].padEnd(width[1]!)}  ${r[2].padStart(8)}  ${r[3]}`.trimEnd()
     lines.push('Failures by step and error code (an account counts once for each code it has):', format(header), ...rows.map(format))
     lines.push(`Run only the failed accounts again (after fixing them): the run's command with --retry-failed ${label}`)
   }
