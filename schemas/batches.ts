@@ -1,6 +1,7 @@
 import { Type, type Static } from 'typebox'
 import { ErrorEntry, StandardErrorResponses } from './common.js'
 import { STEP_NAMES } from './failures.js'
+import { SECTION_NAMES } from './sections.js'
 import { Choice, Strict, Text } from './fields.js'
 
 /**
@@ -10,17 +11,11 @@ import { Choice, Strict, Text } from './fields.js'
  * the list.
  */
 
-/** The sections an entry may hold, in the order they run after stage and create. */
-export const SECTIONS = [
-  'notes', 'transactions', 'historical_agreements', 'historical_statements', 'historical_billing_documents', 'payment_instruction'
-] as const
-export type Section = (typeof SECTIONS)[number]
-
 export const BatchRequest = Strict({
   import_supplier: Text(255),
   operations_team_name: Text(255),
   dry_run: Type.Optional(Type.Boolean({ default: false })),
-  accounts: Type.Array(Type.Unknown({ description: 'An entry: `{account, notes?, transactions?, historical_agreements?, historical_statements?, historical_billing_documents?, payment_instruction?}`.' }), {
+  accounts: Type.Array(Type.Unknown({ description: `An entry: \`{account, ${SECTION_NAMES.map((name) => `${name}?`).join(', ')}}\`.` }), {
     minItems: 1,
     maxItems: 1000
   })

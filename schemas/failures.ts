@@ -1,12 +1,10 @@
 import { Type, type Static } from 'typebox'
 import { StandardErrorResponses } from './common.js'
 import { Choice } from './fields.js'
+import { SECTION_NAMES } from './sections.js'
 
 /** The steps of a migration, in the order failure lists show them. */
-export const STEP_NAMES = [
-  'validate', 'stage', 'create', 'notes', 'transactions', 'historical_agreements', 'historical_billing_documents',
-  'historical_statements', 'payment_instruction'
-] as const
+export const STEP_NAMES = ['validate', 'stage', 'create', ...SECTION_NAMES] as const
 
 /** Paging and filters of the failure list. */
 export const FailureListQuery = Type.Object({

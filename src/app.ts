@@ -24,7 +24,8 @@ import healthRoutes from './modules/health/routes.js'
 import importsRoutes from './modules/imports/routes.js'
 import failuresRoutes from './modules/failures/routes.js'
 import errorCodesRoutes from './modules/error-codes/routes.js'
-import postImportRoutes from './modules/post-import/routes.js'
+import batchesRoutes from './modules/batches/routes.js'
+import { loadSections, sectionRoutes } from './modules/sections.js'
 
 export interface BuildOptions {
   /** An already opened database (tests); by default the one `config` names is opened. */
@@ -134,7 +135,10 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
       await scope.register(importsRoutes)
       await scope.register(failuresRoutes)
       await scope.register(errorCodesRoutes)
-      await scope.register(postImportRoutes, { config })
+      // The post-import sections (one endpoint each) and batches, built from the one list of sections.
+      const sections = await loadSections(scope.db, config)
+      await scope.register(sectionRoutes, { sections })
+      await scope.register(batchesRoutes, { sections })
     }, { prefix: '/v1/data-import' })
     // Last: every path is known now, so the methods it does not serve answer 405.
     app.answerOtherMethods()

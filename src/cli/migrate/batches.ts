@@ -1,5 +1,5 @@
 import { isObject, type Json } from '../http.js'
-import { SECTIONS as SERVER_ORDER } from '../../../schemas/batches.js'
+import { SECTION_NAMES as SERVER_ORDER } from '../../../schemas/sections.js'
 import type { Item, Problem, Section } from './input.js'
 import type { ReportEntry, Step } from './report.js'
 import type { Answer, ServiceClient } from './service-client.js'
@@ -26,12 +26,12 @@ export function batchable(item: Item): boolean {
 
 /** Items the report counts per section (documents for billing documents, one for a payment instruction). */
 function sizeOf(section: Section, value: unknown): number {
-  if (section === 'payment_instruction') return 1
   if (section === 'historical_billing_documents') {
     return (Array.isArray(value) ? value : [value]).reduce((n: number, doc) =>
       n + (isObject(doc) && Array.isArray(doc.historical_billing_documents) ? doc.historical_billing_documents.length : 0), 0)
   }
-  return Array.isArray(value) ? value.length : 0
+  if (Array.isArray(value)) return value.length
+  return isObject(value) ? 1 : 0
 }
 
 /** The sections of a line sent before the step that failed (all of them when none failed), in the order the service runs them. */

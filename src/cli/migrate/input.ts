@@ -5,18 +5,12 @@
  * endpoint's request body holds without the account reference (`import_supplier`,
  * `external_account_number`, which the client adds from the account).
  */
+import { SECTION_NAMES, SECTIONS as LISTINGS, type SectionName } from '../../../schemas/sections.js'
 import { isObject, type Json } from '../http.js'
 
 /** Post-import data an envelope may carry, in the order it is sent after creation. */
-export const SECTIONS = [
-  'notes',
-  'transactions',
-  'historical_agreements',
-  'historical_billing_documents',
-  'historical_statements',
-  'payment_instruction'
-] as const
-export type Section = (typeof SECTIONS)[number]
+export const SECTIONS = SECTION_NAMES
+export type Section = SectionName
 
 /** A problem in the client's own words, shaped like an entry of the service's error body. */
 export interface Problem {
@@ -31,8 +25,8 @@ export interface Item {
   sections: Partial<Record<Section, unknown>>
 }
 
-/** Sections holding a list of items (`historical_billing_documents` may be one request or a list; `payment_instruction` is one). */
-const LIST_SECTIONS: readonly Section[] = ['notes', 'transactions', 'historical_agreements', 'historical_statements']
+/** How a line holds each section: a list of items, one object, or one object per ledger (one or a list). */
+const FORM = new Map<string, (typeof LISTINGS)[number]['entry']>(LISTINGS.map((s) => [s.name, s.entry]))
 
 /** The account and its post-import data of one input line, or why the line cannot be used. */
 export function parseLine(text: string): { item: Item } | { problems: Problem[] } {
@@ -55,10 +49,11 @@ export function parseLine(text: string): { item: Item } | { problems: Problem[] 
     }
     const name = key as Section
     if (section === null || section === undefined) continue
-    const wanted = LIST_SECTIONS.includes(name) ? 'an array' : name === 'payment_instruction' ? 'an object' : 'an object or an array of objects'
-    const fits = LIST_SECTIONS.includes(name)
+    const form = FORM.get(name)!
+    const wanted = 'list' in form ? 'an array' : 'object' in form ? 'an object' : 'an object or an array of objects'
+    const fits = 'list' in form
       ? Array.isArray(section)
-      : name === 'payment_instruction'
+      : 'object' in form
         ? isObject(section)
         : isObject(section) || (Array.isArray(section) && section.every(isObject))
     if (!fits) problems.push({ code: 'invalid_line', attr: key, detail: `${key} must be ${wanted}.` })

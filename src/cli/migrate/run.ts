@@ -1,5 +1,6 @@
 import { createWriteStream, type WriteStream } from 'node:fs'
 import { isObject, type Json } from '../http.js'
+import { SECTIONS as LISTINGS } from '../../../schemas/sections.js'
 import { externalOf, parseLine, SECTIONS, type Problem, type Section } from './input.js'
 import { batchable, sendBatch, type BatchLine } from './batches.js'
 import { emptySummary, tally, type ReportEntry, type Step, type Summary } from './report.js'
@@ -52,16 +53,10 @@ export interface RunIO {
 const CREATE_TRANSIENT = ['account_import_in_progress'] as const
 /** Largest lists per request; longer ones are sent in several requests. */
 const CHUNK: Partial<Record<Section, number>> = { notes: 500, transactions: 1000, historical_agreements: 500, historical_statements: 1000 }
-const PATHS: Record<Section, string> = {
-  notes: 'notes/create/',
-  transactions: 'transactions/create/',
-  historical_agreements: 'historical-agreements/create/',
-  historical_billing_documents: 'historical-billing-documents/create/',
-  historical_statements: 'historical-statements/create/',
-  payment_instruction: 'payment-instruction/create/'
-}
+const PATHS = new Map<string, string>(LISTINGS.map((s) => [s.name, s.path.slice(1)]))
 /** The request field holding a list section's items. */
-const LIST_FIELD: Partial<Record<Section, string>> = { notes: 'notes', transactions: 'transactions', historical_agreements: 'agreements', historical_statements: 'statements' }
+const LIST_FIELD = new Map<string, string>(LISTINGS.flatMap((s) => ('list' in s.entry ? [[s.name, s.entry.list] as const] : [])))
+const OBJECT_SECTIONS = new Set<string>(LISTINGS.flatMap((s) => ('object' in s.entry ? [s.name] : [])))
 
 interface PostImportRequest {
   path: string
@@ -126,13 +121,14 @@ function createPipeline(client: ServiceClient, options: MigrateOptions, onFatal:
 
   /** The requests of one post-import section; billing documents get the ledger number they need. */
   async function requestsOf(section: Section, value: unknown, ref: Json, ledgers: () => Promise<Array<{ ledger_code: string; ledger_number: string }>>): Promise<PostImportRequest[] | Problem> {
-    const path = PATHS[section]
-    const field = LIST_FIELD[section]
+    const path = PATHS.get(section)!
+    const field = LIST_FIELD.get(section)
     if (field) {
       const items = value as unknown[]
-      return chunks(items, CHUNK[section]!).map((chunk, i) => ({ path, body: { [field]: chunk, ...ref }, count: chunk.length, field, offset: i * CHUNK[section]! }))
+      const size = CHUNK[section] ?? Math.max(1, items.length)
+      return chunks(items, size).map((chunk, i) => ({ path, body: { [field]: chunk, ...ref }, count: chunk.length, field, offset: i * size }))
     }
-    if (section === 'payment_instruction') return [{ path, body: { ...(value as Json), ...ref }, count: 1, offset: 0 }]
+    if (OBJECT_SECTIONS.has(section)) return [{ path, body: { ...(value as Json), ...ref }, count: 1, offset: 0 }]
     const requests: PostImportRequest[] = []
     for (const doc of Array.isArray(value) ? (value as Json[]) : [value as Json]) {
       const ledgerCode = typeof doc.ledger_code === 'string' ? doc.ledger_code : 'ENERGY'

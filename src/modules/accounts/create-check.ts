@@ -1,4 +1,5 @@
-import { entry, type ErrorEntry } from '../../errors.js'
+import { teamProblem } from './precheck.js'
+import type { ErrorEntry } from '../../errors.js'
 import { utcToday } from '../../rules/context.js'
 import { planAccount, type AccountRows, type PlanContext } from './plan.js'
 import { checkAccountData } from './rules.js'
@@ -12,7 +13,8 @@ export function judgeStagedData(
   staged: unknown, team: { id: string | null; name: string }, ctx: Omit<PlanContext, 'operationsTeamId'>
 ): { rows: AccountRows } | { errors: ErrorEntry[] } {
   const errors: ErrorEntry[] = []
-  if (team.id === null) errors.push(entry('operations_team_name_does_not_exist', 'operations_team_name', `Operations team ${team.name} does not exist.`))
+  const problem = teamProblem(team.id, team.name)
+  if (problem) errors.push(problem)
   const checked = checkAccountData(staged, utcToday())
   errors.push(...checked.errors)
   if (errors.length > 0 || team.id === null) return { errors }

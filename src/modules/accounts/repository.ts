@@ -7,6 +7,7 @@ import {
 import { runInOrder, type Db, type Tx } from '../../db/index.js'
 import { insertRows } from '../../db/insert.js'
 import type { AccountRows } from './plan.js'
+import type { TableRows } from '../post-import/section.js'
 
 /** PostgreSQL accepts at most 65535 parameters per statement: large inserts go in chunks. */
 const MAX_PARAMETERS = 60_000
@@ -27,6 +28,27 @@ const transactionInserts = (tx: Tx, rows: Pick<AccountRows, 'transactions' | 'li
   ...insertsOf(tx, ledgerTransactions, rows.transactions),
   ...insertsOf(tx, transactionLineItems, rows.lineItems),
   ...insertsOf(tx, transactionTaxItems, rows.taxItems)
+]
+
+/** Transactions with their line and tax items, to insert with an account a batch creates. */
+export const transactionTableRows = (rows: Pick<AccountRows, 'transactions' | 'lineItems' | 'taxItems'>): TableRows[] => [
+  { table: ledgerTransactions, rows: rows.transactions },
+  { table: transactionLineItems, rows: rows.lineItems },
+  { table: transactionTaxItems, rows: rows.taxItems }
+]
+
+/** An account's rows by table, in an order that inserts parents before children. */
+export const accountTableRows = (rows: AccountRows): TableRows[] => [
+  { table: accounts, rows: [rows.account] },
+  { table: customers, rows: rows.customers },
+  { table: ledgers, rows: rows.ledgers },
+  { table: statements, rows: rows.statements },
+  ...transactionTableRows(rows),
+  { table: supplyAddresses, rows: rows.supplyAddresses },
+  { table: supplyPoints, rows: rows.supplyPoints },
+  { table: agreements, rows: rows.agreements },
+  { table: accountMetadata, rows: rows.metadata },
+  { table: emailOutbox, rows: rows.outbox }
 ]
 
 export function createAccountsRepository(db: Db) {

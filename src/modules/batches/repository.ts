@@ -1,12 +1,15 @@
 import { sql } from 'drizzle-orm'
 import {
-  accountMetadata, accounts, agreements, billingDocuments, customers, emailOutbox, historicalStatements, importEvents, ledgers,
-  ledgerTransactions, notes, paymentInstructions, statements, supplyAddresses, supplyPoints, transactionLineItems, transactionTaxItems
+  accountMetadata, accounts, agreements, billingDocuments, customers, emailOutbox, importEvents, ledgers,
+  ledgerTransactions, statements, supplyAddresses, supplyPoints, transactionLineItems, transactionTaxItems
 } from '../../../drizzle/schema/index.js'
 import { rowsOf, runInOrder, supplierExternals, type Db } from '../../db/index.js'
 import type { ErrorEntry } from '../../errors.js'
-import { createAccountsRepository, insertsOf } from '../accounts/repository.js'
+import { accountTableRows, createAccountsRepository, insertsOf } from '../accounts/repository.js'
+import type { TableRows } from '../post-import/section.js'
+import type { PgTable } from 'drizzle-orm/pg-core'
 import type { AccountRows } from '../accounts/plan.js'
+import type { AccountData } from '../../../schemas/account.js'
 import { PROCESS_LOCK_BASE, type Actor, type ProcessState, type SupplierRow } from '../imports/repository.js'
 
 /** An account of a batch as its process stands. */
@@ -16,26 +19,15 @@ export interface BatchProcess {
   serviceAccountNumber: string | null
 }
 
-/** Rows of a new account's post-import sections, planned by the sections' own services. */
-export interface ExtraRows {
-  transactions: AccountRows['transactions']
-  lineItems: AccountRows['lineItems']
-  taxItems: AccountRows['taxItems']
-  agreements: AccountRows['agreements']
-  billingDocuments: Array<typeof billingDocuments.$inferInsert>
-  notes: Array<typeof notes.$inferInsert>
-  historicalStatements: Array<typeof historicalStatements.$inferInsert>
-  paymentInstructions: Array<typeof paymentInstructions.$inferInsert>
-}
-
 /** An account of a batch, validated and planned: what one transaction will write for it. */
 export interface PlannedAccount {
   external: string
   /** The normalised data, staged as stage stores it. */
-  data: Record<string, unknown>
+  data: AccountData
   /** Its rows, as `planAccount` made them (the process id is filled in once known). */
   rows: AccountRows
-  extra: ExtraRows
+  /** The rows of its post-import sections, planned by the sections. */
+  sectionRows: TableRows[]
   /** The details of its POST_IMPORT_WRITE events, one per section that writes. */
   postImportEvents: Array<Record<string, unknown>>
 }
@@ -71,6 +63,15 @@ export interface DryRunOutcome {
   /** Left to the single-account path: another request holds the account, it is not STAGED, or the supplier is not Ongoing. */
   elsewhere: string[]
 }
+
+/**
+ * The tables a batch inserts into, parents before children (a billing document before its
+ * transactions); the tables of sections not named here come after them.
+ */
+const TABLE_ORDER: PgTable[] = [
+  accounts, customers, ledgers, statements, billingDocuments, ledgerTransactions, transactionLineItems, transactionTaxItems,
+  supplyAddresses, supplyPoints, agreements, accountMetadata, emailOutbox
+]
 
 /** Thrown inside the savepoint of a dry run's creates to roll them back. */
 class DryRunRolledBack extends Error {}
@@ -162,28 +163,23 @@ export function createBatchesRepository(db: Db) {
         const created: StageAndCreateOutcome['created'] = new Map()
         if (creating.length === 0) return { created, elsewhere }
 
-        const all = {
-          accounts: [] as unknown[], customers: [] as unknown[], ledgers: [] as unknown[], statements: [] as unknown[], billingDocuments: [] as unknown[],
-          transactions: [] as unknown[], lineItems: [] as unknown[], taxItems: [] as unknown[], supplyAddresses: [] as unknown[],
-          supplyPoints: [] as unknown[], agreements: [] as unknown[], metadata: [] as unknown[], outbox: [] as unknown[], notes: [] as unknown[],
-          historicalStatements: [] as unknown[], paymentInstructions: [] as unknown[]
+        // One insert (or a few) per table for all the accounts: parents before children, a section's own tables last.
+        const tables = new Map<PgTable, Array<Record<string, unknown>>>(TABLE_ORDER.map((table) => [table, []]))
+        const add = ({ table, rows }: TableRows) => {
+          const list = tables.get(table)
+          if (list) list.push(...rows)
+          else tables.set(table, [...rows])
         }
-        const marks: Array<{ id: number; san: string; data: Record<string, unknown> | null }> = []
+        const marks: Array<{ id: number; san: string; data: AccountData | null }> = []
         const events: Array<typeof importEvents.$inferInsert> = []
         const event = (importProcessId: number, type: (typeof importEvents.$inferInsert)['type'], detail: unknown = {}) => events.push({
           importProcessId, type, actor: actor.name, organisationId: actor.organisationId, apiKeyId: actor.apiKeyId, detail
         })
         for (const entry of creating) {
-          const { rows, extra } = entry
+          const { rows } = entry
           rows.account.importProcessId = entry.id
-          all.accounts.push(rows.account)
-          for (const key of ['customers', 'ledgers', 'statements', 'transactions', 'lineItems', 'taxItems', 'supplyAddresses', 'supplyPoints', 'agreements', 'metadata', 'outbox'] as const) {
-            all[key].push(...rows[key], ...((extra as Partial<Record<typeof key, unknown[]>>)[key] ?? []))
-          }
-          all.billingDocuments.push(...extra.billingDocuments)
-          all.notes.push(...extra.notes)
-          all.historicalStatements.push(...extra.historicalStatements)
-          all.paymentInstructions.push(...extra.paymentInstructions)
+          for (const tableRows of accountTableRows(rows)) add(tableRows)
+          for (const tableRows of entry.sectionRows) add(tableRows)
           const result = { service_account_number: rows.account.serviceAccountNumber, ledgers: rows.ledgers.map((l) => ({ ledger_code: l.ledgerCode, ledger_number: l.ledgerNumber })) }
           created.set(entry.external, { serviceAccountNumber: result.service_account_number, ledgers: result.ledgers })
           marks.push({ id: entry.id, san: result.service_account_number, data: entry.first ? null : entry.data })
@@ -200,22 +196,7 @@ export function createBatchesRepository(db: Db) {
               service_account_number = m.san, account_created_at = now(), latest_error = null, updated_at = now()
             from jsonb_to_recordset(${JSON.stringify(marks)}::jsonb) as m(id bigint, san text, data jsonb)
             where p.id = m.id and p.state = 'STAGED' returning p.id`),
-          ...insertsOf(tx, accounts, all.accounts as never),
-          ...insertsOf(tx, customers, all.customers as never),
-          ...insertsOf(tx, ledgers, all.ledgers as never),
-          ...insertsOf(tx, statements, all.statements as never),
-          ...insertsOf(tx, billingDocuments, all.billingDocuments as never),
-          ...insertsOf(tx, ledgerTransactions, all.transactions as never),
-          ...insertsOf(tx, transactionLineItems, all.lineItems as never),
-          ...insertsOf(tx, transactionTaxItems, all.taxItems as never),
-          ...insertsOf(tx, supplyAddresses, all.supplyAddresses as never),
-          ...insertsOf(tx, supplyPoints, all.supplyPoints as never),
-          ...insertsOf(tx, agreements, all.agreements as never),
-          ...insertsOf(tx, accountMetadata, all.metadata as never),
-          ...insertsOf(tx, emailOutbox, all.outbox as never),
-          ...insertsOf(tx, notes, all.notes as never),
-          ...insertsOf(tx, historicalStatements, all.historicalStatements as never),
-          ...insertsOf(tx, paymentInstructions, all.paymentInstructions as never),
+          ...[...tables].flatMap(([table, rows]) => insertsOf(tx, table, rows)),
           ...insertsOf(tx, importEvents, events),
           // Created accounts have no failures left to report, of any step.
           tx.execute(sql`delete from import_failures
@@ -241,7 +222,7 @@ export function createBatchesRepository(db: Db) {
      * everything back and is thrown: the caller then takes the accounts one by one.
      */
     async stageAndDryRun(
-      supplierId: string, entries: Array<{ external: string; data: Record<string, unknown> }>, actor: Actor, teamName: string,
+      supplierId: string, entries: Array<{ external: string; data: AccountData }>, actor: Actor, teamName: string,
       judge: (staged: unknown, claim: DryRunClaim) => DryRunVerdict
     ): Promise<DryRunOutcome> {
       const sorted = [...entries].sort((a, b) => byCodePoint(a.external, b.external))

@@ -2,24 +2,23 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { BatchRequest, BatchResponses } from '../../../schemas/batches.js'
 import { organisationOf } from '../auth/service.js'
 import { createImportsService } from '../imports/service.js'
-import type { PostImportRouteOptions } from '../post-import/services.js'
+import type { Section } from '../post-import/section.js'
 import { createBatchesService } from './service.js'
 
 /** `POST batches/`: many accounts per request, each staged, created and given its history. */
-const batchesRoutes: FastifyPluginAsyncTypebox<PostImportRouteOptions> = async function batchesRoutes(app, opts) {
+const batchesRoutes: FastifyPluginAsyncTypebox<{ sections: Section[] }> = async function batchesRoutes(app, opts) {
   const service = createBatchesService({
     db: app.db,
     imports: createImportsService(app.db, app.failures),
-    postImport: opts.services,
-    failures: app.failures,
-    vendorCodes: Object.keys(opts.config.paymentVendors)
+    sections: opts.sections,
+    failures: app.failures
   })
   app.post('/batches/', {
+    preValidation: app.takeTurn,
     schema: {
       tags: ['Batches'],
       summary: 'Migrate many accounts at once',
-      description: 'Up to 1,000 entries `{account, notes?, transactions?, historical_agreements?, historical_statements?, ' +
-        'historical_billing_documents?, payment_instruction?}`. Each is staged, created and given its sections in that ' +
+      description: `Up to 1,000 entries \`{account, ${opts.sections.map((s) => `${s.name}?`).join(', ')}}\`. Each is staged` + ', created and given its sections in that ' +
         'order, with the single endpoints\' rules, and gets its own result (200, in request order); a step that fails ' +
         'stops its entry only. Problems of the request as a whole (its fields, the supplier, the team) are a 400 and ' +
         'nothing is stored. `dry_run: true` validates, stages and dry-run creates every entry.',

@@ -1,6 +1,7 @@
 import { and, asc, eq, inArray } from 'drizzle-orm'
 import { billingDocuments, ledgerTransactions, transactionLineItems, transactionTaxItems } from '../../../drizzle/schema/index.js'
 import type { Tx } from '../../db/index.js'
+import type { TableRows } from '../post-import/section.js'
 
 export type BillingDocumentInsert = typeof billingDocuments.$inferInsert
 
@@ -10,6 +11,11 @@ export function createBillingDocumentsRepository() {
     .where(and(eq(ledgerTransactions.ledgerId, ledgerId), eq(ledgerTransactions.source, 'BILLING_DOCUMENT')))
 
   return {
+    /** Documents to insert with an account a batch creates. */
+    tableRows(rows: BillingDocumentInsert[]): TableRows {
+      return { table: billingDocuments, rows }
+    },
+
     async hasFinalizedDocuments(tx: Tx, ledgerId: string): Promise<boolean> {
       const [row] = await tx.select({ id: billingDocuments.id }).from(billingDocuments)
         .where(and(eq(billingDocuments.ledgerId, ledgerId), eq(billingDocuments.finalized, true))).limit(1)

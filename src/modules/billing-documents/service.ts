@@ -9,7 +9,7 @@ import { addTransaction, type AccountRows } from '../accounts/plan.js'
 import { createAccountsRepository } from '../accounts/repository.js'
 import { normaliseTransaction } from '../../rules/transactions.js'
 import type { OrganisationPrincipal } from '../auth/service.js'
-import { invalidRequest, type PostImportBase } from '../post-import/service.js'
+import { invalidRequest, type PostImportBase } from '../post-import/base.js'
 import { createBillingDocumentsRepository, type BillingDocumentInsert, type StoredHistory } from './repository.js'
 
 /** A transaction of the request with the path its problems are reported at. */

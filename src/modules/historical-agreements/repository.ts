@@ -1,6 +1,7 @@
 import { asc, eq } from 'drizzle-orm'
 import { agreements, supplyPoints } from '../../../drizzle/schema/index.js'
 import type { Db, Tx } from '../../db/index.js'
+import type { TableRows } from '../post-import/section.js'
 
 export type AgreementInsert = typeof agreements.$inferInsert
 
@@ -23,6 +24,11 @@ export function createHistoricalAgreementsRepository() {
         .innerJoin(supplyPoints, eq(supplyPoints.id, agreements.supplyPointId))
         .where(eq(supplyPoints.accountId, accountId))
         .orderBy(asc(agreements.effectiveFrom), asc(agreements.id))
+    },
+
+    /** Rows to insert with an account a batch creates. */
+    tableRows(rows: AgreementInsert[]): TableRows {
+      return { table: agreements, rows }
     },
 
     async insertAgreements(tx: Tx, rows: AgreementInsert[]): Promise<void> {

@@ -1,7 +1,7 @@
 import type { HistoricalAgreementsRequest } from '../../../schemas/historical-agreements.js'
 import { ruleContext, utcToday } from '../../rules/context.js'
 import type { OrganisationPrincipal } from '../auth/service.js'
-import { invalidRequest, type PostImportBase } from '../post-import/service.js'
+import { invalidRequest, type PostImportBase } from '../post-import/base.js'
 import { createHistoricalAgreementsRepository, type AgreementInsert } from './repository.js'
 
 /** A date range with an exclusive end; null is open-ended. */

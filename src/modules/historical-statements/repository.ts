@@ -1,6 +1,7 @@
 import { asc, eq } from 'drizzle-orm'
 import { historicalStatements } from '../../../drizzle/schema/index.js'
 import type { Db, Tx } from '../../db/index.js'
+import type { TableRows } from '../post-import/section.js'
 
 export type HistoricalStatementInsert = typeof historicalStatements.$inferInsert
 
@@ -17,6 +18,11 @@ export function createHistoricalStatementsRepository() {
         grossAmount: historicalStatements.grossAmount,
         statementPath: historicalStatements.statementPath
       }).from(historicalStatements).where(eq(historicalStatements.accountId, accountId)).orderBy(asc(historicalStatements.statementId))
+    },
+
+    /** Rows to insert with an account a batch creates. */
+    tableRows(rows: HistoricalStatementInsert[]): TableRows {
+      return { table: historicalStatements, rows }
     },
 
     async insertStatements(tx: Tx, rows: HistoricalStatementInsert[]): Promise<void> {

@@ -4,7 +4,7 @@ import { formatDecimal } from '../../decimal.js'
 import { ruleContext, utcToday, type RuleContext } from '../../rules/context.js'
 import { checkDocumentPath, documentLocation } from '../../rules/documents.js'
 import type { OrganisationPrincipal } from '../auth/service.js'
-import { invalidRequest, type ImportedAccount, type PostImportBase } from '../post-import/service.js'
+import { invalidRequest, type ImportedAccount, type PostImportBase } from '../post-import/base.js'
 import { createHistoricalStatementsRepository, type HistoricalStatementInsert } from './repository.js'
 
 type StoredStatement = Awaited<ReturnType<ReturnType<typeof createHistoricalStatementsRepository>['statementsOf']>>[number]

@@ -61,6 +61,7 @@ const importsRoutes: FastifyPluginAsyncTypebox = async function importsRoutes(ap
     }
   }, async function stageAccount(request, reply) {
     const result = await service.stage(organisationOf(request.principal), attachedInput(request))
+    if (result.kind !== 'staged') throw result.answer
     return reply.code(result.created ? 201 : 200).send(result.body)
   })
 
@@ -77,7 +78,8 @@ const importsRoutes: FastifyPluginAsyncTypebox = async function importsRoutes(ap
     }
   }, async function createAccount(request, reply) {
     const result = await service.create(organisationOf(request.principal), attachedInput(request))
-    return reply.code(201).send(result)
+    if (result.kind !== 'created') throw result.answer
+    return reply.code(201).send(result.response)
   })
 
   app.get('/account-transfer-status/:supplier/:external/', {

@@ -13,20 +13,10 @@ import { createAccountsRepository } from '../accounts/repository.js'
 import { accountRules, normaliseAccount } from '../accounts/rules.js'
 import { planAccount } from '../accounts/plan.js'
 import { judgeStagedData } from '../accounts/create-check.js'
+import { accountFailed, refusalOf, skipped, standingOf, supplierProblem, type AccountStanding } from '../accounts/precheck.js'
 import type { OrganisationPrincipal } from '../auth/service.js'
 import { ACCOUNT_STEPS, type FailuresService } from '../failures/service.js'
 import { createImportsRepository, type Actor, type ListRow, type Lookup, type ProcessList, type ProcessRow, type SupplierRow } from './repository.js'
-
-const accountFailed = (errors: ErrorEntry[], detail = 'Could not validate account data.'): AppError =>
-  new AppError(400, 'account_failed_validation', detail, sortEntries(errors))
-
-const alreadyImported = (externalAccountNumber: string, serviceAccountNumber: string): AppError =>
-  new AppError(400, 'account_already_imported', 'Account has already been imported.', [
-    entry('account_already_imported', 'external_account_number', `Account ${externalAccountNumber} has already been imported as ${serviceAccountNumber}.`)
-  ], { external_account_number: externalAccountNumber, service_account_number: serviceAccountNumber })
-
-const skipped = (): AppError =>
-  accountFailed([entry('account_import_skipped', null, 'The import of this account has been marked to be skipped.')], 'Account import skipped.')
 
 const inProgress = (): AppError =>
   accountFailed([entry('account_import_in_progress', null, 'An account is being created from this staged data right now.')], 'Account import in progress.')
@@ -62,7 +52,29 @@ class CreateRefused extends Error {
   }
 }
 class DryRunSucceeded extends Error {}
+/** An account found not open on the way (already imported, skipped): a result of stage and create, the error of validate. */
+class NotOpen extends Error {
+  constructor(readonly standing: Exclude<AccountStanding, { kind: 'open' }>, readonly answer: AppError) {
+    super(answer.code)
+  }
+}
+
+/** What a stage did: staged (`created`: the first time), or the account was imported before (`answer`: the endpoint's 400). */
+export type StageResult =
+  | { kind: 'staged'; created: boolean; body: { import_supplier: string; external_account_number: string } }
+  | { kind: 'already_imported'; serviceAccountNumber: string; answer: AppError }
+
+/**
+ * What a create did: created; would be created (a dry run); imported before; or every one of the
+ * supplier's processing slots is taken (a retry shortly may pass). `answer` is the endpoint's answer.
+ */
+export type CreateResult =
+  | { kind: 'created'; response: CreateResponse }
+  | { kind: 'would_create'; answer: AppError }
+  | { kind: 'already_imported'; serviceAccountNumber: string; answer: AppError }
+  | { kind: 'no_slot'; answer: AppError }
 class ProcessLocked extends Error {}
+class NoSlot extends Error {}
 
 /** A unique number (account or ledger) that was drawn twice: the whole creation is retried. */
 const NUMBER_CONSTRAINTS = ['accounts_service_account_number_unique', 'ledgers_ledger_number_unique', 'import_processes_service_account_number_unique']
@@ -118,22 +130,19 @@ export function createImportsService(db: Db, failures: FailuresService) {
     return { supplier: found?.supplier, supplierCode, known: found?.process !== undefined }
   }
 
-  function refuseByState(process: ProcessRow, external: string): void {
-    if (process.state === 'IMPORTED') throw alreadyImported(external, process.serviceAccountNumber!)
-    if (process.state === 'SKIPPED') throw skipped()
+  function refuseByState(process: Pick<ProcessRow, 'state' | 'serviceAccountNumber'>, external: string): void {
+    const standing = standingOf(process)
+    if (standing.kind !== 'open') throw new NotOpen(standing, refusalOf(standing, external))
   }
 
   /** Validate and stage share every check: a clean validate predicts a clean stage. */
   async function validated(principal: OrganisationPrincipal, body: any, schemaErrors: ErrorEntry[], stage: boolean) {
     const ctx = ruleContext(schemaErrors, utcToday())
     const { supplier, supplierCode, known } = await precheck(principal, body, ctx, stage)
-    if (supplierCode !== undefined || ctx.clean('import_supplier')) {
-      if (!supplier) {
-        ctx.report('does_not_exist', 'import_supplier', `Import supplier ${String(body?.import_supplier)} does not exist.`)
-      } else if (supplier.status !== 'Ongoing') {
-        ctx.report('import_supplier_migration_not_ongoing', 'import_supplier', `The migration of import supplier ${supplier.code} is ${supplier.status}.`)
-      }
-    }
+    const problem = supplierCode !== undefined || ctx.clean('import_supplier')
+      ? supplierProblem(supplier, String(body?.import_supplier), 'import_supplier')
+      : undefined
+    if (problem) ctx.report(problem.code, problem.attr, problem.detail)
     if (ctx.errors.length > 0) throw accountFailed(ctx.errors)
     return { supplier: supplier!, known, data: normaliseAccount(body as AccountData) }
   }
@@ -146,17 +155,16 @@ export function createImportsService(db: Db, failures: FailuresService) {
       const claim = await repo.claim(tx, process.id, supplier.id, supplier.maxConcurrentProcessing, teamName)
       if (!claim.locked) throw new ProcessLocked()
       // The state once the lock is held: a create that ran meanwhile has committed by now.
-      if (claim.state !== 'STAGED') throw new CreateRefused(claim.state === 'IMPORTED' ? alreadyImported(external, claim.serviceAccountNumber!) : skipped())
+      if (claim.state !== 'STAGED') refuseByState({ state: claim.state, serviceAccountNumber: claim.serviceAccountNumber }, external)
       // Erased after the look-up (an erasure request): as if it had never been staged.
       if (claim.stagedData === null) throw new CreateRefused(nothingStaged(external))
-      if (!claim.slot) throw new CreateRefused(tooManyProcessing())
+      if (!claim.slot) throw new NoSlot()
       const verdict = judgeStagedData(structuredClone(claim.stagedData), { id: claim.teamId, name: teamName }, {
         importProcessId: process.id, supplierId: supplier.id, sendMigrationEmails: claim.sendMigrationEmails
       })
       const errors = 'errors' in verdict ? verdict.errors : []
-      if (claim.supplierStatus !== 'Ongoing') {
-        errors.push(entry('import_supplier_migration_not_ongoing', 'import_supplier_code', `The migration of import supplier ${claim.supplierCode} is ${claim.supplierStatus}.`))
-      }
+      const problem = supplierProblem({ code: claim.supplierCode, status: claim.supplierStatus }, claim.supplierCode, 'import_supplier_code')
+      if (problem) errors.push(problem)
       if (errors.length > 0 || !('rows' in verdict)) throw new CreateRefused(accountFailed(errors), sortEntries(errors))
       const rows = verdict.rows
       const serviceAccountNumber = rows.account.serviceAccountNumber
@@ -182,85 +190,117 @@ export function createImportsService(db: Db, failures: FailuresService) {
     })
   }
 
+  /** The stage of an account found open (`NotOpen` thrown otherwise). */
+  async function stageOpen(principal: OrganisationPrincipal, { body, schemaErrors }: AttachedInput): Promise<StageResult> {
+    const { supplier, known, data } = await validated(principal, body, schemaErrors, true)
+    const external = data.external_account_number
+    const actor = actorOf(principal)
+    // A first stage is one statement; a restage (or a race with another first stage) a transaction.
+    if (!known && (await repo.stageNew(supplier.id, external, data, actor))) {
+      failures.timeline.count(supplier.id, 'staged')
+      return { kind: 'staged', created: true, body: { import_supplier: supplier.code, external_account_number: external } }
+    }
+    const result = await repo.stage(supplier.id, external, data, actor)
+    if (result.outcome === 'in_progress') throw inProgress()
+    if (result.outcome === 'refused') refuseByState(result.process, external)
+    failures.timeline.count(supplier.id, 'staged')
+    return {
+      kind: 'staged',
+      created: result.outcome === 'created',
+      body: { import_supplier: supplier.code, external_account_number: external }
+    }
+  }
+
+  /** The create of an account found open (`NotOpen` thrown otherwise). */
+  async function createOpen(principal: OrganisationPrincipal, input: AttachedInput): Promise<CreateResult> {
+    const body: CreateInput = isObject(input.body) ? input.body : {}
+    const schemaErrors = input.schemaErrors
+    const ctx = ruleContext(schemaErrors, utcToday())
+    const code = ctx.clean('import_supplier_code') ? str(body.import_supplier_code) : undefined
+    const clean = ctx.clean('external_account_number') ? str(body.external_account_number) : undefined
+    const found = await lookup(principal, code, clean)
+    const supplier = found?.supplier
+    const unknown = code !== undefined && !supplier ? supplierProblem(undefined, code, 'import_supplier_code') : undefined
+    if (unknown) ctx.report(unknown.code, unknown.attr, unknown.detail)
+    if (ctx.errors.length > 0) throw accountFailed(ctx.errors)
+    const external = body.external_account_number as string
+    const teamName = body.operations_team_name as string
+    const dryRun = body.dry_run === true
+    const process = found!.process
+    // Nothing staged (never, or erased while pending or skipped); an imported account stays imported.
+    if (!process || (process.state !== 'IMPORTED' && !process.hasStagedData)) throw nothingStaged(external)
+    refuseByState(process, external)
+
+    const actor = actorOf(principal)
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const created = await createInTransaction(principal, supplier!, process, external, teamName, dryRun)
+        failures.timeline.count(supplier!.id, 'created')
+        return { kind: 'created', response: created }
+      } catch (err) {
+        if (err instanceof DryRunSucceeded) {
+          await repo.recordDryRun(process.id, true, [], actor)
+          return { kind: 'would_create', answer: dryRunRolledBack() }
+        }
+        if (err instanceof ProcessLocked) {
+          const now = await repo.findProcess(supplier!.id, external)
+          if (now?.state === 'IMPORTED') refuseByState(now, external)
+          throw inProgress()
+        }
+        if (err instanceof NoSlot) return { kind: 'no_slot', answer: tooManyProcessing() }
+        if (err instanceof NotOpen) throw err
+        if (err instanceof CreateRefused) {
+          if (err.validation) {
+            if (dryRun) await repo.recordDryRun(process.id, false, err.validation, actor)
+            else await repo.recordCreateFailure(process.id, err.validation, actor)
+          }
+          throw err.error
+        }
+        const constraint = (err as { cause?: { constraint_name?: string; constraint?: string } }).cause
+        const name = constraint?.constraint_name ?? constraint?.constraint
+        if (pgErrorCode(err) === '23505' && name && NUMBER_CONSTRAINTS.includes(name) && attempt < NUMBER_ATTEMPTS) continue
+        // An unexpected failure: nothing was created (the transaction rolled back); keep a trace of it.
+        const failure = [entry('server_error', null, 'The account could not be created because of a server error.')]
+        await (dryRun
+          ? repo.recordDryRun(process.id, false, failure, actor)
+          : repo.recordCreateFailure(process.id, failure, actor)).catch(() => {})
+        throw err
+      }
+    }
+  }
+
   return {
     /** Plans the rows of a create (the same plan as a single create). */
     plan: planAccount,
 
     async validate(principal: OrganisationPrincipal, { body, schemaErrors }: AttachedInput) {
-      return (await validated(principal, body, schemaErrors, false)).data
+      try {
+        return (await validated(principal, body, schemaErrors, false)).data
+      } catch (err) {
+        throw err instanceof NotOpen ? err.answer : err
+      }
     },
 
     /** Stores the normalised data: `created` the first time, `updated` after. */
-    async stage(principal: OrganisationPrincipal, { body, schemaErrors }: AttachedInput) {
-      const { supplier, known, data } = await validated(principal, body, schemaErrors, true)
-      const external = data.external_account_number
-      const actor = actorOf(principal)
-      // A first stage is one statement; a restage (or a race with another first stage) a transaction.
-      if (!known && (await repo.stageNew(supplier.id, external, data, actor))) {
-        failures.timeline.count(supplier.id, 'staged')
-        return { created: true, body: { import_supplier: supplier.code, external_account_number: external } }
-      }
-      const result = await repo.stage(supplier.id, external, data, actor)
-      if (result.outcome === 'in_progress') throw inProgress()
-      if (result.outcome === 'refused') refuseByState(result.process, external)
-      failures.timeline.count(supplier.id, 'staged')
-      return {
-        created: result.outcome === 'created',
-        body: { import_supplier: supplier.code, external_account_number: external }
+    async stage(principal: OrganisationPrincipal, input: AttachedInput): Promise<StageResult> {
+      try {
+        return await stageOpen(principal, input)
+      } catch (err) {
+        if (err instanceof NotOpen && err.standing.kind === 'already_imported') {
+          return { kind: 'already_imported', serviceAccountNumber: err.standing.serviceAccountNumber, answer: err.answer }
+        }
+        throw err instanceof NotOpen ? err.answer : err
       }
     },
 
-    async create(principal: OrganisationPrincipal, input: AttachedInput): Promise<CreateResponse> {
-      const body: CreateInput = isObject(input.body) ? input.body : {}
-      const schemaErrors = input.schemaErrors
-      const ctx = ruleContext(schemaErrors, utcToday())
-      const code = ctx.clean('import_supplier_code') ? str(body.import_supplier_code) : undefined
-      const clean = ctx.clean('external_account_number') ? str(body.external_account_number) : undefined
-      const found = await lookup(principal, code, clean)
-      const supplier = found?.supplier
-      if (code !== undefined && !supplier) ctx.report('does_not_exist', 'import_supplier_code', `Import supplier ${code} does not exist.`)
-      if (ctx.errors.length > 0) throw accountFailed(ctx.errors)
-      const external = body.external_account_number as string
-      const teamName = body.operations_team_name as string
-      const dryRun = body.dry_run === true
-      const process = found!.process
-      // Nothing staged (never, or erased while pending or skipped); an imported account stays imported.
-      if (!process || (process.state !== 'IMPORTED' && !process.hasStagedData)) throw nothingStaged(external)
-      refuseByState(process, external)
-
-      const actor = actorOf(principal)
-      for (let attempt = 1; ; attempt++) {
-        try {
-          const created = await createInTransaction(principal, supplier!, process, external, teamName, dryRun)
-          failures.timeline.count(supplier!.id, 'created')
-          return created
-        } catch (err) {
-          if (err instanceof DryRunSucceeded) {
-            await repo.recordDryRun(process.id, true, [], actor)
-            throw dryRunRolledBack()
-          }
-          if (err instanceof ProcessLocked) {
-            const now = await repo.findProcess(supplier!.id, external)
-            if (now?.state === 'IMPORTED') throw alreadyImported(external, now.serviceAccountNumber!)
-            throw inProgress()
-          }
-          if (err instanceof CreateRefused) {
-            if (err.validation) {
-              if (dryRun) await repo.recordDryRun(process.id, false, err.validation, actor)
-              else await repo.recordCreateFailure(process.id, err.validation, actor)
-            }
-            throw err.error
-          }
-          const constraint = (err as { cause?: { constraint_name?: string; constraint?: string } }).cause
-          const name = constraint?.constraint_name ?? constraint?.constraint
-          if (pgErrorCode(err) === '23505' && name && NUMBER_CONSTRAINTS.includes(name) && attempt < NUMBER_ATTEMPTS) continue
-          // An unexpected failure: nothing was created (the transaction rolled back); keep a trace of it.
-          const failure = [entry('server_error', null, 'The account could not be created because of a server error.')]
-          await (dryRun
-            ? repo.recordDryRun(process.id, false, failure, actor)
-            : repo.recordCreateFailure(process.id, failure, actor)).catch(() => {})
-          throw err
+    async create(principal: OrganisationPrincipal, input: AttachedInput): Promise<CreateResult> {
+      try {
+        return await createOpen(principal, input)
+      } catch (err) {
+        if (err instanceof NotOpen && err.standing.kind === 'already_imported') {
+          return { kind: 'already_imported', serviceAccountNumber: err.standing.serviceAccountNumber, answer: err.answer }
         }
+        throw err instanceof NotOpen ? err.answer : err
       }
     },
 

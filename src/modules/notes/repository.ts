@@ -2,6 +2,7 @@ import { and, asc, eq, sql } from 'drizzle-orm'
 import { notes } from '../../../drizzle/schema/index.js'
 import { textList, type Tx } from '../../db/index.js'
 import { insertRows } from '../../db/insert.js'
+import type { TableRows } from '../post-import/section.js'
 
 export type NoteInsert = typeof notes.$inferInsert
 
@@ -17,6 +18,11 @@ export function createNotesRepository() {
         .where(and(eq(notes.accountId, accountId),
           sql`(${notes.body} is null or ${notes.body} in ${textList(bodies)})`))
         .orderBy(asc(notes.noteCreatedAt), asc(notes.createdAt))
+    },
+
+    /** Notes to insert with an account a batch creates. */
+    tableRows(rows: NoteInsert[]): TableRows {
+      return { table: notes, rows }
     },
 
     /** The insert of at least one note as a statement, to be sent with others. */

@@ -5,7 +5,7 @@ import { formatDateTime } from '../../format.js'
 import { ruleContext, utcToday } from '../../rules/context.js'
 import { checkDocumentPath, documentLocation } from '../../rules/documents.js'
 import type { OrganisationPrincipal } from '../auth/service.js'
-import { invalidRequest, type ImportedAccount, type PostImportBase } from '../post-import/service.js'
+import { invalidRequest, type ImportedAccount, type PostImportBase } from '../post-import/base.js'
 import { createNotesRepository, type NoteInsert } from './repository.js'
 
 /** Whole seconds: a note's time is compared and echoed to the second. */

@@ -1,6 +1,7 @@
 import { eq } from 'drizzle-orm'
 import { paymentInstructions } from '../../../drizzle/schema/index.js'
 import type { Db, Tx } from '../../db/index.js'
+import type { TableRows } from '../post-import/section.js'
 
 export type PaymentInstructionInsert = typeof paymentInstructions.$inferInsert
 
@@ -14,6 +15,11 @@ export function createPaymentInstructionsRepository() {
         type: paymentInstructions.type,
         status: paymentInstructions.status
       }).from(paymentInstructions).where(eq(paymentInstructions.accountId, accountId))
+    },
+
+    /** Rows to insert with an account a batch creates. */
+    tableRows(rows: PaymentInstructionInsert[]): TableRows {
+      return { table: paymentInstructions, rows }
     },
 
     async insertInstruction(tx: Tx, row: PaymentInstructionInsert): Promise<void> {

@@ -4,7 +4,7 @@ import type { PaymentInstructionRequest, PaymentInstructionResult } from '../../
 import type { Db } from '../../db/index.js'
 import { AppError, entry, sortEntries, type ErrorEntry } from '../../errors.js'
 import type { OrganisationPrincipal } from '../auth/service.js'
-import { invalidRequest, type ImportedAccount, type PostImportBase } from '../post-import/service.js'
+import { invalidRequest, type ImportedAccount, type PostImportBase } from '../post-import/base.js'
 import { createPaymentInstructionsRepository } from './repository.js'
 import type { VendorClient, VendorOutcome } from './vendor-client.js'
 

@@ -11,7 +11,7 @@ import { createAccountsRepository } from '../accounts/repository.js'
 import { normaliseTransaction } from '../../rules/transactions.js'
 import type { OrganisationPrincipal } from '../auth/service.js'
 import { createNotesRepository, type NoteInsert } from '../notes/repository.js'
-import { invalidRequest, type PostImportBase } from '../post-import/service.js'
+import { invalidRequest, type PostImportBase } from '../post-import/base.js'
 import { createTransactionsRepository } from './repository.js'
 
 const IN_TRANSACTION = /^transactions\.(\d+)(\.|$)/

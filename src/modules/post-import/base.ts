@@ -1,7 +1,8 @@
 import { SUPPLIER_CODE } from '../../../schemas/common.js'
 import { runInOrder, type Db, type Tx } from '../../db/index.js'
-import { AppError, entry, notFound, sortEntries, type ErrorEntry } from '../../errors.js'
+import { AppError, notFound, sortEntries, type ErrorEntry } from '../../errors.js'
 import type { OrganisationPrincipal } from '../auth/service.js'
+import { supplierProblem } from '../accounts/precheck.js'
 import { createImportsRepository, type SupplierRow } from '../imports/repository.js'
 import { createPostImportRepository } from './repository.js'
 
@@ -59,9 +60,8 @@ export function createPostImportBase(db: Db) {
       }
       if (found.state !== 'IMPORTED' || found.accountId === null) throw notFound('account_not_found', 'No account has been created for this import process.')
       const { supplier } = found
-      if (supplier.status !== 'Ongoing') {
-        throw invalidRequest([entry('import_supplier_migration_not_ongoing', 'import_supplier', `The migration of import supplier ${supplier.code} is ${supplier.status}.`)])
-      }
+      const problem = supplierProblem(supplier, supplierCode, 'import_supplier')
+      if (problem) throw invalidRequest([problem])
       return { id: found.accountId, serviceAccountNumber: found.serviceAccountNumber!, importProcessId: found.processId, supplier }
     },
 
