@@ -1,4 +1,5 @@
 import { parsePhoneNumberFromString, type CountryCode } from 'libphonenumber-js/max'
+import { CODE } from '../../schemas/error-codes.js'
 
 /** Contact rules: e-mail addresses and phone numbers. */
 
@@ -8,17 +9,17 @@ const EMAIL = /^[a-zA-Z0-9.!#$%&'*+/=?^_`{|}~-]+@[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61
 const TEST_DOMAINS = ['example.com', 'example.org', 'example.net', 'test.com']
 const TEST_TLDS = ['test', 'example', 'invalid', 'localhost']
 
-export type EmailProblem = 'invalid_email' | 'possible_test_email_address'
+export type EmailProblem = typeof CODE.invalid_email | typeof CODE.possible_test_email_address
 
 export function emailProblem(email: string): EmailProblem | undefined {
-  if (!EMAIL.test(email)) return 'invalid_email'
+  if (!EMAIL.test(email)) return CODE.invalid_email
   const at = email.lastIndexOf('@')
   const local = email.slice(0, at).toLowerCase()
   const domain = email.slice(at + 1).toLowerCase()
   const tld = domain.slice(domain.lastIndexOf('.') + 1)
-  if (local === 'test') return 'possible_test_email_address'
-  if (TEST_TLDS.includes(tld)) return 'possible_test_email_address'
-  if (TEST_DOMAINS.some((d) => domain === d || domain.endsWith('.' + d))) return 'possible_test_email_address'
+  if (local === 'test') return CODE.possible_test_email_address
+  if (TEST_TLDS.includes(tld)) return CODE.possible_test_email_address
+  if (TEST_DOMAINS.some((d) => domain === d || domain.endsWith('.' + d))) return CODE.possible_test_email_address
   return undefined
 }
 

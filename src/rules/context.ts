@@ -1,4 +1,5 @@
-import { entry, type ErrorEntry } from '../errors.js'
+import type { ErrorCode } from '../../schemas/error-codes.js'
+import { problem, type DetailArgs, type ErrorEntry } from '../errors.js'
 
 /**
  * What a business rule needs: today's date, whether a field passed its schema checks (a rule runs
@@ -14,7 +15,8 @@ export interface RuleContext {
    * wrong inside it: for a rule that reads a list's length, or reads only some of its items' fields.
    */
   shallow(...paths: string[]): boolean
-  report(code: string, attr: string | null, detail: string): void
+  /** Reports `code` at `attr`, in the catalogue's wording (`problem` in src/errors.ts). */
+  report<C extends ErrorCode>(code: C, attr: string | null, ...args: DetailArgs<C>): void
   readonly errors: ErrorEntry[]
 }
 
@@ -54,6 +56,6 @@ export function ruleContext(schemaErrors: ErrorEntry[], today: string): RuleCont
     // Without schema errors everything is clean: the common case costs nothing.
     clean: schemaErrors.length === 0 ? () => true : (...paths) => paths.every(cleanOne),
     shallow: schemaErrors.length === 0 ? () => true : (...paths) => paths.every(shallowOne),
-    report: (code, attr, detail) => { errors.push(entry(code, attr, detail)) }
+    report: (code, attr, ...args) => { errors.push(problem(code, attr, ...args)) }
   }
 }

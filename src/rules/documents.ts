@@ -1,3 +1,4 @@
+import { CODE } from '../../schemas/error-codes.js'
 import type { RuleContext } from './context.js'
 
 /**
@@ -48,7 +49,7 @@ export function checkDocumentPath(ctx: RuleContext, path: unknown, attr: string)
   if (typeof path !== 'string' || !ctx.clean(attr)) return undefined
   const relative = relativeDocumentPath(path)
   if (relative === undefined) {
-    ctx.report('invalid_document_path', attr, 'A document path is relative, without "..", backslashes, schemes, empty segments or control characters.')
+    ctx.report(CODE.invalid_document_path, attr)
   }
   return relative
 }

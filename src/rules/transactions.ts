@@ -1,3 +1,4 @@
+import { CODE } from '../../schemas/error-codes.js'
 import type { Transaction } from '../../schemas/transactions.js'
 import { Big, formatDecimal, normaliseDecimals, toBig, withinCent, sumDecimals } from '../decimal.js'
 import { fieldOf, isObject } from '../objects.js'
@@ -22,7 +23,7 @@ export function signedAmount(type: string, amount: unknown): Big {
 export function transactionRules(tx: unknown, path: string, ctx: RuleContext): void {
   if (!isObject(tx)) return
   if (ctx.clean(`${path}.transaction_date`) && typeof tx.transaction_date === 'string' && tx.transaction_date > ctx.today) {
-    ctx.report('transaction_in_future', `${path}.transaction_date`, 'The transaction is dated after today.')
+    ctx.report(CODE.transaction_in_future, `${path}.transaction_date`)
   }
   const lineItems = arrayOf(tx.line_items)
   const taxItems = arrayOf(tx.tax_items)
@@ -36,8 +37,7 @@ export function transactionRules(tx: unknown, path: string, ctx: RuleContext): v
       (tx.tax_items === undefined || itemsClean('tax_items', taxItems, 'amount'))) {
     const expected = sumDecimals(lineItems.map((i) => fieldOf(i, 'net_amount'))).plus(sumDecimals(taxItems.map((i) => fieldOf(i, 'amount'))))
     if (!toBig(tx.amount).eq(expected)) {
-      ctx.report('ledger_transaction_amount_does_not_match_with_line_item_net_amount_and_tax_amount', `${path}.amount`,
-        `The amount must equal the line items' net amounts plus the tax amounts (${expected.toFixed()}).`)
+      ctx.report(CODE.ledger_transaction_amount_does_not_match_with_line_item_net_amount_and_tax_amount, `${path}.amount`, { expected: expected.toFixed() })
     }
   }
 }
@@ -46,16 +46,15 @@ function lineItemRules(item: unknown, path: string, ctx: RuleContext): void {
   if (!isObject(item)) return
   const { start_date: start, end_date: end, units } = item
   if (ctx.clean(`${path}.start_date`, `${path}.end_date`) && typeof start === 'string' && typeof end === 'string' && start > end) {
-    ctx.report('start_date_later_than_end_date', `${path}.end_date`, 'The end date is before the start date.')
+    ctx.report(CODE.start_date_later_than_end_date, `${path}.end_date`, { end: 'end_date', start: 'start_date' })
   }
   if (Array.isArray(units) && ctx.clean(`${path}.units`) && units.length !== 2) {
-    ctx.report('line_item_units_must_be_two_values', `${path}.units`, 'Units must hold exactly two values.')
+    ctx.report(CODE.line_item_units_must_be_two_values, `${path}.units`)
   }
   if (ctx.clean(`${path}.number_of_units`, `${path}.price_per_unit`, `${path}.net_amount`)) {
     const expected = toBig(item.number_of_units).times(toBig(item.price_per_unit))
     if (!withinCent(toBig(item.net_amount), expected)) {
-      ctx.report('incorrect_line_item_net_amount', `${path}.net_amount`,
-        `The net amount must equal number of units × price per unit (${expected.toFixed()}) within 0.01.`)
+      ctx.report(CODE.incorrect_line_item_net_amount, `${path}.net_amount`, { expected: expected.toFixed() })
     }
   }
 }
@@ -65,7 +64,7 @@ function taxItemRules(item: unknown, path: string, ctx: RuleContext): void {
   if (item.unit_type === 'PROPORTION' && ctx.clean(`${path}.unit_type`, `${path}.amount`, `${path}.value_taxed`, `${path}.rate`)) {
     const expected = toBig(item.value_taxed).times(toBig(item.rate))
     if (!withinCent(toBig(item.amount), expected)) {
-      ctx.report('incorrect_tax_amount', `${path}.amount`, `The tax amount must equal value taxed × rate (${expected.toFixed()}) within 0.01.`)
+      ctx.report(CODE.incorrect_tax_amount, `${path}.amount`, { expected: expected.toFixed() })
     }
   }
 }

@@ -1,4 +1,5 @@
 import { AccountData, LEDGER_CODES, type Address } from '../../../schemas/account.js'
+import { CODE } from '../../../schemas/error-codes.js'
 import { formatDecimal, sumDecimals, toBig, normaliseDecimals, type Big } from '../../decimal.js'
 import { compareAttr, entriesFromAjv, sortEntries, type ErrorEntry } from '../../errors.js'
 import { addressKey, countryCode, normalisePostcode } from '../../rules/address.js'
@@ -37,18 +38,18 @@ export function accountRules(data: unknown, ctx: RuleContext): void {
   customerRules(data, billingCountry, ctx)
   supplyAddressRules(data, ctx)
   ledgerRules(data, ctx)
-  laterDuplicates(ctx, 'metadata_has_duplicate_keys', 'The metadata key appears more than once.',
-    arrayOf(data.metadata).map((m, i) => [`metadata.${i}.key`, fieldOf(m, 'key')]))
+  laterDuplicates(ctx, arrayOf(data.metadata).map((m, i) => [`metadata.${i}.key`, fieldOf(m, 'key')]),
+    (attr) => ctx.report(CODE.metadata_has_duplicate_keys, attr))
 }
 
 const arrayOf = (value: unknown): unknown[] => (Array.isArray(value) ? value : [])
 
-/** Reports every later occurrence of a value already seen (values read only where clean). */
-function laterDuplicates(ctx: RuleContext, code: string, detail: string, items: Array<[attr: string, value: unknown]>): void {
+/** Reports, through `report`, every later occurrence of a value already seen (values read only where clean). */
+function laterDuplicates(ctx: RuleContext, items: Array<[attr: string, value: unknown]>, report: (attr: string, value: unknown) => void): void {
   const seen = new Set<unknown>()
   for (const [attr, value] of items) {
     if (value === undefined || !ctx.clean(attr)) continue
-    if (seen.has(value)) ctx.report(code, attr, detail)
+    if (seen.has(value)) report(attr, value)
     seen.add(value)
   }
 }
@@ -59,10 +60,10 @@ function billingOptionRules(data: Record<string, unknown>, ctx: RuleContext): vo
   for (const field of ['period_length', 'period_start_day']) {
     const attr = `account_billing_options.${field}`
     if (options.use_industry_billing === false && options[field] === undefined && ctx.clean(attr)) {
-      ctx.report('account_billing_options_period_data_required', attr, 'Required when industry billing is not used.')
+      ctx.report(CODE.account_billing_options_period_data_required, attr)
     }
     if (options.use_industry_billing === true && options[field] !== undefined) {
-      ctx.report('account_billing_options_industry_billing_with_period_data', attr, 'Not allowed when industry billing is used.')
+      ctx.report(CODE.account_billing_options_industry_billing_with_period_data, attr)
     }
   }
 }
@@ -74,11 +75,11 @@ function addressRules(address: unknown, path: string, ctx: RuleContext): string 
   if (typeof sent !== 'string') return undefined
   const country = countryCode(sent)
   if (!country) {
-    ctx.report('invalid_country', `${path}.country`, `${sent} is not an ISO 3166-1 alpha-2 country code.`)
+    ctx.report(CODE.invalid_country, `${path}.country`, { country: sent })
     return undefined
   }
   if (typeof postcode === 'string' && ctx.clean(`${path}.postal_code`) && normalisePostcode(country, postcode) === undefined) {
-    ctx.report('invalid_postcode', `${path}.postal_code`, `${postcode} is not a valid postcode in ${country}.`)
+    ctx.report(CODE.invalid_postcode, `${path}.postal_code`, { postcode, country })
   }
   return country
 }
@@ -90,14 +91,14 @@ function customerRules(data: Record<string, unknown>, billingCountry: string | u
   // These read the list's length and (for the roles) each customer's roles, nothing else of them.
   if (occupierKnown && ctx.shallow('customers')) {
     if (!unknownOccupier && customers.length === 0) {
-      ctx.report('min_items', 'customers', 'At least one customer is required unless the occupier is unknown.')
+      ctx.report(CODE.min_items, 'customers', { detail: 'At least one customer is required unless the occupier is unknown.' })
     }
     if (unknownOccupier && customers.length > 0) {
-      ctx.report('customer_with_unknown_occupier', 'customers', 'An account with an unknown occupier has no customers.')
+      ctx.report(CODE.customer_with_unknown_occupier, 'customers')
     }
     const rolesClean = customers.every((_, c) => ctx.clean(`customers.${c}.portfolio_roles`))
     if (!unknownOccupier && customers.length > 0 && rolesClean && !customers.some((c) => arrayOf(fieldOf(c, 'portfolio_roles')).includes('ADMIN'))) {
-      ctx.report('required_user_role', 'customers', 'At least one customer must hold the ADMIN role.')
+      ctx.report(CODE.required_user_role, 'customers')
     }
   }
   const domestic = ctx.clean('account_type') && typeof data.account_type === 'string' && data.account_type.startsWith('DOMESTIC')
@@ -106,18 +107,17 @@ function customerRules(data: Record<string, unknown>, billingCountry: string | u
     const path = `customers.${c}`
     const { email, landline } = customer
     if (domestic && customer.family_name === undefined && ctx.clean(`${path}.family_name`)) {
-      ctx.report('customer_family_name_required', `${path}.family_name`, 'A family name is required for domestic accounts.')
+      ctx.report(CODE.customer_family_name_required, `${path}.family_name`)
     }
     if (typeof email === 'string' && ctx.clean(`${path}.email`)) {
       const problem = emailProblem(email)
-      if (problem === 'invalid_email') ctx.report(problem, `${path}.email`, 'Enter a valid e-mail address.')
-      if (problem === 'possible_test_email_address') ctx.report(problem, `${path}.email`, 'This looks like a test e-mail address.')
+      if (problem !== undefined) ctx.report(problem, `${path}.email`)
     }
     // The billing country is the default region: an unknown or invalid country skips this rule.
     if (typeof landline === 'string' && ctx.clean(`${path}.landline`) && ctx.clean('billing_address.country') &&
         (billingCountry !== undefined || landline.startsWith('+')) &&
         phoneE164(landline, billingCountry) === undefined) {
-      ctx.report('invalid_phone_number', `${path}.landline`, `${landline} is not a valid phone number`)
+      ctx.report(CODE.invalid_phone_number, `${path}.landline`, { phone: landline })
     }
   })
 }
@@ -125,7 +125,7 @@ function customerRules(data: Record<string, unknown>, billingCountry: string | u
 function supplyAddressRules(data: Record<string, unknown>, ctx: RuleContext): void {
   const addresses = arrayOf(data.supply_addresses)
   if (ctx.clean('unknown_occupier') && ctx.shallow('supply_addresses') && data.unknown_occupier === true && addresses.length > 1) {
-    ctx.report('occupier_account_with_multiple_supply_addresses', 'supply_addresses', 'An account with an unknown occupier has at most one supply address.')
+    ctx.report(CODE.occupier_account_with_multiple_supply_addresses, 'supply_addresses')
   }
   const identifiers: Array<[string, unknown]> = []
   const addressKeys: Array<[string, unknown]> = []
@@ -143,8 +143,8 @@ function supplyAddressRules(data: Record<string, unknown>, ctx: RuleContext): vo
       supplyPointRules(point, pointPath, ctx)
     })
   })
-  laterDuplicates(ctx, 'duplicate_supply_addresses_found', 'The same supply address appears more than once.', addressKeys)
-  laterDuplicates(ctx, 'duplicate_supply_point_identifiers', 'The supply point identifier appears more than once.', identifiers)
+  laterDuplicates(ctx, addressKeys, (attr) => ctx.report(CODE.duplicate_supply_addresses_found, attr))
+  laterDuplicates(ctx, identifiers, (attr) => ctx.report(CODE.duplicate_supply_point_identifiers, attr))
 }
 
 function supplyPointRules(point: Record<string, unknown>, path: string, ctx: RuleContext): void {
@@ -152,10 +152,10 @@ function supplyPointRules(point: Record<string, unknown>, path: string, ctx: Rul
   const start = ctx.clean(`${path}.supply_start_date`) && typeof sentStart === 'string' ? sentStart : undefined
   if (typeof lastBilled === 'string' && ctx.clean(`${path}.last_billed_to_date`)) {
     if (start !== undefined && lastBilled < start) {
-      ctx.report('start_date_later_than_end_date', `${path}.last_billed_to_date`, 'The last billed date is before the supply start date.')
+      ctx.report(CODE.start_date_later_than_end_date, `${path}.last_billed_to_date`, { end: 'last_billed_to_date', start: 'supply_start_date' })
     }
     if (lastBilled > ctx.today) {
-      ctx.report('date_in_future', `${path}.last_billed_to_date`, 'The date is after today.')
+      ctx.report(CODE.date_in_future, `${path}.last_billed_to_date`, { field: 'last_billed_to_date' })
     }
   }
   const dates = new Set<string>()
@@ -164,10 +164,10 @@ function supplyPointRules(point: Record<string, unknown>, path: string, ctx: Rul
     const from = fieldOf(agreement, 'effective_from')
     if (typeof from !== 'string' || !ctx.clean(attr)) return
     if (start !== undefined && from < start) {
-      ctx.report('agreement_start_date_before_supply_start_date', attr, 'The agreement starts before the supply start date.')
+      ctx.report(CODE.agreement_start_date_before_supply_start_date, attr)
     }
     if (dates.has(from)) {
-      ctx.report('gaps_or_overlaps_in_agreement_dates', attr, 'Two agreements start on the same date.')
+      ctx.report(CODE.gaps_or_overlaps_in_agreement_dates, attr)
     }
     dates.add(from)
   })
@@ -185,7 +185,7 @@ function ledgerRules(data: Record<string, unknown>, ctx: RuleContext): void {
     if (ctx.clean(`${path}.ledger_code`)) {
       codes.push([`${path}.ledger_code`, ledger.ledger_code])
       if (!(LEDGER_CODES as readonly unknown[]).includes(ledger.ledger_code)) {
-        ctx.report('ledger_code_does_not_exist', `${path}.ledger_code`, `There is no ledger code ${ledger.ledger_code}.`)
+        ctx.report(CODE.ledger_code_does_not_exist, `${path}.ledger_code`, { ledger_code: String(ledger.ledger_code) })
       }
     }
     for (const list of TRANSACTION_LISTS) {
@@ -197,22 +197,21 @@ function ledgerRules(data: Record<string, unknown>, ctx: RuleContext): void {
     }
     singleLedgerRules(ledger, path, ctx)
   })
-  laterDuplicates(ctx, 'duplicate_ledger_entries_found', 'The ledger code appears more than once.', codes)
+  laterDuplicates(ctx, codes, (attr) => ctx.report(CODE.duplicate_ledger_entries_found, attr))
   // "Later" is by attr order, so the result does not depend on the order of keys in the payload.
   transactionIds.sort((a, b) => compareAttr(a[0], b[0]))
-  laterDuplicates(ctx, 'duplicate_transaction_ids', 'The transaction id appears more than once in the account.', transactionIds)
+  laterDuplicates(ctx, transactionIds, (attr, id) => ctx.report(CODE.duplicate_transaction_ids, attr, { transaction_id: String(id) }))
 
   // Reads the ledger codes only: a problem elsewhere in a ledger does not hide it.
   const codesClean = ctx.shallow('ledgers') && ledgers.every((_, n) => ctx.clean(`ledgers.${n}.ledger_code`))
   if (ledgers.length > 0 && codesClean && !ledgers.some((l) => fieldOf(l, 'ledger_code') === 'ENERGY')) {
-    ctx.report('energy_ledger_required', 'ledgers', 'An ENERGY ledger is required.')
+    ctx.report(CODE.energy_ledger_required, 'ledgers')
   }
   const balancesClean = ctx.clean('transfer_balance') && ctx.shallow('ledgers') && ledgers.every((_, n) => ctx.clean(`ledgers.${n}.ledger_balance`))
   if (ledgers.length > 0 && balancesClean) {
     const total = sumDecimals(ledgers.map((l) => fieldOf(l, 'ledger_balance')))
     if (!total.eq(toBig(data.transfer_balance))) {
-      ctx.report('ledger_balances_not_equal_to_transfer_balance', 'transfer_balance',
-        `The transfer balance must equal the sum of the ledger balances (${formatDecimal(total)}).`)
+      ctx.report(CODE.ledger_balances_not_equal_to_transfer_balance, 'transfer_balance', { total: formatDecimal(total) })
     }
   }
 }
@@ -223,7 +222,7 @@ function singleLedgerRules(ledger: Record<string, unknown>, path: string, ctx: R
   const sentClosing = ledger.last_statement_closing_date
   const closing = closingClean && typeof sentClosing === 'string' ? sentClosing : undefined
   if (closing !== undefined && closing >= ctx.today) {
-    ctx.report('date_in_future', closingAttr, 'The last statement closing date must be before today.')
+    ctx.report(CODE.date_in_future, closingAttr, { field: 'last_statement_closing_date' })
   }
   const historical = arrayOf(ledger.historical_statement_transactions)
   const current = arrayOf(ledger.current_statement_transactions)
@@ -231,8 +230,7 @@ function singleLedgerRules(ledger: Record<string, unknown>, path: string, ctx: R
   if (closingClean && closing === undefined && ctx.shallow(`${path}.historical_statement_transactions`)) {
     const nonZeroOpening = openingClean && ledger.last_statement_balance !== undefined && !toBig(ledger.last_statement_balance).eq(0)
     if (historical.length > 0 || nonZeroOpening) {
-      ctx.report('historical_statement_transactions_require_last_statement_closing_date', closingAttr,
-        'Historical transactions and a non-zero last statement balance need a last statement closing date.')
+      ctx.report(CODE.historical_statement_transactions_require_last_statement_closing_date, closingAttr)
     }
   }
   if (closing !== undefined) {
@@ -240,14 +238,14 @@ function singleLedgerRules(ledger: Record<string, unknown>, path: string, ctx: R
       const attr = `${path}.historical_statement_transactions.${t}.transaction_date`
       const date = fieldOf(tx, 'transaction_date')
       if (typeof date === 'string' && ctx.clean(attr) && date > closing) {
-        ctx.report('historical_statement_transaction_after_last_statement_closing_date', attr, 'The transaction is dated after the last statement closing date.')
+        ctx.report(CODE.historical_statement_transaction_after_last_statement_closing_date, attr)
       }
     })
     current.forEach((tx, t) => {
       const attr = `${path}.current_statement_transactions.${t}.transaction_date`
       const date = fieldOf(tx, 'transaction_date')
       if (typeof date === 'string' && ctx.clean(attr) && date <= closing) {
-        ctx.report('current_statement_transaction_before_last_statement_closing_date', attr, 'The transaction is dated on or before the last statement closing date.')
+        ctx.report(CODE.current_statement_transaction_before_last_statement_closing_date, attr)
       }
     })
   }
@@ -256,8 +254,7 @@ function singleLedgerRules(ledger: Record<string, unknown>, path: string, ctx: R
     const opening = toBig(ledger.last_statement_balance ?? 0)
     const expected = current.reduce((sum: Big, tx) => sum.plus(signedAmount(String(fieldOf(tx, 'type')), fieldOf(tx, 'amount'))), opening)
     if (!expected.eq(toBig(ledger.ledger_balance))) {
-      ctx.report('balance_mismatch_on_ledger_balance', `${path}.ledger_balance`,
-        `The ledger balance must equal the last statement balance plus the current transactions (${formatDecimal(expected)}).`)
+      ctx.report(CODE.balance_mismatch_on_ledger_balance, `${path}.ledger_balance`, { expected: formatDecimal(expected) })
     }
   }
 }
