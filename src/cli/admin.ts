@@ -1,3 +1,4 @@
+/* eslint-disable @typescript-eslint/no-explicit-any -- being removed with the section refactor */
 /**
  * The operator's admin command line: `npm run admin -- <command> [arguments] [options]`.
  * A thin HTTP client of the GraphQL operator surface: it obtains an operator token with the
