@@ -33,6 +33,39 @@ module.exports = {
       to: { path: 'repository\\.ts$', dependencyTypesNot: ['type-only'] }
     },
     {
+      name: 'modules-do-not-import-plugins',
+      severity: 'error',
+      comment: 'Plugins wire modules into the app: a module that imports one depends on the app around it and cannot be used without it.',
+      from: {
+        path: '^src/modules/',
+        pathNot: [
+          // until the section refactor: → src/plugins/failures.ts (postImportStep, now in src/modules/failures/route-config.ts)
+          '^src/modules/sections\\.ts$'
+        ]
+      },
+      to: { path: '^src/plugins/' }
+    },
+    {
+      name: 'repositories-stay-in-their-module',
+      severity: 'error',
+      comment: 'A repository\'s queries serve its own module; another module asks that module\'s service, or shares columns through src/db/.',
+      from: {
+        path: '^src/modules/([^/]+)/',
+        pathNot: [
+          // until the section refactor: → src/modules/accounts/repository.ts
+          '^src/modules/imports/service\\.ts$',
+          '^src/modules/billing-documents/(service|section)\\.ts$',
+          // until the section refactor: → src/modules/accounts/repository.ts and src/modules/notes/repository.ts
+          '^src/modules/transactions/(service|section)\\.ts$',
+          // until the section refactor: → src/modules/imports/repository.ts
+          '^src/modules/post-import/(base|section|repository)\\.ts$',
+          // until the section refactor: → src/modules/accounts/repository.ts and src/modules/imports/repository.ts
+          '^src/modules/batches/repository\\.ts$'
+        ]
+      },
+      to: { path: '^src/modules/[^/]+/repository\\.ts$', pathNot: '^src/modules/$1/repository\\.ts$' }
+    },
+    {
       name: 'service-code-does-not-import-tests',
       severity: 'error',
       from: { path: '^(src|schemas|drizzle)/' },

@@ -1,20 +1,18 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
-import { createFailuresService, type FailuresService, type Step } from '../modules/failures/service.js'
+import type { FailureStep } from '../modules/failures/route-config.js'
+import { createFailuresService, type FailuresService } from '../modules/failures/service.js'
 import { toAppError } from './errors.js'
+
+// src/modules/sections.ts still imports it from here until the section refactor.
+export { postImportStep } from '../modules/failures/route-config.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
     failures: FailuresService
   }
   interface FastifyContextConfig {
-    /**
-     * The migration step a route answers for: its 400 and 500 answers are recorded as the
-     * account's failure of that step. `supplierField` names the body field holding the supplier
-     * code; `clearOnSuccess` clears the step's record after a 2xx (routes whose service does not
-     * clear it within its own writes).
-     */
-    failureStep?: { step: Step; supplierField: 'import_supplier' | 'import_supplier_code'; clearOnSuccess?: boolean }
+    failureStep?: FailureStep
   }
 }
 
@@ -61,6 +59,3 @@ export default fp(async function failuresPlugin(app: FastifyInstance) {
     }, request.log)
   })
 }, { name: 'failures', dependencies: ['db', 'errors'] })
-
-/** The route config of a post-import endpoint: its step, cleared by the hook after a 2xx. */
-export const postImportStep = (step: Step) => ({ failureStep: { step, supplierField: 'import_supplier' as const, clearOnSuccess: true } })

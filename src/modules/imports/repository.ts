@@ -1,12 +1,15 @@
 import { and, asc, desc, eq, gt, inArray, sql, type SQL } from 'drizzle-orm'
 import { importEvents, importFailures, importProcesses, importSuppliers, operationsTeams } from '../../../drizzle/schema/index.js'
+import { supplierColumns, type ProcessState, type SupplierRow } from '../../db/columns.js'
 import { rowsOf, runInOrder, type Db, type Tx } from '../../db/index.js'
+import { PROCESS_LOCK_BASE } from '../../db/locks.js'
 import { withoutDetails, type ErrorEntry, type StoredEntry } from '../../errors.js'
 import { formatDateTime } from '../../format.js'
 
 export type ProcessList = 'all' | 'pending' | 'imported'
 export type EventType = (typeof importEvents.$inferInsert)['type']
-export type ProcessState = 'STAGED' | 'SKIPPED' | 'IMPORTED'
+// Other modules still import these from here until the section refactor; they live in src/db/.
+export { PROCESS_LOCK_BASE, supplierColumns, type ProcessState, type SupplierRow }
 
 /** Who changed an import process, as the event log records it. */
 export interface Actor {
@@ -14,15 +17,6 @@ export interface Actor {
   apiKeyId: string
   /** `organisation:<name>`. */
   name: string
-}
-
-export interface SupplierRow {
-  id: string
-  code: string
-  status: 'Ongoing' | 'Paused' | 'Complete'
-  documentRoot: string
-  sendMigrationEmails: boolean
-  maxConcurrentProcessing: number | null
 }
 
 export interface ProcessRow {
@@ -45,18 +39,7 @@ export interface ListRow {
 /** Rows read per query when a whole list is streamed. */
 export const LIST_CHUNK_ROWS = 1000
 
-/**
- * Locks that make creation safe across server processes, all released by PostgreSQL when the
- * transaction ends or its connection dies:
- * - the process lock (`pg_try_advisory_xact_lock(bigint)`), held exclusively by a create for its
- *   whole run and tried in shared mode by a restage: at most one create per account, staged data
- *   cannot change under it, and restages do not refuse each other;
- * - concurrency slots (`pg_try_advisory_xact_lock(int, int)`, keyed by the supplier and a slot
- *   number), one per create in flight, up to the supplier's `max_concurrent_processing`.
- * The status endpoint reads `pg_locks` for the exclusive process lock to report IN_PROGRESS.
- */
-export const PROCESS_LOCK_BASE = 1n << 40n
-
+/** The process lock's key (the locks are described in src/db/locks.ts). */
 function processLockKey(id: number): string {
   return (PROCESS_LOCK_BASE + BigInt(id)).toString()
 }
@@ -68,16 +51,6 @@ function createRunningSql(id: SQL): SQL<boolean> {
   return sql<boolean>`exists (select 1 from pg_locks where locktype = 'advisory' and objsubid = 1
     and database = (select oid from pg_database where datname = current_database())
     and classid = (${key} >> 32)::oid and objid = (${key} & 4294967295)::oid and mode = 'ExclusiveLock' and granted)`
-}
-
-/** The columns of a `SupplierRow`. */
-export const supplierColumns = {
-  id: importSuppliers.id,
-  code: importSuppliers.code,
-  status: importSuppliers.status,
-  documentRoot: importSuppliers.documentRoot,
-  sendMigrationEmails: importSuppliers.sendMigrationEmails,
-  maxConcurrentProcessing: importSuppliers.maxConcurrentProcessing
 }
 
 /** A supplier of the caller and the import process of one external account number, read together. */

@@ -1,7 +1,7 @@
 import { and, eq, sql, type SQL } from 'drizzle-orm'
 import { importEvents, importProcesses } from '../../../drizzle/schema/index.js'
+import type { ProcessState } from '../../db/columns.js'
 import { rowsOf, runInOrder, type Db } from '../../db/index.js'
-import type { ProcessState } from '../imports/repository.js'
 
 /** True when a `{…, errors: [...]}` value holds an entry with a detail. */
 function hasDetails(value: SQL): SQL<boolean> {
