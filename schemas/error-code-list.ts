@@ -1,6 +1,6 @@
 import { Type, type Static } from 'typebox'
 import { StandardErrorResponses } from './common.js'
-import { CODE_KINDS, ERROR_CODES, type ErrorCode } from './error-codes.js'
+import { CODE, CODE_KINDS, ERROR_CODES, type ErrorCode } from './error-codes.js'
 import { STEP_NAMES } from './failures.js'
 import { Choice } from './fields.js'
 
@@ -25,6 +25,6 @@ export function errorCodeList(): ErrorCodeItem[] {
   })
 }
 
-const example = errorCodeList().filter((c) => c.code === 'invalid_postcode' || c.code === 'throttled')
+const example = errorCodeList().filter((c) => c.code === CODE.invalid_postcode || c.code === CODE.throttled)
 
 export const ErrorCodeListResponses = { 200: Type.Array(ErrorCodeItem, { examples: [example] }), ...StandardErrorResponses }

@@ -229,7 +229,7 @@ export const ERROR_CODES = {
   },
   import_process_does_not_exist: {
     status: 404, kind: 'entry', steps: ['create'],
-    detail: 'No import process exists for this import supplier and external account number.',
+    detail: 'No import process of yours exists for this import supplier (and external account number).',
     meaning: 'The account was never staged for this supplier (or the supplier is not yours); stage the account first, and check the supplier code.'
   },
   import_supplier_migration_not_ongoing: {
@@ -404,7 +404,7 @@ export const ERROR_CODES = {
   },
   not_found: {
     status: 404, kind: 'both', steps: NO_STEP,
-    detail: '{what} does not exist.',
+    detail: '{detail}',
     answerDetail: 'Not found.',
     meaning: 'What the request names does not exist, or is not visible to you; the entry (or the GraphQL message) says what.'
   },

@@ -5,6 +5,8 @@
  * and benchmarks start from the same account.
  */
 import account from '../docs/examples/account.json' with { type: 'json' }
+import { CODE, ERROR_CODES, formatDetail } from './error-codes.js'
+import { SECTIONS, type SectionListing } from './sections.js'
 
 export const EXAMPLE_ACCOUNT: Readonly<Record<string, unknown>> = account
 
@@ -28,6 +30,10 @@ const DOCUMENTED_ACCOUNT = withoutBlanks(EXAMPLE_ACCOUNT)
  * `paymentInstructionExample`, because its vendors are the configuration's.
  */
 export const REQUEST_EXAMPLES: Record<string, unknown> = {
+  // A section may bring its own (its line in schemas/sections.ts): the account reference is added.
+  ...Object.fromEntries(SECTIONS.flatMap((section: SectionListing) => (section.example
+    ? [[`/v1/data-import${section.path.replace(/\/$/, '')}`, { import_supplier: 'ACME_ENERGY', external_account_number: 'EXT-000123', ...section.example }]]
+    : []))),
   '/v1/data-import/validate-account': DOCUMENTED_ACCOUNT,
   '/v1/data-import/account-import-process/create-or-update': DOCUMENTED_ACCOUNT,
   '/v1/data-import/account-import-process/process': {
@@ -88,10 +94,10 @@ export function paymentInstructionExample(vendorCodes: readonly string[]): Recor
 
 /** The error body, as validate answers a payload with problems. */
 export const ERROR_EXAMPLE = {
-  detail: 'Could not validate account data.',
-  code: 'account_failed_validation',
+  detail: ERROR_CODES.account_failed_validation.detail,
+  code: CODE.account_failed_validation,
   errors: [
-    { detail: 'abcde is not a valid phone number', code: 'invalid_phone_number', attr: 'customers.0.landline' },
-    { detail: 'BS1 5T is not a valid postcode in GB.', code: 'invalid_postcode', attr: 'billing_address.postal_code' }
+    { detail: formatDetail(CODE.invalid_phone_number, { phone: 'abcde' }), code: CODE.invalid_phone_number, attr: 'customers.0.landline' },
+    { detail: formatDetail(CODE.invalid_postcode, { postcode: 'BS1 5T', country: 'GB' }), code: CODE.invalid_postcode, attr: 'billing_address.postal_code' }
   ]
 }

@@ -1,4 +1,5 @@
 import { Type, type TSchema, type Static } from 'typebox'
+import { CODE } from './error-codes.js'
 import { TEXT_PATTERN, TRIMMED_PATTERN } from './text.js'
 
 /**
@@ -29,10 +30,10 @@ export function Choice<const T extends readonly string[]>(values: T, options: { 
 }
 
 /** A real calendar date `YYYY-MM-DD` (`invalid_date`). */
-export const DateString = Type.String({ format: 'date', errorCodes: { format: 'invalid_date', type: 'invalid_date' } })
+export const DateString = Type.String({ format: 'date', errorCodes: { format: CODE.invalid_date, type: CODE.invalid_date } })
 
 /** An ISO 8601 datetime with an offset or `Z` (`invalid_datetime`). */
-export const DateTimeString = Type.String({ format: 'date-time', errorCodes: { format: 'invalid_datetime', type: 'invalid_datetime' } })
+export const DateTimeString = Type.String({ format: 'date-time', errorCodes: { format: CODE.invalid_datetime, type: CODE.invalid_datetime } })
 
 export interface DecimalOptions {
   integer: number
@@ -47,7 +48,7 @@ export function Decimal({ default: def, ...decimal }: DecimalOptions) {
   return Type.Unsafe<string | number>({
     type: ['string', 'number'],
     decimal,
-    errorCodes: { type: 'invalid_decimal' },
+    errorCodes: { type: CODE.invalid_decimal },
     ...(def !== undefined ? { default: def } : {})
   })
 }

@@ -1,4 +1,5 @@
 import { Type, type Static } from 'typebox'
+import { CODE } from './error-codes.js'
 import { paymentInstructionExample } from './examples.js'
 import { Choice, Text } from './fields.js'
 import { WELL_FORMED_CHARACTERS } from './text.js'
@@ -16,7 +17,7 @@ export type PaymentInstructionType = (typeof PAYMENT_INSTRUCTION_TYPES)[number]
 export function VendorCode(codes: readonly string[]) {
   return Type.Unsafe<string>(codes.length > 0
     ? { type: 'string', enum: [...codes] }
-    : { type: 'string', not: {}, errorCodes: { not: 'invalid_choice' } })
+    : { type: 'string', not: {}, errorCodes: { not: CODE.invalid_choice } })
 }
 
 export function PaymentInstructionRequest(vendorCodes: readonly string[]) {

@@ -1,4 +1,5 @@
 import Big from 'big.js'
+import { CODE } from '../schemas/error-codes.js'
 
 /** Exact decimals: never computed in binary floating point. */
 export { Big }
@@ -16,7 +17,7 @@ export interface DecimalBounds {
   scale: number
 }
 
-export type DecimalProblem = 'invalid_decimal' | 'max_digits' | 'max_decimal_places'
+export type DecimalProblem = typeof CODE.invalid_decimal | typeof CODE.max_digits | typeof CODE.max_decimal_places
 
 /**
  * The exact value of a decimal as sent, or the problem with it. A JSON number is exact when its
@@ -24,16 +25,16 @@ export type DecimalProblem = 'invalid_decimal' | 'max_digits' | 'max_decimal_pla
  */
 export function parseDecimal(value: unknown): Big | DecimalProblem {
   if (typeof value === 'string') {
-    if (!DECIMAL_TEXT.test(value)) return 'invalid_decimal'
+    if (!DECIMAL_TEXT.test(value)) return CODE.invalid_decimal
     return new Big(value)
   }
   if (typeof value === 'number') {
-    if (!Number.isFinite(value)) return 'max_digits'
+    if (!Number.isFinite(value)) return CODE.max_digits
     const big = new Big(value)
-    if (big.c.length > NUMBER_DIGITS) return 'max_digits'
+    if (big.c.length > NUMBER_DIGITS) return CODE.max_digits
     return big
   }
-  return 'invalid_decimal'
+  return CODE.invalid_decimal
 }
 
 /** Integer digits and decimal places of a value (trailing zeros after the point carry no value). */
@@ -51,8 +52,8 @@ export function decimalProblems(value: unknown, bounds: DecimalBounds): DecimalP
   if (typeof parsed === 'string') return [parsed]
   const { integer, scale } = digits(parsed)
   const problems: DecimalProblem[] = []
-  if (integer > bounds.integer) problems.push('max_digits')
-  if (scale > bounds.scale) problems.push('max_decimal_places')
+  if (integer > bounds.integer) problems.push(CODE.max_digits)
+  if (scale > bounds.scale) problems.push(CODE.max_decimal_places)
   return problems
 }
 

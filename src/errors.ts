@@ -1,6 +1,7 @@
 import type { ErrorObject } from 'ajv'
 import type { FastifyRequest } from 'fastify'
 import type { ErrorEntry } from '../schemas/common.js'
+import { CODE, ERROR_CODES, formatDetail, type CodeSpec, type DetailParams, type ErrorCode } from '../schemas/error-codes.js'
 import { TRIMMED_PATTERN, WELL_FORMED_CHARACTERS } from '../schemas/text.js'
 
 export type { ErrorEntry }
@@ -27,6 +28,66 @@ export function entry(code: string, attr: string | null, detail: string): ErrorE
 }
 
 /**
+ * An answer whose top-level code is `code`, with the catalogue's status (unless `status` says
+ * another: 414 for a path segment too long) and wording (its `answerDetail` where it has one),
+ * and `errors` sorted.
+ */
+export function answer<C extends ErrorCode>(
+  code: C, errors: ErrorEntry[] = [], options: AnswerOptions = {}, ...args: AnswerArgs<C>
+): AppError {
+  const spec: CodeSpec = ERROR_CODES[code]
+  const message = spec.answerDetail ?? formatDetail(code, (args[0] ?? {}) as DetailParams<C>)
+  return new AppError(options.status ?? spec.status, code, message, sortEntries(errors), options.extra, options.headers)
+}
+
+export interface AnswerOptions {
+  /** Endpoint-specific fields added to the body. */
+  extra?: Record<string, unknown>
+  /** Response headers. */
+  headers?: Record<string, string>
+  /** The HTTP status, where it is not the catalogue's. */
+  status?: number
+}
+
+/**
+ * A GraphQL field's error: `code` at the catalogue's status, its message the code's wording (a
+ * GraphQL error has no entries): `fieldError(CODE.already_exists, { what: 'Organisation Acme' })`.
+ */
+export function fieldError<C extends ErrorCode>(code: C, ...args: DetailArgs<C>): AppError {
+  const params = (args[0] ?? {}) as DetailParams<C>
+  return new AppError(ERROR_CODES[code].status, code, formatDetail(code, params))
+}
+
+/** 400 `invalid_request` listing every problem, sorted (every endpoint but validate, stage and create). */
+export const invalidRequest = (errors: ErrorEntry[], extra: Record<string, unknown> = {}): AppError =>
+  answer(CODE.invalid_request, errors, { extra })
+
+/**
+ * 400 `account_failed_validation` listing every problem (validate, stage, create); an answer
+ * whose only problem says how the account stands (skipped, in progress) takes its wording.
+ */
+export function accountFailed(errors: ErrorEntry[]): AppError {
+  const only = errors.length === 1 ? (ERROR_CODES as Record<string, CodeSpec>)[errors[0]!.code] : undefined
+  const error = answer(CODE.account_failed_validation, errors)
+  return only?.answerDetail ? new AppError(error.statusCode, error.code, only.answerDetail, error.errors) : error
+}
+
+/** The values a code's wording needs: none for a fixed wording (then no argument is passed). */
+export type DetailArgs<C extends ErrorCode> = keyof DetailParams<C> extends never ? [] : [DetailParams<C>]
+
+/** The values of an answer's wording: optional, and unused, where the answer has its own fixed one (`answerDetail`). */
+export type AnswerArgs<C extends ErrorCode> = (typeof ERROR_CODES)[C] extends { answerDetail: string } ? [params?: DetailParams<C>] : DetailArgs<C>
+
+/**
+ * An entry of `code` at `attr`, its detail in the catalogue's one wording (schemas/error-codes.ts):
+ * `problem(CODE.date_in_future, 'end_date', { field: 'end_date' })`.
+ */
+export function problem<C extends ErrorCode>(code: C, attr: string | null, ...args: DetailArgs<C>): ErrorEntry {
+  const params = (args[0] ?? {}) as DetailParams<C>
+  return entry(code, attr, formatDetail(code, params))
+}
+
+/**
  * An error entry as stored with an import process: whole, or once its staged data was erased,
  * reduced to its code and attr (its detail may quote the input).
  */
@@ -37,46 +98,44 @@ export function withoutDetails(entries: readonly StoredEntry[]): StoredEntry[] {
   return entries.map(({ code, attr }) => ({ code, attr }))
 }
 
-export const notAuthenticated = (): AppError =>
-  new AppError(401, 'not_authenticated', 'Authentication credentials were not provided.')
-export const authenticationFailed = (): AppError =>
-  new AppError(401, 'authentication_failed', 'Incorrect authentication credentials.')
-export const tokenExpired = (): AppError => new AppError(401, 'token_expired', 'The token has expired.')
+export const notAuthenticated = (): AppError => answer(CODE.not_authenticated)
+export const authenticationFailed = (): AppError => answer(CODE.authentication_failed)
+export const tokenExpired = (): AppError => answer(CODE.token_expired)
 export const permissionDenied = (detail = 'You do not have permission to perform this action.'): AppError =>
-  new AppError(403, 'permission_denied', detail)
-export const notFound = (code: string, detail: string): AppError =>
-  new AppError(404, 'not_found', 'Not found.', [entry(code, null, detail)])
+  answer(CODE.permission_denied, [], {}, { detail })
+/** 404 `not_found` whose one entry, at `null`, says what does not exist: `notFound(CODE.account_not_found)`. */
+export const notFound = <C extends ErrorCode>(code: C, ...args: DetailArgs<C>): AppError =>
+  answer(CODE.not_found, [problem(code, null, ...args)])
 /** The body as a whole cannot be read (not JSON, not UTF-8, a pathological shape): one `invalid` at `null`. */
-export const invalidBody = (detail: string): AppError =>
-  new AppError(400, 'invalid_request', 'Invalid request.', [entry('invalid', null, detail)])
-export const payloadTooLarge = (): AppError =>
-  new AppError(413, 'payload_too_large', 'The request body is larger than the service accepts.')
+export const invalidBody = (detail: string): AppError => invalidRequest([problem(CODE.invalid, null, { detail })])
+export const payloadTooLarge = (): AppError => answer(CODE.payload_too_large)
 export const throttled = (retryAfterSeconds: number): AppError =>
-  new AppError(429, 'throttled', `Request was throttled. Expected available in ${retryAfterSeconds} seconds.`, [], {}, {
-    'retry-after': String(retryAfterSeconds)
-  })
+  answer(CODE.throttled, [], { headers: { 'retry-after': String(retryAfterSeconds) } }, { seconds: retryAfterSeconds })
+
+/** The codes whose wording is the whole detail (`'{detail}'`): those a schema keyword reports, its detail built from the keyword. */
+export type SchemaCode = { [C in ErrorCode]: (typeof ERROR_CODES)[C]['detail'] extends '{detail}' ? C : never }[ErrorCode]
 
 /** Which Ajv keyword gives which contract code, unless the schema names its own (`errorCodes`). */
-const codeByKeyword: Record<string, string> = {
-  required: 'required',
-  additionalProperties: 'unexpected_field',
-  unevaluatedProperties: 'unexpected_field',
-  type: 'invalid',
-  enum: 'invalid_choice',
-  const: 'invalid_choice',
-  discriminator: 'invalid_choice',
-  maxLength: 'max_length',
+const codeByKeyword: Record<string, SchemaCode> = {
+  required: CODE.required,
+  additionalProperties: CODE.unexpected_field,
+  unevaluatedProperties: CODE.unexpected_field,
+  type: CODE.invalid,
+  enum: CODE.invalid_choice,
+  const: CODE.invalid_choice,
+  discriminator: CODE.invalid_choice,
+  maxLength: CODE.max_length,
   // Only stated minimums above 1 reach it: an empty or whitespace string is `blank`.
-  minLength: 'min_length',
-  minimum: 'min_value',
-  exclusiveMinimum: 'min_value',
-  maximum: 'max_value',
-  exclusiveMaximum: 'max_value',
-  minItems: 'min_items',
-  maxItems: 'max_items',
-  uniqueItems: 'duplicate_items',
-  pattern: 'invalid',
-  format: 'invalid'
+  minLength: CODE.min_length,
+  minimum: CODE.min_value,
+  exclusiveMinimum: CODE.min_value,
+  maximum: CODE.max_value,
+  exclusiveMaximum: CODE.max_value,
+  minItems: CODE.min_items,
+  maxItems: CODE.max_items,
+  uniqueItems: CODE.duplicate_items,
+  pattern: CODE.invalid,
+  format: CODE.invalid
 }
 
 /** What a person reads for a value of the wrong JSON type. */
@@ -174,36 +233,36 @@ export function entriesFromAjv(errors: readonly ErrorObject[], prefix: string[] 
     if (e.keyword === 'required') path.push(String(params.missingProperty))
     if (e.keyword === 'additionalProperties') path.push(String(params.additionalProperty))
     if (e.keyword === 'discriminator' && typeof params.tag === 'string') path.push(params.tag)
-    const schemaCodes = (e.parentSchema as { errorCodes?: Record<string, string> } | undefined)?.errorCodes
-    let code = schemaCodes?.[e.keyword] ?? codeByKeyword[e.keyword] ?? 'invalid'
+    const schemaCodes = (e.parentSchema as { errorCodes?: Record<string, SchemaCode> } | undefined)?.errorCodes
+    let code: SchemaCode = schemaCodes?.[e.keyword] ?? codeByKeyword[e.keyword] ?? CODE.invalid
     let detail = schemaDetail(e)
     if (typeof params.code === 'string') {
-      code = params.code // our own keywords (decimal, jsonValue) name their code and detail
+      code = params.code as SchemaCode // our own keywords (decimal, jsonValue) name their code and detail
       detail = e.message ?? 'is invalid'
     } else if (e.keyword === 'type' && e.data === null) {
-      code = 'null'
+      code = CODE.null
       detail = 'This field may not be null.'
     } else if (e.keyword === 'discriminator' && params.tagValue === undefined) {
-      code = 'required' // Ajv always sets `tagValue`; it is undefined when the tag is missing
+      code = CODE.required // Ajv always sets `tagValue`; it is undefined when the tag is missing
       detail = 'This field is required.'
     } else if (e.keyword === 'discriminator' && params.tagValue === null) {
-      code = 'null'
+      code = CODE.null
       detail = 'This field may not be null.'
     } else if (e.keyword === 'discriminator' && typeof params.tagValue !== 'string') {
-      code = 'invalid'
+      code = CODE.invalid
       detail = 'A string is required.'
     } else if (e.keyword === 'discriminator' && (params.tagValue as string).trim() === '') {
-      code = 'blank'
+      code = CODE.blank
       detail = 'This field may not be blank.'
     } else if (typeof e.data === 'string' && e.data.trim() === '' && BLANK_KEYWORDS.has(e.keyword)) {
-      code = 'blank'
+      code = CODE.blank
       detail = 'This field may not be blank.'
     }
     const attr = path.length > 0 ? path.join('.') : null
     const key = `${attr}\u0000${code}`
     if (seen.has(key)) continue
     seen.add(key)
-    out.push(entry(code, attr, detail))
+    out.push(problem(code, attr, { detail }))
   }
   return out
 }

@@ -2,8 +2,10 @@ import { Ajv, type ErrorObject, type FuncKeywordDefinition, type Options, type V
 import addFormatsModule from 'ajv-formats'
 import type { FastifySchemaCompiler, FastifySerializerCompiler } from 'fastify'
 import fastJsonStringify from 'fast-json-stringify'
+import { CODE } from '../schemas/error-codes.js'
 import { isWellFormedJson } from '../schemas/text.js'
-import { decimalProblems, toBig, type DecimalBounds } from './decimal.js'
+import { decimalProblems, toBig, type DecimalBounds, type DecimalProblem } from './decimal.js'
+import type { SchemaCode } from './errors.js'
 
 // ajv-formats is CommonJS; under NodeNext its default import is the module object.
 const addFormats = ((addFormatsModule as unknown as { default?: typeof addFormatsModule }).default ??
@@ -66,14 +68,16 @@ function withoutYearZero(ajv: Ajv, name: 'date' | 'date-time'): void {
   })
 }
 
-type KeywordError = { keyword: string; message: string; params: { code: string } }
+type KeywordError = { keyword: string; message: string; params: { code: SchemaCode } }
 type ValidateWithErrors = ((...args: never[]) => boolean) & { errors?: KeywordError[] }
 
-const DECIMAL_MESSAGES: Record<string, string> = {
+/** The detail of each problem of a decimal (`min_value` for a decimal that must be positive). */
+const DECIMAL_MESSAGES: Record<DecimalProblem | typeof CODE.blank | typeof CODE.min_value, string> = {
   invalid_decimal: 'A valid decimal number is required (a decimal string or a JSON number).',
   max_digits: 'Ensure that there are not too many digits (send large or precise numbers as decimal strings).',
   max_decimal_places: 'Ensure that there are not too many decimal places.',
-  blank: 'This field may not be blank.'
+  blank: 'This field may not be blank.',
+  min_value: 'Ensure this value is greater than zero.'
 }
 
 /** `decimal: {integer, scale, positive?}`: an exact decimal within its bounds. */
@@ -85,12 +89,12 @@ const decimalKeyword = {
     const self = validateDecimal as ValidateWithErrors
     if (typeof data !== 'string' && typeof data !== 'number') return true // the type keyword reports it
     // A required decimal sent as an empty or whitespace-only string is `blank`.
-    const problems: string[] = typeof data === 'string' && data.trim() === '' ? ['blank'] : decimalProblems(data, bounds)
-    if (problems.length === 0 && bounds.positive && !toBig(data).gt(0)) problems.push('min_value')
+    const problems: Array<keyof typeof DECIMAL_MESSAGES> = typeof data === 'string' && data.trim() === '' ? [CODE.blank] : decimalProblems(data, bounds)
+    if (problems.length === 0 && bounds.positive && !toBig(data).gt(0)) problems.push(CODE.min_value)
     if (problems.length === 0) return true
     self.errors = problems.map((code) => ({
       keyword: 'decimal',
-      message: DECIMAL_MESSAGES[code] ?? 'Ensure this value is greater than zero.',
+      message: DECIMAL_MESSAGES[code],
       params: { code }
     }))
     return false
@@ -129,17 +133,17 @@ const jsonValueKeyword = {
   errors: true,
   validate: function validateJsonValue(limits: { maxBytes: number; maxDepth: number }, data: unknown): boolean {
     const self = validateJsonValue as ValidateWithErrors
-    const fail = (code: string, message: string) => {
+    const fail = (code: SchemaCode, message: string) => {
       self.errors = [{ keyword: 'jsonValue', message, params: { code } }]
       return false
     }
-    if (data === null) return fail('null', 'This field may not be null.')
+    if (data === null) return fail(CODE.null, 'This field may not be null.')
     if (data === undefined) return true
     const depth = jsonDepth(data, limits.maxDepth + 1)
-    if (depth > limits.maxDepth) return fail('max_depth', `Ensure this value is nested at most ${limits.maxDepth} levels deep.`)
-    if (!isWellFormedJson(data)) return fail('invalid', 'Text must be well-formed Unicode without U+0000.')
+    if (depth > limits.maxDepth) return fail(CODE.max_depth, `Ensure this value is nested at most ${limits.maxDepth} levels deep.`)
+    if (!isWellFormedJson(data)) return fail(CODE.invalid, 'Text must be well-formed Unicode without U+0000.')
     if (Buffer.byteLength(JSON.stringify(data), 'utf8') > limits.maxBytes) {
-      return fail('max_length', `Ensure this value is at most ${limits.maxBytes} bytes serialised.`)
+      return fail(CODE.max_length, `Ensure this value is at most ${limits.maxBytes} bytes serialised.`)
     }
     return true
   }
@@ -168,7 +172,7 @@ const tooManyErrors = {
   keyword: 'maxErrors',
   instancePath: '',
   schemaPath: '#',
-  params: { code: 'invalid' },
+  params: { code: CODE.invalid },
   message: `The body has too many problems: validation stopped after ${MAX_SCHEMA_ERRORS}; the first of those are listed.`
 } as ErrorObject
 

@@ -69,12 +69,12 @@ function sources(dir: string): string[] {
   })
 }
 
-/** Codes written as string literals where the service raises or maps them. */
+/** Codes named where the service raises or maps them: `CODE.x`, or a string literal. */
 const RAISED = [
-  /\b(?:entry|report|notFound|fail)\(\s*'([a-z_]+)'/g,
-  /new AppError\(\s*\d{3},\s*'([a-z_]+)'/g,
-  /\bcode: '([a-z_]+)'/g,
-  /ErrorWithProps\([^)]*\{ code: '([a-z_]+)' \}/g
+  /\b(?:entry|report|notFound|fail|problem|answer|fieldError)\(\s*(?:'|CODE\.)([a-z_]+)/g,
+  /new AppError\(\s*\d{3},\s*(?:'|CODE\.)([a-z_]+)/g,
+  /\bcode: (?:'|CODE\.)([a-z_]+)/g,
+  /ErrorWithProps\([^)]*\{ code: (?:'|CODE\.)([a-z_]+) \}/g
 ]
 
 t.test('every code the service raises by name is in the catalogue', async (t) => {
@@ -85,12 +85,12 @@ t.test('every code the service raises by name is in the catalogue', async (t) =>
     const text = readFileSync(file, 'utf8')
     for (const pattern of RAISED) for (const m of text.matchAll(pattern)) add(m[1]!, file)
     // Schema-named codes (`errorCodes: {keyword: code}`).
-    for (const m of text.matchAll(/errorCodes: \{([^}]*)\}/g)) for (const v of m[1]!.matchAll(/'([a-z_]+)'/g)) add(v[1]!, file)
+    for (const m of text.matchAll(/errorCodes: \{([^}]*)\}/g)) for (const v of m[1]!.matchAll(/(?:'|CODE\.)([a-z_]+)/g)) add(v[1]!, file)
   }
   // The keyword mapping and the project's own keywords' codes.
   const errors = readFileSync(join('src', 'errors.ts'), 'utf8')
   const mapping = /const codeByKeyword[^{]*\{([^}]*)\}/.exec(errors)![1]!
-  for (const v of mapping.matchAll(/: '([a-z_]+)'/g)) add(v[1]!, 'codeByKeyword')
+  for (const v of mapping.matchAll(/: (?:'|CODE\.)([a-z_]+)/g)) add(v[1]!, 'codeByKeyword')
   const validation = readFileSync(join('src', 'validation.ts'), 'utf8')
   const decimal = /const DECIMAL_MESSAGES[^{]*\{([^}]*)\}/.exec(validation)![1]!
   for (const v of decimal.matchAll(/^\s*([a-z_]+):/gm)) add(v[1]!, 'DECIMAL_MESSAGES')

@@ -1,13 +1,14 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { FailureListQuery, FailureListResponses, FailureSummaryResponses, TimelineQuery, TimelineResponses } from '../../../schemas/failures.js'
 import { SUPPLIER_CODE } from '../../../schemas/common.js'
+import { CODE } from '../../../schemas/error-codes.js'
 import { SupplierParams } from '../../../schemas/imports.js'
 import { notFound } from '../../errors.js'
 import { jsonArrayStream } from '../../json-stream.js'
 import { organisationOf } from '../auth/service.js'
 import { failureItem, parseAfter, type Step } from './service.js'
 
-const processNotFound = () => notFound('import_process_does_not_exist', 'No import process exists for this import supplier.')
+const processNotFound = () => notFound(CODE.import_process_does_not_exist)
 
 /** Failure records and the timeline of a supplier, under /v1/data-import; own suppliers only. */
 const failuresRoutes: FastifyPluginAsyncTypebox = async function failuresRoutes(app) {
