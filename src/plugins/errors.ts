@@ -3,8 +3,9 @@ import type { Duplex } from 'node:stream'
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import { pgErrorCode } from '../db/index.js'
-import { AppError, entriesFromAjv, entry, invalidBody, payloadTooLarge, sortEntries } from '../errors.js'
+import { AppError, answer, entriesFromAjv, invalidBody, invalidRequest, payloadTooLarge, problem } from '../errors.js'
 import type { ErrorBody } from '../../schemas/common.js'
+import { CODE } from '../../schemas/error-codes.js'
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -37,13 +38,12 @@ export function bodyError(err: FastifyError): boolean {
 export function toAppError(err: FastifyError, request: FastifyRequest): AppError | undefined {
   if (err instanceof AppError) return err
   if (err.validation) {
-    const top = request.routeOptions.config?.validationCode ?? 'invalid_request'
-    const detail = top === 'account_failed_validation' ? 'Could not validate account data.' : 'Invalid request.'
-    return new AppError(400, top, detail, sortEntries(entriesFromAjv(err.validation as never)))
+    const top = request.routeOptions.config?.validationCode === CODE.account_failed_validation ? CODE.account_failed_validation : CODE.invalid_request
+    return answer(top, entriesFromAjv(err.validation as never))
   }
   switch (err.code) {
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
-      return new AppError(415, 'unsupported_media_type', 'Requests with a body must be application/json.')
+      return answer(CODE.unsupported_media_type)
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
       return payloadTooLarge()
     case 'FST_ERR_CTP_EMPTY_JSON_BODY':
@@ -58,9 +58,9 @@ export function toAppError(err: FastifyError, request: FastifyRequest): AppError
   const status = err.statusCode ?? 500
   if (status >= 400 && status < 500) {
     // Another 4xx raised by Fastify or a plugin: its message is safe and says what was wrong.
-    return new AppError(status, status === 404 ? 'not_found' : 'invalid_request', 'Invalid request.', [
-      entry(status === 404 ? 'not_found' : 'invalid', null, err.message)
-    ])
+    return status === 404
+      ? answer(CODE.not_found, [problem(CODE.not_found, null, { detail: err.message })])
+      : answer(CODE.invalid_request, [problem(CODE.invalid, null, { detail: err.message })], { status })
   }
   return undefined
 }
@@ -77,13 +77,13 @@ export function frameworkError(error: FastifyError, request: FastifyRequest, rep
       sendError(reply, request, invalidBody('The URL is not valid percent-encoding.'))
       return
     case 'FST_ERR_MAX_PARAM_LENGTH':
-      sendError(reply, request, new AppError(414, 'invalid_request', 'Invalid request.', [
-        entry('max_length', null, 'A path segment is longer than 1024 characters.')
-      ]))
+      sendError(reply, request, answer(CODE.invalid_request, [
+        problem(CODE.max_length, null, { detail: 'A path segment is longer than 1024 characters.' })
+      ], { status: 414 }))
       return
   }
   request.log.error({ err: error }, 'unexpected router error')
-  sendError(reply, request, new AppError(500, 'server_error', 'A server error occurred.'))
+  sendError(reply, request, answer(CODE.server_error))
 }
 
 /**
@@ -93,12 +93,13 @@ export function frameworkError(error: FastifyError, request: FastifyRequest, rep
  */
 export function clientError(this: FastifyInstance, err: NodeJS.ErrnoException, socket: Duplex): void {
   if (err.code === 'ECONNRESET' || socket.destroyed) return
-  const [status, body]: [number, ErrorBody] =
-    err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
-      ? [408, { detail: 'The request did not arrive in time.', code: 'request_timeout', errors: [] }]
-      : err.code === 'HPE_HEADER_OVERFLOW'
-        ? [431, { detail: 'The request headers are too large.', code: 'request_header_fields_too_large', errors: [] }]
-        : [400, { detail: 'Invalid request.', code: 'invalid_request', errors: [entry('invalid', null, 'The request is not valid HTTP.')] }]
+  const error = err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+    ? answer(CODE.request_timeout)
+    : err.code === 'HPE_HEADER_OVERFLOW'
+      ? answer(CODE.request_header_fields_too_large)
+      : invalidRequest([problem(CODE.invalid, null, { detail: 'The request is not valid HTTP.' })])
+  const status = error.statusCode
+  const body: ErrorBody = { detail: error.message, code: error.code, errors: error.errors }
   this.log.debug({ err }, 'client error')
   if (socket.writable) {
     const text = JSON.stringify(body)
@@ -118,19 +119,12 @@ export default fp(async function errorsPlugin(app: FastifyInstance) {
       return
     }
     request.log.error({ err: error }, 'unexpected error')
-    send(reply, 500, {
-      detail: 'A server error occurred.',
-      code: 'server_error',
-      errors: [],
-      request_id: request.id
-    })
+    sendError(reply, request, answer(CODE.server_error))
   })
 
   app.setNotFoundHandler(function handleNotFound(request, reply) {
-    send(reply, 404, {
-      detail: 'Not found.',
-      code: 'not_found',
-      errors: [entry('route_not_found', null, `No endpoint ${request.method} ${request.url.split('?')[0]}.`)]
-    })
+    sendError(reply, request, answer(CODE.not_found, [
+      problem(CODE.route_not_found, null, { method: request.method, path: request.url.split('?')[0]! })
+    ]))
   })
 }, { name: 'errors' })

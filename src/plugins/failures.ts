@@ -1,5 +1,6 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
+import { CODE } from '../../schemas/error-codes.js'
 import type { FailureStep } from '../modules/failures/route-config.js'
 import { createFailuresService, type FailuresService } from '../modules/failures/service.js'
 import { toAppError } from './errors.js'
@@ -42,7 +43,7 @@ export default fp(async function failuresPlugin(app: FastifyInstance) {
       externalAccountNumber: field(request.body, 'external_account_number'),
       organisationId: principal.organisationId,
       status: known?.statusCode ?? 500,
-      code: known?.code ?? 'server_error',
+      code: known?.code ?? CODE.server_error,
       errors: known?.errors ?? []
     }, request.log)
   })

@@ -4,7 +4,8 @@ import { GraphQLError, GraphQLScalarType, Kind, parse, type DocumentNode, type S
 import mercurius, { type IResolvers, type MercuriusContext } from 'mercurius'
 import { graphqlSchema } from '../../schemas/graphql.js'
 import { isWellFormedJson } from '../../schemas/text.js'
-import { AppError } from '../errors.js'
+import { CODE } from '../../schemas/error-codes.js'
+import { AppError, answer, fieldError } from '../errors.js'
 import { formatDateTime, formatNullableDateTime } from '../format.js'
 import { tokenFromHeader, type Principal } from '../modules/auth/service.js'
 import { createOperatorRepository } from '../modules/operator/repository.js'
@@ -19,6 +20,9 @@ const camelCase = (name: string) => name.replace(/_([a-z])/g, (_m, c: string) =>
 function graphqlError(code: string, message: string): mercurius.ErrorWithProps {
   return new mercurius.ErrorWithProps(message, { code })
 }
+
+/** A field's `invalid` error: `detail` says what is wrong with its arguments. */
+const invalid = (detail: string): AppError => fieldError(CODE.invalid, { detail })
 
 /** Runs a resolver body and turns our `AppError`s into GraphQL errors with `extensions.code`. */
 async function guarded<T>(run: () => Promise<T>): Promise<T> {
@@ -98,7 +102,7 @@ export default fp(async function graphqlPlugin(app: FastifyInstance) {
 
   async function principal(ctx: MercuriusContext): Promise<Principal> {
     const token = tokenFromHeader(ctx.reply.request.headers.authorization)
-    if (token === undefined) throw new AppError(401, 'not_authenticated', 'This field needs an operator token.')
+    if (token === undefined) throw fieldError(CODE.not_authenticated)
     return app.auth.authenticate(token)
   }
 
@@ -106,9 +110,9 @@ export default fp(async function graphqlPlugin(app: FastifyInstance) {
   function forOperator<A, T>(run: (args: A) => Promise<T>) {
     return (_root: unknown, args: A, ctx: MercuriusContext) => guarded(async () => {
       if ((await principal(ctx)).kind !== 'operator') {
-        throw new AppError(403, 'permission_denied', 'Only the service operator may use this field.')
+        throw fieldError(CODE.permission_denied, { detail: 'Only the service operator may use this field.' })
       }
-      if (!isWellFormedJson(args)) throw new AppError(400, 'invalid', 'Strings must be well-formed Unicode without U+0000.')
+      if (!isWellFormedJson(args)) throw invalid('Strings must be well-formed Unicode without U+0000.')
       return run(args)
     })
   }
@@ -120,14 +124,13 @@ export default fp(async function graphqlPlugin(app: FastifyInstance) {
   function forOwnerOrOperator<A, T>(run: (args: A, owner: string | undefined) => Promise<T>) {
     return (_root: unknown, args: A, ctx: MercuriusContext) => guarded(async () => {
       const caller = await principal(ctx)
-      if (!isWellFormedJson(args)) throw new AppError(400, 'invalid', 'Strings must be well-formed Unicode without U+0000.')
+      if (!isWellFormedJson(args)) throw invalid('Strings must be well-formed Unicode without U+0000.')
       return run(args, caller.kind === 'organisation' ? caller.organisationName : undefined)
     })
   }
 
   const { failures } = app
   const supplierIdOf = async (code: string, owner: string | undefined) => (await operator.supplier(code, owner)).id
-  const invalid = (message: string) => new AppError(400, 'invalid', message)
 
   const resolvers: IResolvers = {
     JSON: JSONScalar,
@@ -136,7 +139,7 @@ export default fp(async function graphqlPlugin(app: FastifyInstance) {
         guarded(async () => {
           const hasKey = input.APIKey !== undefined && input.APIKey !== null
           const hasRefresh = input.refreshToken !== undefined && input.refreshToken !== null
-          if (hasKey === hasRefresh) throw new AppError(400, 'invalid', 'Give exactly one of APIKey and refreshToken.')
+          if (hasKey === hasRefresh) throw invalid('Give exactly one of APIKey and refreshToken.')
           return hasKey ? app.auth.tokenFromApiKey(input.APIKey!) : app.auth.tokenFromRefreshToken(input.refreshToken!)
         }),
       createOrganisation: forOperator(({ input }: { input: { name: string } }) => operator.createOrganisation(input.name)),
@@ -233,11 +236,14 @@ export default fp(async function graphqlPlugin(app: FastifyInstance) {
     // counting every obtainToken field of the documents that will run.
     scope.addHook('preHandler', async function checkRequests(request: FastifyRequest, reply: FastifyReply) {
       if (!/^application\/json\s*(;|$)/i.test(request.headers['content-type'] ?? '')) {
-        sendError(reply, request, new AppError(415, 'unsupported_media_type', 'Requests with a body must be application/json.'))
+        sendError(reply, request, answer(CODE.unsupported_media_type))
         return reply
       }
       const documents = graphqlDocuments(request.body)
-      if (typeof documents === 'string') throw new mercurius.ErrorWithProps(documents, { code: 'invalid' }, 400)
+      if (typeof documents === 'string') {
+        const error = fieldError(CODE.invalid, { detail: documents })
+        throw new mercurius.ErrorWithProps(error.message, { code: error.code }, error.statusCode)
+      }
       const fields = documents.reduce((n, document) => n + countTokenFields(document), 0)
       if (fields === 0) return
       try {
@@ -281,9 +287,10 @@ export default fp(async function graphqlPlugin(app: FastifyInstance) {
       if (expected) return error
       // Unexpected: logged in full, answered without internals.
       ctx.reply.log.error({ err: original }, 'graphql request failed')
-      return new GraphQLError('A server error occurred.', {
+      const masked = answer(CODE.server_error)
+      return new GraphQLError(masked.message, {
         path: error.path,
-        extensions: { code: 'server_error', request_id: ctx.reply.request.id }
+        extensions: { code: masked.code, request_id: ctx.reply.request.id }
       })
     })
     return mercurius.defaultErrorFormatter({ ...execution, errors }, ctx)

@@ -2,7 +2,8 @@ import { METHODS as NODE_METHODS, ServerResponse, type IncomingMessage } from 'n
 import type { Socket } from 'node:net'
 import type { FastifyInstance, FastifyReply, FastifyRequest, HTTPMethods, RouteOptions } from 'fastify'
 import fp from 'fastify-plugin'
-import { AppError } from '../errors.js'
+import { CODE } from '../../schemas/error-codes.js'
+import { answer, type AppError } from '../errors.js'
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -25,7 +26,8 @@ declare module 'fastify' {
 const METHODS = [...NODE_METHODS].sort() as HTTPMethods[]
 
 export function methodNotAllowed(allow: string[]): AppError {
-  return new AppError(405, 'method_not_allowed', `This path answers ${allow.join(', ')} only.`, [], {}, { allow: allow.join(', ') })
+  const methods = allow.join(', ')
+  return answer(CODE.method_not_allowed, [], { headers: { allow: methods } }, { methods })
 }
 
 /** A route hook (or handler) that refuses the request with 405 and the given `Allow`. */

@@ -1,5 +1,5 @@
 import { createSigner, createVerifier, TokenError } from 'fast-jwt'
-import { authenticationFailed, AppError, tokenExpired } from '../../errors.js'
+import { authenticationFailed, tokenExpired } from '../../errors.js'
 import type { AuthRepository, KeyRecord } from './repository.js'
 import { hashSecret, newSecret, sameHash } from './secrets.js'
 
@@ -120,7 +120,7 @@ export function tokenFromHeader(header: string | undefined): string | undefined 
   const parts = header.trim().split(/\s+/)
   if (parts.length === 1) return parts[0]
   if (parts.length === 2 && /^(token|jwt|bearer)$/i.test(parts[0] as string)) return parts[1]
-  throw new AppError(401, 'authentication_failed', 'Invalid Authorization header.')
+  throw authenticationFailed()
 }
 
 export type OrganisationPrincipal = Extract<Principal, { kind: 'organisation' }>

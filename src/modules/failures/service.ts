@@ -1,4 +1,5 @@
 import type { FastifyBaseLogger } from 'fastify'
+import { CODE } from '../../../schemas/error-codes.js'
 import { isWellFormed } from '../../../schemas/text.js'
 import type { Db } from '../../db/index.js'
 import type { ErrorEntry } from '../../errors.js'
@@ -24,9 +25,9 @@ export interface Answer {
 export type FailureListener = (failure: { supplierCode: string; step: Step; codes: string[] }) => void
 
 /** Entry codes whose answer is about another request, not the account: never recorded. */
-const NOT_RECORDED_CODES = new Set(['account_import_in_progress', 'account_import_skipped'])
+const NOT_RECORDED_CODES = new Set<string>([CODE.account_import_in_progress, CODE.account_import_skipped])
 /** Answers that clear validate, stage and create: the account is fine (or already there). */
-const CLEARING_CODES = new Set(['account_already_imported', 'dry_run_rolled_back'])
+const CLEARING_CODES = new Set<string>([CODE.account_already_imported, CODE.dry_run_rolled_back])
 export const ACCOUNT_STEPS: readonly Step[] = ['validate', 'stage', 'create']
 
 /** A usable external account number: 1–128 characters, no leading or trailing whitespace. */

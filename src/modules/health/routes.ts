@@ -1,5 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { CODE, ERROR_CODES } from '../../../schemas/error-codes.js'
 import { HealthResponses, ReadyResponses } from '../../../schemas/health.js'
+import { answer } from '../../errors.js'
 
 /** `GET /healthz` (the process is alive) and `GET /readyz` (the database answers); no token. */
 const healthRoutes: FastifyPluginAsyncTypebox = async function healthRoutes(app) {
@@ -20,7 +22,8 @@ const healthRoutes: FastifyPluginAsyncTypebox = async function healthRoutes(app)
       return { status: 'ok' as const, database: app.database.kind }
     } catch (err) {
       request.log.warn({ err }, 'database not ready')
-      return reply.code(503).send({ detail: 'The database is not answering.', code: 'service_unavailable', errors: [] })
+      const { message: detail, code, errors } = answer(CODE.service_unavailable)
+      return reply.code(ERROR_CODES.service_unavailable.status).send({ detail, code, errors })
     }
   })
 }

@@ -1,5 +1,6 @@
 import { SUPPLIER_CODE } from '../../../schemas/common.js'
-import { AppError } from '../../errors.js'
+import { CODE } from '../../../schemas/error-codes.js'
+import { fieldError } from '../../errors.js'
 import { pgErrorCode } from '../../db/index.js'
 import type { AuthService } from '../auth/service.js'
 import { hashSecret, newSecret } from '../auth/secrets.js'
@@ -9,8 +10,8 @@ import type { OperatorRepository, SupplierChanges, SupplierRecord, SupplierStatu
 const OPERATOR = 'operator'
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 
-const invalid = (message: string) => new AppError(400, 'invalid', message)
-const notFound = (message: string) => new AppError(404, 'not_found', message)
+const invalid = (detail: string) => fieldError(CODE.invalid, { detail })
+const notFound = (detail: string) => fieldError(CODE.not_found, { detail })
 
 /** A name: trimmed, 1–255 characters, no control characters. */
 function checkName(value: string, what: string): string {
@@ -45,7 +46,7 @@ async function unique<T>(what: string, insert: () => Promise<T>): Promise<T> {
   try {
     return await insert()
   } catch (err) {
-    if (pgErrorCode(err) === '23505') throw new AppError(409, 'already_exists', `${what} already exists.`)
+    if (pgErrorCode(err) === '23505') throw fieldError(CODE.already_exists, { what })
     throw err
   }
 }

@@ -1,5 +1,6 @@
+import { CODE } from '../../../schemas/error-codes.js'
 import type { Db } from '../../db/index.js'
-import { AppError } from '../../errors.js'
+import { fieldError } from '../../errors.js'
 import { createRetentionRepository } from './repository.js'
 
 const DAY_MS = 86_400_000
@@ -69,7 +70,7 @@ export function createRetentionService(db: Db, options: RetentionOptions) {
     /** The operator's erasure of one pair (a person's request), whatever its state. */
     async eraseStagedData(supplier: { id: string; code: string }, externalAccountNumber: string) {
       const erased = await repo.erasePair(supplier.id, externalAccountNumber, 'operator')
-      if (!erased) throw new AppError(404, 'not_found', `No import process for ${supplier.code} / ${externalAccountNumber}.`)
+      if (!erased) throw fieldError(CODE.not_found, { detail: `No import process for ${supplier.code} / ${externalAccountNumber}.` })
       tell('request', erased.payloadErased ? 1 : 0)
       return {
         importSupplierCode: supplier.code,
