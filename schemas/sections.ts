@@ -23,6 +23,8 @@ export interface SectionListing {
   /** Its endpoint under /v1/data-import. */
   readonly path: string
   readonly entry: EntryForm
+  /** A realistic request without the account reference, for the API page (else schemas/examples.ts has it). */
+  readonly example?: Record<string, unknown>
 }
 
 /** In the order they run after an account is created (and failure lists show them). */

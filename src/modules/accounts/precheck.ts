@@ -1,4 +1,5 @@
-import { AppError, entry, sortEntries, type ErrorEntry } from '../../errors.js'
+import { CODE } from '../../../schemas/error-codes.js'
+import { accountFailed, answer, problem, type AppError, type ErrorEntry } from '../../errors.js'
 
 /**
  * The account prechecks, judged on what was looked up: the supplier (known, the caller's, its
@@ -20,16 +21,12 @@ export function standingOf(process: { state: string; serviceAccountNumber: strin
   return { kind: 'open' }
 }
 
-export const accountFailed = (errors: ErrorEntry[], detail = 'Could not validate account data.'): AppError =>
-  new AppError(400, 'account_failed_validation', detail, sortEntries(errors))
+export function alreadyImported(externalAccountNumber: string, serviceAccountNumber: string): AppError {
+  const numbers = { external_account_number: externalAccountNumber, service_account_number: serviceAccountNumber }
+  return answer(CODE.account_already_imported, [problem(CODE.account_already_imported, 'external_account_number', numbers)], { extra: numbers }, numbers)
+}
 
-export const alreadyImported = (externalAccountNumber: string, serviceAccountNumber: string): AppError =>
-  new AppError(400, 'account_already_imported', 'Account has already been imported.', [
-    entry('account_already_imported', 'external_account_number', `Account ${externalAccountNumber} has already been imported as ${serviceAccountNumber}.`)
-  ], { external_account_number: externalAccountNumber, service_account_number: serviceAccountNumber })
-
-export const skipped = (): AppError =>
-  accountFailed([entry('account_import_skipped', null, 'The import of this account has been marked to be skipped.')], 'Account import skipped.')
+export const skipped = (): AppError => accountFailed([problem(CODE.account_import_skipped, null)])
 
 /** The answer of validate, stage and create for an account that is not open. */
 export function refusalOf(standing: Exclude<AccountStanding, { kind: 'open' }>, external: string): AppError {
@@ -40,16 +37,14 @@ export function refusalOf(standing: Exclude<AccountStanding, { kind: 'open' }>, 
 export function supplierProblem(
   supplier: { code: string; status: string } | undefined, code: string, attr: 'import_supplier' | 'import_supplier_code'
 ): ErrorEntry | undefined {
-  if (!supplier) return entry('does_not_exist', attr, `Import supplier ${code} does not exist.`)
-  if (supplier.status !== 'Ongoing') {
-    return entry('import_supplier_migration_not_ongoing', attr, `The migration of import supplier ${supplier.code} is ${supplier.status}.`)
-  }
+  if (!supplier) return problem(CODE.does_not_exist, attr, { supplier: code })
+  if (supplier.status !== 'Ongoing') return problem(CODE.import_supplier_migration_not_ongoing, attr, { supplier: supplier.code, status: supplier.status })
   return undefined
 }
 
 /** The operations team's problem: no team of that name. */
 export function teamProblem(teamId: string | null | undefined, name: string): ErrorEntry | undefined {
   return teamId === null || teamId === undefined
-    ? entry('operations_team_name_does_not_exist', 'operations_team_name', `Operations team ${name} does not exist.`)
+    ? problem(CODE.operations_team_name_does_not_exist, 'operations_team_name', { team: name })
     : undefined
 }

@@ -1,14 +1,11 @@
 import type { AccountData } from '../../../schemas/account.js'
 import type { BatchResult } from '../../../schemas/batches.js'
 import type { SectionListing } from '../../../schemas/sections.js'
-import { AppError, entry, sortEntries, type ErrorEntry } from '../../errors.js'
+import { CODE } from '../../../schemas/error-codes.js'
+import { accountFailed, AppError, invalidRequest, problem, type ErrorEntry } from '../../errors.js'
 import { isObject } from '../../objects.js'
 
 export type FailedStep = Exclude<BatchResult['step'], null>
-
-const invalidRequest = (errors: ErrorEntry[]) => new AppError(400, 'invalid_request', 'Invalid request.', sortEntries(errors))
-export const accountFailed = (errors: ErrorEntry[], detail = 'Could not validate account data.') =>
-  new AppError(400, 'account_failed_validation', detail, sortEntries(errors))
 
 /** One entry of a batch as it goes through the steps. */
 export interface Entry {
@@ -35,21 +32,21 @@ export interface Entry {
  */
 export function examineEntry(raw: unknown, index: number, supplierCode: string, sectionNames: readonly string[]): Entry {
   if (!isObject(raw)) {
-    return { index, external: null, raw: {}, failure: { step: 'stage', error: invalidRequest([entry('invalid', null, 'An entry must be an object holding an account.')]) } }
+    return { index, external: null, raw: {}, failure: { step: 'stage', error: invalidRequest([problem(CODE.invalid, null, { detail: 'An entry must be an object holding an account.' })]) } }
   }
   const account = raw.account
   const external = isObject(account) && typeof account.external_account_number === 'string' ? account.external_account_number : null
   const e: Entry = { index, external, raw }
   const shape: ErrorEntry[] = []
-  if (account === undefined) shape.push(entry('required', 'account', 'This field is required.'))
+  if (account === undefined) shape.push(problem(CODE.required, 'account', { detail: 'This field is required.' }))
   for (const key of Object.keys(raw)) {
-    if (key !== 'account' && !sectionNames.includes(key)) shape.push(entry('unexpected_field', key, 'This field is not expected here.'))
+    if (key !== 'account' && !sectionNames.includes(key)) shape.push(problem(CODE.unexpected_field, key, { detail: 'This field is not expected here.' }))
   }
   if (shape.length > 0) e.failure = { step: 'stage', error: invalidRequest(shape) }
   else if (isObject(account) && typeof account.import_supplier === 'string' && account.import_supplier !== supplierCode) {
     e.failure = {
       step: 'stage',
-      error: accountFailed([entry('import_supplier_mismatch', 'import_supplier', `The account is for ${account.import_supplier}, the batch for ${supplierCode}.`)])
+      error: accountFailed([problem(CODE.import_supplier_mismatch, 'import_supplier', { account_supplier: account.import_supplier, batch_supplier: supplierCode })])
     }
   }
   return e
@@ -76,18 +73,18 @@ export function requestsOf(section: SectionListing, value: unknown, ref: Record<
   const form = section.entry
   if ('list' in form) return [{ request: { ...ref, [form.list]: value }, root: '' }]
   if ('object' in form) {
-    if (!isObject(value)) throw invalidRequest([entry('invalid', null, `${section.name} must be an object.`)])
+    if (!isObject(value)) throw invalidRequest([problem(CODE.invalid, null, { detail: `${section.name} must be an object.` })])
     return [{ request: { ...ref, ...value }, root: '' }]
   }
   const items = Array.isArray(value) ? value : [value]
   return items.map((item, k) => {
     const root = Array.isArray(value) ? `${k}.` : ''
     try {
-      if (!isObject(item)) throw invalidRequest([entry('invalid', null, `Each ${section.name} request must be an object.`)])
-      if (item.ledger_number !== undefined) throw invalidRequest([entry('unexpected_field', 'ledger_number', 'The service fills in the ledger number from ledger_code.')])
+      if (!isObject(item)) throw invalidRequest([problem(CODE.invalid, null, { detail: `Each ${section.name} request must be an object.` })])
+      if (item.ledger_number !== undefined) throw invalidRequest([problem(CODE.unexpected_field, 'ledger_number', { detail: 'The service fills in the ledger number from ledger_code.' })])
       const code = item.ledger_code ?? 'ENERGY'
       const ledger = ledgers.find((l) => l.ledger_code === code)
-      if (typeof code === 'string' && !ledger) throw invalidRequest([entry('ledger_not_found', 'ledger_code', `The account has no ${code} ledger.`)])
+      if (typeof code === 'string' && !ledger) throw invalidRequest([problem(CODE.ledger_not_found, 'ledger_code', { ledger: code })])
       return { root, request: { ...ref, ...item, ledger_code: code, ledger_number: ledger?.ledger_number ?? '' } }
     } catch (err) {
       throw rooted(err, root)

@@ -2,10 +2,11 @@ import type { FastifyBaseLogger } from 'fastify'
 import type { ValidateFunction } from 'ajv'
 import type { BatchRequest, BatchResponse, BatchResult } from '../../../schemas/batches.js'
 import type { Db } from '../../db/index.js'
-import { AppError, entriesFromAjv, entry, sortEntries, type AttachedInput, type ErrorEntry } from '../../errors.js'
+import { CODE } from '../../../schemas/error-codes.js'
+import { accountFailed, answer, AppError, entriesFromAjv, invalidRequest, problem, sortEntries, type AttachedInput } from '../../errors.js'
 import { utcToday } from '../../rules/context.js'
 import { checkAccountData } from '../accounts/rules.js'
-import { accountFailed, skipped, standingOf, supplierProblem, teamProblem } from '../accounts/precheck.js'
+import { skipped, standingOf, supplierProblem, teamProblem } from '../accounts/precheck.js'
 import { judgeStagedData } from '../accounts/create-check.js'
 import { compileBody } from '../../validation.js'
 import type { OrganisationPrincipal } from '../auth/service.js'
@@ -21,8 +22,6 @@ export const CHUNK_ACCOUNTS = 100
 const CONCURRENCY = 4
 /** How long an entry waits for a free concurrency slot of its supplier before it fails with 429. */
 const SLOT_WAIT_MS = 30_000
-
-const invalidRequest = (errors: ErrorEntry[]) => new AppError(400, 'invalid_request', 'Invalid request.', sortEntries(errors))
 
 /**
  * Lets requests that arrived meanwhile start before the next chunk. On PGlite the database's
@@ -90,8 +89,7 @@ export function createBatchesService(deps: {
       for (const e of entries) {
         if (e.failure || e.external === null) continue
         if (seen.has(e.external)) {
-          fail(e, 'stage', accountFailed([entry('duplicate_external_account_number', 'external_account_number',
-            `Account ${e.external} appears earlier in the batch; each account is sent once.`)]))
+          fail(e, 'stage', accountFailed([problem(CODE.duplicate_external_account_number, 'external_account_number', { external_account_number: e.external })]))
         }
         seen.add(e.external)
       }
@@ -340,7 +338,7 @@ export function createBatchesService(deps: {
 function asAppError(err: unknown, log: FastifyBaseLogger): AppError {
   if (err instanceof AppError) return err
   log.error({ err }, 'batch entry failed with a server error')
-  return new AppError(500, 'server_error', 'A server error occurred.')
+  return answer(CODE.server_error)
 }
 
 function resultOf(e: Entry): BatchResult {

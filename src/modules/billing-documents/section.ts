@@ -1,7 +1,8 @@
 import { BillingDocumentsRequest, BillingDocumentsResponses } from '../../../schemas/billing-documents.js'
-import { entry } from '../../errors.js'
+import { CODE } from '../../../schemas/error-codes.js'
+import { invalidRequest, problem } from '../../errors.js'
 import { transactionTableRows } from '../accounts/repository.js'
-import { invalidRequest } from '../post-import/base.js'
+
 import { defineSection } from '../post-import/section.js'
 import { createBillingDocumentsRepository } from './repository.js'
 import { createBillingDocumentsService } from './service.js'
@@ -24,7 +25,7 @@ export default defineSection<BillingDocumentsRequest>({
         const ledger = account.rows.ledgers.find((l) => l.ledgerCode === body.ledger_code && l.ledgerNumber === body.ledger_number)
         const known = ledger && account.transactionIds.get(ledger.id!)
         if (!ledger || !known) {
-          throw invalidRequest([entry('ledger_not_found', 'ledger_number', `The account has no ${body.ledger_code} ledger ${body.ledger_number}.`)])
+          throw invalidRequest([problem(CODE.ledger_not_found, 'ledger_number', { ledger: `${body.ledger_code} ${body.ledger_number}` })])
         }
         const plan = service.planForNewAccount(body, { id: ledger.id!, ledgerNumber: ledger.ledgerNumber }, known)
         for (const t of plan.rows.transactions) known.add(t.transactionId)

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto'
+import { CODE } from '../../../schemas/error-codes.js'
 import type { BillingDocumentsRequest } from '../../../schemas/billing-documents.js'
 import type { Transaction } from '../../../schemas/transactions.js'
 import type { Db } from '../../db/index.js'
@@ -9,7 +10,8 @@ import { addTransaction, type AccountRows } from '../accounts/plan.js'
 import { createAccountsRepository } from '../accounts/repository.js'
 import { normaliseTransaction } from '../../rules/transactions.js'
 import type { OrganisationPrincipal } from '../auth/service.js'
-import { invalidRequest, type PostImportBase } from '../post-import/base.js'
+import { type PostImportBase } from '../post-import/base.js'
+import { invalidRequest } from '../../errors.js'
 import { createBillingDocumentsRepository, type BillingDocumentInsert, type StoredHistory } from './repository.js'
 
 /** A transaction of the request with the path its problems are reported at. */
@@ -31,22 +33,20 @@ function checkRequest(request: BillingDocumentsRequest, placed: PlacedTransactio
   request.historical_billing_documents.forEach((doc, i) => {
     const path = `historical_billing_documents.${i}`
     if (identifiers.has(doc.billing_document_identifier)) {
-      ctx.report('duplicate_billing_document_identifiers', `${path}.billing_document_identifier`,
-        `Billing document ${doc.billing_document_identifier} appears more than once in the request.`)
+      ctx.report(CODE.duplicate_billing_document_identifiers, `${path}.billing_document_identifier`, { identifier: doc.billing_document_identifier })
     }
     identifiers.add(doc.billing_document_identifier)
     if (doc.billing_document_type !== request.billing_document_type) {
-      ctx.report('billing_document_type_mismatch', `${path}.billing_document_type`,
-        `The document is ${doc.billing_document_type} but the request is ${request.billing_document_type}.`)
+      ctx.report(CODE.billing_document_type_mismatch, `${path}.billing_document_type`, { document_type: doc.billing_document_type, request_type: request.billing_document_type })
     }
     if (doc.billing_document_type === 'PERIOD_BASED' && doc.bill_period_from_date > doc.bill_period_to_date) {
-      ctx.report('start_date_later_than_end_date', `${path}.bill_period_to_date`, 'The bill period ends before it starts.')
+      ctx.report(CODE.start_date_later_than_end_date, `${path}.bill_period_to_date`, { end: 'bill_period_to_date', start: 'bill_period_from_date' })
     }
   })
   const ids = new Set<string>()
   for (const { transaction, path } of placed) {
     if (ids.has(transaction.transaction_id)) {
-      ctx.report('duplicate_transaction_ids', `${path}.transaction_id`, `Transaction ${transaction.transaction_id} appears more than once in the request.`)
+      ctx.report(CODE.duplicate_transaction_ids, `${path}.transaction_id`, { transaction_id: transaction.transaction_id })
     }
     ids.add(transaction.transaction_id)
     transactionRules(transaction, path, ctx)
@@ -134,7 +134,7 @@ export function planBillingDocuments(
 ): BillingDocumentsPlan {
   for (const { transaction, path } of placed) {
     if (known.has(transaction.transaction_id)) {
-      ctx.report('transaction_already_exists', `${path}.transaction_id`, `Transaction ${transaction.transaction_id} is already on the ledger.`)
+      ctx.report(CODE.transaction_already_exists, `${path}.transaction_id`, { transaction_id: transaction.transaction_id })
     }
   }
   if (ctx.errors.length > 0) throw invalidRequest(ctx.errors)
@@ -194,15 +194,14 @@ export function createBillingDocumentsService(base: PostImportBase, db: Db) {
         const ledger = (await base.repo.ledgersOf(tx, account.id))
           .find((l) => l.ledgerCode === request.ledger_code && l.ledgerNumber === request.ledger_number)
         if (!ledger) {
-          ctx.report('ledger_not_found', 'ledger_number', `The account has no ${request.ledger_code} ledger ${request.ledger_number}.`)
+          ctx.report(CODE.ledger_not_found, 'ledger_number', { ledger: `${request.ledger_code} ${request.ledger_number}` })
           throw invalidRequest(ctx.errors)
         }
         if (await repo.hasFinalizedDocuments(tx, ledger.id)) {
           if (ctx.errors.length === 0 && requestKey(request) === storedKey(await repo.historyOf(tx, ledger.id))) {
             return { result: undefined } // a retry of the request that imported the ledger: nothing to write
           }
-          ctx.report('ledger_has_finalized_billing_documents', 'ledger_number',
-            `Ledger ${ledger.ledgerNumber} already has finalised billing documents; only an exact repeat of that import is accepted.`)
+          ctx.report(CODE.ledger_has_finalized_billing_documents, 'ledger_number', { ledger_number: ledger.ledgerNumber })
           throw invalidRequest(ctx.errors)
         }
         const plan = planBillingDocuments(request, placed, ledger, await repo.transactionIdsOf(tx, ledger.id), ctx)

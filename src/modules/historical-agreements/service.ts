@@ -1,7 +1,9 @@
 import type { HistoricalAgreementsRequest } from '../../../schemas/historical-agreements.js'
+import { CODE } from '../../../schemas/error-codes.js'
 import { ruleContext, utcToday } from '../../rules/context.js'
 import type { OrganisationPrincipal } from '../auth/service.js'
-import { invalidRequest, type PostImportBase } from '../post-import/base.js'
+import { type PostImportBase } from '../post-import/base.js'
+import { invalidRequest } from '../../errors.js'
 import { createHistoricalAgreementsRepository, type AgreementInsert } from './repository.js'
 
 /** A date range with an exclusive end; null is open-ended. */
@@ -35,19 +37,19 @@ export function planAgreements(request: Pick<HistoricalAgreementsRequest, 'agree
     const at = `agreements.${i}`
     const supplyPointId = pointIds.get(a.supply_point_identifier)
     if (supplyPointId === undefined) {
-      ctx.report('supply_point_not_found', `${at}.supply_point_identifier`, `The account has no supply point ${a.supply_point_identifier}.`)
+      ctx.report(CODE.supply_point_not_found, `${at}.supply_point_identifier`, { supply_point_identifier: a.supply_point_identifier })
     }
     const ordered = a.effective_from < a.effective_to
-    if (!ordered) ctx.report('start_date_later_than_end_date', `${at}.effective_to`, 'effective_to (exclusive) must be after effective_from.')
+    if (!ordered) ctx.report(CODE.start_date_later_than_end_date, `${at}.effective_to`, { end: 'effective_to (exclusive)', start: 'effective_from' })
     if (supplyPointId === undefined || !ordered) return
     const span: Span = { supplyPointId, tariffCode: a.tariff_code, effectiveFrom: a.effective_from, effectiveTo: a.effective_to }
     const first = firstCurrent.get(supplyPointId)
     if (first !== undefined && a.effective_to > first) {
-      ctx.report('historical_agreement_overlaps_current_agreement', `${at}.effective_to`, `Historical agreements must end on or before ${first}, when the first current agreement starts.`)
+      ctx.report(CODE.historical_agreement_overlaps_current_agreement, `${at}.effective_to`, { date: first })
     }
     const same = imported.find((h) => identical(h, span))
     if (imported.some((h) => h !== same && overlaps(h, span)) || earlier.some((e) => overlaps(e, span))) {
-      ctx.report('gaps_or_overlaps_in_agreement_dates', `${at}.effective_from`, 'The agreement overlaps another historical agreement of the supply point.')
+      ctx.report(CODE.gaps_or_overlaps_in_agreement_dates, `${at}.effective_from`)
     }
     earlier.push(span)
     if (same === undefined) rows.push({ ...span, historical: true }) // identical to an imported one: a retry, skipped

@@ -1,10 +1,12 @@
 import { randomUUID } from 'node:crypto'
+import { CODE } from '../../../schemas/error-codes.js'
 import type { HistoricalStatementResult, HistoricalStatementsRequest, HistoricalStatementsResult } from '../../../schemas/historical-statements.js'
 import { formatDecimal } from '../../decimal.js'
 import { ruleContext, utcToday, type RuleContext } from '../../rules/context.js'
 import { checkDocumentPath, documentLocation } from '../../rules/documents.js'
 import type { OrganisationPrincipal } from '../auth/service.js'
-import { invalidRequest, type ImportedAccount, type PostImportBase } from '../post-import/base.js'
+import { type ImportedAccount, type PostImportBase } from '../post-import/base.js'
+import { invalidRequest } from '../../errors.js'
 import { createHistoricalStatementsRepository, type HistoricalStatementInsert } from './repository.js'
 
 type StoredStatement = Awaited<ReturnType<ReturnType<typeof createHistoricalStatementsRepository>['statementsOf']>>[number]
@@ -33,14 +35,14 @@ export function createHistoricalStatementsService(base: PostImportBase, document
     const ids = new Set<string>()
     return request.statements.map((s, i) => {
       const at = `statements.${i}`
-      if (ids.has(s.statement_id)) ctx.report('duplicate_statement_ids', `${at}.statement_id`, `statement_id ${s.statement_id} appears earlier in the request.`)
+      if (ids.has(s.statement_id)) ctx.report(CODE.duplicate_statement_ids, `${at}.statement_id`, { statement_id: s.statement_id })
       ids.add(s.statement_id)
       if (s.bill_period_from_date > s.bill_period_to_date) {
-        ctx.report('start_date_later_than_end_date', `${at}.bill_period_to_date`, 'bill_period_to_date is before bill_period_from_date.')
+        ctx.report(CODE.start_date_later_than_end_date, `${at}.bill_period_to_date`, { end: 'bill_period_to_date', start: 'bill_period_from_date' })
       }
-      if (s.bill_period_to_date > ctx.today) ctx.report('date_in_future', `${at}.bill_period_to_date`, 'bill_period_to_date is in the future.')
+      if (s.bill_period_to_date > ctx.today) ctx.report(CODE.date_in_future, `${at}.bill_period_to_date`, { field: 'bill_period_to_date' })
       if (s.issued_date < s.bill_period_from_date) {
-        ctx.report('issued_date_before_bill_period_from_date', `${at}.issued_date`, 'issued_date is before bill_period_from_date.')
+        ctx.report(CODE.issued_date_before_bill_period_from_date, `${at}.issued_date`)
       }
       const path = s.statement_path !== undefined ? checkDocumentPath(ctx, s.statement_path, `${at}.statement_path`) : undefined
       return {
@@ -70,8 +72,7 @@ export function createHistoricalStatementsService(base: PostImportBase, document
           statementLocation: s.statement_path !== undefined ? documentLocation(documentBucket, account.supplier.documentRoot, s.statement_path) : null
         })
       } else if (!sameStatement(existing, s)) {
-        ctx.report('historical_statement_already_exists', `statements.${i}.statement_id`,
-          `The account already has statement ${s.statement_id} with different fields.`)
+        ctx.report(CODE.historical_statement_already_exists, `statements.${i}.statement_id`, { statement_id: s.statement_id })
       } // identical: a retry, skipped
     })
     if (ctx.errors.length > 0) throw invalidRequest(ctx.errors)

@@ -1,3 +1,4 @@
+import { CODE } from '../../../schemas/error-codes.js'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import {
   AccountData, AccountParams, AccountSummary, CreateRequest, CreateResponse, StageResponse, TransferStatus
@@ -18,7 +19,7 @@ const LIST_SUMMARIES: Record<ProcessList, string> = {
 
 /** The route config of an account step: its schema errors' top-level code, and its failure records. */
 const accountStep = (step: 'validate' | 'stage' | 'create') => ({
-  validationCode: 'account_failed_validation',
+  validationCode: CODE.account_failed_validation,
   failureStep: { step, supplierField: step === 'create' ? 'import_supplier_code' as const : 'import_supplier' as const }
 })
 

@@ -4,7 +4,8 @@ import { SUPPLIER_CODE } from '../../../schemas/common.js'
 import type { ImportProcessListItem } from '../../../schemas/imports.js'
 import type { Db } from '../../db/index.js'
 import { pgErrorCode } from '../../db/index.js'
-import { AppError, entry, notFound, sortEntries, type AttachedInput, type ErrorEntry, type StoredEntry } from '../../errors.js'
+import { accountFailed, answer, notFound, problem, sortEntries, type AppError, type AttachedInput, type ErrorEntry, type StoredEntry } from '../../errors.js'
+import { CODE } from '../../../schemas/error-codes.js'
 import { isObject } from '../../objects.js'
 import { formatDateTime, formatNullableDateTime } from '../../format.js'
 import { ruleContext, utcToday, type RuleContext } from '../../rules/context.js'
@@ -13,26 +14,21 @@ import { createAccountsRepository } from '../accounts/repository.js'
 import { accountRules, normaliseAccount } from '../accounts/rules.js'
 import { planAccount } from '../accounts/plan.js'
 import { judgeStagedData } from '../accounts/create-check.js'
-import { accountFailed, refusalOf, skipped, standingOf, supplierProblem, type AccountStanding } from '../accounts/precheck.js'
+import { refusalOf, skipped, standingOf, supplierProblem, type AccountStanding } from '../accounts/precheck.js'
 import type { OrganisationPrincipal } from '../auth/service.js'
 import { ACCOUNT_STEPS, type FailuresService } from '../failures/service.js'
 import { createImportsRepository, type Actor, type ListRow, type Lookup, type ProcessList, type ProcessRow, type SupplierRow } from './repository.js'
 
-const inProgress = (): AppError =>
-  accountFailed([entry('account_import_in_progress', null, 'An account is being created from this staged data right now.')], 'Account import in progress.')
+const inProgress = (): AppError => accountFailed([problem(CODE.account_import_in_progress, null)])
 
 /** A creation is short: a client should try again in about a second. */
 const RETRY_AFTER_SECONDS = 1
 const tooManyProcessing = (): AppError =>
-  new AppError(429, 'too_many_accounts_processing', 'Too many accounts of this import supplier are being processed. Retry shortly.', [], {}, {
-    'retry-after': String(RETRY_AFTER_SECONDS)
-  })
+  answer(CODE.too_many_accounts_processing, [], { headers: { 'retry-after': String(RETRY_AFTER_SECONDS) } })
 
-const dryRunRolledBack = (): AppError =>
-  new AppError(400, 'dry_run_rolled_back', 'Account would successfully import. Rolled back due to dry run.')
+const dryRunRolledBack = (): AppError => answer(CODE.dry_run_rolled_back)
 
-const nothingStaged = (external: string): AppError =>
-  accountFailed([entry('import_process_does_not_exist', 'external_account_number', `Nothing has been staged for account ${external}.`)])
+const nothingStaged = (): AppError => accountFailed([problem(CODE.import_process_does_not_exist, 'external_account_number')])
 
 /** Stands in for the detail of a stored error entry once it was erased (the answer's shape keeps it). */
 export const ERASED_DETAIL = 'This detail has been erased.'
@@ -43,7 +39,7 @@ function shownError(latest: ProcessRow['latestError']): AccountSummary['latest_e
   return { at: latest.at, errors: latest.errors.map((e: StoredEntry) => ({ detail: e.detail ?? ERASED_DETAIL, code: e.code, attr: e.attr })) }
 }
 
-const processNotFound = (): AppError => notFound('import_process_does_not_exist', 'No import process exists for this import supplier and external account number.')
+const processNotFound = (): AppError => notFound(CODE.import_process_does_not_exist)
 
 /** Refusals raised inside the creating transaction, turned into responses after it rolled back. */
 class CreateRefused extends Error {
@@ -142,7 +138,7 @@ export function createImportsService(db: Db, failures: FailuresService) {
     const problem = supplierCode !== undefined || ctx.clean('import_supplier')
       ? supplierProblem(supplier, String(body?.import_supplier), 'import_supplier')
       : undefined
-    if (problem) ctx.report(problem.code, problem.attr, problem.detail)
+    if (problem) ctx.errors.push(problem)
     if (ctx.errors.length > 0) throw accountFailed(ctx.errors)
     return { supplier: supplier!, known, data: normaliseAccount(body as AccountData) }
   }
@@ -157,7 +153,7 @@ export function createImportsService(db: Db, failures: FailuresService) {
       // The state once the lock is held: a create that ran meanwhile has committed by now.
       if (claim.state !== 'STAGED') refuseByState({ state: claim.state, serviceAccountNumber: claim.serviceAccountNumber }, external)
       // Erased after the look-up (an erasure request): as if it had never been staged.
-      if (claim.stagedData === null) throw new CreateRefused(nothingStaged(external))
+      if (claim.stagedData === null) throw new CreateRefused(nothingStaged())
       if (!claim.slot) throw new NoSlot()
       const verdict = judgeStagedData(structuredClone(claim.stagedData), { id: claim.teamId, name: teamName }, {
         importProcessId: process.id, supplierId: supplier.id, sendMigrationEmails: claim.sendMigrationEmails
@@ -221,14 +217,14 @@ export function createImportsService(db: Db, failures: FailuresService) {
     const found = await lookup(principal, code, clean)
     const supplier = found?.supplier
     const unknown = code !== undefined && !supplier ? supplierProblem(undefined, code, 'import_supplier_code') : undefined
-    if (unknown) ctx.report(unknown.code, unknown.attr, unknown.detail)
+    if (unknown) ctx.errors.push(unknown)
     if (ctx.errors.length > 0) throw accountFailed(ctx.errors)
     const external = body.external_account_number as string
     const teamName = body.operations_team_name as string
     const dryRun = body.dry_run === true
     const process = found!.process
     // Nothing staged (never, or erased while pending or skipped); an imported account stays imported.
-    if (!process || (process.state !== 'IMPORTED' && !process.hasStagedData)) throw nothingStaged(external)
+    if (!process || (process.state !== 'IMPORTED' && !process.hasStagedData)) throw nothingStaged()
     refuseByState(process, external)
 
     const actor = actorOf(principal)
@@ -260,7 +256,7 @@ export function createImportsService(db: Db, failures: FailuresService) {
         const name = constraint?.constraint_name ?? constraint?.constraint
         if (pgErrorCode(err) === '23505' && name && NUMBER_CONSTRAINTS.includes(name) && attempt < NUMBER_ATTEMPTS) continue
         // An unexpected failure: nothing was created (the transaction rolled back); keep a trace of it.
-        const failure = [entry('server_error', null, 'The account could not be created because of a server error.')]
+        const failure = [problem(CODE.server_error, null)]
         await (dryRun
           ? repo.recordDryRun(process.id, false, failure, actor)
           : repo.recordCreateFailure(process.id, failure, actor)).catch(() => {})
@@ -326,7 +322,7 @@ export function createImportsService(db: Db, failures: FailuresService) {
       const process = found?.process
       if (!process) throw processNotFound()
       const account = process.state === 'IMPORTED' ? await accountsRepo.summary(process.id) : undefined
-      if (!account) throw notFound('account_not_found', 'No account has been created for this import process.')
+      if (!account) throw notFound(CODE.account_not_found)
       const latest = await repo.latestEvent(process.id)
       return {
         service_account_number: account.serviceAccountNumber,

@@ -1,11 +1,13 @@
 import { randomUUID } from 'node:crypto'
+import { CODE } from '../../../schemas/error-codes.js'
 import type { NoteResult, NotesRequest } from '../../../schemas/notes.js'
 import type { ErrorEntry } from '../../errors.js'
 import { formatDateTime } from '../../format.js'
 import { ruleContext, utcToday } from '../../rules/context.js'
 import { checkDocumentPath, documentLocation } from '../../rules/documents.js'
 import type { OrganisationPrincipal } from '../auth/service.js'
-import { invalidRequest, type ImportedAccount, type PostImportBase } from '../post-import/base.js'
+import { type ImportedAccount, type PostImportBase } from '../post-import/base.js'
+import { invalidRequest } from '../../errors.js'
 import { createNotesRepository, type NoteInsert } from './repository.js'
 
 /** Whole seconds: a note's time is compared and echoed to the second. */
@@ -54,12 +56,12 @@ export function createNotesService(base: PostImportBase, documentBucket: string)
     const ctx = ruleContext([], utcToday())
     const locations = request.notes.map((note, i) => {
       if (note.body === undefined && note.document_paths === undefined) {
-        ctx.report('note_body_or_document_path_not_found', `notes.${i}`, 'A note needs a body or document paths.')
+        ctx.report(CODE.note_body_or_document_path_not_found, `notes.${i}`)
       }
       if (note.unpin_at !== undefined && note.is_pinned !== true) {
-        ctx.report('unexpected_field', `notes.${i}.unpin_at`, 'unpin_at is only allowed on a pinned note.')
+        ctx.report(CODE.unexpected_field, `notes.${i}.unpin_at`, { detail: 'unpin_at is only allowed on a pinned note.' })
       } else if (note.unpin_at !== undefined && new Date(note.unpin_at) < new Date(note.created_at ?? Date.now())) {
-        ctx.report('note_unpin_at_earlier_than_creation_date', `notes.${i}.unpin_at`, 'unpin_at is before the note was created.')
+        ctx.report(CODE.note_unpin_at_earlier_than_creation_date, `notes.${i}.unpin_at`)
       }
       const paths = (note.document_paths ?? []).map((d, j) => checkDocumentPath(ctx, d.document_path, `notes.${i}.document_paths.${j}.document_path`))
       return [...new Set(paths.filter((p): p is string => p !== undefined).map((p) => documentLocation(documentBucket, account.supplier.documentRoot, p)))].sort()

@@ -2,9 +2,10 @@ import { randomUUID } from 'node:crypto'
 import type { FastifyBaseLogger } from 'fastify'
 import type { PaymentInstructionRequest, PaymentInstructionResult } from '../../../schemas/payment-instruction.js'
 import type { Db } from '../../db/index.js'
-import { AppError, entry, sortEntries, type ErrorEntry } from '../../errors.js'
+import { answer, invalidRequest, problem, sortEntries, type AppError, type ErrorEntry } from '../../errors.js'
+import { CODE } from '../../../schemas/error-codes.js'
 import type { OrganisationPrincipal } from '../auth/service.js'
-import { invalidRequest, type ImportedAccount, type PostImportBase } from '../post-import/base.js'
+import { type ImportedAccount, type PostImportBase } from '../post-import/base.js'
 import { createPaymentInstructionsRepository } from './repository.js'
 import type { VendorClient, VendorOutcome } from './vendor-client.js'
 
@@ -27,7 +28,7 @@ export function createPaymentInstructionsService(base: PostImportBase, db: Db, v
       external_account_number: request.external_account_number,
       reference: request.reference
     }
-    return status === 400 ? invalidRequest(sorted, extra) : new AppError(500, 'server_error', 'A server error occurred.', sorted, extra)
+    return status === 400 ? invalidRequest(sorted, extra) : answer(CODE.server_error, sorted, { extra })
   }
 
   /**
@@ -37,9 +38,9 @@ export function createPaymentInstructionsService(base: PostImportBase, db: Db, v
   function against(stored: StoredInstruction[], request: PaymentInstructionRequest): 'stored' | ErrorEntry | undefined {
     const same = stored.find((i) => i.vendor === request.vendor && i.reference === request.reference)
     if (same && same.type === request.type) return 'stored'
-    if (same) return entry('payment_instruction_type_mismatch', 'reference', `This instruction is stored as ${same.type}, not ${request.type}.`)
+    if (same) return problem(CODE.payment_instruction_type_mismatch, 'reference', { type: same.type, vendor: `${request.vendor} (as stored)`, expected: request.type })
     if (stored.some((i) => i.status === 'ACTIVE')) {
-      return entry('account_already_has_active_instruction', 'reference', 'The account already has an active payment instruction.')
+      return problem(CODE.account_already_has_active_instruction, 'reference')
     }
     return undefined
   }
@@ -52,27 +53,24 @@ export function createPaymentInstructionsService(base: PostImportBase, db: Db, v
         const { instruction } = outcome
         const problems: ErrorEntry[] = []
         if (instruction.status !== 'ACTIVE') {
-          problems.push(entry('payment_instruction_not_active', 'reference', `The payment instruction is ${instruction.status.slice(0, 64)} at ${vendor}, not ACTIVE.`))
+          problems.push(problem(CODE.payment_instruction_not_active, 'reference', { status: instruction.status.slice(0, 64), vendor }))
         }
         if (instruction.type !== request.type) {
-          problems.push(entry('payment_instruction_type_mismatch', 'reference', `The payment instruction is of type ${instruction.type.slice(0, 64)} at ${vendor}, not ${request.type}.`))
+          problems.push(problem(CODE.payment_instruction_type_mismatch, 'reference', { type: instruction.type.slice(0, 64), vendor, expected: request.type }))
         }
         if (problems.length > 0) throw failure(request, problems)
         return instruction
       }
       case 'not_found':
-        throw failure(request, [entry('payment_instruction_not_found', 'reference', `${vendor} has no payment instruction with this reference.`)])
+        throw failure(request, [problem(CODE.payment_instruction_not_found, 'reference', { vendor })])
       case 'refused':
         log?.warn({ vendor, status: outcome.status }, 'payment vendor refused our credentials')
-        throw failure(request, [entry('payment_vendor_unavailable', null,
-          `${vendor} refuses the service's credentials; do not retry as is, the service operator must fix the configuration.`)])
+        throw failure(request, [problem(CODE.payment_vendor_unavailable, null, { vendor })])
       case 'circuit_open':
-        throw failure(request, [entry('payment_vendor_unavailable', null,
-          `Every call to ${vendor} has failed for a while, so it is not called for now; do not retry as is.`)])
+        throw failure(request, [problem(CODE.payment_vendor_unavailable, null, { vendor })])
       case 'failed':
         log?.warn({ vendor, reason: outcome.reason, attempts: outcome.attempts }, 'payment vendor call failed')
-        throw failure(request, [entry('payment_vendor_error', null,
-          `${vendor} did not give a usable answer after ${outcome.attempts} attempt(s); retry the request as is.`)], 500)
+        throw failure(request, [problem(CODE.payment_vendor_error, null, { vendor, attempts: outcome.attempts })], 500)
     }
   }
 

@@ -1,6 +1,7 @@
 import { SUPPLIER_CODE } from '../../../schemas/common.js'
 import { runInOrder, type Db, type Tx } from '../../db/index.js'
-import { AppError, notFound, sortEntries, type ErrorEntry } from '../../errors.js'
+import { CODE } from '../../../schemas/error-codes.js'
+import { invalidRequest, notFound } from '../../errors.js'
 import type { OrganisationPrincipal } from '../auth/service.js'
 import { supplierProblem } from '../accounts/precheck.js'
 import { createImportsRepository, type SupplierRow } from '../imports/repository.js'
@@ -14,10 +15,6 @@ export interface ImportedAccount {
   supplier: SupplierRow
 }
 
-/** 400 `invalid_request` listing every rule problem, sorted. */
-export function invalidRequest(errors: ErrorEntry[], extra: Record<string, unknown> = {}): AppError {
-  return new AppError(400, 'invalid_request', 'Invalid request.', sortEntries(errors), extra)
-}
 
 /**
  * What every post-import endpoint shares: finding the account in the order, and writing in one
@@ -56,9 +53,9 @@ export function createPostImportBase(db: Db) {
     async resolve(principal: OrganisationPrincipal, supplierCode: string, external: string): Promise<ImportedAccount> {
       const found = SUPPLIER_CODE.test(supplierCode) ? await repo.accountOf(supplierCode, principal.organisationId, external) : undefined
       if (!found || found.processId === null) {
-        throw notFound('import_process_does_not_exist', 'No import process exists for this import supplier and external account number.')
+        throw notFound(CODE.import_process_does_not_exist)
       }
-      if (found.state !== 'IMPORTED' || found.accountId === null) throw notFound('account_not_found', 'No account has been created for this import process.')
+      if (found.state !== 'IMPORTED' || found.accountId === null) throw notFound(CODE.account_not_found)
       const { supplier } = found
       const problem = supplierProblem(supplier, supplierCode, 'import_supplier')
       if (problem) throw invalidRequest([problem])

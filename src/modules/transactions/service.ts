@@ -1,9 +1,9 @@
-/* eslint-disable @typescript-eslint/no-explicit-any -- being removed with the section refactor */
 import { randomUUID } from 'node:crypto'
 import type { TransactionResult, TransactionsQuery, TransactionsRequest } from '../../../schemas/transaction-import.js'
 import type { Db } from '../../db/index.js'
 import { sumDecimals } from '../../decimal.js'
-import { AppError, entry, sortEntries, type AttachedInput, type ErrorEntry } from '../../errors.js'
+import { AppError, invalidRequest, problem, sortEntries, type AttachedInput, type ErrorEntry } from '../../errors.js'
+import { CODE } from '../../../schemas/error-codes.js'
 import { ruleContext, utcToday } from '../../rules/context.js'
 import { signedAmount, transactionRules } from '../../rules/transactions.js'
 import { addTransaction, type AccountRows } from '../accounts/plan.js'
@@ -11,10 +11,12 @@ import { createAccountsRepository } from '../accounts/repository.js'
 import { normaliseTransaction } from '../../rules/transactions.js'
 import type { OrganisationPrincipal } from '../auth/service.js'
 import { createNotesRepository, type NoteInsert } from '../notes/repository.js'
-import { invalidRequest, type PostImportBase } from '../post-import/base.js'
+import { type PostImportBase } from '../post-import/base.js'
 import { createTransactionsRepository } from './repository.js'
 
 const IN_TRANSACTION = /^transactions\.(\d+)(\.|$)/
+
+const noEnergyLedger = () => invalidRequest([problem(CODE.ledger_not_found, null, { ledger: 'ENERGY' })])
 
 /**
  * The body of for a problem inside a transaction: every problem of the lowest-indexed failing
@@ -86,7 +88,7 @@ function checkRules(body: Pick<TransactionsRequest, 'transactions'>, today: stri
   const duplicates: ErrorEntry[] = []
   body.transactions.forEach((t, i) => {
     if (seen.has(t.transaction_id)) {
-      duplicates.push(entry('duplicate_transaction_ids', `transactions.${i}.transaction_id`, 'The transaction id appears more than once in the request.'))
+      duplicates.push(problem(CODE.duplicate_transaction_ids, `transactions.${i}.transaction_id`, { transaction_id: t.transaction_id }))
     }
     seen.add(t.transaction_id)
   })
@@ -108,29 +110,28 @@ export function planTransactions(
   const checkPreviouslyAdded = query.check_previously_added !== false
   const force = query.force_add_to_current_statement !== false
   const existing = new Set(ledger.existing)
-  const add = (i: number, code: string, field: string, detail: string) =>
-    problems.set(i, [...(problems.get(i) ?? []), entry(code, `transactions.${i}.${field}`, detail)])
+  const add = (i: number, entry: ErrorEntry) => problems.set(i, [...(problems.get(i) ?? []), entry])
 
   const rows: TransactionsPlan['rows'] = { transactions: [], lineItems: [], taxItems: [] }
   const results: TransactionResult[] = []
   const moved: string[] = []
-  const added: unknown[] = []
+  const added: Array<TransactionsRequest['transactions'][number]> = []
   body.transactions.forEach((sent, i) => {
-    const data: any = structuredClone(sent)
+    const data: TransactionsRequest['transactions'][number] & { original_transaction_date?: string } = structuredClone(sent)
     normaliseTransaction(data)
     if (existing.has(sent.transaction_id)) {
       if (checkPreviouslyAdded) results.push({ status: 'TRANSACTION_ALREADY_EXISTS', transaction_data: data })
-      else add(i, 'transaction_already_exists', 'transaction_id', `Transaction ${sent.transaction_id} is already on the ledger.`)
+      else add(i, problem(CODE.transaction_already_exists, `transactions.${i}.transaction_id`, { transaction_id: sent.transaction_id }))
       return
     }
     let description: string | undefined
     if (sent.transaction_date < ledger.openFrom) {
       if (!force) {
-        add(i, 'transaction_outside_open_statement_period', 'transaction_date', `The open statement starts on ${ledger.openFrom}.`)
+        add(i, problem(CODE.transaction_outside_open_statement_period, `transactions.${i}.transaction_date`, { date: ledger.openFrom }))
         return
       }
       if (ledger.openFrom > today) {
-        add(i, 'transaction_outside_open_statement_period', 'transaction_date', `The open statement starts on ${ledger.openFrom}, after today.`)
+        add(i, problem(CODE.transaction_outside_open_statement_period, `transactions.${i}.transaction_date`, { date: `${ledger.openFrom}, after today` }))
         return
       }
       description = `Moved into the open statement: originally dated ${sent.transaction_date}.`
@@ -148,7 +149,7 @@ export function planTransactions(
     const index = lowest(problems)
     throw transactionImportError(body.transactions[index], problems.get(index)!)
   }
-  const delta = sumDecimals(added.map((t: any) => signedAmount(t.type, t.amount)))
+  const delta = sumDecimals(added.map((t) => signedAmount(t.type, t.amount)))
   // One pinned note per request says which transactions were moved.
   const note: NoteInsert | undefined = moved.length === 0
     ? undefined
@@ -180,7 +181,7 @@ export function createTransactionsService(base: PostImportBase, db: Db) {
       const problems = checkRules(body, today)
       const ids = body.transactions.map((t) => t.transaction_id)
       return base.readAndWrite(principal, account, (tx) => repo.energyLedger(tx, account.id, ids), async (tx, [ledger]) => {
-        if (!ledger) throw invalidRequest([entry('ledger_not_found', null, 'The account has no ENERGY ledger with an open statement.')])
+        if (!ledger) throw noEnergyLedger()
         const plan = planTransactions(body, query, account, ledger, today, problems)
         // The inserts, the balance, the note and the event go in one round trip.
         const writes = accounts.transactionInserts(tx, plan.rows)
@@ -194,7 +195,7 @@ export function createTransactionsService(base: PostImportBase, db: Db) {
     planForNewAccount(body: unknown, schemaErrors: ErrorEntry[], account: { id: string }, ledger: EnergyLedger | undefined, today: string): TransactionsPlan {
       checkSchema(body, schemaErrors, today)
       const problems = checkRules(body, today)
-      if (!ledger) throw invalidRequest([entry('ledger_not_found', null, 'The account has no ENERGY ledger with an open statement.')])
+      if (!ledger) throw noEnergyLedger()
       return planTransactions(body, {}, account, ledger, today, problems)
     }
   }
