@@ -608,6 +608,11 @@ export const CLIENT_CODES = {
   }
 } as const satisfies Record<string, { meaning: string }>
 
+export type ClientCode = keyof typeof CLIENT_CODES
+
+/** `CLIENT_CODE.network_error === 'network_error'`: the migration client names its own codes through this, never as a string literal. */
+export const CLIENT_CODE = Object.fromEntries(Object.keys(CLIENT_CODES).map((k) => [k, k])) as { readonly [K in ClientCode]: K }
+
 /** The meaning of a code of a report or failure record: the service's, the client's, or undefined for a code neither knows. */
 export function meaningOf(code: string): string | undefined {
   if (Object.hasOwn(ERROR_CODES, code)) return ERROR_CODES[code as ErrorCode].meaning

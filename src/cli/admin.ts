@@ -8,7 +8,7 @@
  */
 import { createGraphQLClient, ServiceError, UnreachableError } from './graphql-client.js'
 import { isEntryPoint, parseCommandLine } from './entry.js'
-import { meaningOf } from '../../schemas/error-codes.js'
+import { CODE, meaningOf } from '../../schemas/error-codes.js'
 import { STEP_NAMES } from '../../schemas/failures.js'
 
 export interface AdminIO {
@@ -577,7 +577,7 @@ function serviceErrorLines(err: ServiceError, duringLogin: boolean): string {
   const suffix = facts.length > 0 ? ` (${facts.join(', ')})` : ''
   const seen = new Set<string>()
   return err.problems.filter((p) => !seen.has(`${p.code} ${p.message}`) && seen.add(`${p.code} ${p.message}`)).map((p) => {
-    const hint = duringLogin && p.code === 'authentication_failed'
+    const hint = duringLogin && p.code === CODE.authentication_failed
       ? ' The operator key was refused: check --operator-key or OPERATOR_API_KEY.'
       : ''
     return `error: ${p.code}: ${p.message}${hint}${suffix}\n`

@@ -3,6 +3,7 @@
  * failure turned into one of two typed errors the command line can print as one line each.
  */
 
+import { CLIENT_CODE, CODE } from '../../schemas/error-codes.js'
 import { fetchCause, isObject, isTimeout } from './http.js'
 
 /** How long one request may take before the client gives up on it. */
@@ -75,7 +76,7 @@ function graphqlProblems(errors: unknown[]): ServiceProblem[] {
     const error = isObject(e) ? e : {}
     const extensions = isObject(error.extensions) ? error.extensions : {}
     return {
-      code: typeof extensions.code === 'string' ? extensions.code : 'graphql_error',
+      code: typeof extensions.code === 'string' ? extensions.code : CLIENT_CODE.graphql_error,
       message: typeof error.message === 'string' ? error.message : JSON.stringify(e)
     }
   })
@@ -142,7 +143,7 @@ export function createGraphQLClient(options: GraphQLClientOptions): GraphQLClien
   async function login(apiKey: string): Promise<void> {
     const data = await request<{ obtainToken: { token: string } | null }>(OBTAIN_TOKEN, { input: { APIKey: apiKey } })
     if (typeof data?.obtainToken?.token !== 'string') {
-      throw new ServiceError([{ code: 'authentication_failed', message: 'The service gave no token.' }])
+      throw new ServiceError([{ code: CODE.authentication_failed, message: 'The service gave no token.' }])
     }
     token = data.obtainToken.token
   }

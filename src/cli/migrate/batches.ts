@@ -1,3 +1,4 @@
+import { CLIENT_CODE } from '../../../schemas/error-codes.js'
 import { isObject, type Json } from '../http.js'
 import { SECTION_NAMES as SERVER_ORDER } from '../../../schemas/sections.js'
 import type { Item, Problem, Section } from './input.js'
@@ -79,7 +80,7 @@ function wholeBatchFailed(l: BatchLine, answer: Answer): ReportEntry {
   const body = answer.body
   const errors: Problem[] = isObject(body) && Array.isArray(body.errors) && body.errors.length > 0
     ? (body.errors as Problem[]).map((e) => ({ code: e.code, attr: e.attr, detail: e.detail }))
-    : [{ code: isObject(body) && typeof body.code === 'string' ? body.code : 'network_error', attr: null, detail: isObject(body) && typeof body.detail === 'string' ? body.detail : 'No answer from the service.' }]
+    : [{ code: isObject(body) && typeof body.code === 'string' ? body.code : CLIENT_CODE.network_error, attr: null, detail: isObject(body) && typeof body.detail === 'string' ? body.detail : 'No answer from the service.' }]
   return {
     line: l.line,
     external_account_number: l.external,
@@ -96,7 +97,7 @@ function wholeBatchFailed(l: BatchLine, answer: Answer): ReportEntry {
 function entryOf(l: BatchLine, result: Json | undefined, dryRun: boolean): ReportEntry {
   const base = { line: l.line, external_account_number: l.external }
   if (!isObject(result)) {
-    return { ...base, outcome: 'failed', service_account_number: null, step: 'stage', status: 0, code: 'client_error', errors: [{ code: 'client_error', attr: null, detail: 'The batch answer had no result for this line.' }] }
+    return { ...base, outcome: 'failed', service_account_number: null, step: 'stage', status: 0, code: CLIENT_CODE.client_error, errors: [{ code: CLIENT_CODE.client_error, attr: null, detail: 'The batch answer had no result for this line.' }] }
   }
   const serviceAccountNumber = typeof result.service_account_number === 'string' ? result.service_account_number : null
   switch (result.outcome) {

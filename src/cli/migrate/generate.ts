@@ -1,3 +1,4 @@
+import { CODE } from '../../../schemas/error-codes.js'
 import type { Json } from '../http.js'
 import { Random, seedTag } from './random.js'
 
@@ -192,16 +193,16 @@ function dateIn(rng: Random, from: string, to: string): string {
 
 /** The faults an invalid account gets (one each), with the code validate must report. */
 const FAULTS = [
-  'balance_mismatch_on_ledger_balance',
-  'ledger_balances_not_equal_to_transfer_balance',
-  'invalid_postcode',
-  'invalid_phone_number',
-  'customer_family_name_required',
-  'transaction_in_future',
-  'possible_test_email_address',
-  'unexpected_field',
-  'required_user_role',
-  'invalid_date'
+  CODE.balance_mismatch_on_ledger_balance,
+  CODE.ledger_balances_not_equal_to_transfer_balance,
+  CODE.invalid_postcode,
+  CODE.invalid_phone_number,
+  CODE.customer_family_name_required,
+  CODE.transaction_in_future,
+  CODE.possible_test_email_address,
+  CODE.unexpected_field,
+  CODE.required_user_role,
+  CODE.invalid_date
 ] as const
 type Fault = (typeof FAULTS)[number]
 
@@ -213,7 +214,7 @@ interface Built {
 function buildAccount(rng: Random, external: string, options: GenerateOptions, fault: Fault | undefined): Built {
   const today = options.today
   const kind = rng.next()
-  const accountType = fault === 'customer_family_name_required'
+  const accountType = fault === CODE.customer_family_name_required
     ? 'DOMESTIC'
     : kind < 0.7 ? 'DOMESTIC' : kind < 0.85 ? 'BUSINESS' : kind < 0.9 ? 'DOMESTIC_OCCUPIER' : kind < 0.95 ? 'DOMESTIC_VACANT' : 'BUSINESS_OCCUPIER'
   const unknownOccupier = fault === undefined && rng.chance(0.03)
@@ -222,7 +223,7 @@ function buildAccount(rng: Random, external: string, options: GenerateOptions, f
   // Customers: 1–2, the first an ADMIN (roles omitted = the default ADMIN).
   const customers: Json[] = []
   if (!unknownOccupier) {
-    const roles = fault === 'required_user_role' ? ['BILL_PAYER'] : rng.pick([undefined, ['ADMIN'], ['ADMIN', 'BILL_PAYER']])
+    const roles = fault === CODE.required_user_role ? ['BILL_PAYER'] : rng.pick([undefined, ['ADMIN'], ['ADMIN', 'BILL_PAYER']])
     customers.push(customer(rng, roles))
     if (rng.chance(0.35)) customers.push(customer(rng, rng.pick([['BILL_PAYER'], ['OCCUPIER'], ['READ_ONLY']])))
   }
@@ -250,7 +251,7 @@ function buildAccount(rng: Random, external: string, options: GenerateOptions, f
       points.push({
         identifier,
         supply_type: gas ? 'GAS' : 'ELECTRICITY',
-        supply_start_date: fault === 'invalid_date' && a === 0 && p === 0 ? `${start.slice(0, 4)}-02-30` : start,
+        supply_start_date: fault === CODE.invalid_date && a === 0 && p === 0 ? `${start.slice(0, 4)}-02-30` : start,
         ...(rng.chance(0.6) ? { last_billed_to_date: endOfPreviousMonth(today) } : {}),
         ...(rng.chance(0.4) ? { load_zone: rng.pick(['LZ_NORTH', 'LZ_SOUTH', 'LZ_WEST']) } : {}),
         agreements
@@ -287,22 +288,22 @@ function buildAccount(rng: Random, external: string, options: GenerateOptions, f
     balance += made.signed
   }
   current.sort((x, y) => String(x.transaction_date).localeCompare(String(y.transaction_date)))
-  if (fault === 'transaction_in_future') current[current.length - 1]!.transaction_date = addDays(today, 3)
+  if (fault === CODE.transaction_in_future) current[current.length - 1]!.transaction_date = addDays(today, 3)
   const energy: Json = {
     ledger_code: 'ENERGY',
     ...(withClosing ? { last_statement_balance: amount(rng, lastBalance), last_statement_closing_date: closing } : {}),
-    ledger_balance: amount(rng, balance + (fault === 'balance_mismatch_on_ledger_balance' ? 100 : 0)),
+    ledger_balance: amount(rng, balance + (fault === CODE.balance_mismatch_on_ledger_balance ? 100 : 0)),
     ...(historical.length > 0 ? { historical_statement_transactions: historical } : {}),
     current_statement_transactions: current
   }
   const ledgers: Json[] = [energy]
-  let transfer = balance + (fault === 'balance_mismatch_on_ledger_balance' ? 100 : 0)
+  let transfer = balance + (fault === CODE.balance_mismatch_on_ledger_balance ? 100 : 0)
   if (rng.chance(0.15)) {
     const deposit = rng.int(5000, 30000)
     ledgers.push({ ledger_code: 'DEPOSIT', last_statement_balance: money(deposit), last_statement_closing_date: closing, ledger_balance: money(deposit) })
     transfer += deposit
   }
-  if (fault === 'ledger_balances_not_equal_to_transfer_balance') transfer += 1
+  if (fault === CODE.ledger_balances_not_equal_to_transfer_balance) transfer += 1
 
   const billingOptions = rng.next()
   const account: Json = {
@@ -336,19 +337,19 @@ function buildAccount(rng: Random, external: string, options: GenerateOptions, f
 /** The changes that make an account fail validate with the fault's code (balances are handled where they are made). */
 function applyFault(account: Json, fault: Fault | undefined, billing: Json, customers: Json[]): void {
   switch (fault) {
-    case 'invalid_postcode':
+    case CODE.invalid_postcode:
       billing.postal_code = 'ZZZ 999'
       break
-    case 'invalid_phone_number':
+    case CODE.invalid_phone_number:
       customers[0]!.landline = '0117 000'
       break
-    case 'customer_family_name_required':
+    case CODE.customer_family_name_required:
       delete customers[0]!.family_name
       break
-    case 'possible_test_email_address':
+    case CODE.possible_test_email_address:
       customers[0]!.email = `${String(customers[0]!.given_name).toLowerCase()}@example.com`
       break
-    case 'unexpected_field':
+    case CODE.unexpected_field:
       account.legacy_reference = 'LEG-1'
       break
   }

@@ -5,6 +5,7 @@
  * endpoint's request body holds without the account reference (`import_supplier`,
  * `external_account_number`, which the client adds from the account).
  */
+import { CLIENT_CODE, CODE } from '../../../schemas/error-codes.js'
 import { SECTION_NAMES, SECTIONS as LISTINGS, type SectionName } from '../../../schemas/sections.js'
 import { isObject, type Json } from '../http.js'
 
@@ -34,9 +35,9 @@ export function parseLine(text: string): { item: Item } | { problems: Problem[] 
   try {
     value = JSON.parse(text)
   } catch (err) {
-    return { problems: [{ code: 'invalid_json', attr: null, detail: `The line is not JSON: ${(err as Error).message}` }] }
+    return { problems: [{ code: CLIENT_CODE.invalid_json, attr: null, detail: `The line is not JSON: ${(err as Error).message}` }] }
   }
-  if (!isObject(value)) return { problems: [{ code: 'invalid_line', attr: null, detail: 'The line is not a JSON object.' }] }
+  if (!isObject(value)) return { problems: [{ code: CLIENT_CODE.invalid_line, attr: null, detail: 'The line is not a JSON object.' }] }
   if (!('account' in value)) return { item: { account: value, sections: {} } }
 
   const problems: Problem[] = []
@@ -44,7 +45,7 @@ export function parseLine(text: string): { item: Item } | { problems: Problem[] 
   for (const [key, section] of Object.entries(value)) {
     if (key === 'account') continue
     if (!(SECTIONS as readonly string[]).includes(key)) {
-      problems.push({ code: 'unexpected_field', attr: key, detail: `Unknown key ${key}: a line holds account, ${SECTIONS.join(', ')}.` })
+      problems.push({ code: CODE.unexpected_field, attr: key, detail: `Unknown key ${key}: a line holds account, ${SECTIONS.join(', ')}.` })
       continue
     }
     const name = key as Section
@@ -56,10 +57,10 @@ export function parseLine(text: string): { item: Item } | { problems: Problem[] 
       : 'object' in form
         ? isObject(section)
         : isObject(section) || (Array.isArray(section) && section.every(isObject))
-    if (!fits) problems.push({ code: 'invalid_line', attr: key, detail: `${key} must be ${wanted}.` })
+    if (!fits) problems.push({ code: CLIENT_CODE.invalid_line, attr: key, detail: `${key} must be ${wanted}.` })
     else sections[name] = section
   }
-  if (!isObject(value.account)) problems.push({ code: 'invalid_line', attr: 'account', detail: 'account must be an object.' })
+  if (!isObject(value.account)) problems.push({ code: CLIENT_CODE.invalid_line, attr: 'account', detail: 'account must be an object.' })
   if (problems.length > 0) return { problems }
   return { item: { account: value.account as Json, sections } }
 }

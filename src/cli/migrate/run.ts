@@ -1,5 +1,6 @@
 import { createWriteStream, type WriteStream } from 'node:fs'
 import { isObject, type Json } from '../http.js'
+import { CLIENT_CODE, CODE, formatDetail } from '../../../schemas/error-codes.js'
 import { SECTIONS as LISTINGS } from '../../../schemas/sections.js'
 import { externalOf, parseLine, SECTIONS, type Problem, type Section } from './input.js'
 import { batchable, sendBatch, type BatchLine } from './batches.js'
@@ -50,7 +51,7 @@ export interface RunIO {
   signal?: AbortSignal
 }
 
-const CREATE_TRANSIENT = ['account_import_in_progress'] as const
+const CREATE_TRANSIENT = [CODE.account_import_in_progress] as const
 /** Largest lists per request; longer ones are sent in several requests. */
 const CHUNK: Partial<Record<Section, number>> = { notes: 500, transactions: 1000, historical_agreements: 500, historical_statements: 1000 }
 const PATHS = new Map<string, string>(LISTINGS.map((s) => [s.name, s.path.slice(1)]))
@@ -135,7 +136,7 @@ function createPipeline(client: ServiceClient, options: MigrateOptions, onFatal:
       let ledgerNumber = doc.ledger_number
       if (ledgerNumber === undefined) {
         ledgerNumber = (await ledgers()).find((l) => l.ledger_code === ledgerCode)?.ledger_number
-        if (ledgerNumber === undefined) return { code: 'ledger_not_found', attr: 'ledger_code', detail: `The account has no ${ledgerCode} ledger.` }
+        if (ledgerNumber === undefined) return { code: CODE.ledger_not_found, attr: 'ledger_code', detail: formatDetail(CODE.ledger_not_found, { ledger: ledgerCode }) }
       }
       const documents = Array.isArray(doc.historical_billing_documents) ? doc.historical_billing_documents.length : 0
       requests.push({ path, body: { ...doc, ledger_code: ledgerCode, ledger_number: ledgerNumber, ...ref }, count: documents, offset: 0 })
@@ -165,7 +166,7 @@ function createPipeline(client: ServiceClient, options: MigrateOptions, onFatal:
     /** With --resume, an account already imported is picked up where it was left. */
     const alreadyImported = (answer: Answer) => {
       const body = answer.body
-      if (!options.resume || answer.status !== 400 || !isObject(body) || !hasCode(body, 'account_already_imported')) return false
+      if (!options.resume || answer.status !== 400 || !isObject(body) || !hasCode(body, CODE.account_already_imported)) return false
       serviceAccountNumber = String(body.service_account_number)
       completedBefore = true
       return true
@@ -190,7 +191,7 @@ function createPipeline(client: ServiceClient, options: MigrateOptions, onFatal:
       const request = { external_account_number: external, import_supplier_code: supplier, operations_team_name: options.team }
       if (options.dryRun) {
         const dry = await client.post('account-import-process/process/', { ...request, dry_run: true }, CREATE_TRANSIENT)
-        if (dry.status === 400 && isObject(dry.body) && dry.body.code === 'dry_run_rolled_back') return { ...entry, outcome: 'would_create' }
+        if (dry.status === 400 && isObject(dry.body) && dry.body.code === CODE.dry_run_rolled_back) return { ...entry, outcome: 'would_create' }
         return failed(entry, 'dry_run', dry)
       }
       const created = await client.post('account-import-process/process/', request, CREATE_TRANSIENT)
@@ -198,7 +199,7 @@ function createPipeline(client: ServiceClient, options: MigrateOptions, onFatal:
       if (created.status === 201) {
         serviceAccountNumber = String(body.service_account_number)
         ledgersKnown = Array.isArray(body.ledgers) ? body.ledgers : undefined
-      } else if (created.status === 400 && hasCode(body, 'account_already_imported') && created.attempts > 1) {
+      } else if (created.status === 400 && hasCode(body, CODE.account_already_imported) && created.attempts > 1) {
         // An earlier attempt of this very request was created, but its answer was lost.
         serviceAccountNumber = String(body.service_account_number)
       } else if (!alreadyImported(created)) {
@@ -241,7 +242,7 @@ function createPipeline(client: ServiceClient, options: MigrateOptions, onFatal:
       return await migrateLine(line, text)
     } catch (err) {
       if (err instanceof AuthenticationError) onFatal(err)
-      const code = err instanceof AuthenticationError || err instanceof UnavailableError ? err.code : 'client_error'
+      const code = err instanceof AuthenticationError || err instanceof UnavailableError ? err.code : CLIENT_CODE.client_error
       const errors = [{ code, attr: null, detail: err instanceof Error ? err.message : String(err) }]
       return { line, external_account_number: guessExternal(text), outcome: 'failed', service_account_number: null, code, errors }
     }
@@ -301,7 +302,7 @@ async function openReport(path: string, numbered: boolean): Promise<{ n: number;
 }
 
 /** Codes that say the run's settings are wrong, not the account: the run stops at the first. */
-const CONFIGURATION_CODES = ['operations_team_name_does_not_exist', 'import_supplier_migration_not_ongoing']
+const CONFIGURATION_CODES: readonly string[] = [CODE.operations_team_name_does_not_exist, CODE.import_supplier_migration_not_ongoing]
 
 /**
  * Migrates every account of `options.file`. Throws `AuthenticationError` or `UnavailableError`
@@ -334,7 +335,7 @@ export async function migrate(options: MigrateOptions, io: RunIO): Promise<Summa
     if (entry.outcome === 'failed') {
       const configuration = (entry.errors ?? []).find((e) => CONFIGURATION_CODES.includes(e.code))
       if (configuration) stopWith(`${configuration.detail.replace(/\.$/, '')} (${configuration.code})`)
-      if (entry.code === 'service_unreachable') stopWith(entry.errors?.[0]?.detail.replace(/\.$/, '') ?? 'the service did not answer')
+      if (entry.code === CLIENT_CODE.service_unreachable) stopWith(entry.errors?.[0]?.detail.replace(/\.$/, '') ?? 'the service did not answer')
     }
     progress.update({ done: summary.accounts, failed: summary.failed })
     await report.write(inReportOrder(entry))
@@ -356,7 +357,7 @@ export async function migrate(options: MigrateOptions, io: RunIO): Promise<Summa
     start((async () => {
       const { entries, tooLarge } = await sendBatch(client, batch, { team: options.team, dryRun: options.dryRun }).catch((err: unknown) => {
         if (err instanceof AuthenticationError) stopWith(`the service refused the API key (${err.code}: ${err.message})`)
-        const code = err instanceof AuthenticationError || err instanceof UnavailableError ? err.code : 'client_error'
+        const code = err instanceof AuthenticationError || err instanceof UnavailableError ? err.code : CLIENT_CODE.client_error
         const detail = err instanceof Error ? err.message : String(err)
         return {
           entries: batch.map((l): ReportEntry => ({ line: l.line, external_account_number: l.external, outcome: 'failed', service_account_number: null, code, errors: [{ code, attr: null, detail }] })),

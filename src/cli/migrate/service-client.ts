@@ -5,6 +5,7 @@
  * backoff and jitter. A 4xx other than 429 is an answer, never retried (a 401 only after renewing
  * the token).
  */
+import { CLIENT_CODE } from '../../../schemas/error-codes.js'
 import { fetchCause, isObject, isTimeout } from '../http.js'
 import type { Problem } from './input.js'
 
@@ -185,7 +186,7 @@ export function createServiceClient(options: ServiceClientOptions) {
 
   const unreachable = (attempts: number): Answer => ({
     status: 0,
-    body: { code: 'service_unreachable', detail: `${options.url} did not answer for ${Math.round(policy.waitMs / 1000)} s (GET /readyz).`, errors: [] },
+    body: { code: CLIENT_CODE.service_unreachable, detail: `${options.url} did not answer for ${Math.round(policy.waitMs / 1000)} s (GET /readyz).`, errors: [] },
     attempts
   })
 
@@ -233,7 +234,7 @@ export function createServiceClient(options: ServiceClientOptions) {
           if (service === 'gave_up') return unreachable(attempts)
         }
         if (++failures >= policy.maxAttempts) {
-          return { status: 0, body: { code: 'network_error', detail: `No answer from ${options.url}: ${networkReason(err)}`, errors: [] }, attempts }
+          return { status: 0, body: { code: CLIENT_CODE.network_error, detail: `No answer from ${options.url}: ${networkReason(err)}`, errors: [] }, attempts }
         }
         await sleep(backoff(failures))
         continue
@@ -356,7 +357,7 @@ export function createServiceClient(options: ServiceClientOptions) {
       const error = isObject(body) && Array.isArray(body.errors) && isObject(body.errors[0]) ? body.errors[0] : undefined
       if (answer.status === 200 && isObject(body) && isObject(body.data) && !error) return body.data
       const detail = typeof error?.message === 'string' ? error.message : isObject(body) && typeof body.detail === 'string' ? body.detail : `HTTP ${answer.status}`
-      throw new UnavailableError(isObject(body) && typeof body.code === 'string' ? body.code : 'graphql_error', detail)
+      throw new UnavailableError(isObject(body) && typeof body.code === 'string' ? body.code : CLIENT_CODE.graphql_error, detail)
     },
     get: (path: string) => send('GET', '/v1/data-import/' + path, undefined, true),
     post: (path: string, body: unknown, transient: readonly string[] = []) => send('POST', '/v1/data-import/' + path, body, true, transient)
