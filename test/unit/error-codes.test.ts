@@ -1,8 +1,25 @@
 import t from 'tap'
 import { readdirSync, readFileSync, statSync } from 'node:fs'
-import { join } from 'node:path'
+import { join, relative, sep } from 'node:path'
+import ts from 'typescript'
 import { CLIENT_CODES, CODE, ERROR_CODES, formatDetail, meaningOf, type DetailParams, type ErrorCode } from '../../schemas/error-codes.js'
 import { STEP_NAMES } from '../../schemas/failures.js'
+
+/**
+ * Strings of src/ and schemas/ that spell a code but are not one, each with why. Every other such
+ * literal is a code, and is named through CODE (or CLIENT_CODE) so that it comes from the catalogue.
+ */
+const NOT_CODES: ReadonlyArray<{ file: string; literal: string; why: string }> = [
+  { file: 'src/errors.ts', literal: 'required', why: 'the Ajv keyword `required` (a missing property), tested and described; its code is CODE.required' },
+  { file: 'src/validation.ts', literal: 'required', why: 'the Ajv keyword `omitEmpty` runs before (`before: \'required\'`)' },
+  { file: 'src/plugins/openapi.ts', literal: 'required', why: 'a JSON Schema keyword the OpenAPI document keeps' },
+  { file: 'src/plugins/openapi.ts', literal: 'null', why: 'the JSON Schema type null' },
+  { file: 'src/rules/contact.ts', literal: 'invalid', why: 'the .invalid top-level domain of test e-mail addresses' },
+  { file: 'src/modules/payment-instructions/vendor-client.ts', literal: 'not_found', why: 'the kind of a vendor look-up\'s outcome (no such instruction), not an answer\'s code' }
+]
+
+/** Where the codes are defined, and so spelt out. */
+const CATALOGUE = 'schemas/error-codes.ts'
 
 const codes = Object.keys(ERROR_CODES) as ErrorCode[]
 
@@ -100,11 +117,43 @@ t.test('every code the service raises by name is in the catalogue', async (t) =>
   for (const [code, where] of found) t.ok(code in ERROR_CODES, `${code} (${where}) is in schemas/error-codes.ts`)
 })
 
+/** The string literals (and templates without substitutions) of a file that spell one of `codes`, with their lines. */
+function codeLiterals(file: string, codes: ReadonlySet<string>): Array<{ line: number; literal: string }> {
+  const source = ts.createSourceFile(file, readFileSync(file, 'utf8'), ts.ScriptTarget.Latest, true)
+  const found: Array<{ line: number; literal: string }> = []
+  const visit = (node: ts.Node): void => {
+    if ((ts.isStringLiteral(node) || ts.isNoSubstitutionTemplateLiteral(node)) && codes.has(node.text)) {
+      found.push({ line: source.getLineAndCharacterOfPosition(node.getStart(source)).line + 1, literal: node.text })
+    }
+    ts.forEachChild(node, visit)
+  }
+  visit(source)
+  return found
+}
+
+t.test('no error-code literal outside the catalogue', async (t) => {
+  const codes = new Set([...Object.keys(ERROR_CODES), ...Object.keys(CLIENT_CODES)])
+  const hits: string[] = []
+  const used = new Set<(typeof NOT_CODES)[number]>()
+  for (const path of [...sources('src'), ...sources('schemas')]) {
+    const file = relative('.', path).split(sep).join('/')
+    if (file === CATALOGUE) continue
+    for (const { line, literal } of codeLiterals(path, codes)) {
+      const allowed = NOT_CODES.find((a) => a.file === file && a.literal === literal)
+      if (allowed) used.add(allowed)
+      else hits.push(`${file}:${line} ${literal}`)
+    }
+  }
+  t.same(hits, [], 'every code is named through CODE or CLIENT_CODE (or, not being a code, listed in NOT_CODES with why)')
+  t.same(NOT_CODES.filter((a) => !used.has(a)).map((a) => `${a.file} ${a.literal}`), [], 'every NOT_CODES entry still matches a literal')
+  t.ok(NOT_CODES.every((a) => a.why.length > 0), 'each with its reason')
+})
+
 t.test('every code the migration client writes itself is the service\'s or its own', async (t) => {
   for (const file of sources(join('src', 'cli'))) {
     if (file.endsWith('generate.ts')) continue // the codes its invalid accounts are meant to get
     const text = readFileSync(file, 'utf8')
-    for (const m of text.matchAll(/\bcode: '([a-z_]+)'/g)) {
+    for (const m of text.matchAll(/\bcode: (?:'|CODE\.|CLIENT_CODE\.)([a-z_]+)/g)) {
       t.ok(m[1]! in ERROR_CODES || m[1]! in CLIENT_CODES, `${m[1]} (${file}) is in ERROR_CODES or CLIENT_CODES`)
     }
   }
