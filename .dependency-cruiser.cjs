@@ -15,7 +15,7 @@ module.exports = {
       name: 'rules-are-pure',
       severity: 'error',
       comment: 'Business rules read a request (and a snapshot handed to them), never the database: unit tests call them directly.',
-      from: { path: '^src/(rules/|modules/[^/]+/rules\\.ts$)' },
+      from: { path: '^src/(rules/|accounts/rules\\.ts$|modules/[^/]+/rules\\.ts$)' },
       to: { path: ['^src/db/', 'repository\\.ts$', 'service\\.ts$', 'node_modules/(drizzle-orm|postgres|@electric-sql)/'] }
     },
     {

@@ -1,6 +1,6 @@
 import { teamProblem } from './precheck.js'
-import type { ErrorEntry } from '../../errors.js'
-import { utcToday } from '../../rules/context.js'
+import type { ErrorEntry } from '../errors.js'
+import { utcToday } from '../rules/context.js'
 import { planAccount, type AccountRows, type PlanContext } from './plan.js'
 import { checkAccountData } from './rules.js'
 

@@ -2,11 +2,11 @@ import { randomBytes, randomUUID } from 'node:crypto'
 import type {
   accountMetadata, accounts, agreements, customers, emailOutbox, ledgers, ledgerTransactions, statements,
   supplyAddresses, supplyPoints, transactionLineItems, transactionTaxItems
-} from '../../../drizzle/schema/index.js'
-import type { AccountData } from '../../../schemas/account.js'
-import type { LineItem, TaxItem, Transaction } from '../../../schemas/transactions.js'
-import { sumDecimals, toBig, formatDecimal } from '../../decimal.js'
-import { signedAmount } from '../../rules/transactions.js'
+} from '../../drizzle/schema/index.js'
+import type { AccountData } from '../../schemas/account.js'
+import type { LineItem, TaxItem, Transaction } from '../../schemas/transactions.js'
+import { sumDecimals, toBig, formatDecimal } from '../decimal.js'
+import { signedAmount } from '../rules/transactions.js'
 
 /**
  * Turns validated, normalised account data into the rows creation inserts. Pure: the ids and

@@ -1,5 +1,5 @@
-import { CODE } from '../../../schemas/error-codes.js'
-import { accountFailed, answer, problem, type AppError, type ErrorEntry } from '../../errors.js'
+import { CODE } from '../../schemas/error-codes.js'
+import { accountFailed, answer, problem, type AppError, type ErrorEntry } from '../errors.js'
 
 /**
  * The account prechecks, judged on what was looked up: the supplier (known, the caller's, its

@@ -3,11 +3,11 @@ import type { PgTable } from 'drizzle-orm/pg-core'
 import {
   accountMetadata, accounts, agreements, customers, emailOutbox, ledgers, ledgerTransactions, operationsTeams,
   statements, supplyAddresses, supplyPoints, transactionLineItems, transactionTaxItems
-} from '../../../drizzle/schema/index.js'
-import { runInOrder, type Db, type Tx } from '../../db/index.js'
-import { insertRows } from '../../db/insert.js'
+} from '../../drizzle/schema/index.js'
+import { runInOrder, type Db, type Tx } from '../db/index.js'
+import { insertRows } from '../db/insert.js'
 import type { AccountRows } from './plan.js'
-import type { TableRows } from '../post-import/section.js'
+import type { TableRows } from '../modules/post-import/section.js'
 
 /** PostgreSQL accepts at most 65535 parameters per statement: large inserts go in chunks. */
 const MAX_PARAMETERS = 60_000

@@ -1,13 +1,13 @@
-import { AccountData, LEDGER_CODES, type Address } from '../../../schemas/account.js'
-import { CODE } from '../../../schemas/error-codes.js'
-import { formatDecimal, sumDecimals, toBig, normaliseDecimals, type Big } from '../../decimal.js'
-import { compareAttr, entriesFromAjv, sortEntries, type ErrorEntry } from '../../errors.js'
-import { addressKey, countryCode, normalisePostcode } from '../../rules/address.js'
-import { emailProblem, phoneE164 } from '../../rules/contact.js'
-import { ruleContext, type RuleContext } from '../../rules/context.js'
-import { normaliseTransaction, signedAmount, transactionRules } from '../../rules/transactions.js'
-import { fieldOf, isObject } from '../../objects.js'
-import { compileBody } from '../../validation.js'
+import { AccountData, LEDGER_CODES, type Address } from '../../schemas/account.js'
+import { CODE } from '../../schemas/error-codes.js'
+import { formatDecimal, sumDecimals, toBig, normaliseDecimals, type Big } from '../decimal.js'
+import { compareAttr, entriesFromAjv, sortEntries, type ErrorEntry } from '../errors.js'
+import { addressKey, countryCode, normalisePostcode } from '../rules/address.js'
+import { emailProblem, phoneE164 } from '../rules/contact.js'
+import { ruleContext, type RuleContext } from '../rules/context.js'
+import { normaliseTransaction, signedAmount, transactionRules } from '../rules/transactions.js'
+import { fieldOf, isObject } from '../objects.js'
+import { compileBody } from '../validation.js'
 
 const validateAccountData = compileBody(AccountData)
 

@@ -6,7 +6,7 @@ import type { RuleContext } from './context.js'
 
 /**
  * A transaction's rules and normalisation, shared by account import, the post-import endpoints
- * and batches. Its shape is schemas/transactions.ts; planning its rows, src/modules/accounts/plan.ts.
+ * and batches. Its shape is schemas/transactions.ts; planning its rows, src/accounts/plan.ts.
  */
 
 /** CREDIT and PAYMENT add to a balance; CHARGE, SUPPLY_CHARGE and REPAYMENT subtract. */

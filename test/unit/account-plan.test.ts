@@ -1,6 +1,6 @@
 import t from 'tap'
-import { checkAccountData } from '../../src/modules/accounts/rules.js'
-import { MIGRATION_EMAIL_TEMPLATE, planAccount } from '../../src/modules/accounts/plan.js'
+import { checkAccountData } from '../../src/accounts/rules.js'
+import { MIGRATION_EMAIL_TEMPLATE, planAccount } from '../../src/accounts/plan.js'
 import { exampleAccount } from '../helpers/account-data.js'
 
 /** The rows a create writes for an account, planned without a database. */

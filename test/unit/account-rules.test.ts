@@ -1,5 +1,5 @@
 import t, { type Test } from 'tap'
-import { checkAccountData } from '../../src/modules/accounts/rules.js'
+import { checkAccountData } from '../../src/accounts/rules.js'
 import { utcToday } from '../../src/rules/context.js'
 import {
   account, bareLedger, CUR, customer, daysFromToday, EMOJI, exampleAccount, get, HIST, otherSupplyAddress, set, settledLedger, SP, tx, unset, withLedgers,

@@ -2,7 +2,7 @@ import t from 'tap'
 import { SECTION_NAMES, SECTIONS } from '../../schemas/sections.js'
 import { AppError } from '../../src/errors.js'
 import { examineEntry, requestsOf, rooted, twoForOneLedger } from '../../src/modules/batches/entries.js'
-import { refusalOf, standingOf, supplierProblem, teamProblem } from '../../src/modules/accounts/precheck.js'
+import { refusalOf, standingOf, supplierProblem, teamProblem } from '../../src/accounts/precheck.js'
 
 /** A batch entry's shape and its sections' requests, without a database; and the account prechecks. */
 

@@ -1,7 +1,7 @@
 import { BillingDocumentsRequest, BillingDocumentsResponses } from '../../../schemas/billing-documents.js'
 import { CODE } from '../../../schemas/error-codes.js'
 import { invalidRequest, problem } from '../../errors.js'
-import { transactionTableRows } from '../accounts/repository.js'
+import { transactionTableRows } from '../../accounts/repository.js'
 
 import { defineSection } from '../post-import/section.js'
 import { createBillingDocumentsRepository } from './repository.js'

@@ -3,7 +3,7 @@ import { runInOrder, type Db, type Tx } from '../../db/index.js'
 import { CODE } from '../../../schemas/error-codes.js'
 import { invalidRequest, notFound } from '../../errors.js'
 import type { OrganisationPrincipal } from '../auth/service.js'
-import { supplierProblem } from '../accounts/precheck.js'
+import { supplierProblem } from '../../accounts/precheck.js'
 import { createImportsRepository, type SupplierRow } from '../imports/repository.js'
 import { createPostImportRepository } from './repository.js'
 
@@ -14,7 +14,6 @@ export interface ImportedAccount {
   importProcessId: number
   supplier: SupplierRow
 }
-
 
 /**
  * What every post-import endpoint shares: finding the account in the order, and writing in one

@@ -1,6 +1,6 @@
 import { TransactionsQuery, TransactionsRequest, TransactionsResponses } from '../../../schemas/transaction-import.js'
 import { formatDecimal, toBig } from '../../decimal.js'
-import { transactionTableRows } from '../accounts/repository.js'
+import { transactionTableRows } from '../../accounts/repository.js'
 import { createNotesRepository } from '../notes/repository.js'
 import { defineSection } from '../post-import/section.js'
 import { createTransactionsService } from './service.js'
