@@ -99,7 +99,7 @@ t.test('hostile strings', async (t) => {
   t.test('in every path segment and query parameter of the GET endpoints', async (t) => {
     const before = await tableCounts(database)
     const gets = routes.protected().filter((r) => r.method === 'GET' && r.url.startsWith('/v1/data-import/'))
-    t.equal(gets.length, 8, 'the GET endpoints (the three lists, status, summary, failures, failure summary, timeline)')
+    t.equal(gets.length, 9, 'the GET endpoints (the three lists, status, summary, failures, failure summary, timeline, error codes)')
     const raw = ['../../etc/passwd', '..%2f..%2fetc%2fpasswd', '%2e%2e%2f', '%2e%2e', '%00', '%ZZ', '%', 'x'.repeat(5000)]
     for (const route of gets) {
       const names = [...route.url.matchAll(/:(\w+)/g)].map((m) => m[1]!)

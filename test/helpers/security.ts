@@ -1,5 +1,6 @@
 import type { Test } from 'tap'
 import type { LightMyRequestResponse, RouteOptions } from 'fastify'
+import { SECTIONS, type SectionListing } from '../../schemas/sections.js'
 import { daysFromToday } from './accounts.js'
 
 /**
@@ -48,6 +49,8 @@ export function concreteUrl(pattern: string, params: Record<string, string> = {}
 /** A body for each post-import endpoint (account reference not included), valid for the example account. */
 export function postImportBodies(ledgerNumber = 'L-00000000'): Record<string, Record<string, unknown>> {
   return {
+    // A section whose listing brings its request example (schemas/sections.ts) is tried with it.
+    ...Object.fromEntries(SECTIONS.flatMap((section: SectionListing) => (section.example ? [[`/v1/data-import${section.path}`, section.example]] : []))),
     '/v1/data-import/notes/create/': { notes: [{ body: 'Moved from the legacy CRM.', is_pinned: true }] },
     '/v1/data-import/transactions/create/': {
       transactions: [{ transaction_id: 'SEC-1', transaction_date: daysFromToday(0), amount: '1.00', type: 'CHARGE' }]

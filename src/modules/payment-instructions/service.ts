@@ -61,7 +61,7 @@ export function createPaymentInstructionsService(base: PostImportBase, db: Db, v
         if (problems.length > 0) throw failure(request, problems)
         return instruction
       }
-      case 'not_found':
+      case 'absent':
         throw failure(request, [problem(CODE.payment_instruction_not_found, 'reference', { vendor })])
       case 'refused':
         log?.warn({ vendor, status: outcome.status }, 'payment vendor refused our credentials')
@@ -81,7 +81,7 @@ export function createPaymentInstructionsService(base: PostImportBase, db: Db, v
      */
     async planForNewAccount(request: PaymentInstructionRequest, account: { id: string }, log?: FastifyBaseLogger) {
       const outcome = request.reference === '.' || request.reference === '..'
-        ? { kind: 'not_found' as const }
+        ? { kind: 'absent' as const }
         : await vendors.lookup(request.vendor, request.reference)
       const instruction = judge(request, outcome, log)
       return {
@@ -99,7 +99,7 @@ export function createPaymentInstructionsService(base: PostImportBase, db: Db, v
       if (early) throw failure(request, [early])
       // `.` and `..` cannot be sent as a path segment (URLs resolve them away): no vendor has them.
       const outcome = request.reference === '.' || request.reference === '..'
-        ? { kind: 'not_found' as const }
+        ? { kind: 'absent' as const }
         : await vendors.lookup(request.vendor, request.reference)
       const instruction = judge(request, outcome, log)
       return base.write(principal, account, async (tx) => {

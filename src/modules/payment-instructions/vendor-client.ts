@@ -14,7 +14,7 @@ export interface VendorInstruction {
 /** The outcome of one look-up, after retries. */
 export type VendorOutcome =
   | { kind: 'found'; instruction: VendorInstruction }
-  | { kind: 'not_found' }
+  | { kind: 'absent' }
   /** 401/403: the vendor refuses our credentials. */
   | { kind: 'refused'; status: number }
   /** The vendor's circuit breaker is open: it was not called. */
@@ -116,7 +116,7 @@ export function createVendorClient(options: VendorClientOptions) {
       const res = await fetchImpl(url, { headers, signal, redirect: 'manual' })
       const status = res.status
       if (status !== 200) await res.body?.cancel().catch(() => {})
-      if (status === 404) return { outcome: { kind: 'not_found' } }
+      if (status === 404) return { outcome: { kind: 'absent' } }
       if (status === 401 || status === 403) return { outcome: { kind: 'refused', status } }
       if (status >= 500 || status === 408 || status === 429) return { retry: `HTTP ${status}` }
       if (status !== 200) return { outcome: { kind: 'failed', reason: `unexpected HTTP ${status}`, attempts: number } }
@@ -152,7 +152,7 @@ export function createVendorClient(options: VendorClientOptions) {
       try {
         outcome = await withRetries(vendor, reference)
       } finally {
-        if (outcome.kind === 'found' || outcome.kind === 'not_found') breaker.succeeded()
+        if (outcome.kind === 'found' || outcome.kind === 'absent') breaker.succeeded()
         else breaker.failed(startedAt, now(), admission === 'trial')
       }
       return outcome
