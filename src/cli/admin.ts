@@ -1,4 +1,3 @@
-/* eslint-disable @typescript-eslint/no-explicit-any -- being removed with the section refactor */
 /**
  * The operator's admin command line: `npm run admin -- <command> [arguments] [options]`.
  * A thin HTTP client of the GraphQL operator surface: it obtains an operator token with the
@@ -150,7 +149,49 @@ interface ImportEvent {
   detail: unknown
 }
 
-type Data = Record<string, any>
+interface Organisation {
+  id: string
+  name: string
+}
+
+interface OperationsTeam {
+  id: string
+  name: string
+}
+
+interface CreatedApiKey {
+  id: string
+  key: string
+  organisation: string
+}
+
+interface ApiKey {
+  id: string
+  organisation: string
+  createdAt: string | null
+  revokedAt: string | null
+}
+
+interface ImportProcess {
+  importSupplierCode: string
+  externalAccountNumber: string
+  state: string
+  serviceAccountNumber: string | null
+}
+
+interface Progress {
+  staged: number
+  pending: number
+  imported: number
+  skipped: number
+  failed: number
+  failing: number
+}
+
+interface FailureSummary {
+  failingAccounts: number
+  byCode: Array<{ step: string; code: string; accounts: number }>
+}
 
 /** `key: value` lines with the values aligned, indented under a title. */
 function keyValues(title: string, rows: Array<[string, string]>): string {
@@ -196,7 +237,7 @@ function renderEvents(supplier: string, account: string, events: ImportEvent[]):
 }
 
 /** Progress as key/value lines; `at` adds when it was read (the watch mode). */
-function renderProgress(supplier: string, p: Data | null, at?: Date): string {
+function renderProgress(supplier: string, p: Progress | null, at?: Date): string {
   if (!p) return `No progress reported for ${supplier}.\n`
   const title = `Migration progress of ${supplier}` + (at ? ` at ${at.toISOString().slice(11, 19)} UTC` : '')
   return keyValues(title, [
@@ -219,10 +260,19 @@ interface Failure {
   errors: Array<{ code: string; attr: string | null }>
 }
 
+interface ProgressData {
+  migrationProgress: Progress | null
+}
+
+interface FailuresData {
+  migrationFailureSummary: FailureSummary
+  migrationFailures: Failure[]
+}
+
 /** The failures of a supplier: a table by step and code with what each code means, then the failing accounts with their attrs. */
-function renderFailures(supplier: string, data: Data, flags: Flags, limit: number): string {
-  const summary = data.migrationFailureSummary as { failingAccounts: number; byCode: Array<{ step: string; code: string; accounts: number }> }
-  const failures = data.migrationFailures as Failure[]
+function renderFailures(supplier: string, data: FailuresData, flags: Flags, limit: number): string {
+  const summary = data.migrationFailureSummary
+  const failures = data.migrationFailures
   const step = stringFlag(flags, 'step')
   const code = stringFlag(flags, 'code')
   if (summary.failingAccounts === 0) return `No failures on record for ${supplier}: every account passed its latest attempt.\n`
@@ -242,7 +292,7 @@ function renderFailures(supplier: string, data: Data, flags: Flags, limit: numbe
   return out.join('\n')
 }
 
-function renderApiKey(key: { id: string; key: string; organisation: string }): string {
+function renderApiKey(key: CreatedApiKey): string {
   return keyValues(`API key created for organisation ${key.organisation}`, [['id', key.id], ['organisation', key.organisation]]) + [
     '',
     '  API key (shown only once — store it securely now, it cannot be shown again):',
@@ -259,7 +309,8 @@ function renderApiKey(key: { id: string; key: string; organisation: string }): s
 
 const SUPPLIER_SELECTION = 'code organisation status documentRoot sendMigrationEmails maxConcurrentProcessing'
 
-interface Command {
+/** A command; `T` is the data its query answers (a mutation refused comes as an error, never a null result). */
+interface Command<T = unknown> {
   name: string
   /** Positional arguments, e.g. `<code>`. */
   args: string[]
@@ -268,11 +319,14 @@ interface Command {
   summary: string
   /** The GraphQL request for the command line; throws `UsageError` for bad values. */
   build(args: string[], flags: Flags): { query: string; variables: Record<string, unknown> }
-  render(data: Data, args: string[], flags: Flags): string
+  render(data: T, args: string[], flags: Flags): string
 }
 
+/** Types a command by its data; the list holds them as `Command` (method parameters are bivariant). */
+const defineCommand = <T>(c: Command<T>): Command => c
+
 const COMMANDS: Command[] = [
-  {
+  defineCommand<{ createOrganisation: Organisation }>({
     name: 'create-organisation',
     args: ['<name>'],
     options: [],
@@ -282,8 +336,8 @@ const COMMANDS: Command[] = [
       variables: { input: { name } }
     }),
     render: (data) => keyValues('Organisation created', [['id', data.createOrganisation.id], ['name', data.createOrganisation.name]])
-  },
-  {
+  }),
+  defineCommand<{ createApiKey: CreatedApiKey }>({
     name: 'create-api-key',
     args: ['<organisation>'],
     options: [],
@@ -293,8 +347,8 @@ const COMMANDS: Command[] = [
       variables: { input: { organisation } }
     }),
     render: (data) => renderApiKey(data.createApiKey)
-  },
-  {
+  }),
+  defineCommand<{ revokeApiKey: ApiKey }>({
     name: 'revoke-api-key',
     args: ['<id>'],
     options: [],
@@ -308,8 +362,8 @@ const COMMANDS: Command[] = [
       ['organisation', data.revokeApiKey.organisation],
       ['revoked at', data.revokeApiKey.revokedAt ?? '']
     ])
-  },
-  {
+  }),
+  defineCommand<{ createImportSupplier: Supplier }>({
     name: 'create-supplier',
     args: ['<code>'],
     options: ['organisation', ...SUPPLIER_OPTIONS],
@@ -323,8 +377,8 @@ const COMMANDS: Command[] = [
       }
     },
     render: (data) => renderSupplier('Import supplier created', data.createImportSupplier)
-  },
-  {
+  }),
+  defineCommand<{ updateImportSupplier: Supplier }>({
     name: 'update-supplier',
     args: ['<code>'],
     options: SUPPLIER_OPTIONS,
@@ -340,16 +394,16 @@ const COMMANDS: Command[] = [
       }
     },
     render: (data) => renderSupplier('Import supplier updated', data.updateImportSupplier)
-  },
-  {
+  }),
+  defineCommand<{ importSuppliers: Supplier[] }>({
     name: 'list-suppliers',
     args: [],
     options: [],
     summary: 'List every import supplier, by code.',
     build: () => ({ query: `query ImportSuppliers { importSuppliers { ${SUPPLIER_SELECTION} } }`, variables: {} }),
     render: (data) => renderSuppliers(data.importSuppliers)
-  },
-  {
+  }),
+  defineCommand<{ createOperationsTeam: OperationsTeam }>({
     name: 'create-team',
     args: ['<name>'],
     options: [],
@@ -359,8 +413,8 @@ const COMMANDS: Command[] = [
       variables: { input: { name } }
     }),
     render: (data) => keyValues('Operations team created', [['id', data.createOperationsTeam.id], ['name', data.createOperationsTeam.name]])
-  },
-  {
+  }),
+  defineCommand<{ skipImportProcess: ImportProcess }>({
     name: 'skip',
     args: ['<supplier-code>', '<external-account-number>'],
     options: [],
@@ -378,8 +432,8 @@ const COMMANDS: Command[] = [
         ...(p.serviceAccountNumber ? [['service account number', p.serviceAccountNumber] as [string, string]] : [])
       ])
     }
-  },
-  {
+  }),
+  defineCommand<{ eraseStagedData: ImportProcess }>({
     name: 'erase',
     args: ['<supplier-code>', '<external-account-number>'],
     options: [],
@@ -397,8 +451,8 @@ const COMMANDS: Command[] = [
         ...(p.serviceAccountNumber ? [['service account number', p.serviceAccountNumber] as [string, string]] : [])
       ])
     }
-  },
-  {
+  }),
+  defineCommand<{ importProcessEvents: ImportEvent[] }>({
     name: 'events',
     args: ['<supplier-code>', '<external-account-number>'],
     options: [],
@@ -408,8 +462,8 @@ const COMMANDS: Command[] = [
       variables: { importSupplierCode, externalAccountNumber }
     }),
     render: (data, [supplier, account]) => renderEvents(supplier!, account!, data.importProcessEvents)
-  },
-  {
+  }),
+  defineCommand<ProgressData>({
     name: 'progress',
     args: ['<supplier-code>'],
     options: ['watch'],
@@ -419,8 +473,8 @@ const COMMANDS: Command[] = [
       variables: { importSupplierCode }
     }),
     render: (data, [supplier]) => renderProgress(supplier!, data.migrationProgress)
-  },
-  {
+  }),
+  defineCommand<FailuresData>({
     name: 'failures',
     args: ['<supplier-code>'],
     options: ['step', 'code', 'limit'],
@@ -439,8 +493,8 @@ const COMMANDS: Command[] = [
       }
     },
     render: (data, [supplier], flags) => renderFailures(supplier!, data, flags, integerFlag(flags, 'limit', 1, 10_000, 50))
-  },
-  {
+  }),
+  defineCommand<{ organisations: Organisation[] }>({
     name: 'list-organisations',
     args: [],
     options: [],
@@ -448,9 +502,9 @@ const COMMANDS: Command[] = [
     build: () => ({ query: 'query Organisations { organisations { id name } }', variables: {} }),
     render: (data) => data.organisations.length === 0
       ? 'No organisations.\n'
-      : table(['NAME', 'ID'], data.organisations.map((o: Data) => [o.name, o.id])) + `\n${plural(data.organisations.length, 'organisation')}\n`
-  },
-  {
+      : table(['NAME', 'ID'], data.organisations.map((o) => [o.name, o.id])) + `\n${plural(data.organisations.length, 'organisation')}\n`
+  }),
+  defineCommand<{ apiKeys: ApiKey[] }>({
     name: 'list-api-keys',
     args: [],
     options: ['organisation'],
@@ -461,10 +515,10 @@ const COMMANDS: Command[] = [
     }),
     render: (data) => data.apiKeys.length === 0
       ? 'No API keys.\n'
-      : table(['ID', 'ORGANISATION', 'CREATED', 'REVOKED'], data.apiKeys.map((k: Data) => [k.id, k.organisation, k.createdAt ?? '', k.revokedAt ?? '-'])) +
-        `\n${plural(data.apiKeys.length, 'API key')}, ${data.apiKeys.filter((k: Data) => k.revokedAt === null).length} active\n`
-  },
-  {
+      : table(['ID', 'ORGANISATION', 'CREATED', 'REVOKED'], data.apiKeys.map((k) => [k.id, k.organisation, k.createdAt ?? '', k.revokedAt ?? '-'])) +
+        `\n${plural(data.apiKeys.length, 'API key')}, ${data.apiKeys.filter((k) => k.revokedAt === null).length} active\n`
+  }),
+  defineCommand<{ operationsTeams: OperationsTeam[] }>({
     name: 'list-teams',
     args: [],
     options: [],
@@ -472,8 +526,8 @@ const COMMANDS: Command[] = [
     build: () => ({ query: 'query OperationsTeams { operationsTeams { id name } }', variables: {} }),
     render: (data) => data.operationsTeams.length === 0
       ? `No operations teams (create one with: ${PROGRAM} create-team <name>).\n`
-      : table(['NAME', 'ID'], data.operationsTeams.map((o: Data) => [o.name, o.id])) + `\n${plural(data.operationsTeams.length, 'operations team')}\n`
-  }
+      : table(['NAME', 'ID'], data.operationsTeams.map((o) => [o.name, o.id])) + `\n${plural(data.operationsTeams.length, 'operations team')}\n`
+  })
 ]
 
 // ---------------------------------------------------------------------------------------------
@@ -593,7 +647,7 @@ async function watchProgress(
 ): Promise<number> {
   const intervalMs = (io.watchIntervalSeconds ?? 5) * 1000
   for (;;) {
-    const data = await client.request<Data>(request.query, request.variables)
+    const data = await client.request<ProgressData>(request.query, request.variables)
     const text = renderProgress(supplier, data.migrationProgress, new Date()) + `\nRefreshing every ${intervalMs / 1000} s; Ctrl-C to stop.\n`
     io.stdout(io.tty ? '\x1b[H\x1b[2J' + text : text + '\n')
     if (io.signal?.aborted) return 0
@@ -640,7 +694,7 @@ export async function runAdmin(argv: string[], io: AdminIO): Promise<number> {
     await client.login(key)
     loggingIn = false
     if (command.name === 'progress' && flags.watch) return await watchProgress(client, request, args[0]!, io)
-    const data = await client.request<Data>(request.query, request.variables)
+    const data = await client.request<unknown>(request.query, request.variables)
     io.stdout(flags.json ? JSON.stringify(data, null, 2) + '\n' : command.render(data, args, flags))
     return 0
   } catch (err) {
