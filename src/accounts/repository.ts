@@ -1,18 +1,37 @@
 import { asc, count, eq, getTableColumns, inArray, sql } from 'drizzle-orm'
 import type { PgTable } from 'drizzle-orm/pg-core'
 import {
-  accountMetadata, accounts, agreements, customers, emailOutbox, ledgers, ledgerTransactions, operationsTeams,
+  accountMetadata, accounts, agreements, customers, emailOutbox, importEvents, ledgers, ledgerTransactions, operationsTeams,
   statements, supplyAddresses, supplyPoints, transactionLineItems, transactionTaxItems
 } from '../../drizzle/schema/index.js'
 import { runInOrder, type Db, type Tx } from '../db/index.js'
-import { insertRows } from '../db/insert.js'
+import { insertRows, type TableRows } from '../db/insert.js'
 import type { AccountRows } from './plan.js'
-import type { TableRows } from '../modules/post-import/section.js'
 
 /** PostgreSQL accepts at most 65535 parameters per statement: large inserts go in chunks. */
 const MAX_PARAMETERS = 60_000
 
 type Statement = PromiseLike<unknown>
+
+export type EventType = (typeof importEvents.$inferInsert)['type']
+
+/** Who changed an import process, as the event log records it. */
+export interface Actor {
+  organisationId: string
+  apiKeyId: string
+  /** `organisation:<name>`. */
+  name: string
+}
+
+/**
+ * The statement that appends an event to an import process's log (imports, the post-import
+ * sections); lazy, so it can be sent with others of its transaction.
+ */
+export function eventStatement(executor: Db | Tx, processId: number, type: EventType, actor: Actor, detail: unknown = {}) {
+  return executor.insert(importEvents).values({
+    importProcessId: processId, type, actor: actor.name, organisationId: actor.organisationId, apiKeyId: actor.apiKeyId, detail
+  })
+}
 
 /** The multi-row inserts of `rows` into `table`, in chunks under the parameter limit. */
 export function insertsOf(tx: Tx, table: PgTable, rows: Record<string, unknown>[]): Statement[] {

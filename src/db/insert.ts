@@ -2,6 +2,12 @@ import { getTableColumns, getTableName, type Column } from 'drizzle-orm'
 import type { PgTable } from 'drizzle-orm/pg-core'
 import type { Tx } from './index.js'
 
+/** Rows to insert into one table. */
+export interface TableRows {
+  table: PgTable
+  rows: Array<Record<string, unknown>>
+}
+
 /** A table's columns by property key, with their SQL names quoted, read once per table. */
 const columnsOf = new WeakMap<PgTable, { name: string; columns: [string, Column, string][] }>()
 

@@ -5,9 +5,6 @@ import type { FailureStep } from '../modules/failures/route-config.js'
 import { createFailuresService, type FailuresService } from '../modules/failures/service.js'
 import { toAppError } from './errors.js'
 
-// src/modules/sections.ts still imports it from here until the section refactor.
-export { postImportStep } from '../modules/failures/route-config.js'
-
 declare module 'fastify' {
   interface FastifyInstance {
     failures: FailuresService

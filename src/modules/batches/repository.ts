@@ -5,12 +5,13 @@ import {
 } from '../../../drizzle/schema/index.js'
 import { rowsOf, runInOrder, supplierExternals, type Db } from '../../db/index.js'
 import type { ErrorEntry } from '../../errors.js'
-import { accountTableRows, createAccountsRepository, insertsOf } from '../../accounts/repository.js'
-import type { TableRows } from '../post-import/section.js'
+import type { TableRows } from '../../db/insert.js'
+import type { ProcessState, SupplierRow } from '../../db/columns.js'
+import { PROCESS_LOCK_BASE } from '../../db/locks.js'
+import { accountTableRows, createAccountsRepository, insertsOf, type Actor } from '../../accounts/repository.js'
 import type { PgTable } from 'drizzle-orm/pg-core'
 import type { AccountRows } from '../../accounts/plan.js'
 import type { AccountData } from '../../../schemas/account.js'
-import { PROCESS_LOCK_BASE, type Actor, type ProcessState, type SupplierRow } from '../imports/repository.js'
 
 /** An account of a batch as its process stands. */
 export interface BatchProcess {

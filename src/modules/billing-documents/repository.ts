@@ -1,7 +1,7 @@
 import { and, asc, eq, inArray } from 'drizzle-orm'
 import { billingDocuments, ledgerTransactions, transactionLineItems, transactionTaxItems } from '../../../drizzle/schema/index.js'
 import type { Tx } from '../../db/index.js'
-import type { TableRows } from '../post-import/section.js'
+import type { TableRows } from '../../db/insert.js'
 
 export type BillingDocumentInsert = typeof billingDocuments.$inferInsert
 

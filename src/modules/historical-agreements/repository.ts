@@ -1,7 +1,7 @@
 import { asc, eq } from 'drizzle-orm'
 import { agreements, supplyPoints } from '../../../drizzle/schema/index.js'
 import type { Db, Tx } from '../../db/index.js'
-import type { TableRows } from '../post-import/section.js'
+import type { TableRows } from '../../db/insert.js'
 
 export type AgreementInsert = typeof agreements.$inferInsert
 

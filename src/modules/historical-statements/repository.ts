@@ -1,7 +1,7 @@
 import { asc, eq } from 'drizzle-orm'
 import { historicalStatements } from '../../../drizzle/schema/index.js'
 import type { Db, Tx } from '../../db/index.js'
-import type { TableRows } from '../post-import/section.js'
+import type { TableRows } from '../../db/insert.js'
 
 export type HistoricalStatementInsert = typeof historicalStatements.$inferInsert
 

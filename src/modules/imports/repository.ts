@@ -1,5 +1,6 @@
 import { and, asc, desc, eq, gt, inArray, sql, type SQL } from 'drizzle-orm'
 import { importEvents, importFailures, importProcesses, importSuppliers, operationsTeams } from '../../../drizzle/schema/index.js'
+import { eventStatement, type Actor } from '../../accounts/repository.js'
 import { supplierColumns, type ProcessState, type SupplierRow } from '../../db/columns.js'
 import { rowsOf, runInOrder, type Db, type Tx } from '../../db/index.js'
 import { PROCESS_LOCK_BASE } from '../../db/locks.js'
@@ -7,17 +8,6 @@ import { withoutDetails, type ErrorEntry, type StoredEntry } from '../../errors.
 import { formatDateTime } from '../../format.js'
 
 export type ProcessList = 'all' | 'pending' | 'imported'
-export type EventType = (typeof importEvents.$inferInsert)['type']
-// Other modules still import these from here until the section refactor; they live in src/db/.
-export { PROCESS_LOCK_BASE, supplierColumns, type ProcessState, type SupplierRow }
-
-/** Who changed an import process, as the event log records it. */
-export interface Actor {
-  organisationId: string
-  apiKeyId: string
-  /** `organisation:<name>`. */
-  name: string
-}
 
 export interface ProcessRow {
   id: number
@@ -123,13 +113,6 @@ export function createImportsRepository(db: Db) {
   async function findProcess(supplierId: string, externalAccountNumber: string, executor: Db | Tx = db): Promise<ProcessRow | undefined> {
     const [row] = await executor.select(processColumns).from(importProcesses).where(pair(supplierId, externalAccountNumber))
     return row as ProcessRow | undefined
-  }
-
-  /** The statement that appends an event; lazy, so it can be sent with others of its transaction. */
-  function eventStatement(executor: Db | Tx, processId: number, type: EventType, actor: Actor, detail: unknown = {}) {
-    return executor.insert(importEvents).values({
-      importProcessId: processId, type, actor: actor.name, organisationId: actor.organisationId, apiKeyId: actor.apiKeyId, detail
-    })
   }
 
   /** A successful stage clears the pair's validate and stage failure records; lazy. */

@@ -1,8 +1,7 @@
 import { and, asc, eq, sql } from 'drizzle-orm'
 import { notes } from '../../../drizzle/schema/index.js'
 import { textList, type Tx } from '../../db/index.js'
-import { insertRows } from '../../db/insert.js'
-import type { TableRows } from '../post-import/section.js'
+import { insertRows, type TableRows } from '../../db/insert.js'
 
 export type NoteInsert = typeof notes.$inferInsert
 

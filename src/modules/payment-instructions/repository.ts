@@ -1,7 +1,7 @@
 import { eq } from 'drizzle-orm'
 import { paymentInstructions } from '../../../drizzle/schema/index.js'
 import type { Db, Tx } from '../../db/index.js'
-import type { TableRows } from '../post-import/section.js'
+import type { TableRows } from '../../db/insert.js'
 
 export type PaymentInstructionInsert = typeof paymentInstructions.$inferInsert
 

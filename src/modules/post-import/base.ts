@@ -4,7 +4,8 @@ import { CODE } from '../../../schemas/error-codes.js'
 import { invalidRequest, notFound } from '../../errors.js'
 import type { OrganisationPrincipal } from '../auth/service.js'
 import { supplierProblem } from '../../accounts/precheck.js'
-import { createImportsRepository, type SupplierRow } from '../imports/repository.js'
+import { eventStatement } from '../../accounts/repository.js'
+import type { SupplierRow } from '../../db/columns.js'
 import { createPostImportRepository } from './repository.js'
 
 /** A created account that post-import data is written to. */
@@ -20,7 +21,6 @@ export interface ImportedAccount {
  * transaction that holds the account's row lock and appends a `POST_IMPORT_WRITE` event.
  */
 export function createPostImportBase(db: Db) {
-  const imports = createImportsRepository(db)
   const repo = createPostImportRepository(db)
 
   async function readAndWrite<T, R>(
@@ -33,7 +33,7 @@ export function createPostImportBase(db: Db) {
       const [, first] = await runInOrder(db, [repo.lockAccount(tx, account.id), ...(read ? [read(tx)] : [])])
       const { result, detail, writes = [] } = await work(tx, first as R)
       const event = detail
-        ? [imports.eventStatement(tx, account.importProcessId, 'POST_IMPORT_WRITE', {
+        ? [eventStatement(tx, account.importProcessId, 'POST_IMPORT_WRITE', {
             organisationId: principal.organisationId, apiKeyId: principal.apiKeyId, name: `organisation:${principal.organisationName}`
           }, detail)]
         : []

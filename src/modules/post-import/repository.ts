@@ -1,7 +1,7 @@
 import { and, eq, sql } from 'drizzle-orm'
 import { accounts, importProcesses, importSuppliers, ledgers } from '../../../drizzle/schema/index.js'
 import type { Db, Tx } from '../../db/index.js'
-import { supplierColumns } from '../imports/repository.js'
+import { supplierColumns } from '../../db/columns.js'
 
 /** SQL shared by the post-import endpoints. */
 export function createPostImportRepository(db: Db) {

@@ -1,13 +1,13 @@
 import type { FastifyBaseLogger } from 'fastify'
-import type { PgTable } from 'drizzle-orm/pg-core'
 import type { TSchema } from 'typebox'
 import type { SectionListing, SectionName } from '../../../schemas/sections.js'
 import type { Config } from '../../config.js'
+import type { SupplierRow } from '../../db/columns.js'
 import type { Db } from '../../db/index.js'
+import type { TableRows } from '../../db/insert.js'
 import type { ErrorEntry } from '../../errors.js'
 import type { AccountRows } from '../../accounts/plan.js'
 import type { OrganisationPrincipal } from '../auth/service.js'
-import type { SupplierRow } from '../imports/repository.js'
 import type { PostImportBase } from './base.js'
 
 /**
@@ -24,12 +24,6 @@ export interface SectionDeps {
   db: Db
   base: PostImportBase
   config: Config
-}
-
-/** Rows to insert into one table. */
-export interface TableRows {
-  table: PgTable
-  rows: Array<Record<string, unknown>>
 }
 
 /**

@@ -1,6 +1,8 @@
 import { and, desc, eq, sql } from 'drizzle-orm'
-import { ledgers, statements } from '../../../drizzle/schema/index.js'
+import { ledgers, notes, statements } from '../../../drizzle/schema/index.js'
 import { textList, type Tx } from '../../db/index.js'
+import { insertRows, type TableRows } from '../../db/insert.js'
+import type { NoteInsert } from '../notes/repository.js'
 
 export function createTransactionsRepository() {
   return {
@@ -22,6 +24,16 @@ export function createTransactionsRepository() {
         .where(and(eq(ledgers.accountId, accountId), eq(ledgers.ledgerCode, 'ENERGY')))
         .orderBy(desc(statements.periodFrom))
         .limit(1)
+    },
+
+    /** The insert of the system note saying which transactions were moved, to be sent with others. */
+    noteStatement(tx: Tx, note: NoteInsert) {
+      return insertRows(tx, notes, [note])
+    },
+
+    /** The same note, to insert with an account a batch creates. */
+    noteRows(note: NoteInsert): TableRows {
+      return { table: notes, rows: [note] }
     }
   }
 }

@@ -1,15 +1,15 @@
 import { TransactionsQuery, TransactionsRequest, TransactionsResponses } from '../../../schemas/transaction-import.js'
 import { formatDecimal, toBig } from '../../decimal.js'
 import { transactionTableRows } from '../../accounts/repository.js'
-import { createNotesRepository } from '../notes/repository.js'
 import { defineSection } from '../post-import/section.js'
+import { createTransactionsRepository } from './repository.js'
 import { createTransactionsService } from './service.js'
 
 /** Its service shapes its schema problems (a problem inside one transaction has the transaction body), so its body is `unknown` here. */
 export default defineSection<unknown>({
   build({ base, db }) {
     const service = createTransactionsService(base, db)
-    const notes = createNotesRepository()
+    const repo = createTransactionsRepository()
     return {
       route: {
         summary: 'Add transactions',
@@ -32,7 +32,7 @@ export default defineSection<unknown>({
           energy.balance = formatDecimal(toBig(energy.balance).plus(plan.delta))
           for (const t of plan.rows.transactions) ids.add(t.transactionId)
         }
-        return { rows: [...transactionTableRows(plan.rows), ...(plan.note ? [notes.tableRows([plan.note])] : [])], detail: plan.detail }
+        return { rows: [...transactionTableRows(plan.rows), ...(plan.note ? [repo.noteRows(plan.note)] : [])], detail: plan.detail }
       }
     }
   }

@@ -10,7 +10,7 @@ import { addTransaction, type AccountRows } from '../../accounts/plan.js'
 import { createAccountsRepository } from '../../accounts/repository.js'
 import { normaliseTransaction } from '../../rules/transactions.js'
 import type { OrganisationPrincipal } from '../auth/service.js'
-import { createNotesRepository, type NoteInsert } from '../notes/repository.js'
+import type { NoteInsert } from '../notes/repository.js'
 import { type PostImportBase } from '../post-import/base.js'
 import { createTransactionsRepository } from './repository.js'
 
@@ -166,7 +166,6 @@ export function planTransactions(
 export function createTransactionsService(base: PostImportBase, db: Db) {
   const repo = createTransactionsRepository()
   const accounts = createAccountsRepository(db)
-  const notes = createNotesRepository()
 
   return {
     /**
@@ -186,7 +185,7 @@ export function createTransactionsService(base: PostImportBase, db: Db) {
         // The inserts, the balance, the note and the event go in one round trip.
         const writes = accounts.transactionInserts(tx, plan.rows)
         if (plan.rows.transactions.length > 0) writes.push(base.repo.addToBalance(tx, ledger.id, plan.delta))
-        if (plan.note) writes.push(notes.insertStatement(tx, [plan.note]))
+        if (plan.note) writes.push(repo.noteStatement(tx, plan.note))
         return { result: { results: plan.results }, detail: plan.detail, writes }
       })
     },
