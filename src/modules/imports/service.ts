@@ -1,4 +1,3 @@
-/* eslint-disable @typescript-eslint/no-explicit-any -- being removed with the section refactor */
 import { AccountData, type AccountSummary, type CreateResponse, type TransferStatus } from '../../../schemas/account.js'
 import { SUPPLIER_CODE } from '../../../schemas/common.js'
 import type { ImportProcessListItem } from '../../../schemas/imports.js'
@@ -7,7 +6,7 @@ import type { Db } from '../../db/index.js'
 import { pgErrorCode } from '../../db/index.js'
 import { accountFailed, answer, notFound, problem, sortEntries, type AppError, type AttachedInput, type ErrorEntry, type StoredEntry } from '../../errors.js'
 import { CODE } from '../../../schemas/error-codes.js'
-import { isObject } from '../../objects.js'
+import { fieldOf, isObject } from '../../objects.js'
 import { formatDateTime, formatNullableDateTime } from '../../format.js'
 import { ruleContext, utcToday, type RuleContext } from '../../rules/context.js'
 import { formatDecimal } from '../../decimal.js'
@@ -57,9 +56,13 @@ class NotOpen extends Error {
 }
 
 /** What a stage did: staged (`created`: the first time), or the account was imported before (`answer`: the endpoint's 400). */
-export type StageResult =
-  | { kind: 'staged'; created: boolean; body: { import_supplier: string; external_account_number: string } }
-  | { kind: 'already_imported'; serviceAccountNumber: string; answer: AppError }
+interface AlreadyImported {
+  kind: 'already_imported'
+  serviceAccountNumber: string
+  answer: AppError
+}
+
+export type StageResult = { kind: 'staged'; created: boolean; body: { import_supplier: string; external_account_number: string } } | AlreadyImported
 
 /**
  * What a create did: created; would be created (a dry run); imported before; or every one of the
@@ -68,7 +71,7 @@ export type StageResult =
 export type CreateResult =
   | { kind: 'created'; response: CreateResponse }
   | { kind: 'would_create'; answer: AppError }
-  | { kind: 'already_imported'; serviceAccountNumber: string; answer: AppError }
+  | AlreadyImported
   | { kind: 'no_slot'; answer: AppError }
 class ProcessLocked extends Error {}
 class NoSlot extends Error {}
@@ -110,9 +113,9 @@ export function createImportsService(db: Db, failures: FailuresService) {
    * and the account rules. Validate runs its rules first, so that its look-up can also clear the
    * pair's validate failure record when the answer will be a success.
    */
-  async function precheck(principal: OrganisationPrincipal, body: any, ctx: RuleContext, stage: boolean) {
-    const supplierCode = ctx.clean('import_supplier') ? str(body?.import_supplier) : undefined
-    const external = ctx.clean('external_account_number') ? str(body?.external_account_number) : undefined
+  async function precheck(principal: OrganisationPrincipal, body: unknown, ctx: RuleContext, stage: boolean) {
+    const supplierCode = ctx.clean('import_supplier') ? str(fieldOf(body, 'import_supplier')) : undefined
+    const external = ctx.clean('external_account_number') ? str(fieldOf(body, 'external_account_number')) : undefined
     if (!stage) accountRules(body, ctx)
     const found = stage
       ? await lookup(principal, supplierCode, external, true)
@@ -133,11 +136,11 @@ export function createImportsService(db: Db, failures: FailuresService) {
   }
 
   /** Validate and stage share every check: a clean validate predicts a clean stage. */
-  async function validated(principal: OrganisationPrincipal, body: any, schemaErrors: ErrorEntry[], stage: boolean) {
+  async function validated(principal: OrganisationPrincipal, body: unknown, schemaErrors: ErrorEntry[], stage: boolean) {
     const ctx = ruleContext(schemaErrors, utcToday())
     const { supplier, supplierCode, known } = await precheck(principal, body, ctx, stage)
     const problem = supplierCode !== undefined || ctx.clean('import_supplier')
-      ? supplierProblem(supplier, String(body?.import_supplier), 'import_supplier')
+      ? supplierProblem(supplier, String(fieldOf(body, 'import_supplier')), 'import_supplier')
       : undefined
     if (problem) ctx.errors.push(problem)
     if (ctx.errors.length > 0) throw accountFailed(ctx.errors)
@@ -185,6 +188,18 @@ export function createImportsService(db: Db, failures: FailuresService) {
       if (dryRun) throw new DryRunSucceeded()
       return result
     })
+  }
+
+  /** The work of an account found open; one imported before is a result, any other refusal its answer. */
+  async function whenOpen<T>(work: () => Promise<T>): Promise<T | AlreadyImported> {
+    try {
+      return await work()
+    } catch (err) {
+      if (err instanceof NotOpen && err.standing.kind === 'already_imported') {
+        return { kind: 'already_imported', serviceAccountNumber: err.standing.serviceAccountNumber, answer: err.answer }
+      }
+      throw err instanceof NotOpen ? err.answer : err
+    }
   }
 
   /** The stage of an account found open (`NotOpen` thrown otherwise). */
@@ -280,25 +295,11 @@ export function createImportsService(db: Db, failures: FailuresService) {
 
     /** Stores the normalised data: `created` the first time, `updated` after. */
     async stage(principal: OrganisationPrincipal, input: AttachedInput): Promise<StageResult> {
-      try {
-        return await stageOpen(principal, input)
-      } catch (err) {
-        if (err instanceof NotOpen && err.standing.kind === 'already_imported') {
-          return { kind: 'already_imported', serviceAccountNumber: err.standing.serviceAccountNumber, answer: err.answer }
-        }
-        throw err instanceof NotOpen ? err.answer : err
-      }
+      return whenOpen(() => stageOpen(principal, input))
     },
 
     async create(principal: OrganisationPrincipal, input: AttachedInput): Promise<CreateResult> {
-      try {
-        return await createOpen(principal, input)
-      } catch (err) {
-        if (err instanceof NotOpen && err.standing.kind === 'already_imported') {
-          return { kind: 'already_imported', serviceAccountNumber: err.standing.serviceAccountNumber, answer: err.answer }
-        }
-        throw err instanceof NotOpen ? err.answer : err
-      }
+      return whenOpen(() => createOpen(principal, input))
     },
 
     /** status: UNKNOWN, IN_PROGRESS or COMPLETED, with the latest failed create. */
