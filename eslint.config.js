@@ -1,19 +1,16 @@
-// Lint: neostandard (the style of the Fastify ecosystem, which this code already follows; `--fix`
-// is the formatter) with three of its layout rules set to the code's existing style, and
-// typescript-eslint's type-aware checks for promises: an unawaited promise loses its error, or a write.
+// Lint: neostandard's rules without its layout rules (Prettier lays the code out at 120 columns:
+// .prettierrc.json, checked by `npm run lint`, applied by `npm run format`), and typescript-eslint's
+// type-aware checks for promises: an unawaited promise loses its error, or a write.
 import neostandard from 'neostandard'
 
 export default [
   ...neostandard({
     ts: true,
+    noStyle: true,
     ignores: ['dist/**', '.build/**', 'data/**', 'coverage/**', 'test/.cache/**', 'test/artifacts/**', 'bench/results/**']
   }),
   {
     rules: {
-      // The code's own layout: `function name(args)`, and objects laid out as reads best.
-      '@stylistic/space-before-function-paren': ['error', { anonymous: 'always', named: 'never', asyncArrow: 'always' }],
-      '@stylistic/object-property-newline': 'off',
-      '@stylistic/object-curly-newline': 'off',
       // Field names of the API are snake_case.
       camelcase: 'off',
       // `void promise` marks a promise deliberately not awaited (no-floating-promises asks for it).
