@@ -7,7 +7,15 @@ export default [
   ...neostandard({
     ts: true,
     noStyle: true,
-    ignores: ['dist/**', '.build/**', 'data/**', 'coverage/**', 'test/.cache/**', 'test/artifacts/**', 'bench/results/**']
+    ignores: [
+      'dist/**',
+      '.build/**',
+      'data/**',
+      'coverage/**',
+      'test/.cache/**',
+      'test/artifacts/**',
+      'bench/results/**'
+    ]
   }),
   {
     rules: {
@@ -30,10 +38,13 @@ export default [
       parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname }
     },
     rules: {
-      '@typescript-eslint/no-floating-promises': ['error', {
-        // tap runs subtests whether or not their promise is awaited.
-        allowForKnownSafePromises: [{ from: 'package', name: 'PromiseWithSubtest', package: '@tapjs/core' }]
-      }],
+      '@typescript-eslint/no-floating-promises': [
+        'error',
+        {
+          // tap runs subtests whether or not their promise is awaited.
+          allowForKnownSafePromises: [{ from: 'package', name: 'PromiseWithSubtest', package: '@tapjs/core' }]
+        }
+      ],
       '@typescript-eslint/no-misused-promises': 'error',
       // A type and the value of the same name (`AccountData` schema and type) are one declaration to TypeScript.
       '@typescript-eslint/no-redeclare': 'off'

@@ -16,7 +16,8 @@ import { accountWriter } from './ceilings.js'
  * create of ours writes, prebuilt, in one pipelined transaction on our own tables.
  */
 
-const addFormats = ((addFormatsModule as unknown as { default?: typeof addFormatsModule }).default ?? addFormatsModule) as unknown as (ajv: Ajv) => Ajv
+const addFormats = ((addFormatsModule as unknown as { default?: typeof addFormatsModule }).default ??
+  addFormatsModule) as unknown as (ajv: Ajv) => Ajv
 const CUSTOM = new Set(['decimal', 'omitEmpty', 'jsonValue', 'errorCodes'])
 function plain(schema: unknown): unknown {
   if (Array.isArray(schema)) return schema.map(plain)
@@ -88,4 +89,9 @@ if (process.env.OURS_DATABASE_URL) {
 
 await app.listen({ host: '127.0.0.1', port: Number(process.env.PORT ?? 0) })
 process.stdout.write(`ceiling listening at http://127.0.0.1:${(app.server.address() as { port: number }).port}\n`)
-process.on('SIGTERM', () => { void app.close().then(() => sql.end()).then(() => process.exit(0)) })
+process.on('SIGTERM', () => {
+  void app
+    .close()
+    .then(() => sql.end())
+    .then(() => process.exit(0))
+})

@@ -39,7 +39,7 @@ function remap(template: AccountRows, external: string): AccountRows {
   const fresh = (id: unknown) => {
     if (typeof id !== 'string') return id
     let next = ids.get(id)
-    if (!next) ids.set(id, next = randomUUID())
+    if (!next) ids.set(id, (next = randomUUID()))
     return next
   }
   const copy = <T extends Record<string, unknown>>(row: T, keys: string[]): T => {
@@ -47,13 +47,29 @@ function remap(template: AccountRows, external: string): AccountRows {
     for (const key of keys) if (key in out) out[key] = fresh(out[key])
     return out as T
   }
-  const idKeys = ['id', 'accountId', 'ledgerId', 'statementId', 'supplyAddressId', 'supplyPointId', 'customerId', 'transactionId']
+  const idKeys = [
+    'id',
+    'accountId',
+    'ledgerId',
+    'statementId',
+    'supplyAddressId',
+    'supplyPointId',
+    'customerId',
+    'transactionId'
+  ]
   return {
-    account: { ...copy(template.account, ['id']), serviceAccountNumber: preloadNumber('A'), externalAccountNumber: external },
+    account: {
+      ...copy(template.account, ['id']),
+      serviceAccountNumber: preloadNumber('A'),
+      externalAccountNumber: external
+    },
     customers: template.customers.map((r) => copy(r, idKeys)),
     ledgers: template.ledgers.map((r) => ({ ...copy(r, idKeys), ledgerNumber: preloadNumber('L') })),
     statements: template.statements.map((r) => copy(r, idKeys)),
-    transactions: template.transactions.map((r) => ({ ...copy(r, ['id', 'ledgerId', 'statementId']), transactionId: r.transactionId })),
+    transactions: template.transactions.map((r) => ({
+      ...copy(r, ['id', 'ledgerId', 'statementId']),
+      transactionId: r.transactionId
+    })),
     lineItems: template.lineItems.map((r) => ({ ...r, transactionId: fresh(r.transactionId) as string })),
     taxItems: template.taxItems.map((r) => ({ ...r, transactionId: fresh(r.transactionId) as string })),
     supplyAddresses: template.supplyAddresses.map((r) => copy(r, idKeys)),
@@ -67,29 +83,61 @@ function remap(template: AccountRows, external: string): AccountRows {
 export function accountWriter(database: Database, supplierId: string, teamId: string) {
   const data = exampleData()
   const json = JSON.stringify(data)
-  const template = planAccount(data as never, { importProcessId: 0, supplierId, operationsTeamId: teamId, sendMigrationEmails: false })
+  const template = planAccount(data as never, {
+    importProcessId: 0,
+    supplierId,
+    operationsTeamId: teamId,
+    sendMigrationEmails: false
+  })
   const accounts = createAccountsRepository(database.db)
 
   /** Writes `externals` as created accounts in one transaction: processes, every row, events. */
   async function write(externals: string[]): Promise<void> {
     const planned = externals.map((external) => remap(template, external))
     await database.db.transaction(async (tx) => {
-      const processes = rowsOf<{ id: number | string; external: string }>(await tx.execute(sql`insert into import_processes
+      const processes = rowsOf<{ id: number | string; external: string }>(
+        await tx.execute(sql`insert into import_processes
           (supplier_id, external_account_number, state, staged_data, first_staged_at, service_account_number, account_created_at)
         select ${supplierId}::uuid, e.external, 'IMPORTED', ${json}::jsonb, now(), e.san, now()
         from jsonb_to_recordset(${JSON.stringify(planned.map((p) => ({ external: p.account.externalAccountNumber, san: p.account.serviceAccountNumber })))}::jsonb) as e(external text, san text)
-        returning id, external_account_number as external`))
+        returning id, external_account_number as external`)
+      )
       const ids = new Map(processes.map((p) => [p.external, Number(p.id)]))
-      const merged: AccountRows = { account: undefined as never, customers: [], ledgers: [], statements: [], transactions: [], lineItems: [], taxItems: [], supplyAddresses: [], supplyPoints: [], agreements: [], metadata: [], outbox: [] }
+      const merged: AccountRows = {
+        account: undefined as never,
+        customers: [],
+        ledgers: [],
+        statements: [],
+        transactions: [],
+        lineItems: [],
+        taxItems: [],
+        supplyAddresses: [],
+        supplyPoints: [],
+        agreements: [],
+        metadata: [],
+        outbox: []
+      }
       const events: Array<typeof importEvents.$inferInsert> = []
       for (const p of planned) {
         const id = ids.get(p.account.externalAccountNumber)!
         p.account.importProcessId = id
-        for (const key of Object.keys(merged) as Array<keyof AccountRows>) if (key !== 'account') (merged[key] as unknown[]).push(...(p[key] as unknown[]))
+        for (const key of Object.keys(merged) as Array<keyof AccountRows>) {
+          if (key !== 'account') (merged[key] as unknown[]).push(...(p[key] as unknown[]))
+        }
         events.push({ importProcessId: id, type: 'CREATE_ATTEMPTED', actor: 'bench', detail: {} })
-        events.push({ importProcessId: id, type: 'CREATED', actor: 'bench', detail: { service_account_number: p.account.serviceAccountNumber } })
+        events.push({
+          importProcessId: id,
+          type: 'CREATED',
+          actor: 'bench',
+          detail: { service_account_number: p.account.serviceAccountNumber }
+        })
       }
-      await accounts.insertAccounts(tx, planned.map((p) => p.account), merged, [insertRows(tx, importEvents, events)])
+      await accounts.insertAccounts(
+        tx,
+        planned.map((p) => p.account),
+        merged,
+        [insertRows(tx, importEvents, events)]
+      )
     })
   }
   return { write }

@@ -9,14 +9,22 @@ import { setTimeout as sleep } from 'node:timers/promises'
  * goes to `afterStart` (default: dropped).
  */
 export async function start(
-  args: string[], env: Record<string, string>, pattern: RegExp, afterStart: (text: string) => void = () => {}
+  args: string[],
+  env: Record<string, string>,
+  pattern: RegExp,
+  afterStart: (text: string) => void = () => {}
 ): Promise<{ child: ChildProcess; url: string }> {
   const child = spawn(process.execPath, args, {
-    cwd: projectRoot, env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe']
+    cwd: projectRoot,
+    env: { PATH: process.env.PATH ?? '', ...env },
+    stdio: ['ignore', 'pipe', 'pipe']
   })
   let out = ''
   let started = false
-  const keep = (d: Buffer) => { if (started) afterStart(d.toString()); else out += d.toString() }
+  const keep = (d: Buffer) => {
+    if (started) afterStart(d.toString())
+    else out += d.toString()
+  }
   child.stdout!.on('data', keep)
   child.stderr!.on('data', keep)
   const deadline = Date.now() + 120_000

@@ -27,23 +27,39 @@ const BASELINE_MS = 10_000
 const OPERATOR_KEY = 'amo_bench-operator-key-0123456789abcdefghijklmn'
 const account: Record<string, any> = exampleAccount()
 
-interface Latencies { count: number; p50: number; p99: number; max: number }
+interface Latencies {
+  count: number
+  p50: number
+  p99: number
+  max: number
+}
 
 function summarise(ms: number[]): Latencies {
   const sorted = [...ms].sort((a, b) => a - b)
-  const at = (q: number) => Math.round((sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? 0) * 10) / 10
+  const at = (q: number) =>
+    Math.round((sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? 0) * 10) / 10
   return { count: sorted.length, p50: at(0.5), p99: at(0.99), max: at(1) }
 }
 
 async function graphql(app: FastifyInstance, query: string, token?: string): Promise<any> {
-  const res = await app.inject({ method: 'POST', url: '/graphql', headers: token ? { authorization: `Bearer ${token}` } : {}, payload: { query } })
+  const res = await app.inject({
+    method: 'POST',
+    url: '/graphql',
+    headers: token ? { authorization: `Bearer ${token}` } : {},
+    payload: { query }
+  })
   const body = res.json()
   if (body.errors) throw new Error(JSON.stringify(body.errors))
   return body.data
 }
 
 /** Creates of staged accounts by `CREATE_WORKERS` workers until `until()` says stop; each one's latency. */
-async function createLoop(app: FastifyInstance, token: string, externals: string[], until: () => boolean): Promise<number[]> {
+async function createLoop(
+  app: FastifyInstance,
+  token: string,
+  externals: string[],
+  until: () => boolean
+): Promise<number[]> {
   const latencies: number[] = []
   const worker = async () => {
     while (!until() && externals.length > 0) {
@@ -53,7 +69,11 @@ async function createLoop(app: FastifyInstance, token: string, externals: string
         method: 'POST',
         url: '/v1/data-import/account-import-process/process/',
         headers: { authorization: `Token ${token}` },
-        payload: { external_account_number: external, import_supplier_code: 'BENCH', operations_team_name: 'Migrations' }
+        payload: {
+          external_account_number: external,
+          import_supplier_code: 'BENCH',
+          operations_team_name: 'Migrations'
+        }
       })
       latencies.push(performance.now() - started)
       if (res.statusCode !== 201) throw new Error(`create ${external}: ${res.statusCode} ${res.body}`)
@@ -84,17 +104,28 @@ async function main(): Promise<void> {
   let app: FastifyInstance | undefined
   try {
     // The app's own job keeps everything (3650 days): the measured run is the one below.
-    app = await buildApp(loadConfig({
-      DATABASE_URL: url.toString(), DATABASE_POOL_SIZE: '20', NODE_ENV: 'production', LOG_LEVEL: 'silent',
-      TOKEN_SECRET: 'bench-secret-bench-secret-bench-secret-0123', OPERATOR_API_KEY: OPERATOR_KEY,
-      TOKEN_RATE_LIMIT_PER_MINUTE: '100000', STAGED_DATA_RETENTION_DAYS: '3650'
-    }), { announce: () => {} })
-    const op = (await graphql(app, `mutation { obtainToken(input: {APIKey: "${OPERATOR_KEY}"}) { token } }`)).obtainToken.token
+    app = await buildApp(
+      loadConfig({
+        DATABASE_URL: url.toString(),
+        DATABASE_POOL_SIZE: '20',
+        NODE_ENV: 'production',
+        LOG_LEVEL: 'silent',
+        TOKEN_SECRET: 'bench-secret-bench-secret-bench-secret-0123',
+        OPERATOR_API_KEY: OPERATOR_KEY,
+        TOKEN_RATE_LIMIT_PER_MINUTE: '100000',
+        STAGED_DATA_RETENTION_DAYS: '3650'
+      }),
+      { announce: () => {} }
+    )
+    const op = (await graphql(app, `mutation { obtainToken(input: {APIKey: "${OPERATOR_KEY}"}) { token } }`))
+      .obtainToken.token
     await graphql(app, 'mutation { createOrganisation(input: {name: "Bench"}) { id } }', op)
-    const key = (await graphql(app, 'mutation { createApiKey(input: {organisation: "Bench"}) { key } }', op)).createApiKey.key
+    const key = (await graphql(app, 'mutation { createApiKey(input: {organisation: "Bench"}) { key } }', op))
+      .createApiKey.key
     await graphql(app, 'mutation { createImportSupplier(input: {code: "BENCH", organisation: "Bench"}) { code } }', op)
     await graphql(app, 'mutation { createOperationsTeam(input: {name: "Migrations"}) { id } }', op)
-    const token = (await graphql(app, `mutation { obtainToken(input: {APIKey: "${key}"}) { token } }`)).obtainToken.token
+    const token = (await graphql(app, `mutation { obtainToken(input: {APIKey: "${key}"}) { token } }`)).obtainToken
+      .token
 
     console.log(`staging ${STAGED} accounts to create during the runs…`)
     const externals = Array.from({ length: STAGED }, (_, i) => `NEW-${i}`)
@@ -107,11 +138,23 @@ async function main(): Promise<void> {
       })
       if (res.statusCode !== 201) throw new Error(`stage: ${res.body}`)
     }
-    const [{ id: supplierId }] = await sql`select id from import_suppliers where code = 'BENCH'` as unknown as [{ id: string }]
-    const others = (await sql`select id from import_processes where external_account_number like 'NEW-%' order by id desc limit 200`).map((r) => Number(r.id))
+    const [{ id: supplierId }] = (await sql`select id from import_suppliers where code = 'BENCH'`) as unknown as [
+      { id: string }
+    ]
+    const others = (
+      await sql`select id from import_processes where external_account_number like 'NEW-%' order by id desc limit 200`
+    ).map((r) => Number(r.id))
 
     console.log(`inserting ${ROWS} imported accounts, 31 days old…`)
-    const failed = JSON.stringify({ errors: [{ detail: 'Ann Example <ann@example.test> is not a valid e-mail address.', code: 'invalid_email', attr: 'customers.0.email' }] })
+    const failed = JSON.stringify({
+      errors: [
+        {
+          detail: 'Ann Example <ann@example.test> is not a valid e-mail address.',
+          code: 'invalid_email',
+          attr: 'customers.0.email'
+        }
+      ]
+    })
     for (let from = 1; from <= ROWS; from += 10_000) {
       const to = Math.min(ROWS, from + 9_999)
       await sql`with p as (
@@ -125,7 +168,10 @@ async function main(): Promise<void> {
     }
     await sql`vacuum analyze import_processes`
     await sql`vacuum analyze import_events`
-    const [{ size }] = await sql`select pg_size_pretty(pg_total_relation_size('import_processes')) as size` as unknown as [{ size: string }]
+    const [{ size }] =
+      (await sql`select pg_size_pretty(pg_total_relation_size('import_processes')) as size`) as unknown as [
+        { size: string }
+      ]
 
     console.log(`baseline: ${BASELINE_MS / 1000} s of creates and updates without the job…`)
     const baselineEnd = Date.now() + BASELINE_MS
@@ -139,7 +185,9 @@ async function main(): Promise<void> {
     let done = false
     const started = performance.now()
     const [totals, creates, updates] = await Promise.all([
-      job.runOnce().finally(() => { done = true }),
+      job.runOnce().finally(() => {
+        done = true
+      }),
       createLoop(app, token, externals, () => done),
       updateLoop(sql, others, () => done)
     ])

@@ -77,20 +77,38 @@ async function load(url: string, pid: number, options: Partial<autocannon.Option
   const runs: Measured[] = []
   for (let i = 0; i < RUNS; i++) {
     let peak = rssMb(pid)
-    const sampler = setInterval(() => { peak = Math.max(peak, rssMb(pid)) }, 200)
+    const sampler = setInterval(() => {
+      peak = Math.max(peak, rssMb(pid))
+    }, 200)
     let cpu: ReturnType<typeof cpuSplit> | undefined
-    const warmup = 'warmup' in options ? options.warmup : { connections: options.connections ?? CONNECTIONS, duration: WARMUP_SECONDS }
-    const instance = autocannon({ url, connections: CONNECTIONS, duration: SECONDS, ...options, warmup } as autocannon.Options)
+    const warmup =
+      'warmup' in options
+        ? options.warmup
+        : { connections: options.connections ?? CONNECTIONS, duration: WARMUP_SECONDS }
+    const instance = autocannon({
+      url,
+      connections: CONNECTIONS,
+      duration: SECONDS,
+      ...options,
+      warmup
+    } as autocannon.Options)
     // CPU is counted from the end of the warm-up (or the start) to the end of the run.
-    if (warmup) setTimeout(() => { cpu = cpuSplit(pid, DATABASE) }, WARMUP_SECONDS * 1000)
-    else cpu = cpuSplit(pid, DATABASE)
+    if (warmup) {
+      setTimeout(() => {
+        cpu = cpuSplit(pid, DATABASE)
+      }, WARMUP_SECONDS * 1000)
+    } else cpu = cpuSplit(pid, DATABASE)
     const result = await instance
     const used = cpu?.stop()
     clearInterval(sampler)
     const requests = result.requests.total || 1
     runs.push({
-      rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99,
-      errors: result.errors + result.timeouts, non2xx: result.non2xx, peakRssMb: Math.round(peak),
+      rps: result.requests.average,
+      p50: result.latency.p50,
+      p99: result.latency.p99,
+      errors: result.errors + result.timeouts,
+      non2xx: result.non2xx,
+      peakRssMb: Math.round(peak),
       ...(used ? { serverMs: used.serverMs / (requests * per), postgresMs: used.postgresMs / (requests * per) } : {})
     })
   }
@@ -107,24 +125,47 @@ async function json(url: string, body: unknown, token?: string, path = '/graphql
   return res.json()
 }
 
-const SUPPLIERS = ['BENCH', 'BENCH_LIST', 'BENCH_BULK', 'BENCH_CEIL', 'BENCH_FAIL', 'BENCH_E2E', 'BENCH_E2E1', 'BENCH_BIG', 'BENCH_DRY']
+const SUPPLIERS = [
+  'BENCH',
+  'BENCH_LIST',
+  'BENCH_BULK',
+  'BENCH_CEIL',
+  'BENCH_FAIL',
+  'BENCH_E2E',
+  'BENCH_E2E1',
+  'BENCH_BIG',
+  'BENCH_DRY'
+]
 
 /** Organisation, key, suppliers and team through the operator GraphQL; returns a client token and the key. */
 async function setUp(url: string): Promise<{ token: string; key: string }> {
   const gql = (query: string, token?: string) => json(url, { query }, token)
-  const op = (await gql(`mutation { obtainToken(input: {APIKey: "${OPERATOR_KEY}"}) { token } }`)).data.obtainToken.token
+  const op = (await gql(`mutation { obtainToken(input: {APIKey: "${OPERATOR_KEY}"}) { token } }`)).data.obtainToken
+    .token
   await gql('mutation { createOrganisation(input: {name: "Bench"}) { id } }', op)
   const key = (await gql('mutation { createApiKey(input: {organisation: "Bench"}) { key } }', op)).data.createApiKey.key
-  for (const code of SUPPLIERS) await gql(`mutation { createImportSupplier(input: {code: "${code}", organisation: "Bench"}) { code } }`, op)
+  for (const code of SUPPLIERS) {
+    await gql(`mutation { createImportSupplier(input: {code: "${code}", organisation: "Bench"}) { code } }`, op)
+  }
   await gql('mutation { createOperationsTeam(input: {name: "Migrations"}) { id } }', op)
-  return { token: (await gql(`mutation { obtainToken(input: {APIKey: "${key}"}) { token } }`)).data.obtainToken.token, key }
+  return {
+    token: (await gql(`mutation { obtainToken(input: {APIKey: "${key}"}) { token } }`)).data.obtainToken.token,
+    key
+  }
 }
 
-const withExternal = (external: string, supplier = 'BENCH') => ({ ...account, import_supplier: supplier, external_account_number: external })
-const batchBody = (supplier: string, externals: string[], dryRun = false) => JSON.stringify({
-  import_supplier: supplier, operations_team_name: 'Migrations', ...(dryRun ? { dry_run: true } : {}),
-  accounts: externals.map((x) => ({ account: withExternal(x, supplier) }))
+const withExternal = (external: string, supplier = 'BENCH') => ({
+  ...account,
+  import_supplier: supplier,
+  external_account_number: external
 })
+const batchBody = (supplier: string, externals: string[], dryRun = false) =>
+  JSON.stringify({
+    import_supplier: supplier,
+    operations_team_name: 'Migrations',
+    ...(dryRun ? { dry_run: true } : {}),
+    accounts: externals.map((x) => ({ account: withExternal(x, supplier) }))
+  })
 
 /**
  * A dry-run batch of DRY_RUN_ACCOUNTS new accounts, then the real batch of the same entries (as a
@@ -132,16 +173,35 @@ const batchBody = (supplier: string, externals: string[], dryRun = false) => JSO
  * of their times is reported. Meanwhile one status request at a time (a database read) measures
  * how long the server keeps another request waiting. CPU is per account of the dry run.
  */
-async function dryRunAgainstReal(api: string, headers: Record<string, string>, pid: number): Promise<{ measured: Measured; ratio: number; note: string }> {
-  const runs: Array<{ dryMs: number; realMs: number; ratio: number; dryWaitMs: number; realWaitMs: number; cpu: { serverMs: number; postgresMs: number }; peak: number }> = []
+async function dryRunAgainstReal(
+  api: string,
+  headers: Record<string, string>,
+  pid: number
+): Promise<{ measured: Measured; ratio: number; note: string }> {
+  const runs: Array<{
+    dryMs: number
+    realMs: number
+    ratio: number
+    dryWaitMs: number
+    realWaitMs: number
+    cpu: { serverMs: number; postgresMs: number }
+    peak: number
+  }> = []
   const probe = async (work: Promise<unknown>) => {
     let longest = 0
     const state = { done: false }
-    void work.finally(() => { state.done = true }).catch(() => {})
+    void work
+      .finally(() => {
+        state.done = true
+      })
+      .catch(() => {})
     while (!state.done) {
       const t0 = Date.now()
       // A kept-alive connection the server has just closed fails at once: the next request tries again.
-      await fetch(`${api}/account-transfer-status/BENCH_DRY/PROBE/`, { headers }).then((res) => res.arrayBuffer(), () => {})
+      await fetch(`${api}/account-transfer-status/BENCH_DRY/PROBE/`, { headers }).then(
+        (res) => res.arrayBuffer(),
+        () => {}
+      )
       longest = Math.max(longest, Date.now() - t0)
     }
     return longest
@@ -149,8 +209,10 @@ async function dryRunAgainstReal(api: string, headers: Record<string, string>, p
   const send = async (body: string, expect: string) => {
     const t0 = Date.now()
     const res = await fetch(`${api}/batches/`, { method: 'POST', headers, body })
-    const answer = await res.json() as { counts?: Record<string, number> }
-    if (res.status !== 200 || answer.counts?.[expect] !== DRY_RUN_ACCOUNTS) throw new Error(`${expect} batch answered ${res.status}: ${JSON.stringify(answer).slice(0, 500)}`)
+    const answer = (await res.json()) as { counts?: Record<string, number> }
+    if (res.status !== 200 || answer.counts?.[expect] !== DRY_RUN_ACCOUNTS) {
+      throw new Error(`${expect} batch answered ${res.status}: ${JSON.stringify(answer).slice(0, 500)}`)
+    }
     return Date.now() - t0
   }
   // Warm-up (unmeasured): the first batches after a start pay for compiling the code they run.
@@ -160,7 +222,9 @@ async function dryRunAgainstReal(api: string, headers: Record<string, string>, p
   for (let r = 0; r < RUNS; r++) {
     const externals = Array.from({ length: DRY_RUN_ACCOUNTS }, (_, i) => `DRY-${r}-${i}`)
     let peak = rssMb(pid)
-    const sampler = setInterval(() => { peak = Math.max(peak, rssMb(pid)) }, 100)
+    const sampler = setInterval(() => {
+      peak = Math.max(peak, rssMb(pid))
+    }, 100)
     const cpu = cpuSplit(pid, DATABASE)
     const dry = send(batchBody('BENCH_DRY', externals, true), 'would_create')
     const dryWaitMs = await probe(dry)
@@ -171,29 +235,61 @@ async function dryRunAgainstReal(api: string, headers: Record<string, string>, p
     const realMs = await real
     clearInterval(sampler)
     runs.push({ dryMs, realMs, ratio: dryMs / realMs, dryWaitMs, realWaitMs, cpu: used, peak })
-    console.log(`dry run ${r}: dry ${dryMs} ms, real ${realMs} ms, ratio ${(dryMs / realMs).toFixed(2)}; longest wait of a status request: ${dryWaitMs} ms during the dry run, ${realWaitMs} ms during the real one`)
+    console.log(
+      `dry run ${r}: dry ${dryMs} ms, real ${realMs} ms, ratio ${(dryMs / realMs).toFixed(2)}; longest wait of a status request: ${dryWaitMs} ms during the dry run, ${realWaitMs} ms during the real one`
+    )
   }
   runs.sort((a, b) => a.ratio - b.ratio)
   const m = runs[Math.floor(runs.length / 2)]!
   return {
     measured: {
-      rps: (DRY_RUN_ACCOUNTS / m.dryMs) * 1000, p50: 0, p99: m.dryMs, errors: 0, non2xx: 0, peakRssMb: Math.round(m.peak),
-      serverMs: m.cpu.serverMs / DRY_RUN_ACCOUNTS, postgresMs: m.cpu.postgresMs / DRY_RUN_ACCOUNTS
+      rps: (DRY_RUN_ACCOUNTS / m.dryMs) * 1000,
+      p50: 0,
+      p99: m.dryMs,
+      errors: 0,
+      non2xx: 0,
+      peakRssMb: Math.round(m.peak),
+      serverMs: m.cpu.serverMs / DRY_RUN_ACCOUNTS,
+      postgresMs: m.cpu.postgresMs / DRY_RUN_ACCOUNTS
     },
     ratio: m.ratio,
-    note: `dry run ${m.dryMs} ms, real batch ${m.realMs} ms (${Math.round((DRY_RUN_ACCOUNTS / m.realMs) * 1000)} accounts/s): ` +
+    note:
+      `dry run ${m.dryMs} ms, real batch ${m.realMs} ms (${Math.round((DRY_RUN_ACCOUNTS / m.realMs) * 1000)} accounts/s): ` +
       `ratio ${m.ratio.toFixed(2)}; a status request waited at most ${m.dryWaitMs} ms during the dry run (${m.realWaitMs} ms during the real one)`
   }
 }
 
 /** Runs the migration client (compiled) on `file`; returns accounts/s and its summary. */
-async function migrateFile(url: string, key: string, file: string, args: string[]): Promise<{ perSecond: number; summary: string }> {
+async function migrateFile(
+  url: string,
+  key: string,
+  file: string,
+  args: string[]
+): Promise<{ perSecond: number; summary: string }> {
   const started = Date.now()
-  const child = spawn(process.execPath, ['dist/src/cli/migrate/index.js', file, '--url', url, '--team', 'Migrations', '--report', `${file}.${args.join('')}.report`, ...args], {
-    cwd: projectRoot, env: { PATH: process.env.PATH ?? '', AMIS_API_KEY: key }, stdio: ['ignore', 'pipe', 'ignore']
-  })
+  const child = spawn(
+    process.execPath,
+    [
+      'dist/src/cli/migrate/index.js',
+      file,
+      '--url',
+      url,
+      '--team',
+      'Migrations',
+      '--report',
+      `${file}.${args.join('')}.report`,
+      ...args
+    ],
+    {
+      cwd: projectRoot,
+      env: { PATH: process.env.PATH ?? '', AMIS_API_KEY: key },
+      stdio: ['ignore', 'pipe', 'ignore']
+    }
+  )
   let out = ''
-  child.stdout.on('data', (d: Buffer) => { out += d.toString() })
+  child.stdout.on('data', (d: Buffer) => {
+    out += d.toString()
+  })
   await new Promise((resolve) => child.once('exit', resolve))
   const accounts = Number(/accounts: +(\d+)/.exec(out)?.[1] ?? 0)
   const failed = Number(/failed: +(\d+)/.exec(out)?.[1] ?? 0)
@@ -204,26 +300,52 @@ async function migrateFile(url: string, key: string, file: string, args: string[
 /** Generated accounts with their post-import data (half of them), one per line. */
 function generate(file: string, count: number, supplier: string, seed: string): Promise<void> {
   const out = createWriteStream(file)
-  const child = spawn(process.execPath, ['dist/src/cli/migrate/index.js', 'generate', String(count), '--seed', seed, '--supplier', supplier], {
-    cwd: projectRoot, env: { PATH: process.env.PATH ?? '' }, stdio: ['ignore', 'pipe', 'ignore']
-  })
+  const child = spawn(
+    process.execPath,
+    ['dist/src/cli/migrate/index.js', 'generate', String(count), '--seed', seed, '--supplier', supplier],
+    {
+      cwd: projectRoot,
+      env: { PATH: process.env.PATH ?? '' },
+      stdio: ['ignore', 'pipe', 'ignore']
+    }
+  )
   child.stdout.pipe(out)
   return new Promise((resolve) => out.once('finish', () => resolve()))
 }
 
-async function ours(database: string, env: Record<string, string>, admin: { url: string; sql: postgres.Sql } | undefined, dir: string): Promise<Row[]> {
+async function ours(
+  database: string,
+  env: Record<string, string>,
+  admin: { url: string; sql: postgres.Sql } | undefined,
+  dir: string
+): Promise<Row[]> {
   // The compiled server, as `npm start` runs it.
-  const server = await start(['dist/src/server.js'], {
-    // The default log level: every request is logged, as in production.
-    ...env, HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: 'info', NODE_ENV: 'production', TOKEN_SECRET, OPERATOR_API_KEY: OPERATOR_KEY,
-    TOKEN_TTL_SECONDS: '86400', TOKEN_RATE_LIMIT_PER_MINUTE: '100000', DATABASE_POOL_SIZE: '20', BODY_LIMIT_BYTES: String(64 * 1024 * 1024)
-  }, /Server listening at (http:\/\/127\.0\.0\.1:\d+)/)
+  const server = await start(
+    ['dist/src/server.js'],
+    {
+      // The default log level: every request is logged, as in production.
+      ...env,
+      HOST: '127.0.0.1',
+      PORT: '0',
+      LOG_LEVEL: 'info',
+      NODE_ENV: 'production',
+      TOKEN_SECRET,
+      OPERATOR_API_KEY: OPERATOR_KEY,
+      TOKEN_TTL_SECONDS: '86400',
+      TOKEN_RATE_LIMIT_PER_MINUTE: '100000',
+      DATABASE_POOL_SIZE: '20',
+      BODY_LIMIT_BYTES: String(64 * 1024 * 1024)
+    },
+    /Server listening at (http:\/\/127\.0\.0\.1:\d+)/
+  )
   const pid = server.child.pid!
   const rows: Row[] = []
   const record = (scenario: string, m: Measured, extra: Partial<Row> = {}) => {
     rows.push({ scenario, database, ...m, ...extra })
     const cpu = m.serverMs !== undefined ? ` cpu ${m.serverMs.toFixed(2)}+${m.postgresMs!.toFixed(2)} ms` : ''
-    console.log(`${database} ${scenario}: ${Math.round(m.rps)} req/s p50 ${m.p50} ms p99 ${m.p99} ms rss ${m.peakRssMb} MB${cpu}${extra.perSecond !== undefined ? ` (${extra.perSecond} ${extra.unit})` : ''} (non-2xx ${m.non2xx}, errors ${m.errors})`)
+    console.log(
+      `${database} ${scenario}: ${Math.round(m.rps)} req/s p50 ${m.p50} ms p99 ${m.p99} ms rss ${m.peakRssMb} MB${cpu}${extra.perSecond !== undefined ? ` (${extra.perSecond} ${extra.unit})` : ''} (non-2xx ${m.non2xx}, errors ${m.errors})`
+    )
   }
   try {
     const { token, key } = await setUp(server.url)
@@ -231,8 +353,11 @@ async function ours(database: string, env: Record<string, string>, admin: { url:
     const api = `${server.url}/v1/data-import`
     const dryRun = async () => {
       const { measured, ratio, note } = await dryRunAgainstReal(api, headers, pid)
-      record(`dry-run batch of ${DRY_RUN_ACCOUNTS.toLocaleString('en')} accounts against the real batch of them`, measured,
-        { unit: 'accounts/s', perSecond: Math.round(measured.rps), ratio, note })
+      record(
+        `dry-run batch of ${DRY_RUN_ACCOUNTS.toLocaleString('en')} accounts against the real batch of them`,
+        measured,
+        { unit: 'accounts/s', perSecond: Math.round(measured.rps), ratio, note }
+      )
     }
     if (ONLY === 'dry-run') {
       await dryRun()
@@ -259,85 +384,182 @@ async function ours(database: string, env: Record<string, string>, admin: { url:
       const used = cpu.stop()
       await db.close()
       await admin.sql`analyze`
-      record('ceiling: bulk (200 accounts/transaction)', {
-        rps: (written / busyMs) * 1000, p50: 0, p99: 0, errors: 0, non2xx: 0, peakRssMb: 0, postgresMs: used.postgresMs / written, serverMs: used.serverMs / written
-      }, { unit: 'accounts/s', perSecond: Math.round((written / busyMs) * 1000), note: `${written} accounts preloaded` })
+      record(
+        'ceiling: bulk (200 accounts/transaction)',
+        {
+          rps: (written / busyMs) * 1000,
+          p50: 0,
+          p99: 0,
+          errors: 0,
+          non2xx: 0,
+          peakRssMb: 0,
+          postgresMs: used.postgresMs / written,
+          serverMs: used.serverMs / written
+        },
+        { unit: 'accounts/s', perSecond: Math.round((written / busyMs) * 1000), note: `${written} accounts preloaded` }
+      )
 
-      const ceiling = await start(['--import', 'tsx', 'bench/ceiling-server.ts'], {
-        DATABASE_URL: admin.url, OURS_DATABASE_URL: admin.url, POOL: '20', CEILING_SUPPLIER_ID: ids[0]!.ceil, CEILING_TEAM_ID: ids[0]!.team
-      }, /ceiling listening at (http:\/\/127\.0\.0\.1:\d+)/)
+      const ceiling = await start(
+        ['--import', 'tsx', 'bench/ceiling-server.ts'],
+        {
+          DATABASE_URL: admin.url,
+          OURS_DATABASE_URL: admin.url,
+          POOL: '20',
+          CEILING_SUPPLIER_ID: ids[0]!.ceil,
+          CEILING_TEAM_ID: ids[0]!.team
+        },
+        /ceiling listening at (http:\/\/127\.0\.0\.1:\d+)/
+      )
       try {
-        record('ceiling: create (prebuilt rows, 1 account/transaction)', await load(`${ceiling.url}/create-prebuilt`, ceiling.child.pid!, { method: 'POST' }))
+        record(
+          'ceiling: create (prebuilt rows, 1 account/transaction)',
+          await load(`${ceiling.url}/create-prebuilt`, ceiling.child.pid!, { method: 'POST' })
+        )
       } finally {
         ceiling.child.kill('SIGTERM')
         await new Promise((resolve) => ceiling.child.once('exit', resolve))
       }
     }
 
-    record('validate', await load(`${api}/validate-account/`, pid, { method: 'POST', headers, body: JSON.stringify(withExternal('V-1')) }))
+    record(
+      'validate',
+      await load(`${api}/validate-account/`, pid, {
+        method: 'POST',
+        headers,
+        body: JSON.stringify(withExternal('V-1'))
+      })
+    )
 
     let staged = 0
-    record('stage', await load(`${api}/account-import-process/create-or-update/`, pid, {
-      method: 'POST', headers, requests: [{ setupRequest: (req: any) => ({ ...req, body: JSON.stringify(withExternal(`S-${staged++}`)) }) }]
-    }))
+    record(
+      'stage',
+      await load(`${api}/account-import-process/create-or-update/`, pid, {
+        method: 'POST',
+        headers,
+        requests: [{ setupRequest: (req: any) => ({ ...req, body: JSON.stringify(withExternal(`S-${staged++}`)) }) }]
+      })
+    )
 
     let created = 0
-    record('create', await load(`${api}/account-import-process/process/`, pid, {
-      method: 'POST', headers,
-      requests: [{
-        setupRequest: (req: any) => ({
-          ...req,
-          body: JSON.stringify({ external_account_number: `S-${created++ % staged}`, import_supplier_code: 'BENCH', operations_team_name: 'Migrations' })
-        })
-      }]
-    }))
+    record(
+      'create',
+      await load(`${api}/account-import-process/process/`, pid, {
+        method: 'POST',
+        headers,
+        requests: [
+          {
+            setupRequest: (req: any) => ({
+              ...req,
+              body: JSON.stringify({
+                external_account_number: `S-${created++ % staged}`,
+                import_supplier_code: 'BENCH',
+                operations_team_name: 'Migrations'
+              })
+            })
+          }
+        ]
+      })
+    )
     const createdAccounts = Math.min(created, staged)
 
     let statusIndex = 0
-    record('status', await load(`${api}/account-transfer-status/BENCH/S-0/`, pid, {
-      headers,
-      requests: [{ setupRequest: (req: any) => ({ ...req, path: `/v1/data-import/account-transfer-status/BENCH/S-${statusIndex++ % staged}/` }) }]
-    }))
+    record(
+      'status',
+      await load(`${api}/account-transfer-status/BENCH/S-0/`, pid, {
+        headers,
+        requests: [
+          {
+            setupRequest: (req: any) => ({
+              ...req,
+              path: `/v1/data-import/account-transfer-status/BENCH/S-${statusIndex++ % staged}/`
+            })
+          }
+        ]
+      })
+    )
 
     // Batches of new accounts without sections: what a batch's stage and create cost per account.
     let batches = 0
-    const batch = await load(`${api}/batches/`, pid, {
-      method: 'POST', headers, connections: 4,
-      requests: [{
-        setupRequest: (req: any) => {
-          const n = batches++
-          return { ...req, body: batchBody('BENCH', Array.from({ length: BATCH_ACCOUNTS }, (_, i) => `BA-${n}-${i}`)) }
-        }
-      }]
-    }, BATCH_ACCOUNTS)
-    record(`batch (${BATCH_ACCOUNTS} accounts/request, 4 connections)`, batch, { unit: 'accounts/s', perSecond: Math.round(batch.rps * BATCH_ACCOUNTS) })
+    const batch = await load(
+      `${api}/batches/`,
+      pid,
+      {
+        method: 'POST',
+        headers,
+        connections: 4,
+        requests: [
+          {
+            setupRequest: (req: any) => {
+              const n = batches++
+              return {
+                ...req,
+                body: batchBody(
+                  'BENCH',
+                  Array.from({ length: BATCH_ACCOUNTS }, (_, i) => `BA-${n}-${i}`)
+                )
+              }
+            }
+          }
+        ]
+      },
+      BATCH_ACCOUNTS
+    )
+    record(`batch (${BATCH_ACCOUNTS} accounts/request, 4 connections)`, batch, {
+      unit: 'accounts/s',
+      perSecond: Math.round(batch.rps * BATCH_ACCOUNTS)
+    })
     await dryRun()
 
     // 500 new transactions per request, spread over the created accounts (each account's writes are serialised).
     let txBatch = 0
     const day = new Date(Date.now() - 86_400_000).toISOString().slice(0, 10)
     const tx = await load(`${api}/transactions/create/`, pid, {
-      method: 'POST', headers,
-      requests: [{
-        setupRequest: (req: any) => {
-          const n = txBatch++
-          const transactions = Array.from({ length: 500 }, (_, i) => ({ transaction_id: `BT-${n}-${i}`, transaction_date: day, amount: '0.01', type: 'CREDIT' }))
-          return { ...req, body: JSON.stringify({ import_supplier: 'BENCH', external_account_number: `S-${n % Math.max(1, Math.min(createdAccounts, 2000))}`, transactions }) }
+      method: 'POST',
+      headers,
+      requests: [
+        {
+          setupRequest: (req: any) => {
+            const n = txBatch++
+            const transactions = Array.from({ length: 500 }, (_, i) => ({
+              transaction_id: `BT-${n}-${i}`,
+              transaction_date: day,
+              amount: '0.01',
+              type: 'CREDIT'
+            }))
+            return {
+              ...req,
+              body: JSON.stringify({
+                import_supplier: 'BENCH',
+                external_account_number: `S-${n % Math.max(1, Math.min(createdAccounts, 2000))}`,
+                transactions
+              })
+            }
+          }
         }
-      }]
+      ]
     })
     record('transactions (500/request)', tx, { unit: 'transactions/s', perSecond: Math.round(tx.rps * 500) })
 
     let noteBatch = 0
     const notes = await load(`${api}/notes/create/`, pid, {
-      method: 'POST', headers,
-      requests: [{
-        setupRequest: (req: any) => {
-          const n = noteBatch++
-          const notes = Array.from({ length: 50 }, (_, i) => ({ body: `Bench note ${n}-${i}` }))
-          return { ...req, body: JSON.stringify({ import_supplier: 'BENCH', external_account_number: `S-${n % Math.max(1, Math.min(createdAccounts, 2000))}`, notes }) }
+      method: 'POST',
+      headers,
+      requests: [
+        {
+          setupRequest: (req: any) => {
+            const n = noteBatch++
+            const notes = Array.from({ length: 50 }, (_, i) => ({ body: `Bench note ${n}-${i}` }))
+            return {
+              ...req,
+              body: JSON.stringify({
+                import_supplier: 'BENCH',
+                external_account_number: `S-${n % Math.max(1, Math.min(createdAccounts, 2000))}`,
+                notes
+              })
+            }
+          }
         }
-      }]
+      ]
     })
     record('notes (50/request)', notes, { unit: 'notes/s', perSecond: Math.round(notes.rps * 50) })
 
@@ -358,26 +580,70 @@ async function ours(database: string, env: Record<string, string>, admin: { url:
     }
     // On PGlite the database lives in the server process: its list is the accounts staged above.
     const before = rssMb(pid)
-    const list = await load(`${api}/all-account-import-processes/${admin ? 'BENCH_LIST' : 'BENCH'}/`, pid, { headers, connections: 4, warmup: undefined } as never)
-    record(`all- list (${admin ? LIST_ROWS : staged} rows, 4 connections)`, list, { unit: 'MB growth', perSecond: Math.round(list.peakRssMb - before) })
+    const list = await load(`${api}/all-account-import-processes/${admin ? 'BENCH_LIST' : 'BENCH'}/`, pid, {
+      headers,
+      connections: 4,
+      warmup: undefined
+    } as never)
+    record(`all- list (${admin ? LIST_ROWS : staged} rows, 4 connections)`, list, {
+      unit: 'MB growth',
+      perSecond: Math.round(list.peakRssMb - before)
+    })
 
     if (admin) {
-      record(`failure summary (${FAILING_ACCOUNTS} failing accounts, 1 connection)`, await load(`${api}/failure-summary/BENCH_FAIL/`, pid, { headers, connections: 1, duration: 10, warmup: undefined } as never))
-      record('timeline of a week (10,080 minutes, 1 connection)', await load(`${api}/migration-timeline/BENCH_FAIL/?minutes=10080`, pid, { headers, connections: 1, duration: 10, warmup: undefined } as never))
+      record(
+        `failure summary (${FAILING_ACCOUNTS} failing accounts, 1 connection)`,
+        await load(`${api}/failure-summary/BENCH_FAIL/`, pid, {
+          headers,
+          connections: 1,
+          duration: 10,
+          warmup: undefined
+        } as never)
+      )
+      record(
+        'timeline of a week (10,080 minutes, 1 connection)',
+        await load(`${api}/migration-timeline/BENCH_FAIL/?minutes=10080`, pid, {
+          headers,
+          connections: 1,
+          duration: 10,
+          warmup: undefined
+        } as never)
+      )
     }
 
     // Eight batches of 1,000 new accounts at once: the server's memory with the largest batches.
     {
       let peak = rssMb(pid)
-      const sampler = setInterval(() => { peak = Math.max(peak, rssMb(pid)) }, 100)
+      const sampler = setInterval(() => {
+        peak = Math.max(peak, rssMb(pid))
+      }, 100)
       const t0 = Date.now()
-      const answers = await Promise.all(Array.from({ length: 8 }, (_, b) => fetch(`${api}/batches/`, {
-        method: 'POST', headers, body: batchBody('BENCH_BIG', Array.from({ length: 1000 }, (_, i) => `BIG-${b}-${i}`))
-      }).then((r) => r.status)))
+      const answers = await Promise.all(
+        Array.from({ length: 8 }, (_, b) =>
+          fetch(`${api}/batches/`, {
+            method: 'POST',
+            headers,
+            body: batchBody(
+              'BENCH_BIG',
+              Array.from({ length: 1000 }, (_, i) => `BIG-${b}-${i}`)
+            )
+          }).then((r) => r.status)
+        )
+      )
       clearInterval(sampler)
       const seconds = (Date.now() - t0) / 1000
-      record('8 batches of 1,000 accounts at once', { rps: 8 / seconds, p50: 0, p99: Math.round(seconds * 1000), errors: 0, non2xx: answers.filter((s) => s !== 200).length, peakRssMb: Math.round(peak) },
-        { unit: 'accounts/s', perSecond: Math.round(8000 / seconds) })
+      record(
+        '8 batches of 1,000 accounts at once',
+        {
+          rps: 8 / seconds,
+          p50: 0,
+          p99: Math.round(seconds * 1000),
+          errors: 0,
+          non2xx: answers.filter((s) => s !== 200).length,
+          peakRssMb: Math.round(peak)
+        },
+        { unit: 'accounts/s', perSecond: Math.round(8000 / seconds) }
+      )
     }
 
     // End to end: the migration client, generated accounts with their post-import data.
@@ -386,13 +652,19 @@ async function ours(database: string, env: Record<string, string>, admin: { url:
     const batchFile = join(dir, `${database}-e2e.ndjson`)
     await generate(batchFile, e2e, 'BENCH_E2E', `bench-${database}`)
     const byBatch = await migrateFile(server.url, key, batchFile, [])
-    record(`migrate ${e2e} accounts with post-import data, batches`, { rps: byBatch.perSecond, p50: 0, p99: 0, errors: 0, non2xx: 0, peakRssMb: Math.round(rssMb(pid)) },
-      { unit: 'accounts/s', perSecond: Math.round(byBatch.perSecond) })
+    record(
+      `migrate ${e2e} accounts with post-import data, batches`,
+      { rps: byBatch.perSecond, p50: 0, p99: 0, errors: 0, non2xx: 0, peakRssMb: Math.round(rssMb(pid)) },
+      { unit: 'accounts/s', perSecond: Math.round(byBatch.perSecond) }
+    )
     const singleFile = join(dir, `${database}-e2e1.ndjson`)
     await generate(singleFile, single, 'BENCH_E2E1', `bench1-${database}`)
     const oneByOne = await migrateFile(server.url, key, singleFile, ['--batch-size', '1', '--concurrency', '16'])
-    record(`migrate ${single} accounts with post-import data, one by one (16 at once)`, { rps: oneByOne.perSecond, p50: 0, p99: 0, errors: 0, non2xx: 0, peakRssMb: Math.round(rssMb(pid)) },
-      { unit: 'accounts/s', perSecond: Math.round(oneByOne.perSecond) })
+    record(
+      `migrate ${single} accounts with post-import data, one by one (16 at once)`,
+      { rps: oneByOne.perSecond, p50: 0, p99: 0, errors: 0, non2xx: 0, peakRssMb: Math.round(rssMb(pid)) },
+      { unit: 'accounts/s', perSecond: Math.round(oneByOne.perSecond) }
+    )
   } finally {
     server.child.kill('SIGTERM')
     await new Promise((resolve) => server.child.once('exit', resolve))
@@ -401,17 +673,25 @@ async function ours(database: string, env: Record<string, string>, admin: { url:
 }
 
 async function ceilings(url: string): Promise<Row[]> {
-  const ceiling = await start(['--import', 'tsx', 'bench/ceiling-server.ts'], { DATABASE_URL: url, POOL: '20' }, /ceiling listening at (http:\/\/127\.0\.0\.1:\d+)/)
+  const ceiling = await start(
+    ['--import', 'tsx', 'bench/ceiling-server.ts'],
+    { DATABASE_URL: url, POOL: '20' },
+    /ceiling listening at (http:\/\/127\.0\.0\.1:\d+)/
+  )
   const rows: Row[] = []
   try {
     const headers = { 'content-type': 'application/json' }
     let n = 0
     for (const route of ['parse-validate', 'upsert', 'normalised']) {
       const m = await load(`${ceiling.url}/${route}`, ceiling.child.pid!, {
-        method: 'POST', headers, requests: [{ setupRequest: (req: any) => ({ ...req, body: JSON.stringify(withExternal(`K-${n++}`)) }) }]
+        method: 'POST',
+        headers,
+        requests: [{ setupRequest: (req: any) => ({ ...req, body: JSON.stringify(withExternal(`K-${n++}`)) }) }]
       })
       rows.push({ scenario: `ceiling: ${route}`, database: 'postgres', ...m })
-      console.log(`ceiling ${route}: ${Math.round(m.rps)} req/s p50 ${m.p50} ms p99 ${m.p99} ms cpu ${m.serverMs?.toFixed(2)}+${m.postgresMs?.toFixed(2)} ms (non-2xx ${m.non2xx}, errors ${m.errors})`)
+      console.log(
+        `ceiling ${route}: ${Math.round(m.rps)} req/s p50 ${m.p50} ms p99 ${m.p99} ms cpu ${m.serverMs?.toFixed(2)}+${m.postgresMs?.toFixed(2)} ms (non-2xx ${m.non2xx}, errors ${m.errors})`
+      )
     }
   } finally {
     ceiling.child.kill('SIGTERM')
@@ -424,12 +704,17 @@ async function ceilings(url: string): Promise<Row[]> {
 function verdict(r: Row, rows: Row[]): string {
   const find = (scenario: string) => rows.find((x) => x.database === 'postgres' && x.scenario.startsWith(scenario))
   const checks: string[] = []
-  const check = (name: string, ok: boolean, short: string) => checks.push(ok ? `${name} met` : `${name} short: ${short}`)
+  const check = (name: string, ok: boolean, short: string) =>
+    checks.push(ok ? `${name} met` : `${name} short: ${short}`)
   const ratioOf = (ceiling: string, min: number, value = r.rps) => {
     const c = find(ceiling)
     if (!c) return
     const ratio = value / c.rps
-    check(`≥ ${min} of ${ceiling.replace('ceiling: ', '')}`, ratio >= min, `${ratio.toFixed(2)} (×${(min / ratio).toFixed(1)})`)
+    check(
+      `≥ ${min} of ${ceiling.replace('ceiling: ', '')}`,
+      ratio >= min,
+      `${ratio.toFixed(2)} (×${(min / ratio).toFixed(1)})`
+    )
   }
   const postgres = r.database === 'postgres'
   if (postgres && r.scenario === 'validate') {
@@ -444,13 +729,23 @@ function verdict(r: Row, rows: Row[]): string {
   if (postgres && r.scenario.startsWith('batch (')) ratioOf('ceiling: bulk', 0.5, r.perSecond ?? 0)
   if (r.scenario.startsWith('transactions')) check('rate ≥ 20,000/s', (r.perSecond ?? 0) >= 20_000, `${r.perSecond}/s`)
   if (r.scenario.startsWith('all- list')) check('growth < 50 MB', (r.perSecond ?? 0) < 50, `${r.perSecond} MB`)
-  if (r.scenario.startsWith('failure summary') || r.scenario.startsWith('timeline')) check('p99 < 200 ms', r.p99 < 200, `${r.p99} ms`)
-  if (postgres && r.scenario.startsWith('migrate') && r.scenario.endsWith('batches')) check('≥ 500 accounts/s', (r.perSecond ?? 0) >= 500, `${r.perSecond}/s (×${(500 / (r.perSecond || 1)).toFixed(1)})`)
+  if (r.scenario.startsWith('failure summary') || r.scenario.startsWith('timeline')) {
+    check('p99 < 200 ms', r.p99 < 200, `${r.p99} ms`)
+  }
+  if (postgres && r.scenario.startsWith('migrate') && r.scenario.endsWith('batches')) {
+    check('≥ 500 accounts/s', (r.perSecond ?? 0) >= 500, `${r.perSecond}/s (×${(500 / (r.perSecond || 1)).toFixed(1)})`)
+  }
   if (r.ratio !== undefined && r.scenario.startsWith('dry-run batch')) {
-    check(`dry run ≤ ${DRY_RUN_CEILING}× the real batch`, r.ratio <= DRY_RUN_CEILING, `${r.ratio.toFixed(2)}× (×${(r.ratio / DRY_RUN_CEILING).toFixed(1)})`)
+    check(
+      `dry run ≤ ${DRY_RUN_CEILING}× the real batch`,
+      r.ratio <= DRY_RUN_CEILING,
+      `${r.ratio.toFixed(2)}× (×${(r.ratio / DRY_RUN_CEILING).toFixed(1)})`
+    )
   }
   if (r.scenario.startsWith('8 batches')) check('RSS < 400 MB', r.peakRssMb < 400, `${r.peakRssMb} MB`)
-  else if (postgres && !r.scenario.startsWith('ceiling') && !r.scenario.startsWith('migrate')) check('RSS < 300 MB', r.peakRssMb < 300, `${r.peakRssMb} MB`)
+  else if (postgres && !r.scenario.startsWith('ceiling') && !r.scenario.startsWith('migrate')) {
+    check('RSS < 300 MB', r.peakRssMb < 300, `${r.peakRssMb} MB`)
+  }
   return checks.join('; ')
 }
 
@@ -463,13 +758,17 @@ function table(rows: Row[]): string {
     const bad = r.non2xx + r.errors > 0 ? ` (${r.non2xx} non-2xx, ${r.errors} errors)` : ''
     const cpu = r.serverMs !== undefined ? `${r.serverMs.toFixed(2)} + ${r.postgresMs!.toFixed(2)}` : ''
     const also = [r.unit ? `${r.perSecond} ${r.unit}` : '', r.note ?? ''].filter(Boolean).join('; ')
-    lines.push(`| ${r.database} | ${r.scenario}${bad} | ${Math.round(r.rps)} | ${r.p50} | ${r.p99} | ${r.peakRssMb} | ${cpu} | ${also} | ${verdict(r, rows)} |`)
+    lines.push(
+      `| ${r.database} | ${r.scenario}${bad} | ${Math.round(r.rps)} | ${r.p50} | ${r.p99} | ${r.peakRssMb} | ${cpu} | ${also} | ${verdict(r, rows)} |`
+    )
   }
   return lines.join('\n') + '\n'
 }
 
 async function main(): Promise<void> {
-  if (ONLY !== undefined && ONLY !== 'dry-run') throw new Error(`--only: the only row that runs alone is dry-run, not ${ONLY}`)
+  if (ONLY !== undefined && ONLY !== 'dry-run') {
+    throw new Error(`--only: the only row that runs alone is dry-run, not ${ONLY}`)
+  }
   execFileSync('npm', ['run', 'build'], { cwd: projectRoot, stdio: 'inherit' })
   const name = DATABASE
   const adminSql = postgres(ADMIN_URL, { max: 1, onnotice: () => {} })
@@ -479,11 +778,13 @@ async function main(): Promise<void> {
   const dataDir = mkdtempSync(join(tmpdir(), 'amis-bench-'))
   const rows: Row[] = []
   try {
-    if (!ONLY) rows.push(...await ceilings(url.toString()))
+    if (!ONLY) rows.push(...(await ceilings(url.toString())))
     const sql = postgres(url.toString(), { max: 1, onnotice: () => {} })
-    rows.push(...await ours('postgres', { DATABASE_URL: url.toString() }, { url: url.toString(), sql }, dataDir))
+    rows.push(...(await ours('postgres', { DATABASE_URL: url.toString() }, { url: url.toString(), sql }, dataDir)))
     await sql.end()
-    if (process.env.BENCH_PGLITE !== '0') rows.push(...await ours('pglite', { DATA_DIR: join(dataDir, 'pglite') }, undefined, dataDir))
+    if (process.env.BENCH_PGLITE !== '0') {
+      rows.push(...(await ours('pglite', { DATA_DIR: join(dataDir, 'pglite') }, undefined, dataDir)))
+    }
   } finally {
     await adminSql.unsafe(`drop database if exists "${name}" with (force)`)
     await adminSql.end()
@@ -492,7 +793,13 @@ async function main(): Promise<void> {
   const stamp = `${ONLY ? `${ONLY}-` : ''}${new Date().toISOString().slice(0, 16).replace(':', '-')}`
   const dir = join(projectRoot, 'bench', 'results')
   mkdirSync(dir, { recursive: true })
-  const meta = { at: new Date().toISOString(), seconds: SECONDS, connections: CONNECTIONS, runs: RUNS, node: process.version }
+  const meta = {
+    at: new Date().toISOString(),
+    seconds: SECONDS,
+    connections: CONNECTIONS,
+    runs: RUNS,
+    node: process.version
+  }
   writeFileSync(join(dir, `${stamp}.json`), JSON.stringify({ ...meta, rows }, null, 2) + '\n')
   const md = markdown(meta, rows)
   writeFileSync(join(dir, `${stamp}.md`), md)
@@ -500,19 +807,24 @@ async function main(): Promise<void> {
 }
 
 /** The Markdown of a results file, as a run writes it. */
-function markdown(meta: { at: string; seconds: number; connections: number; runs: number; node: string }, rows: Row[]): string {
-  return `# Benchmark ${meta.at}\n\n${meta.seconds} s per scenario after a ${WARMUP_SECONDS} s warm-up, ${meta.connections} connections unless said, ` +
+function markdown(
+  meta: { at: string; seconds: number; connections: number; runs: number; node: string },
+  rows: Row[]
+): string {
+  return (
+    `# Benchmark ${meta.at}\n\n${meta.seconds} s per scenario after a ${WARMUP_SECONDS} s warm-up, ${meta.connections} connections unless said, ` +
     `median of ${meta.runs} run(s), ${meta.node}. CPU per request (per account for batches and accounts/s rows), counted from /proc for the ` +
     `measured process and for PostgreSQL (the backends of the bench's database and the server's shared processes; other databases' backends are not counted). The targets are for the PostgreSQL server; why the missed ones are missed: bench/README.md.\n\n${table(rows)}`
+  )
 }
 
 const tableOf = process.argv.indexOf('--table')
 ;(tableOf > 0
   ? Promise.resolve().then(() => {
-    const file = process.argv[tableOf + 1]!
-    const { rows, ...meta } = JSON.parse(readFileSync(file, 'utf8'))
-    writeFileSync(file.replace(/\.json$/, '.md'), markdown(meta, rows))
-  })
+      const file = process.argv[tableOf + 1]!
+      const { rows, ...meta } = JSON.parse(readFileSync(file, 'utf8'))
+      writeFileSync(file.replace(/\.json$/, '.md'), markdown(meta, rows))
+    })
   : main()
 ).catch((err) => {
   console.error(err)

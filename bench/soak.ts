@@ -46,16 +46,35 @@ async function main(): Promise<void> {
   const url = new URL(ADMIN_URL)
   url.pathname = '/' + name
   console.log('building…')
-  execFileSync(process.execPath, [join(projectRoot, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.build.json'], { cwd: projectRoot, stdio: 'inherit' })
+  execFileSync(
+    process.execPath,
+    [join(projectRoot, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.build.json'],
+    { cwd: projectRoot, stdio: 'inherit' }
+  )
   const dataDir = mkdtempSync(join(tmpdir(), 'amis-soak-'))
   // After the server listens, only 5xx-related lines are kept (level 50: errors).
   const errorLines: string[] = []
-  const { child, url: base } = await start(['dist/src/server.js'], {
-    HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: 'info', NODE_ENV: 'production', DATA_DIR: dataDir,
-    DATABASE_URL: url.toString(), TOKEN_SECRET, OPERATOR_API_KEY: OPERATOR_KEY, TOKEN_TTL_SECONDS: '86400', TOKEN_RATE_LIMIT_PER_MINUTE: '100000'
-  }, /Server listening at (http:\/\/127\.0\.0\.1:\d+)/, (text) => {
-    for (const line of text.split('\n')) if (line.includes('"level":50') && errorLines.length < 20) errorLines.push(line.slice(0, 500))
-  })
+  const { child, url: base } = await start(
+    ['dist/src/server.js'],
+    {
+      HOST: '127.0.0.1',
+      PORT: '0',
+      LOG_LEVEL: 'info',
+      NODE_ENV: 'production',
+      DATA_DIR: dataDir,
+      DATABASE_URL: url.toString(),
+      TOKEN_SECRET,
+      OPERATOR_API_KEY: OPERATOR_KEY,
+      TOKEN_TTL_SECONDS: '86400',
+      TOKEN_RATE_LIMIT_PER_MINUTE: '100000'
+    },
+    /Server listening at (http:\/\/127\.0\.0\.1:\d+)/,
+    (text) => {
+      for (const line of text.split('\n')) {
+        if (line.includes('"level":50') && errorLines.length < 20) errorLines.push(line.slice(0, 500))
+      }
+    }
+  )
   const pid = child.pid!
 
   try {
@@ -71,15 +90,22 @@ async function main(): Promise<void> {
 }
 
 async function soak(base: string, pid: number, databaseUrl: string, errorLines: string[]) {
-  const gql = async (query: string, token?: string) => (await (await fetch(base + '/graphql', {
-    method: 'POST', headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) }, body: JSON.stringify({ query })
-  })).json()) as any
-  const op = (await gql(`mutation { obtainToken(input: {APIKey: "${OPERATOR_KEY}"}) { token } }`)).data.obtainToken.token
+  const gql = async (query: string, token?: string) =>
+    (await (
+      await fetch(base + '/graphql', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
+        body: JSON.stringify({ query })
+      })
+    ).json()) as any
+  const op = (await gql(`mutation { obtainToken(input: {APIKey: "${OPERATOR_KEY}"}) { token } }`)).data.obtainToken
+    .token
   await gql('mutation { createOrganisation(input: {name: "Soak"}) { id } }', op)
   const key = (await gql('mutation { createApiKey(input: {organisation: "Soak"}) { key } }', op)).data.createApiKey.key
   await gql('mutation { createImportSupplier(input: {code: "SOAK", organisation: "Soak"}) { code } }', op)
   await gql('mutation { createOperationsTeam(input: {name: "Migrations"}) { id } }', op)
-  const token = (await gql(`mutation { obtainToken(input: {APIKey: "${key}"}) { token } }`)).data.obtainToken.token as string
+  const token = (await gql(`mutation { obtainToken(input: {APIKey: "${key}"}) { token } }`)).data.obtainToken
+    .token as string
 
   const byStatus: Record<string, number> = {}
   const byAction: Record<string, Record<string, number>> = {}
@@ -91,7 +117,10 @@ async function soak(base: string, pid: number, databaseUrl: string, errorLines: 
     try {
       const res = await fetch(`${base}/v1/data-import/${path}`, {
         method: body === undefined ? 'GET' : 'POST',
-        headers: { authorization: `Token ${token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+        headers: {
+          authorization: `Token ${token}`,
+          ...(body === undefined ? {} : { 'content-type': 'application/json' })
+        },
         body
       })
       status = res.status
@@ -104,11 +133,17 @@ async function soak(base: string, pid: number, databaseUrl: string, errorLines: 
     counts[status] = (counts[status] ?? 0) + 1
     if (status >= 500 || status === 0) serverErrors.push({ action, status, body: text.slice(0, 300) })
     let json: any
-    try { json = JSON.parse(text) } catch { json = undefined }
+    try {
+      json = JSON.parse(text)
+    } catch {
+      json = undefined
+    }
     return { status, json }
   }
   const expect = (action: string, expected: number | number[], got: number, detail = '') => {
-    if (!([] as number[]).concat(expected).includes(got)) surprises.push({ action, expected: String(expected), got: `${got} ${detail}`.trim() })
+    if (!([] as number[]).concat(expected).includes(got)) {
+      surprises.push({ action, expected: String(expected), got: `${got} ${detail}`.trim() })
+    }
   }
 
   // What the generator expects to find afterwards.
@@ -120,106 +155,192 @@ async function soak(base: string, pid: number, databaseUrl: string, errorLines: 
     JSON.stringify({ ...FIXTURE, import_supplier: 'SOAK', external_account_number: external, ...changes })
 
   const actions: Array<[number, string, () => Promise<void>]> = [
-    [8, 'validate', async () => {
-      const r = await call('validate', 'validate-account/', account(`V-${seq++}`))
-      expect('validate', 200, r.status)
-    }],
-    [4, 'validate invalid account', async () => {
-      const r = await call('validate invalid account', 'validate-account/', account(`V-${seq++}`, { account_type: 'SPACESHIP', customers: [] }))
-      expect('validate invalid account', 400, r.status)
-    }],
-    [14, 'stage', async () => {
-      const external = `S-${seq++}`
-      const r = await call('stage', 'account-import-process/create-or-update/', account(external))
-      expect('stage', 201, r.status)
-      if (r.status === 201) staged.push(external)
-    }],
-    [3, 'stage again (retry)', async () => {
-      const external = any(staged.filter((e) => !created.has(e) && !creating.has(e)))
-      if (!external) return
-      const r = await call('stage again (retry)', 'account-import-process/create-or-update/', account(external))
-      // A create may have started meanwhile.
-      expect('stage again (retry)', [200, 400], r.status)
-    }],
-    [3, 'stage unknown supplier', async () => {
-      const r = await call('stage unknown supplier', 'account-import-process/create-or-update/', account(`U-${seq++}`, { import_supplier: 'NOPE' }))
-      expect('stage unknown supplier', 400, r.status)
-    }],
-    [3, 'malformed JSON', async () => {
-      const r = await call('malformed JSON', 'transactions/create/', '{"import_supplier": "SOAK", "transactions": [')
-      expect('malformed JSON', 400, r.status)
-    }],
-    [12, 'create', async () => {
-      const external = staged.find((e) => !created.has(e) && !creating.has(e))
-      if (!external) return
-      creating.add(external)
-      const r = await call('create', 'account-import-process/process/',
-        JSON.stringify({ external_account_number: external, import_supplier_code: 'SOAK', operations_team_name: 'Migrations' }))
-      expect('create', 201, r.status)
-      if (r.status === 201) created.set(external, { balance: OPENING_BALANCE, busy: false, batches: [] })
-      creating.delete(external)
-    }],
-    [3, 'create again (retry)', async () => {
-      const external = any([...created.keys()])
-      if (!external) return
-      const r = await call('create again (retry)', 'account-import-process/process/',
-        JSON.stringify({ external_account_number: external, import_supplier_code: 'SOAK', operations_team_name: 'Migrations' }))
-      expect('create again (retry)', 400, r.status, r.json?.errors?.[0]?.code)
-    }],
-    [22, 'transactions', async () => {
-      const external = any([...created.keys()].filter((e) => !created.get(e)!.busy))
-      if (!external) return
-      const a = created.get(external)!
-      a.busy = true
-      const n = a.batches.length
-      let delta = new Big(0)
-      const transactions = Array.from({ length: 1 + pick(5) }, (_, i) => {
-        const amount = new Big(pick(100_000)).div(100).plus('0.01')
-        const type = Math.random() < 0.5 ? 'CREDIT' : 'CHARGE'
-        delta = type === 'CREDIT' ? delta.plus(amount) : delta.minus(amount)
-        return { transaction_id: `T-${n}-${i}`, transaction_date: DAY, amount: amount.toFixed(2), type }
-      })
-      const body = JSON.stringify({ import_supplier: 'SOAK', external_account_number: external, transactions })
-      const r = await call('transactions', 'transactions/create/', body)
-      expect('transactions', 201, r.status)
-      if (r.status === 201) {
-        a.balance = a.balance.plus(delta)
-        a.batches.push({ body, delta })
+    [
+      8,
+      'validate',
+      async () => {
+        const r = await call('validate', 'validate-account/', account(`V-${seq++}`))
+        expect('validate', 200, r.status)
       }
-      a.busy = false
-    }],
-    [6, 'transactions again (retry)', async () => {
-      const external = any([...created.keys()].filter((e) => !created.get(e)!.busy && created.get(e)!.batches.length > 0))
-      if (!external) return
-      const a = created.get(external)!
-      a.busy = true
-      const r = await call('transactions again (retry)', 'transactions/create/', any(a.batches)!.body)
-      expect('transactions again (retry)', 201, r.status)
-      const statuses = new Set((r.json?.results ?? []).map((x: { status: string }) => x.status))
-      if (r.status === 201 && (statuses.size !== 1 || !statuses.has('TRANSACTION_ALREADY_EXISTS'))) {
-        surprises.push({ action: 'transactions again (retry)', expected: 'TRANSACTION_ALREADY_EXISTS', got: [...statuses].join(',') })
+    ],
+    [
+      4,
+      'validate invalid account',
+      async () => {
+        const r = await call(
+          'validate invalid account',
+          'validate-account/',
+          account(`V-${seq++}`, { account_type: 'SPACESHIP', customers: [] })
+        )
+        expect('validate invalid account', 400, r.status)
       }
-      a.busy = false
-    }],
-    [8, 'notes', async () => {
-      const external = any([...created.keys()])
-      if (!external) return
-      // A note from a small set: repeats are retries and must come back NOTE_ALREADY_EXISTS.
-      const r = await call('notes', 'notes/create/', JSON.stringify({
-        import_supplier: 'SOAK', external_account_number: external, notes: [{ body: `Soak note ${pick(3)}`, created_at: '2026-11-01T09:00:00Z' }]
-      }))
-      expect('notes', 201, r.status)
-    }],
-    [10, 'status', async () => {
-      const external = any(staged)
-      if (!external) return
-      const r = await call('status', `account-transfer-status/SOAK/${external}/`, undefined)
-      expect('status', 200, r.status)
-    }],
-    [2, 'status unknown supplier', async () => {
-      const r = await call('status unknown supplier', 'account-transfer-status/NOPE/X-1/', undefined)
-      expect('status unknown supplier', 404, r.status)
-    }]
+    ],
+    [
+      14,
+      'stage',
+      async () => {
+        const external = `S-${seq++}`
+        const r = await call('stage', 'account-import-process/create-or-update/', account(external))
+        expect('stage', 201, r.status)
+        if (r.status === 201) staged.push(external)
+      }
+    ],
+    [
+      3,
+      'stage again (retry)',
+      async () => {
+        const external = any(staged.filter((e) => !created.has(e) && !creating.has(e)))
+        if (!external) return
+        const r = await call('stage again (retry)', 'account-import-process/create-or-update/', account(external))
+        // A create may have started meanwhile.
+        expect('stage again (retry)', [200, 400], r.status)
+      }
+    ],
+    [
+      3,
+      'stage unknown supplier',
+      async () => {
+        const r = await call(
+          'stage unknown supplier',
+          'account-import-process/create-or-update/',
+          account(`U-${seq++}`, { import_supplier: 'NOPE' })
+        )
+        expect('stage unknown supplier', 400, r.status)
+      }
+    ],
+    [
+      3,
+      'malformed JSON',
+      async () => {
+        const r = await call('malformed JSON', 'transactions/create/', '{"import_supplier": "SOAK", "transactions": [')
+        expect('malformed JSON', 400, r.status)
+      }
+    ],
+    [
+      12,
+      'create',
+      async () => {
+        const external = staged.find((e) => !created.has(e) && !creating.has(e))
+        if (!external) return
+        creating.add(external)
+        const r = await call(
+          'create',
+          'account-import-process/process/',
+          JSON.stringify({
+            external_account_number: external,
+            import_supplier_code: 'SOAK',
+            operations_team_name: 'Migrations'
+          })
+        )
+        expect('create', 201, r.status)
+        if (r.status === 201) created.set(external, { balance: OPENING_BALANCE, busy: false, batches: [] })
+        creating.delete(external)
+      }
+    ],
+    [
+      3,
+      'create again (retry)',
+      async () => {
+        const external = any([...created.keys()])
+        if (!external) return
+        const r = await call(
+          'create again (retry)',
+          'account-import-process/process/',
+          JSON.stringify({
+            external_account_number: external,
+            import_supplier_code: 'SOAK',
+            operations_team_name: 'Migrations'
+          })
+        )
+        expect('create again (retry)', 400, r.status, r.json?.errors?.[0]?.code)
+      }
+    ],
+    [
+      22,
+      'transactions',
+      async () => {
+        const external = any([...created.keys()].filter((e) => !created.get(e)!.busy))
+        if (!external) return
+        const a = created.get(external)!
+        a.busy = true
+        const n = a.batches.length
+        let delta = new Big(0)
+        const transactions = Array.from({ length: 1 + pick(5) }, (_, i) => {
+          const amount = new Big(pick(100_000)).div(100).plus('0.01')
+          const type = Math.random() < 0.5 ? 'CREDIT' : 'CHARGE'
+          delta = type === 'CREDIT' ? delta.plus(amount) : delta.minus(amount)
+          return { transaction_id: `T-${n}-${i}`, transaction_date: DAY, amount: amount.toFixed(2), type }
+        })
+        const body = JSON.stringify({ import_supplier: 'SOAK', external_account_number: external, transactions })
+        const r = await call('transactions', 'transactions/create/', body)
+        expect('transactions', 201, r.status)
+        if (r.status === 201) {
+          a.balance = a.balance.plus(delta)
+          a.batches.push({ body, delta })
+        }
+        a.busy = false
+      }
+    ],
+    [
+      6,
+      'transactions again (retry)',
+      async () => {
+        const external = any(
+          [...created.keys()].filter((e) => !created.get(e)!.busy && created.get(e)!.batches.length > 0)
+        )
+        if (!external) return
+        const a = created.get(external)!
+        a.busy = true
+        const r = await call('transactions again (retry)', 'transactions/create/', any(a.batches)!.body)
+        expect('transactions again (retry)', 201, r.status)
+        const statuses = new Set((r.json?.results ?? []).map((x: { status: string }) => x.status))
+        if (r.status === 201 && (statuses.size !== 1 || !statuses.has('TRANSACTION_ALREADY_EXISTS'))) {
+          surprises.push({
+            action: 'transactions again (retry)',
+            expected: 'TRANSACTION_ALREADY_EXISTS',
+            got: [...statuses].join(',')
+          })
+        }
+        a.busy = false
+      }
+    ],
+    [
+      8,
+      'notes',
+      async () => {
+        const external = any([...created.keys()])
+        if (!external) return
+        // A note from a small set: repeats are retries and must come back NOTE_ALREADY_EXISTS.
+        const r = await call(
+          'notes',
+          'notes/create/',
+          JSON.stringify({
+            import_supplier: 'SOAK',
+            external_account_number: external,
+            notes: [{ body: `Soak note ${pick(3)}`, created_at: '2026-11-01T09:00:00Z' }]
+          })
+        )
+        expect('notes', 201, r.status)
+      }
+    ],
+    [
+      10,
+      'status',
+      async () => {
+        const external = any(staged)
+        if (!external) return
+        const r = await call('status', `account-transfer-status/SOAK/${external}/`, undefined)
+        expect('status', 200, r.status)
+      }
+    ],
+    [
+      2,
+      'status unknown supplier',
+      async () => {
+        const r = await call('status unknown supplier', 'account-transfer-status/NOPE/X-1/', undefined)
+        expect('status unknown supplier', 404, r.status)
+      }
+    ]
   ]
   const total = actions.reduce((s, [w]) => s + w, 0)
   const choose = () => {
@@ -230,7 +351,10 @@ async function soak(base: string, pid: number, databaseUrl: string, errorLines: 
 
   const memory: Array<{ second: number; rssMb: number }> = [{ second: 0, rssMb: rssMb(pid) }]
   const started = Date.now()
-  const sampler = setInterval(() => memory.push({ second: Math.round((Date.now() - started) / 1000), rssMb: rssMb(pid) }), SAMPLE_MS)
+  const sampler = setInterval(
+    () => memory.push({ second: Math.round((Date.now() - started) / 1000), rssMb: rssMb(pid) }),
+    SAMPLE_MS
+  )
   const inFlight = new Set<Promise<void>>()
   let sent = 0
   let skipped = 0
@@ -240,13 +364,23 @@ async function soak(base: string, pid: number, databaseUrl: string, errorLines: 
     const due = started + (sent + skipped) * (1000 / RATE)
     const wait = due - Date.now()
     if (wait > 0) await sleep(wait)
-    if (inFlight.size >= 200) { skipped++; continue }
+    if (inFlight.size >= 200) {
+      skipped++
+      continue
+    }
     const [, , run] = choose()
-    const p: Promise<void> = run().catch((err) => { surprises.push({ action: 'generator', expected: 'no throw', got: String(err) }) })
-      .finally(() => { inFlight.delete(p) })
+    const p: Promise<void> = run()
+      .catch((err) => {
+        surprises.push({ action: 'generator', expected: 'no throw', got: String(err) })
+      })
+      .finally(() => {
+        inFlight.delete(p)
+      })
     inFlight.add(p)
     sent++
-    if (sent % (RATE * 30) === 0) console.log(`  ${Math.round((Date.now() - started) / 1000)} s: ${sent} requests, rss ${rssMb(pid)} MB`)
+    if (sent % (RATE * 30) === 0) {
+      console.log(`  ${Math.round((Date.now() - started) / 1000)} s: ${sent} requests, rss ${rssMb(pid)} MB`)
+    }
   }
   await Promise.all(inFlight)
   clearInterval(sampler)
@@ -263,7 +397,9 @@ async function soak(base: string, pid: number, databaseUrl: string, errorLines: 
   for (const [external, a] of created) {
     const stored = inDatabase.get(external)
     if (stored === undefined) mismatches.push(`${external}: missing`)
-    else if (!new Big(stored).eq(a.balance)) mismatches.push(`${external}: balance ${stored}, expected ${a.balance.toFixed(2)}`)
+    else if (!new Big(stored).eq(a.balance)) {
+      mismatches.push(`${external}: balance ${stored}, expected ${a.balance.toFixed(2)}`)
+    }
   }
   for (const external of inDatabase.keys()) if (!created.has(external)) mismatches.push(`${external}: not expected`)
   const transactionsAdded = [...created.values()].reduce((s, a) => s + a.batches.length, 0)
@@ -303,7 +439,9 @@ function write(report: Awaited<ReturnType<typeof soak>>): void {
     '',
     `${report.seconds} s at ${report.rate} requests/s: ${report.requests} requests against the compiled server on a fresh PostgreSQL database.`,
     '',
-    `- Requests by status: ${Object.entries(report.byStatus).map(([s, n]) => `${s}: ${n}`).join(', ')}`,
+    `- Requests by status: ${Object.entries(report.byStatus)
+      .map(([s, n]) => `${s}: ${n}`)
+      .join(', ')}`,
     `- 5xx or no answer: ${report.serverErrors}; answers other than expected: ${report.surprises}`,
     `- Accounts: ${report.staged} staged (${report.processesInDatabase} import processes in the database), ${report.accountsExpected} created and expected, ${report.accountsInDatabase} in the database`,
     `- Ledger balances checked exactly against the record: ${report.accountsExpected - report.balanceMismatches.length} match, ${report.balanceMismatches.length} differ (${report.transactionBatches} transaction batches added)`,
@@ -311,7 +449,12 @@ function write(report: Awaited<ReturnType<typeof soak>>): void {
     '',
     '| action | answers by status |',
     '|---|---|',
-    ...actions.map(([a, c]) => `| ${a} | ${Object.entries(c).map(([s, n]) => `${s}: ${n}`).join(', ')} |`),
+    ...actions.map(
+      ([a, c]) =>
+        `| ${a} | ${Object.entries(c)
+          .map(([s, n]) => `${s}: ${n}`)
+          .join(', ')} |`
+    ),
     '',
     `RSS every ${SAMPLE_MS / 1000} s (MB): ${report.memory.map((m) => `${m.second}s ${m.rssMb}`).join(', ')}`,
     ''

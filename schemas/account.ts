@@ -5,13 +5,40 @@ import { Transaction } from './transactions.js'
 /** The account import data (validate and stage), and the create request. */
 
 export const ACCOUNT_TYPES = [
-  'DOMESTIC', 'BUSINESS', 'DOMESTIC_OCCUPIER', 'BUSINESS_OCCUPIER', 'DOMESTIC_VACANT', 'BUSINESS_VACANT'
+  'DOMESTIC',
+  'BUSINESS',
+  'DOMESTIC_OCCUPIER',
+  'BUSINESS_OCCUPIER',
+  'DOMESTIC_VACANT',
+  'BUSINESS_VACANT'
 ] as const
 export const SALES_CHANNELS = [
-  'DIRECT', 'ACQUISITION', 'BROKER', 'EVENTS', 'FIELD_SALES', 'PARTNERSHIPS', 'PRICE_COMPARISON', 'REFERRAL', 'TELESALES'
+  'DIRECT',
+  'ACQUISITION',
+  'BROKER',
+  'EVENTS',
+  'FIELD_SALES',
+  'PARTNERSHIPS',
+  'PRICE_COMPARISON',
+  'REFERRAL',
+  'TELESALES'
 ] as const
 export const PORTFOLIO_ROLES = ['ADMIN', 'BILL_PAYER', 'OCCUPIER', 'READ_ONLY'] as const
-export const TITLES = ['Dr', 'Fr', 'Lady', 'Miss', 'Mr', 'Mrs', 'Ms', 'Mx', 'Prof', 'Rabbi', 'Rev', 'Sir', 'Sr'] as const
+export const TITLES = [
+  'Dr',
+  'Fr',
+  'Lady',
+  'Miss',
+  'Mr',
+  'Mrs',
+  'Ms',
+  'Mx',
+  'Prof',
+  'Rabbi',
+  'Rev',
+  'Sir',
+  'Sr'
+] as const
 export const LEDGER_CODES = ['ENERGY', 'DEPOSIT'] as const
 export const SUPPLY_TYPES = ['ELECTRICITY', 'GAS'] as const
 
@@ -39,7 +66,9 @@ export const Customer = Strict({
   family_name: Type.Optional(Text(255)),
   email: Type.Optional(Text(254)),
   landline: Type.Optional(Text(64)),
-  portfolio_roles: Type.Optional(Type.Array(Choice(PORTFOLIO_ROLES), { minItems: 1, maxItems: 4, uniqueItems: true, default: ['ADMIN'] })),
+  portfolio_roles: Type.Optional(
+    Type.Array(Choice(PORTFOLIO_ROLES), { minItems: 1, maxItems: 4, uniqueItems: true, default: ['ADMIN'] })
+  ),
   unable_to_read_meters: Type.Optional(Type.Boolean({ default: false }))
 })
 export type Customer = Static<typeof Customer>
@@ -119,16 +148,24 @@ export const CreateResponse = Type.Object({
 })
 export type CreateResponse = Static<typeof CreateResponse>
 
-export const AccountParams = Type.Object({
-  supplier: Type.String({ minLength: 1, maxLength: 255 }),
-  external: Type.String({ minLength: 1, maxLength: 1024 })
-}, { additionalProperties: false })
+export const AccountParams = Type.Object(
+  {
+    supplier: Type.String({ minLength: 1, maxLength: 255 }),
+    external: Type.String({ minLength: 1, maxLength: 1024 })
+  },
+  { additionalProperties: false }
+)
 export type AccountParams = Static<typeof AccountParams>
 
-export const LatestError = Type.Union([Type.Null(), Type.Object({
-  at: Type.String(),
-  errors: Type.Array(Type.Object({ detail: Type.String(), code: Type.String(), attr: Type.Union([Type.String(), Type.Null()]) }))
-})])
+export const LatestError = Type.Union([
+  Type.Null(),
+  Type.Object({
+    at: Type.String(),
+    errors: Type.Array(
+      Type.Object({ detail: Type.String(), code: Type.String(), attr: Type.Union([Type.String(), Type.Null()]) })
+    )
+  })
+])
 
 export const TransferStatus = Type.Object({
   status: Choice(['UNKNOWN', 'IN_PROGRESS', 'COMPLETED'] as const),
@@ -143,12 +180,14 @@ export const AccountSummary = Type.Object({
   import_supplier: Type.String(),
   account_created_at: Type.String(),
   operations_team_name: Type.String(),
-  ledgers: Type.Array(Type.Object({
-    ledger_code: Type.String(),
-    ledger_number: Type.String(),
-    balance: Type.String(),
-    open_statement_from_date: Type.String()
-  })),
+  ledgers: Type.Array(
+    Type.Object({
+      ledger_code: Type.String(),
+      ledger_number: Type.String(),
+      balance: Type.String(),
+      open_statement_from_date: Type.String()
+    })
+  ),
   counts: Type.Object({
     customers: Type.Integer(),
     supply_points: Type.Integer(),

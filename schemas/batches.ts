@@ -15,10 +15,13 @@ export const BatchRequest = Strict({
   import_supplier: Text(255),
   operations_team_name: Text(255),
   dry_run: Type.Optional(Type.Boolean({ default: false })),
-  accounts: Type.Array(Type.Unknown({ description: `An entry: \`{account, ${SECTION_NAMES.map((name) => `${name}?`).join(', ')}}\`.` }), {
-    minItems: 1,
-    maxItems: 1000
-  })
+  accounts: Type.Array(
+    Type.Unknown({ description: `An entry: \`{account, ${SECTION_NAMES.map((name) => `${name}?`).join(', ')}}\`.` }),
+    {
+      minItems: 1,
+      maxItems: 1000
+    }
+  )
 })
 export type BatchRequest = Static<typeof BatchRequest>
 
@@ -26,11 +29,17 @@ export const OUTCOMES = ['created', 'already_imported', 'would_create', 'failed'
 export type Outcome = (typeof OUTCOMES)[number]
 
 export const BatchResult = Type.Object({
-  external_account_number: Type.Union([Type.String(), Type.Null()], { description: 'As the entry sent it; null when it is not a string.' }),
+  external_account_number: Type.Union([Type.String(), Type.Null()], {
+    description: 'As the entry sent it; null when it is not a string.'
+  }),
   outcome: Choice(OUTCOMES),
   service_account_number: Type.Union([Type.String(), Type.Null()]),
-  step: Type.Union([Choice(['stage', ...STEP_NAMES.slice(2)] as const), Type.Null()], { description: 'The first step that failed.' }),
-  status: Type.Union([Type.Integer(), Type.Null()], { description: 'The HTTP status the single endpoint of that step would have answered.' }),
+  step: Type.Union([Choice(['stage', ...STEP_NAMES.slice(2)] as const), Type.Null()], {
+    description: 'The first step that failed.'
+  }),
+  status: Type.Union([Type.Integer(), Type.Null()], {
+    description: 'The HTTP status the single endpoint of that step would have answered.'
+  }),
   code: Type.Union([Type.String(), Type.Null()]),
   errors: Type.Union([Type.Array(ErrorEntry), Type.Null()])
 })

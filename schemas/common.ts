@@ -9,12 +9,15 @@ export const ErrorEntry = Type.Object({
 export type ErrorEntry = Static<typeof ErrorEntry>
 
 /** The body of every 4xx/5xx response; some endpoints add fields of their own. */
-export const ErrorBody = Type.Object({
-  detail: Type.String(),
-  code: Type.String(),
-  errors: Type.Array(ErrorEntry),
-  request_id: Type.Optional(Type.String())
-}, { additionalProperties: true })
+export const ErrorBody = Type.Object(
+  {
+    detail: Type.String(),
+    code: Type.String(),
+    errors: Type.Array(ErrorEntry),
+    request_id: Type.Optional(Type.String())
+  },
+  { additionalProperties: true }
+)
 export type ErrorBody = Static<typeof ErrorBody>
 
 /** What an import supplier code looks like: a code not matching it cannot exist. */

@@ -21,7 +21,11 @@ const ref = { import_supplier: 'ACME_ENERGY', external_account_number: 'EXT-0001
 function withoutBlanks(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(withoutBlanks)
   if (value === null || typeof value !== 'object') return value
-  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== '').map(([k, v]) => [k, withoutBlanks(v)]))
+  return Object.fromEntries(
+    Object.entries(value)
+      .filter(([, v]) => v !== '')
+      .map(([k, v]) => [k, withoutBlanks(v)])
+  )
 }
 const DOCUMENTED_ACCOUNT = withoutBlanks(EXAMPLE_ACCOUNT)
 
@@ -31,54 +35,116 @@ const DOCUMENTED_ACCOUNT = withoutBlanks(EXAMPLE_ACCOUNT)
  */
 export const REQUEST_EXAMPLES: Record<string, unknown> = {
   // A section may bring its own (its line in schemas/sections.ts): the account reference is added.
-  ...Object.fromEntries(SECTIONS.flatMap((section: SectionListing) => (section.example
-    ? [[`/v1/data-import${section.path.replace(/\/$/, '')}`, { import_supplier: 'ACME_ENERGY', external_account_number: 'EXT-000123', ...section.example }]]
-    : []))),
+  ...Object.fromEntries(
+    SECTIONS.flatMap((section: SectionListing) =>
+      section.example
+        ? [
+            [
+              `/v1/data-import${section.path.replace(/\/$/, '')}`,
+              { import_supplier: 'ACME_ENERGY', external_account_number: 'EXT-000123', ...section.example }
+            ]
+          ]
+        : []
+    )
+  ),
   '/v1/data-import/validate-account': DOCUMENTED_ACCOUNT,
   '/v1/data-import/account-import-process/create-or-update': DOCUMENTED_ACCOUNT,
   '/v1/data-import/account-import-process/process': {
-    external_account_number: 'EXT-000123', import_supplier_code: 'ACME_ENERGY', operations_team_name: 'Migrations', dry_run: false
+    external_account_number: 'EXT-000123',
+    import_supplier_code: 'ACME_ENERGY',
+    operations_team_name: 'Migrations',
+    dry_run: false
   },
   '/v1/data-import/notes/create': {
     ...ref,
     notes: [
-      { body: 'Customer asked for paper bills until March.', created_at: '2026-09-12T09:30:00Z', is_pinned: true, unpin_at: '2027-03-31T00:00:00Z' },
+      {
+        body: 'Customer asked for paper bills until March.',
+        created_at: '2026-09-12T09:30:00Z',
+        is_pinned: true,
+        unpin_at: '2027-03-31T00:00:00Z'
+      },
       { document_paths: [{ document_path: 'letters/2026-09-welcome.pdf' }] }
     ]
   },
   '/v1/data-import/transactions/create': {
     ...ref,
     transactions: [
-      { transaction_id: 'PAY-20261102', transaction_date: '2026-11-02', amount: '45.00', type: 'PAYMENT', reference: 'DD-20261102', payment_type: 'DD_REGULAR_COLLECTION' },
-      { transaction_id: 'CHG-20261105', transaction_date: '2026-11-05', amount: '12.50', type: 'CHARGE', reason: 'METER_READING_FEE' }
+      {
+        transaction_id: 'PAY-20261102',
+        transaction_date: '2026-11-02',
+        amount: '45.00',
+        type: 'PAYMENT',
+        reference: 'DD-20261102',
+        payment_type: 'DD_REGULAR_COLLECTION'
+      },
+      {
+        transaction_id: 'CHG-20261105',
+        transaction_date: '2026-11-05',
+        amount: '12.50',
+        type: 'CHARGE',
+        reason: 'METER_READING_FEE'
+      }
     ]
   },
   '/v1/data-import/historical-agreements/create': {
     ...ref,
-    agreements: [{ supply_point_identifier: '1200012345678', tariff_code: 'E-1R-VAR-19-01-01', effective_from: '2019-01-01', effective_to: '2021-03-01' }]
+    agreements: [
+      {
+        supply_point_identifier: '1200012345678',
+        tariff_code: 'E-1R-VAR-19-01-01',
+        effective_from: '2019-01-01',
+        effective_to: '2021-03-01'
+      }
+    ]
   },
   '/v1/data-import/historical-billing-documents/create': {
     ...ref,
     ledger_code: 'ENERGY',
     ledger_number: 'L-0A1B2C3D',
     billing_document_type: 'ITEM_BASED',
-    historical_billing_documents: [{
-      billing_document_identifier: 'BILL-2025-01', billing_document_type: 'ITEM_BASED', issued_date: '2025-02-01',
-      transactions: [{ transaction_id: 'B-2025-01', transaction_date: '2025-01-31', amount: '40.00', type: 'CHARGE' }]
-    }]
+    historical_billing_documents: [
+      {
+        billing_document_identifier: 'BILL-2025-01',
+        billing_document_type: 'ITEM_BASED',
+        issued_date: '2025-02-01',
+        transactions: [{ transaction_id: 'B-2025-01', transaction_date: '2025-01-31', amount: '40.00', type: 'CHARGE' }]
+      }
+    ]
   },
   '/v1/data-import/historical-statements/create': {
     ...ref,
-    statements: [{ statement_id: 'ST-2025-01', bill_period_from_date: '2025-01-01', bill_period_to_date: '2025-01-31', issued_date: '2025-02-03', number: 'INV-1', gross_amount: '53.50', statement_path: 'statements/2025/01.pdf' }]
+    statements: [
+      {
+        statement_id: 'ST-2025-01',
+        bill_period_from_date: '2025-01-01',
+        bill_period_to_date: '2025-01-31',
+        issued_date: '2025-02-03',
+        number: 'INV-1',
+        gross_amount: '53.50',
+        statement_path: 'statements/2025/01.pdf'
+      }
+    ]
   },
   '/v1/data-import/batches': {
     import_supplier: 'ACME_ENERGY',
     operations_team_name: 'Migrations',
-    accounts: [{
-      account: DOCUMENTED_ACCOUNT,
-      notes: [{ body: 'Moved from the legacy CRM.' }],
-      transactions: [{ transaction_id: 'PAY-20261102', transaction_date: '2026-11-02', amount: '45.00', type: 'PAYMENT', reference: 'DD-20261102', payment_type: 'DD_REGULAR_COLLECTION' }]
-    }]
+    accounts: [
+      {
+        account: DOCUMENTED_ACCOUNT,
+        notes: [{ body: 'Moved from the legacy CRM.' }],
+        transactions: [
+          {
+            transaction_id: 'PAY-20261102',
+            transaction_date: '2026-11-02',
+            amount: '45.00',
+            type: 'PAYMENT',
+            reference: 'DD-20261102',
+            payment_type: 'DD_REGULAR_COLLECTION'
+          }
+        ]
+      }
+    ]
   }
 }
 
@@ -97,7 +163,15 @@ export const ERROR_EXAMPLE = {
   detail: ERROR_CODES.account_failed_validation.detail,
   code: CODE.account_failed_validation,
   errors: [
-    { detail: formatDetail(CODE.invalid_phone_number, { phone: 'abcde' }), code: CODE.invalid_phone_number, attr: 'customers.0.landline' },
-    { detail: formatDetail(CODE.invalid_postcode, { postcode: 'BS1 5T', country: 'GB' }), code: CODE.invalid_postcode, attr: 'billing_address.postal_code' }
+    {
+      detail: formatDetail(CODE.invalid_phone_number, { phone: 'abcde' }),
+      code: CODE.invalid_phone_number,
+      attr: 'customers.0.landline'
+    },
+    {
+      detail: formatDetail(CODE.invalid_postcode, { postcode: 'BS1 5T', country: 'GB' }),
+      code: CODE.invalid_postcode,
+      attr: 'billing_address.postal_code'
+    }
   ]
 }

@@ -30,10 +30,16 @@ export function Choice<const T extends readonly string[]>(values: T, options: { 
 }
 
 /** A real calendar date `YYYY-MM-DD` (`invalid_date`). */
-export const DateString = Type.String({ format: 'date', errorCodes: { format: CODE.invalid_date, type: CODE.invalid_date } })
+export const DateString = Type.String({
+  format: 'date',
+  errorCodes: { format: CODE.invalid_date, type: CODE.invalid_date }
+})
 
 /** An ISO 8601 datetime with an offset or `Z` (`invalid_datetime`). */
-export const DateTimeString = Type.String({ format: 'date-time', errorCodes: { format: CODE.invalid_datetime, type: CODE.invalid_datetime } })
+export const DateTimeString = Type.String({
+  format: 'date-time',
+  errorCodes: { format: CODE.invalid_datetime, type: CODE.invalid_datetime }
+})
 
 export interface DecimalOptions {
   integer: number
@@ -54,7 +60,8 @@ export function Decimal({ default: def, ...decimal }: DecimalOptions) {
 }
 
 /** The bounds of decimals, as integer digits + decimal places. */
-export const Money = (options: { positive?: boolean; default?: string | number } = {}) => Decimal({ integer: 10, scale: 10, ...options })
+export const Money = (options: { positive?: boolean; default?: string | number } = {}) =>
+  Decimal({ integer: 10, scale: 10, ...options })
 export const NumberOfUnits = () => Decimal({ integer: 12, scale: 4 })
 export const PricePerUnit = () => Decimal({ integer: 8, scale: 8 })
 export const Rate = () => Decimal({ integer: 15, scale: 5 })

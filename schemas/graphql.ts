@@ -5,9 +5,27 @@
 export const graphqlSchema = /* GraphQL */ `
   scalar JSON
 
-  enum ImportSupplierStatus { Ongoing Paused Complete }
-  enum ImportProcessState { STAGED SKIPPED IMPORTED }
-  enum ImportEventType { STAGED RESTAGED CREATE_ATTEMPTED CREATED DRY_RUN CREATE_FAILED SKIPPED POST_IMPORT_WRITE STAGED_DATA_ERASED }
+  enum ImportSupplierStatus {
+    Ongoing
+    Paused
+    Complete
+  }
+  enum ImportProcessState {
+    STAGED
+    SKIPPED
+    IMPORTED
+  }
+  enum ImportEventType {
+    STAGED
+    RESTAGED
+    CREATE_ATTEMPTED
+    CREATED
+    DRY_RUN
+    CREATE_FAILED
+    SKIPPED
+    POST_IMPORT_WRITE
+    STAGED_DATA_ERASED
+  }
 
   input ObtainTokenInput {
     "An organisation's or the operator's API key. Exactly one of APIKey and refreshToken."
@@ -24,11 +42,23 @@ export const graphqlSchema = /* GraphQL */ `
     refreshExpiresIn: Int!
   }
 
-  type Organisation { id: ID! name: String! }
+  type Organisation {
+    id: ID!
+    name: String!
+  }
   "The key is shown only here, at creation."
-  type CreatedApiKey { id: ID! key: String! organisation: String! }
+  type CreatedApiKey {
+    id: ID!
+    key: String!
+    organisation: String!
+  }
   "An API key as listed: never the key itself (only its hash is stored)."
-  type ApiKey { id: ID! organisation: String! createdAt: String revokedAt: String }
+  type ApiKey {
+    id: ID!
+    organisation: String!
+    createdAt: String
+    revokedAt: String
+  }
   type ImportSupplier {
     code: String!
     organisation: String!
@@ -37,14 +67,22 @@ export const graphqlSchema = /* GraphQL */ `
     sendMigrationEmails: Boolean!
     maxConcurrentProcessing: Int
   }
-  type OperationsTeam { id: ID! name: String! }
+  type OperationsTeam {
+    id: ID!
+    name: String!
+  }
   type ImportProcess {
     importSupplierCode: String!
     externalAccountNumber: String!
     state: ImportProcessState!
     serviceAccountNumber: String
   }
-  type ImportEvent { type: ImportEventType! at: String! actor: String! detail: JSON }
+  type ImportEvent {
+    type: ImportEventType!
+    at: String!
+    actor: String!
+    detail: JSON
+  }
   type MigrationProgress {
     staged: Int!
     pending: Int!
@@ -55,7 +93,10 @@ export const graphqlSchema = /* GraphQL */ `
     "Accounts with an open failure record of any step."
     failing: Int!
   }
-  type FailureEntry { code: String! attr: String }
+  type FailureEntry {
+    code: String!
+    attr: String
+  }
   "The latest failure of one step of one account: codes and attrs only."
   type Failure {
     externalAccountNumber: String!
@@ -78,13 +119,32 @@ export const graphqlSchema = /* GraphQL */ `
     historicalStatements: Int!
     paymentInstruction: Int!
   }
-  type FailureCodeCount { step: String! code: String! accounts: Int! }
-  type FailureSummary { failingAccounts: Int! byStep: FailureCountsByStep! byCode: [FailureCodeCount!]! }
-  type TimelineMinute { minute: String! staged: Int! created: Int! failed: Int! }
+  type FailureCodeCount {
+    step: String!
+    code: String!
+    accounts: Int!
+  }
+  type FailureSummary {
+    failingAccounts: Int!
+    byStep: FailureCountsByStep!
+    byCode: [FailureCodeCount!]!
+  }
+  type TimelineMinute {
+    minute: String!
+    staged: Int!
+    created: Int!
+    failed: Int!
+  }
 
-  input CreateOrganisationInput { name: String! }
-  input CreateApiKeyInput { organisation: String! }
-  input RevokeApiKeyInput { id: ID! }
+  input CreateOrganisationInput {
+    name: String!
+  }
+  input CreateApiKeyInput {
+    organisation: String!
+  }
+  input RevokeApiKeyInput {
+    id: ID!
+  }
   input CreateImportSupplierInput {
     code: String!
     organisation: String!
@@ -100,9 +160,17 @@ export const graphqlSchema = /* GraphQL */ `
     sendMigrationEmails: Boolean
     maxConcurrentProcessing: Int
   }
-  input CreateOperationsTeamInput { name: String! }
-  input SkipImportProcessInput { importSupplierCode: String! externalAccountNumber: String! }
-  input EraseStagedDataInput { importSupplierCode: String! externalAccountNumber: String! }
+  input CreateOperationsTeamInput {
+    name: String!
+  }
+  input SkipImportProcessInput {
+    importSupplierCode: String!
+    externalAccountNumber: String!
+  }
+  input EraseStagedDataInput {
+    importSupplierCode: String!
+    externalAccountNumber: String!
+  }
 
   type Mutation {
     obtainToken(input: ObtainTokenInput!): ObtainTokenPayload

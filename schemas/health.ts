@@ -7,6 +7,9 @@ export const HealthResponses = {
 }
 
 export const ReadyResponses = {
-  200: Type.Object({ status: Type.Literal('ok'), database: Type.Union([Type.Literal('pglite'), Type.Literal('postgres')]) }),
+  200: Type.Object({
+    status: Type.Literal('ok'),
+    database: Type.Union([Type.Literal('pglite'), Type.Literal('postgres')])
+  }),
   503: ErrorBody
 }

@@ -9,7 +9,11 @@ export const HistoricalStatement = Strict({
   bill_period_to_date: DateString,
   issued_date: DateString,
   number: Type.Optional(Text(64)),
-  gross_amount: Type.Unsafe<string | number>({ ...Money(), description: 'The statement\'s total in major units (pounds, not pence: `53.24`), positive when it charged the customer.' }),
+  gross_amount: Type.Unsafe<string | number>({
+    ...Money(),
+    description:
+      "The statement's total in major units (pounds, not pence: `53.24`), positive when it charged the customer."
+  }),
   statement_path: Type.Optional(DocumentPath)
 })
 export type HistoricalStatement = Static<typeof HistoricalStatement>

@@ -5,10 +5,13 @@ export const SupplierParams = Type.Object({ supplier: SupplierCode }, { addition
 export type SupplierParams = Static<typeof SupplierParams>
 
 /** Paging of the lists: `limit` rows after the external account number `after` (exclusive). */
-export const ListQuery = Type.Object({
-  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 10000 })),
-  after: Type.Optional(Type.String({ minLength: 1, maxLength: 1024 }))
-}, { additionalProperties: false })
+export const ListQuery = Type.Object(
+  {
+    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 10000 })),
+    after: Type.Optional(Type.String({ minLength: 1, maxLength: 1024 }))
+  },
+  { additionalProperties: false }
+)
 
 /** One entry of the import-process lists. */
 export const ImportProcessListItem = Type.Object({

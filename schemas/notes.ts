@@ -8,11 +8,14 @@ export const Note = Strict({
   document_paths: Type.Optional(Type.Array(Strict({ document_path: DocumentPath }), { minItems: 1, maxItems: 20 })),
   created_at: Type.Optional(DateTimeString),
   is_pinned: Type.Optional(Type.Boolean({ default: false })),
-  unpin_at: Type.Optional(Type.Unsafe<string>({
-    ...DateTimeString,
-    description: 'When the note stops being pinned. Only on a pinned note (`is_pinned: true`; otherwise `unexpected_field`), ' +
-      'and not before `created_at`, or before now when `created_at` is not given (`note_unpin_at_earlier_than_creation_date`).'
-  }))
+  unpin_at: Type.Optional(
+    Type.Unsafe<string>({
+      ...DateTimeString,
+      description:
+        'When the note stops being pinned. Only on a pinned note (`is_pinned: true`; otherwise `unexpected_field`), ' +
+        'and not before `created_at`, or before now when `created_at` is not given (`note_unpin_at_earlier_than_creation_date`).'
+    })
+  )
 })
 export type Note = Static<typeof Note>
 

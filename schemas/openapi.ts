@@ -3,7 +3,13 @@ import { ItemBasedDocument, PeriodBasedDocument } from './billing-documents.js'
 import { ErrorBody, ErrorEntry } from './common.js'
 import { ERROR_EXAMPLE } from './examples.js'
 import { Note } from './notes.js'
-import { ChargeTransaction, CreditTransaction, PaymentTransaction, RepaymentTransaction, SupplyChargeTransaction } from './transactions.js'
+import {
+  ChargeTransaction,
+  CreditTransaction,
+  PaymentTransaction,
+  RepaymentTransaction,
+  SupplyChargeTransaction
+} from './transactions.js'
 
 /**
  * The pieces of the OpenAPI document (`GET /openapi.json`) that no route schema carries: security
@@ -17,15 +23,16 @@ export const SECURITY_SCHEMES = {
     type: 'http',
     scheme: 'bearer',
     bearerFormat: 'JWT',
-    description: 'An organisation\'s token, from `obtainToken(input: {APIKey})` on `POST /graphql` with the ' +
-      'organisation\'s API key. Sent as `Authorization: Bearer <token>` (also accepted: `Token <token>`, ' +
+    description:
+      "An organisation's token, from `obtainToken(input: {APIKey})` on `POST /graphql` with the " +
+      "organisation's API key. Sent as `Authorization: Bearer <token>` (also accepted: `Token <token>`, " +
       '`JWT <token>` or the token alone).'
   },
   operatorToken: {
     type: 'http',
     scheme: 'bearer',
     bearerFormat: 'JWT',
-    description: 'The service operator\'s token, from `obtainToken(input: {APIKey})` with the operator API key.'
+    description: "The service operator's token, from `obtainToken(input: {APIKey})` with the operator API key."
   },
   metricsToken: {
     type: 'http',
@@ -42,7 +49,7 @@ export const TAGS = [
   { name: 'Post-import', description: 'Add history to a created account.' },
   { name: 'Batches', description: 'Many accounts per request, each with its own result.' },
   { name: 'Failures and progress', description: 'What fails, for which accounts, and the migration minute by minute.' },
-  { name: 'GraphQL', description: 'Tokens, and the operator\'s configuration.' },
+  { name: 'GraphQL', description: "Tokens, and the operator's configuration." },
   { name: 'Operations', description: 'Health, readiness, metrics and this documentation.' }
 ]
 
@@ -54,9 +61,13 @@ export const COMPONENT_SCHEMAS = { ErrorBody: { ...ErrorBody, examples: [ERROR_E
  * `discriminator` maps its values to them (a generated client or a fuzzer can then pick a branch).
  */
 export const NAMED_BRANCHES = new Map<object, string>([
-  [ChargeTransaction, 'ChargeTransaction'], [CreditTransaction, 'CreditTransaction'], [PaymentTransaction, 'PaymentTransaction'],
-  [RepaymentTransaction, 'RepaymentTransaction'], [SupplyChargeTransaction, 'SupplyChargeTransaction'],
-  [ItemBasedDocument, 'ItemBasedDocument'], [PeriodBasedDocument, 'PeriodBasedDocument']
+  [ChargeTransaction, 'ChargeTransaction'],
+  [CreditTransaction, 'CreditTransaction'],
+  [PaymentTransaction, 'PaymentTransaction'],
+  [RepaymentTransaction, 'RepaymentTransaction'],
+  [SupplyChargeTransaction, 'SupplyChargeTransaction'],
+  [ItemBasedDocument, 'ItemBasedDocument'],
+  [PeriodBasedDocument, 'PeriodBasedDocument']
 ])
 
 /**
@@ -66,10 +77,13 @@ export const NAMED_BRANCHES = new Map<object, string>([
  */
 export const DOCUMENTED_RULES = new Map<object, Record<string, unknown>>([
   // The notes service: `unpin_at` (a datetime, not an empty value) only on a pinned note (`unexpected_field`).
-  [Note, {
-    if: { required: ['unpin_at'], properties: { unpin_at: { type: 'string', format: 'date-time' } } },
-    then: { required: ['is_pinned'], properties: { is_pinned: { const: true } } }
-  }]
+  [
+    Note,
+    {
+      if: { required: ['unpin_at'], properties: { unpin_at: { type: 'string', format: 'date-time' } } },
+      then: { required: ['is_pinned'], properties: { is_pinned: { const: true } } }
+    }
+  ]
 ])
 
 /** Who may call the data-import operations (every route under /v1/data-import declares it). */
@@ -80,19 +94,56 @@ export const CLIENT_TOKEN = [{ clientToken: [] }]
  * 4xx/5xx body is `ErrorBody`; some endpoints add fields of their own.
  */
 export const ERROR_RESPONSES: Record<string, { name: string; description: string; retryAfter?: true; allow?: true }> = {
-  400: { name: 'BadRequest', description: 'The request is invalid: `errors` lists every problem (`attr` is the path of the input).' },
-  401: { name: 'Unauthorized', description: 'No token (`not_authenticated`), a bad or revoked one (`authentication_failed`), or an expired one (`token_expired`).' },
+  400: {
+    name: 'BadRequest',
+    description: 'The request is invalid: `errors` lists every problem (`attr` is the path of the input).'
+  },
+  401: {
+    name: 'Unauthorized',
+    description:
+      'No token (`not_authenticated`), a bad or revoked one (`authentication_failed`), or an expired one (`token_expired`).'
+  },
   403: { name: 'Forbidden', description: 'The token may not call this endpoint (`permission_denied`).' },
-  404: { name: 'NotFound', description: 'Not found (`not_found`); the entry in `errors` says what, e.g. `import_process_does_not_exist`.' },
-  405: { name: 'MethodNotAllowed', description: 'The path does not serve this method (`method_not_allowed`); the `Allow` header lists those it serves.', allow: true },
-  408: { name: 'RequestTimeout', description: 'The request (headers within `HEADERS_TIMEOUT_SECONDS`, all of it within `REQUEST_TIMEOUT_SECONDS`) did not arrive in time (`request_timeout`); the connection is closed.' },
+  404: {
+    name: 'NotFound',
+    description: 'Not found (`not_found`); the entry in `errors` says what, e.g. `import_process_does_not_exist`.'
+  },
+  405: {
+    name: 'MethodNotAllowed',
+    description:
+      'The path does not serve this method (`method_not_allowed`); the `Allow` header lists those it serves.',
+    allow: true
+  },
+  408: {
+    name: 'RequestTimeout',
+    description:
+      'The request (headers within `HEADERS_TIMEOUT_SECONDS`, all of it within `REQUEST_TIMEOUT_SECONDS`) did not arrive in time (`request_timeout`); the connection is closed.'
+  },
   413: { name: 'PayloadTooLarge', description: 'The body is larger than `BODY_LIMIT_BYTES` (`payload_too_large`).' },
-  415: { name: 'UnsupportedMediaType', description: 'A body that is not `application/json` (`unsupported_media_type`).' },
-  414: { name: 'UriTooLong', description: 'A path segment is longer than 1024 characters (`invalid_request`, with `max_length`).' },
-  429: { name: 'TooManyRequests', description: 'A rate limit (`throttled`) or the supplier\'s concurrent creates (`too_many_accounts_processing`); retry after `Retry-After` seconds.', retryAfter: true },
-  431: { name: 'RequestHeaderFieldsTooLarge', description: 'The request headers are larger than the server reads (`request_header_fields_too_large`); the connection is closed.' },
+  415: {
+    name: 'UnsupportedMediaType',
+    description: 'A body that is not `application/json` (`unsupported_media_type`).'
+  },
+  414: {
+    name: 'UriTooLong',
+    description: 'A path segment is longer than 1024 characters (`invalid_request`, with `max_length`).'
+  },
+  429: {
+    name: 'TooManyRequests',
+    description:
+      "A rate limit (`throttled`) or the supplier's concurrent creates (`too_many_accounts_processing`); retry after `Retry-After` seconds.",
+    retryAfter: true
+  },
+  431: {
+    name: 'RequestHeaderFieldsTooLarge',
+    description:
+      'The request headers are larger than the server reads (`request_header_fields_too_large`); the connection is closed.'
+  },
   500: { name: 'ServerError', description: 'A server error (`server_error`); the body adds `request_id`.' },
-  503: { name: 'ServiceUnavailable', description: 'The server is stopping, or (readiness) the database does not answer.' }
+  503: {
+    name: 'ServiceUnavailable',
+    description: 'The server is stopping, or (readiness) the database does not answer.'
+  }
 }
 
 /**
@@ -104,33 +155,47 @@ export const EVERY_OPERATION_STATUSES = ['405', '408', '431', '500', '503']
 export const PATH_PARAMETER_STATUSES = ['414']
 
 /** The HTTP envelope of one GraphQL operation (mercurius validates it). */
-export const GraphqlOperation = Type.Object({
-  query: Type.String({ description: 'The GraphQL document.' }),
-  operationName: Type.Optional(Type.Union([Type.String(), Type.Null()])),
-  variables: Type.Optional(Type.Union([Type.Record(Type.String(), Type.Unknown()), Type.Null()])),
-  extensions: Type.Optional(Type.Record(Type.String(), Type.Unknown()))
-}, {
-  examples: [{
-    query: 'mutation ObtainToken($k: String) { obtainToken(input: {APIKey: $k}) { token expiresIn refreshToken refreshExpiresIn } }',
-    operationName: 'ObtainToken',
-    variables: { k: 'amk_…' }
-  }]
-})
+export const GraphqlOperation = Type.Object(
+  {
+    query: Type.String({ description: 'The GraphQL document.' }),
+    operationName: Type.Optional(Type.Union([Type.String(), Type.Null()])),
+    variables: Type.Optional(Type.Union([Type.Record(Type.String(), Type.Unknown()), Type.Null()])),
+    extensions: Type.Optional(Type.Record(Type.String(), Type.Unknown()))
+  },
+  {
+    examples: [
+      {
+        query:
+          'mutation ObtainToken($k: String) { obtainToken(input: {APIKey: $k}) { token expiresIn refreshToken refreshExpiresIn } }',
+        operationName: 'ObtainToken',
+        variables: { k: 'amk_…' }
+      }
+    ]
+  }
+)
 
 export const GraphqlResult = Type.Object({
   data: Type.Optional(Type.Union([Type.Record(Type.String(), Type.Unknown()), Type.Null()])),
-  errors: Type.Optional(Type.Array(Type.Object({
-    message: Type.String(),
-    path: Type.Optional(Type.Array(Type.Union([Type.String(), Type.Integer()]))),
-    extensions: Type.Optional(Type.Object({ code: Type.Optional(Type.String()) }, { additionalProperties: true }))
-  }, { additionalProperties: true })))
+  errors: Type.Optional(
+    Type.Array(
+      Type.Object(
+        {
+          message: Type.String(),
+          path: Type.Optional(Type.Array(Type.Union([Type.String(), Type.Integer()]))),
+          extensions: Type.Optional(Type.Object({ code: Type.Optional(Type.String()) }, { additionalProperties: true }))
+        },
+        { additionalProperties: true }
+      )
+    )
+  )
 })
 
 /** `POST /graphql`, described as one operation. */
 export const GraphqlDocumentation = {
-  summary: 'GraphQL: obtainToken and the operator\'s surface',
-  description: 'One endpoint for every GraphQL operation. `obtainToken` needs no token and returns a JWT and a ' +
-    'single-use refresh token. The operator\'s mutations (organisations, API keys, import suppliers, operations ' +
+  summary: "GraphQL: obtainToken and the operator's surface",
+  description:
+    'One endpoint for every GraphQL operation. `obtainToken` needs no token and returns a JWT and a ' +
+    "single-use refresh token. The operator's mutations (organisations, API keys, import suppliers, operations " +
     'teams, skipping) and queries (suppliers, events, progress) need an operator token. Field errors come back ' +
     'in `errors` with `extensions.code` (`authentication_failed`, `permission_denied`, …). An array of ' +
     'operations is run as a batch and answered with an array. The schema is in `schemas/graphql.ts`.',
@@ -141,7 +206,10 @@ export const GraphqlDocumentation = {
   body: Type.Union([GraphqlOperation, Type.Array(GraphqlOperation, { minItems: 1 })]),
   response: {
     200: Type.Union([GraphqlResult, Type.Array(GraphqlResult)]),
-    400: Type.Union([GraphqlResult, ErrorBody], { description: 'A document that does not parse or validate (GraphQL errors), or a body that is not JSON (`ErrorBody`).' }),
+    400: Type.Union([GraphqlResult, ErrorBody], {
+      description:
+        'A document that does not parse or validate (GraphQL errors), or a body that is not JSON (`ErrorBody`).'
+    }),
     413: ErrorBody,
     415: ErrorBody,
     429: ErrorBody
@@ -151,8 +219,9 @@ export const GraphqlDocumentation = {
 /** `GET /metrics`: Prometheus text, operator token only. */
 export const MetricsDocumentation = {
   summary: 'Prometheus metrics',
-  description: 'Request counts and durations by route and status, accounts per supplier, creates in flight, ' +
-    'and the process metrics, in the Prometheus text format. Only the operator\'s token may read them.',
+  description:
+    'Request counts and durations by route and status, accounts per supplier, creates in flight, ' +
+    "and the process metrics, in the Prometheus text format. Only the operator's token may read them.",
   tags: ['Operations'],
   operationId: 'metrics',
   security: [{ operatorToken: [] }, { metricsToken: [] }],

@@ -15,18 +15,23 @@ export type PaymentInstructionType = (typeof PAYMENT_INSTRUCTION_TYPES)[number]
  * is not a valid schema).
  */
 export function VendorCode(codes: readonly string[]) {
-  return Type.Unsafe<string>(codes.length > 0
-    ? { type: 'string', enum: [...codes] }
-    : { type: 'string', not: {}, errorCodes: { not: CODE.invalid_choice } })
+  return Type.Unsafe<string>(
+    codes.length > 0
+      ? { type: 'string', enum: [...codes] }
+      : { type: 'string', not: {}, errorCodes: { not: CODE.invalid_choice } }
+  )
 }
 
 export function PaymentInstructionRequest(vendorCodes: readonly string[]) {
   const example = paymentInstructionExample(vendorCodes)
-  return PostImportBody({
-    vendor: VendorCode(vendorCodes),
-    reference: Text(512),
-    type: Choice(PAYMENT_INSTRUCTION_TYPES)
-  }, example ? { examples: [example] } : {})
+  return PostImportBody(
+    {
+      vendor: VendorCode(vendorCodes),
+      reference: Text(512),
+      type: Choice(PAYMENT_INSTRUCTION_TYPES)
+    },
+    example ? { examples: [example] } : {}
+  )
 }
 export type PaymentInstructionRequest = Static<ReturnType<typeof PaymentInstructionRequest>>
 
@@ -46,6 +51,8 @@ export const VendorAnswer = Type.Object({
   reference: Type.String(),
   type: Type.String({ pattern: `^${WELL_FORMED_CHARACTERS}$` }),
   status: Type.String({ pattern: `^${WELL_FORMED_CHARACTERS}$` }),
-  details: Type.Optional(Type.Unsafe<Record<string, unknown>>({ type: 'object', jsonValue: { maxBytes: 1024 * 1024, maxDepth: 32 } }))
+  details: Type.Optional(
+    Type.Unsafe<Record<string, unknown>>({ type: 'object', jsonValue: { maxBytes: 1024 * 1024, maxDepth: 32 } })
+  )
 })
 export type VendorAnswer = Static<typeof VendorAnswer>

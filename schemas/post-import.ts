@@ -12,7 +12,10 @@ export const accountRef = {
 export const DocumentPath = Text(1024)
 
 /** A post-import request: the account reference plus the endpoint's own fields (and schema options). */
-export function PostImportBody<T extends Record<string, Parameters<typeof Strict>[0][string]>>(fields: T, options: Record<string, unknown> = {}) {
+export function PostImportBody<T extends Record<string, Parameters<typeof Strict>[0][string]>>(
+  fields: T,
+  options: Record<string, unknown> = {}
+) {
   return Strict({ ...accountRef, ...fields }, options)
 }
 

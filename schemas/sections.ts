@@ -31,10 +31,30 @@ export interface SectionListing {
 export const SECTIONS = [
   { name: 'notes', folder: 'notes', path: '/notes/create/', entry: { list: 'notes' } },
   { name: 'transactions', folder: 'transactions', path: '/transactions/create/', entry: { list: 'transactions' } },
-  { name: 'historical_agreements', folder: 'historical-agreements', path: '/historical-agreements/create/', entry: { list: 'agreements' } },
-  { name: 'historical_billing_documents', folder: 'billing-documents', path: '/historical-billing-documents/create/', entry: { perLedger: true } },
-  { name: 'historical_statements', folder: 'historical-statements', path: '/historical-statements/create/', entry: { list: 'statements' } },
-  { name: 'payment_instruction', folder: 'payment-instructions', path: '/payment-instruction/create/', entry: { object: true } }
+  {
+    name: 'historical_agreements',
+    folder: 'historical-agreements',
+    path: '/historical-agreements/create/',
+    entry: { list: 'agreements' }
+  },
+  {
+    name: 'historical_billing_documents',
+    folder: 'billing-documents',
+    path: '/historical-billing-documents/create/',
+    entry: { perLedger: true }
+  },
+  {
+    name: 'historical_statements',
+    folder: 'historical-statements',
+    path: '/historical-statements/create/',
+    entry: { list: 'statements' }
+  },
+  {
+    name: 'payment_instruction',
+    folder: 'payment-instructions',
+    path: '/payment-instruction/create/',
+    entry: { object: true }
+  }
 ] as const satisfies readonly SectionListing[]
 
 export type SectionName = (typeof SECTIONS)[number]['name']

@@ -9,10 +9,13 @@ export const TransactionsRequest = PostImportBody({
 export type TransactionsRequest = Static<typeof TransactionsRequest>
 
 /** Booleans written `true` or `false`. */
-export const TransactionsQuery = Type.Object({
-  check_previously_added: Type.Optional(Type.Boolean({ default: true })),
-  force_add_to_current_statement: Type.Optional(Type.Boolean({ default: true }))
-}, { additionalProperties: false })
+export const TransactionsQuery = Type.Object(
+  {
+    check_previously_added: Type.Optional(Type.Boolean({ default: true })),
+    force_add_to_current_statement: Type.Optional(Type.Boolean({ default: true }))
+  },
+  { additionalProperties: false }
+)
 export type TransactionsQuery = Static<typeof TransactionsQuery>
 
 export const TransactionResult = Type.Object({

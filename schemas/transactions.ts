@@ -1,11 +1,30 @@
 import { Type, type Static } from 'typebox'
-import { Choice, DateString, Discriminated, Money, NumberOfUnits, PricePerUnit, Rate, Strict, Text, Units } from './fields.js'
+import {
+  Choice,
+  DateString,
+  Discriminated,
+  Money,
+  NumberOfUnits,
+  PricePerUnit,
+  Rate,
+  Strict,
+  Text,
+  Units
+} from './fields.js'
 
 /** The five transaction types, a union selected by `type`. */
 
 export const PAYMENT_TYPES = [
-  'DD_FIRST_COLLECTION', 'DD_REGULAR_COLLECTION', 'DD_RE_PRESENTATION', 'DD_FINAL_COLLECTION', 'CREDIT_CARD',
-  'DEBIT_CARD', 'CHEQUE', 'BACS_DEPOSIT', 'CASH', 'EFT'
+  'DD_FIRST_COLLECTION',
+  'DD_REGULAR_COLLECTION',
+  'DD_RE_PRESENTATION',
+  'DD_FINAL_COLLECTION',
+  'CREDIT_CARD',
+  'DEBIT_CARD',
+  'CHEQUE',
+  'BACS_DEPOSIT',
+  'CASH',
+  'EFT'
 ] as const
 export const REPAYMENT_TYPES = ['DIRECT_CREDIT', 'CARD_REFUND', 'BACS', 'CHEQUE'] as const
 export const TAX_UNIT_TYPES = ['PROPORTION', 'CURRENCY_PER_KWH'] as const
@@ -79,7 +98,11 @@ export const SupplyChargeTransaction = Strict({
 })
 
 export const Transaction = Discriminated([
-  ChargeTransaction, CreditTransaction, PaymentTransaction, RepaymentTransaction, SupplyChargeTransaction
+  ChargeTransaction,
+  CreditTransaction,
+  PaymentTransaction,
+  RepaymentTransaction,
+  SupplyChargeTransaction
 ])
 export type Transaction = Static<typeof Transaction>
 

@@ -10,7 +10,11 @@ const dir = 'drizzle/migrations'
 const meta = join(dir, 'meta')
 const before = new Set([...readdirSync(dir), ...readdirSync(meta).map((name) => join('meta', name))])
 const journal = readFileSync(join(meta, '_journal.json'))
-const run = spawnSync('npx', ['drizzle-kit', 'generate', '--config', 'drizzle/drizzle.config.ts', '--name', 'db_check_probe'], { encoding: 'utf8' })
+const run = spawnSync(
+  'npx',
+  ['drizzle-kit', 'generate', '--config', 'drizzle/drizzle.config.ts', '--name', 'db_check_probe'],
+  { encoding: 'utf8' }
+)
 const output = `${run.stdout}${run.stderr}`
 if (run.status === 0 && output.includes('No schema changes')) {
   console.log('db:check: drizzle/schema/ and drizzle/migrations/ agree')
@@ -22,5 +26,7 @@ for (const name of [...readdirSync(dir), ...readdirSync(meta).map((name) => join
 }
 writeFileSync(join(meta, '_journal.json'), journal)
 console.error(output.trim())
-console.error('db:check: drizzle/schema/ differs from the migrations; run `npm run db:generate` and commit the new migration')
+console.error(
+  'db:check: drizzle/schema/ differs from the migrations; run `npm run db:generate` and commit the new migration'
+)
 process.exit(1)

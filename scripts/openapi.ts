@@ -9,8 +9,11 @@ import { loadConfig } from '../src/config.js'
 
 const file = process.argv[2] ?? 'openapi.json'
 const config = loadConfig({
-  NODE_ENV: 'test', LOG_LEVEL: 'silent', DATA_DIR: 'memory://openapi',
-  TOKEN_SECRET: 'openapi-document-openapi-document-0123456789', OPERATOR_API_KEY: 'amo_openapi-document-0123456789abcdefghijklmnop',
+  NODE_ENV: 'test',
+  LOG_LEVEL: 'silent',
+  DATA_DIR: 'memory://openapi',
+  TOKEN_SECRET: 'openapi-document-openapi-document-0123456789',
+  OPERATOR_API_KEY: 'amo_openapi-document-0123456789abcdefghijklmnop',
   PAYMENT_VENDORS: 'ACMEPAY=https://vendor.invalid'
 })
 const app = await buildApp(config, { announce: () => {} })

@@ -16,7 +16,9 @@ const require = createRequire(import.meta.url)
 // check, for both runs); it is used as it is and left in place.
 const prebuilt = process.env.TEST_BUILD_DIR ? resolve(root, process.env.TEST_BUILD_DIR) : undefined
 const out = prebuilt ?? join(root, '.build', `test-${process.pid}`)
-const clean = () => { if (!prebuilt) rmSync(out, { recursive: true, force: true }) }
+const clean = () => {
+  if (!prebuilt) rmSync(out, { recursive: true, force: true })
+}
 
 if (prebuilt) {
   if (!existsSync(join(out, 'test'))) {
@@ -24,8 +26,20 @@ if (prebuilt) {
     process.exit(1)
   }
 } else {
-  const tsc = spawnSync(process.execPath, [require.resolve('typescript/bin/tsc'), '-p', join(root, 'tsconfig.json'),
-    '--noEmit', 'false', '--noCheck', '--outDir', out], { cwd: root, stdio: 'inherit' })
+  const tsc = spawnSync(
+    process.execPath,
+    [
+      require.resolve('typescript/bin/tsc'),
+      '-p',
+      join(root, 'tsconfig.json'),
+      '--noEmit',
+      'false',
+      '--noCheck',
+      '--outDir',
+      out
+    ],
+    { cwd: root, stdio: 'inherit' }
+  )
   if (tsc.status !== 0) {
     clean()
     console.error('npm test: the TypeScript emit failed')
@@ -37,9 +51,13 @@ const compiled = (file) => join(out, relative(root, resolve(root, file)).replace
 const args = process.argv.slice(2)
 const named = args.filter((a) => /\.test\.ts$/.test(a))
 const options = args.filter((a) => !/\.test\.ts$/.test(a))
-const files = named.length > 0
-  ? named.map(compiled)
-  : readdirSync(join(root, 'test'), { recursive: true }).filter((f) => f.endsWith('.test.ts')).sort().map((f) => compiled(join('test', f)))
+const files =
+  named.length > 0
+    ? named.map(compiled)
+    : readdirSync(join(root, 'test'), { recursive: true })
+        .filter((f) => f.endsWith('.test.ts'))
+        .sort()
+        .map((f) => compiled(join('test', f)))
 
 const tap = spawn(join(root, 'node_modules', '.bin', 'tap'), [...options, ...files], {
   cwd: root,

@@ -1,5 +1,11 @@
 import { randomUUID } from 'node:crypto'
-import Fastify, { LogController, type FastifyInstance, type FastifyReply, type FastifyRequest, type RouteOptions } from 'fastify'
+import Fastify, {
+  LogController,
+  type FastifyInstance,
+  type FastifyReply,
+  type FastifyRequest,
+  type RouteOptions
+} from 'fastify'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { Config } from './config.js'
 import { openDatabase, type Database } from './db/index.js'
@@ -93,7 +99,11 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     app.setSerializerCompiler(serializerCompiler)
     const onRoute = options.onRoute
     // The hidden routes that answer 405 are not the API's: tests are told of the others.
-    if (onRoute) app.addHook('onRoute', (route) => { if (route.config?.methodNotAllowed !== true) onRoute(route) })
+    if (onRoute) {
+      app.addHook('onRoute', (route) => {
+        if (route.config?.methodNotAllowed !== true) onRoute(route)
+      })
+    }
     app.addHook('onRequest', async function requestIdHeader(request, reply) {
       reply.header('x-request-id', request.id)
     })
@@ -126,20 +136,23 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     await app.register(healthRoutes)
     // The web dashboard: a page on the GraphQL API above (before answerOtherMethods, like every route).
     await app.register(dashboardPlugin)
-    await app.register(async function dataImport(scope) {
-      scope.addHook('onRequest', scope.requireOrganisation)
-      // What the hooks above enforce, declared on each route for its documentation.
-      scope.addHook('onRoute', function declareSecurity(route) {
-        route.schema = { ...route.schema, security: CLIENT_TOKEN }
-      })
-      await scope.register(importsRoutes)
-      await scope.register(failuresRoutes)
-      await scope.register(errorCodesRoutes)
-      // The post-import sections (one endpoint each) and batches, built from the one list of sections.
-      const sections = await loadSections(scope.db, config)
-      await scope.register(sectionRoutes, { sections })
-      await scope.register(batchesRoutes, { sections })
-    }, { prefix: '/v1/data-import' })
+    await app.register(
+      async function dataImport(scope) {
+        scope.addHook('onRequest', scope.requireOrganisation)
+        // What the hooks above enforce, declared on each route for its documentation.
+        scope.addHook('onRoute', function declareSecurity(route) {
+          route.schema = { ...route.schema, security: CLIENT_TOKEN }
+        })
+        await scope.register(importsRoutes)
+        await scope.register(failuresRoutes)
+        await scope.register(errorCodesRoutes)
+        // The post-import sections (one endpoint each) and batches, built from the one list of sections.
+        const sections = await loadSections(scope.db, config)
+        await scope.register(sectionRoutes, { sections })
+        await scope.register(batchesRoutes, { sections })
+      },
+      { prefix: '/v1/data-import' }
+    )
     // Last: every path is known now, so the methods it does not serve answer 405.
     app.answerOtherMethods()
     app.log.info({ database: database.kind }, `database: ${database.description}`)

@@ -21,7 +21,8 @@ export function runPrimary(workers: number, logLevel: string, logFormat: 'json' 
 
   const listening = new WeakSet<Worker>()
   // A worker that has exited can still be listed until its IPC channel closes: not counted.
-  const liveWorkers = () => Object.values(cluster.workers ?? {}).filter((w): w is Worker => w !== undefined && !w.isDead())
+  const liveWorkers = () =>
+    Object.values(cluster.workers ?? {}).filter((w): w is Worker => w !== undefined && !w.isDead())
   let stopping: NodeJS.Signals | undefined
   let failed = false
 
@@ -41,7 +42,9 @@ export function runPrimary(workers: number, logLevel: string, logFormat: 'json' 
       return
     }
     if (!listening.has(worker)) {
-      log('error', `worker ${pid} exited (${signal ?? `code ${code}`}) before it was listening: stopping the cluster`, { worker: pid })
+      log('error', `worker ${pid} exited (${signal ?? `code ${code}`}) before it was listening: stopping the cluster`, {
+        worker: pid
+      })
       failed = true
       stop('SIGTERM', 'a worker could not start')
       return

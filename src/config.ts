@@ -87,13 +87,19 @@ export function loadConfig(source: Record<string, string | undefined>, options: 
     throw new ConfigError('invalid configuration: OPERATOR_API_KEY is required when NODE_ENV=production')
   }
   if (typed.WORKERS > 1 && typed.DATABASE_URL === undefined) {
-    throw new ConfigError(`invalid configuration: WORKERS=${typed.WORKERS} needs DATABASE_URL (the embedded database serves one process per DATA_DIR)`)
+    throw new ConfigError(
+      `invalid configuration: WORKERS=${typed.WORKERS} needs DATABASE_URL (the embedded database serves one process per DATA_DIR)`
+    )
   }
   if (typed.BODY_MEMORY_BYTES !== undefined && typed.BODY_MEMORY_BYTES < 2 * typed.BODY_LIMIT_BYTES) {
-    throw new ConfigError('invalid configuration: BODY_MEMORY_BYTES must be at least twice BODY_LIMIT_BYTES (one organisation may hold half of it)')
+    throw new ConfigError(
+      'invalid configuration: BODY_MEMORY_BYTES must be at least twice BODY_LIMIT_BYTES (one organisation may hold half of it)'
+    )
   }
   if (typed.HEADERS_TIMEOUT_SECONDS > typed.REQUEST_TIMEOUT_SECONDS) {
-    throw new ConfigError('invalid configuration: HEADERS_TIMEOUT_SECONDS must not be longer than REQUEST_TIMEOUT_SECONDS')
+    throw new ConfigError(
+      'invalid configuration: HEADERS_TIMEOUT_SECONDS must not be longer than REQUEST_TIMEOUT_SECONDS'
+    )
   }
   const paymentVendors = parseVendors(typed.PAYMENT_VENDORS)
   return {
@@ -134,7 +140,10 @@ export function loadConfig(source: Record<string, string | undefined>, options: 
 /** `STRIPE=https://…,ADYEN=https://…` → `{STRIPE: 'https://…', ADYEN: 'https://…'}`. */
 function parseVendors(text: string): Record<string, string> {
   const vendors: Record<string, string> = {}
-  for (const pair of text.split(',').map((p) => p.trim()).filter(Boolean)) {
+  for (const pair of text
+    .split(',')
+    .map((p) => p.trim())
+    .filter(Boolean)) {
     const at = pair.indexOf('=')
     const code = pair.slice(0, at).trim()
     const url = pair.slice(at + 1).trim()
@@ -150,15 +159,26 @@ function parseVendors(text: string): Record<string, string> {
 /** `STRIPE=sk_…,ADYEN=…` → token per vendor code; every code must be one of PAYMENT_VENDORS. Tokens never appear in messages. */
 function parseVendorTokens(text: string, vendors: Record<string, string>): Record<string, string> {
   const tokens: Record<string, string> = {}
-  for (const pair of text.split(',').map((p) => p.trim()).filter(Boolean)) {
+  for (const pair of text
+    .split(',')
+    .map((p) => p.trim())
+    .filter(Boolean)) {
     const at = pair.indexOf('=')
     const code = at < 1 ? '' : pair.slice(0, at).trim()
     const token = pair.slice(at + 1).trim()
     if (!/^[A-Z0-9_]{1,32}$/.test(code) || !/^[\x21-\x7e]+$/.test(token)) {
-      throw new ConfigError('invalid configuration: PAYMENT_VENDOR_TOKENS entries must be CODE=token (printable ASCII, no spaces or commas)')
+      throw new ConfigError(
+        'invalid configuration: PAYMENT_VENDOR_TOKENS entries must be CODE=token (printable ASCII, no spaces or commas)'
+      )
     }
-    if (vendors[code] === undefined) throw new ConfigError(`invalid configuration: PAYMENT_VENDOR_TOKENS names ${code}, which is not in PAYMENT_VENDORS`)
-    if (tokens[code] !== undefined) throw new ConfigError(`invalid configuration: PAYMENT_VENDOR_TOKENS names ${code} twice`)
+    if (vendors[code] === undefined) {
+      throw new ConfigError(
+        `invalid configuration: PAYMENT_VENDOR_TOKENS names ${code}, which is not in PAYMENT_VENDORS`
+      )
+    }
+    if (tokens[code] !== undefined) {
+      throw new ConfigError(`invalid configuration: PAYMENT_VENDOR_TOKENS names ${code} twice`)
+    }
     tokens[code] = token
   }
   return tokens

@@ -1,7 +1,14 @@
 import type { ErrorObject } from 'ajv'
 import type { FastifyRequest } from 'fastify'
 import type { ErrorEntry } from '../schemas/common.js'
-import { CODE, ERROR_CODES, formatDetail, type CodeSpec, type DetailParams, type ErrorCode } from '../schemas/error-codes.js'
+import {
+  CODE,
+  ERROR_CODES,
+  formatDetail,
+  type CodeSpec,
+  type DetailParams,
+  type ErrorCode
+} from '../schemas/error-codes.js'
 import { TRIMMED_PATTERN, WELL_FORMED_CHARACTERS } from '../schemas/text.js'
 
 export type { ErrorEntry }
@@ -33,7 +40,10 @@ export function entry(code: string, attr: string | null, detail: string): ErrorE
  * and `errors` sorted.
  */
 export function answer<C extends ErrorCode>(
-  code: C, errors: ErrorEntry[] = [], options: AnswerOptions = {}, ...args: AnswerArgs<C>
+  code: C,
+  errors: ErrorEntry[] = [],
+  options: AnswerOptions = {},
+  ...args: AnswerArgs<C>
 ): AppError {
   const spec: CodeSpec = ERROR_CODES[code]
   const message = spec.answerDetail ?? formatDetail(code, (args[0] ?? {}) as DetailParams<C>)
@@ -76,7 +86,9 @@ export function accountFailed(errors: ErrorEntry[]): AppError {
 export type DetailArgs<C extends ErrorCode> = keyof DetailParams<C> extends never ? [] : [DetailParams<C>]
 
 /** The values of an answer's wording: optional, and unused, where the answer has its own fixed one (`answerDetail`). */
-export type AnswerArgs<C extends ErrorCode> = (typeof ERROR_CODES)[C] extends { answerDetail: string } ? [params?: DetailParams<C>] : DetailArgs<C>
+export type AnswerArgs<C extends ErrorCode> = (typeof ERROR_CODES)[C] extends { answerDetail: string }
+  ? [params?: DetailParams<C>]
+  : DetailArgs<C>
 
 /**
  * An entry of `code` at `attr`, its detail in the catalogue's one wording (schemas/error-codes.ts):
@@ -113,7 +125,9 @@ export const throttled = (retryAfterSeconds: number): AppError =>
   answer(CODE.throttled, [], { headers: { 'retry-after': String(retryAfterSeconds) } }, { seconds: retryAfterSeconds })
 
 /** The codes whose wording is the whole detail (`'{detail}'`): those a schema keyword reports, its detail built from the keyword. */
-export type SchemaCode = { [C in ErrorCode]: (typeof ERROR_CODES)[C]['detail'] extends '{detail}' ? C : never }[ErrorCode]
+export type SchemaCode = {
+  [C in ErrorCode]: (typeof ERROR_CODES)[C]['detail'] extends '{detail}' ? C : never
+}[ErrorCode]
 
 /** Which Ajv keyword gives which contract code, unless the schema names its own (`errorCodes`). */
 const codeByKeyword: Record<string, SchemaCode> = {
@@ -169,29 +183,46 @@ function schemaDetail(e: ErrorObject): string {
         ? `Not a valid choice: one of ${allowed.map(String).join(', ')}.`
         : 'Not a valid choice.'
     }
-    case 'const': return `Must be ${JSON.stringify(params.allowedValue)}.`
-    case 'maxLength': return `Ensure this field has no more than ${limit} characters.`
-    case 'minLength': return `Ensure this field has at least ${limit} characters.`
-    case 'maxItems': return `Ensure this list has no more than ${limit} items.`
-    case 'minItems': return limit === 1 ? 'This list may not be empty.' : `Ensure this list has at least ${limit} items.`
-    case 'uniqueItems': return `Items ${params.i} and ${params.j} are the same; each may appear once.`
-    case 'minimum': return `Ensure this value is greater than or equal to ${limit}.`
-    case 'exclusiveMinimum': return `Ensure this value is greater than ${limit}.`
-    case 'maximum': return `Ensure this value is less than or equal to ${limit}.`
-    case 'exclusiveMaximum': return `Ensure this value is less than ${limit}.`
+    case 'const':
+      return `Must be ${JSON.stringify(params.allowedValue)}.`
+    case 'maxLength':
+      return `Ensure this field has no more than ${limit} characters.`
+    case 'minLength':
+      return `Ensure this field has at least ${limit} characters.`
+    case 'maxItems':
+      return `Ensure this list has no more than ${limit} items.`
+    case 'minItems':
+      return limit === 1 ? 'This list may not be empty.' : `Ensure this list has at least ${limit} items.`
+    case 'uniqueItems':
+      return `Items ${params.i} and ${params.j} are the same; each may appear once.`
+    case 'minimum':
+      return `Ensure this value is greater than or equal to ${limit}.`
+    case 'exclusiveMinimum':
+      return `Ensure this value is greater than ${limit}.`
+    case 'maximum':
+      return `Ensure this value is less than or equal to ${limit}.`
+    case 'exclusiveMaximum':
+      return `Ensure this value is less than ${limit}.`
     case 'format':
       if (params.format === 'date') return 'Not a valid date: a real calendar day as YYYY-MM-DD is required.'
-      if (params.format === 'date-time') return 'Not a valid date and time: ISO 8601 with a time zone is required, e.g. 2026-11-01T09:00:00Z.'
+      if (params.format === 'date-time') {
+        return 'Not a valid date and time: ISO 8601 with a time zone is required, e.g. 2026-11-01T09:00:00Z.'
+      }
       return `Not a valid ${String(params.format)}.`
     case 'pattern': {
       const pattern = String(params.pattern)
-      if (pattern === TRIMMED_PATTERN) return 'May not start or end with whitespace, nor hold U+0000 or a lone UTF-16 surrogate.'
+      if (pattern === TRIMMED_PATTERN) {
+        return 'May not start or end with whitespace, nor hold U+0000 or a lone UTF-16 surrogate.'
+      }
       if (pattern.includes(WELL_FORMED_CHARACTERS)) return 'May not hold U+0000 or a lone UTF-16 surrogate.'
       return `Does not match the pattern ${pattern}.`
     }
-    case 'required': return 'This field is required.'
-    case 'additionalProperties': return 'This field is not expected here.'
-    default: return e.message ?? 'is invalid'
+    case 'required':
+      return 'This field is required.'
+    case 'additionalProperties':
+      return 'This field is not expected here.'
+    default:
+      return e.message ?? 'is invalid'
   }
 }
 
@@ -201,7 +232,10 @@ const BLANK_KEYWORDS = new Set(['minLength', 'pattern', 'enum', 'format'])
 /** Splits an Ajv JSON pointer into path segments (`/customers/0/landline` → customers, 0, landline). */
 function pointerSegments(pointer: string): string[] {
   if (pointer === '') return []
-  return pointer.slice(1).split('/').map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~'))
+  return pointer
+    .slice(1)
+    .split('/')
+    .map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~'))
 }
 
 /**
@@ -213,7 +247,10 @@ function pointerSegments(pointer: string): string[] {
  * The input of a route that validates with `attachValidation`, as what it is: a body not known to
  * be valid, and its schema problems. The service decides what to answer.
  */
-export interface AttachedInput { body: unknown; schemaErrors: ErrorEntry[] }
+export interface AttachedInput {
+  body: unknown
+  schemaErrors: ErrorEntry[]
+}
 
 export function attachedInput(request: FastifyRequest): AttachedInput {
   // Fastify types these with its own narrower interface; they are the ajv error objects.
@@ -227,7 +264,13 @@ export function entriesFromAjv(errors: readonly ErrorObject[], prefix: string[] 
   for (const e of errors) {
     if (e.keyword === 'anyOf' || e.keyword === 'oneOf' || e.keyword === 'if') continue
     // A value of the wrong JSON type (or null) is reported once, by its `type` keyword.
-    if (e.keyword === 'enum' && typeof e.data !== 'string' && (e.parentSchema as { type?: unknown } | undefined)?.type === 'string') continue
+    if (
+      e.keyword === 'enum' &&
+      typeof e.data !== 'string' &&
+      (e.parentSchema as { type?: unknown } | undefined)?.type === 'string'
+    ) {
+      continue
+    }
     const path = [...prefix, ...pointerSegments(e.instancePath)]
     const params = e.params as Record<string, unknown>
     if (e.keyword === 'required') path.push(String(params.missingProperty))
@@ -290,9 +333,7 @@ export function compareAttr(a: string | null, b: string | null): number {
 
 /** Sorts entries by attr then code, and keeps the first 100. */
 export function sortEntries(entries: ErrorEntry[]): ErrorEntry[] {
-  return [...entries]
-    .sort((p, q) => compareAttr(p.attr, q.attr) || codePointCompare(p.code, q.code))
-    .slice(0, 100)
+  return [...entries].sort((p, q) => compareAttr(p.attr, q.attr) || codePointCompare(p.code, q.code)).slice(0, 100)
 }
 
 function codePointCompare(a: string, b: string): number {

@@ -7,7 +7,10 @@ import { Readable } from 'node:stream'
  * failure after the status was sent can only cut the body short: `onError` is told and the
  * stream is destroyed, which closes the connection without the final chunk.
  */
-export function jsonArrayStream(chunks: AsyncGenerator<object[], void, undefined>, onError: (err: unknown) => void): Readable {
+export function jsonArrayStream(
+  chunks: AsyncGenerator<object[], void, undefined>,
+  onError: (err: unknown) => void
+): Readable {
   let opened = false
   const stream: Readable = new Readable({
     read() {
@@ -16,29 +19,35 @@ export function jsonArrayStream(chunks: AsyncGenerator<object[], void, undefined
       setImmediate(pull)
     },
     destroy(err, callback) {
-      chunks.return(undefined).then(() => callback(err), () => callback(err))
+      chunks.return(undefined).then(
+        () => callback(err),
+        () => callback(err)
+      )
     }
   })
 
   function pull(): void {
     if (stream.destroyed) return
-    chunks.next().then(({ done, value }) => {
-      if (stream.destroyed) return
-      if (done) {
-        stream.push(opened ? ']' : '[]')
-        stream.push(null)
-        return
+    chunks.next().then(
+      ({ done, value }) => {
+        if (stream.destroyed) return
+        if (done) {
+          stream.push(opened ? ']' : '[]')
+          stream.push(null)
+          return
+        }
+        let text = ''
+        for (const item of value) {
+          text += (opened ? ',' : '[') + JSON.stringify(item)
+          opened = true
+        }
+        stream.push(text)
+      },
+      (err: unknown) => {
+        onError(err)
+        stream.destroy(err as Error)
       }
-      let text = ''
-      for (const item of value) {
-        text += (opened ? ',' : '[') + JSON.stringify(item)
-        opened = true
-      }
-      stream.push(text)
-    }, (err: unknown) => {
-      onError(err)
-      stream.destroy(err as Error)
-    })
+    )
   }
 
   return stream

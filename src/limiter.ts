@@ -83,7 +83,9 @@ function fairQueue(fits: (held: number, total: number, amount: number) => boolea
 
 /** At most `max` turns at once; the last free one only for a key holding none. */
 export function createLimiter(max: number) {
-  const queue = fairQueue((held, active, amount) => active + amount <= max && (active + amount < max || held === 0 || max === 1))
+  const queue = fairQueue(
+    (held, active, amount) => active + amount <= max && (active + amount < max || held === 0 || max === 1)
+  )
   return {
     get active(): number {
       return queue.held
@@ -119,7 +121,9 @@ export function createByteBudget(total: number) {
  */
 export async function holdWhileOpen(response: NodeJS.EventEmitter, acquire: () => Promise<Release>): Promise<boolean> {
   let gone = false
-  const leave = () => { gone = true }
+  const leave = () => {
+    gone = true
+  }
   response.once('close', leave)
   const release = await acquire()
   response.off('close', leave)

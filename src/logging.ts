@@ -28,7 +28,8 @@ function serialize(err: unknown, depth: number): SerializedError {
   if (err instanceof DrizzleQueryError) message = `Failed query: ${err.query}`
   else if (isDataException(e)) message = original.replace(/"(?:[^"]|"")*"/g, '"[redacted]"')
 
-  const stack = typeof e.stack !== 'string' ? '' : message === original ? e.stack : withoutMessage(e.stack, original, message)
+  const stack =
+    typeof e.stack !== 'string' ? '' : message === original ? e.stack : withoutMessage(e.stack, original, message)
   const out: SerializedError = { type: (err as object).constructor?.name ?? 'Object', message, stack }
   for (const key of SAFE_FIELDS) {
     const value = e[key]
@@ -48,7 +49,12 @@ function serialize(err: unknown, depth: number): SerializedError {
 }
 
 const SAFE_FIELDS = ['code', 'statusCode', 'severity', 'routine', 'errno', 'syscall', 'address', 'port'] as const
-const PG_ALIASES = [['constraint', 'constraint_name'], ['table', 'table_name'], ['column', 'column_name'], ['schema', 'schema_name']] as const
+const PG_ALIASES = [
+  ['constraint', 'constraint_name'],
+  ['table', 'table_name'],
+  ['column', 'column_name'],
+  ['schema', 'schema_name']
+] as const
 
 /** A PostgreSQL data exception: its message may quote the value it refused. */
 function isDataException(e: Record<string, unknown>): boolean {

@@ -14,8 +14,10 @@ async function main(): Promise<void> {
   if (cluster.isPrimary && config.port !== 0) await portFree(config.host, config.port)
   const app = await buildApp(config)
   const address = await app.listen({ host: config.host, port: config.port })
-  app.log.info(`ready: API documentation ${address}/docs · dashboard ${address}/dashboard · health ${address}/healthz · ` +
-    'operator command line: npm run admin -- help')
+  app.log.info(
+    `ready: API documentation ${address}/docs · dashboard ${address}/dashboard · health ${address}/healthz · ` +
+      'operator command line: npm run admin -- help'
+  )
 
   let closing = false
   const close = async (signal: string) => {
@@ -30,8 +32,12 @@ async function main(): Promise<void> {
     await app.close()
     process.exit(0)
   }
-  process.on('SIGTERM', () => { void close('SIGTERM') })
-  process.on('SIGINT', () => { void close('SIGINT') })
+  process.on('SIGTERM', () => {
+    void close('SIGTERM')
+  })
+  process.on('SIGINT', () => {
+    void close('SIGINT')
+  })
 }
 
 /** Resolves when HOST:PORT can be listened on; else a one-line reason (another server has it). */
@@ -39,9 +45,13 @@ function portFree(host: string, port: number): Promise<void> {
   return new Promise((resolve, reject) => {
     const probe = createServer()
     probe.once('error', (err: NodeJS.ErrnoException) => {
-      reject(new ConfigError(err.code === 'EADDRINUSE'
-        ? `${host}:${port} is in use (another server is running there? set PORT to another port)`
-        : `cannot listen on ${host}:${port}: ${err.code ?? err.message}`))
+      reject(
+        new ConfigError(
+          err.code === 'EADDRINUSE'
+            ? `${host}:${port} is in use (another server is running there? set PORT to another port)`
+            : `cannot listen on ${host}:${port}: ${err.code ?? err.message}`
+        )
+      )
     })
     probe.listen(port, host, () => probe.close(() => resolve()))
   })

@@ -60,7 +60,10 @@ function makeAjv(coerceTypes: boolean, allErrors = true): Ajv {
  * year 0 and refuses it on insert: such a date is `invalid_date` here, not a failed create later.
  */
 function withoutYearZero(ajv: Ajv, name: 'date' | 'date-time'): void {
-  const format = ajv.formats[name] as { validate: (s: string) => boolean; compare?: (a: string, b: string) => number | undefined }
+  const format = ajv.formats[name] as {
+    validate: (s: string) => boolean
+    compare?: (a: string, b: string) => number | undefined
+  }
   ajv.addFormat(name, {
     type: 'string',
     validate: (s: string) => !s.startsWith('0000') && format.validate(s),
@@ -89,7 +92,8 @@ const decimalKeyword = {
     const self = validateDecimal as ValidateWithErrors
     if (typeof data !== 'string' && typeof data !== 'number') return true // the type keyword reports it
     // A required decimal sent as an empty or whitespace-only string is `blank`.
-    const problems: Array<keyof typeof DECIMAL_MESSAGES> = typeof data === 'string' && data.trim() === '' ? [CODE.blank] : decimalProblems(data, bounds)
+    const problems: Array<keyof typeof DECIMAL_MESSAGES> =
+      typeof data === 'string' && data.trim() === '' ? [CODE.blank] : decimalProblems(data, bounds)
     if (problems.length === 0 && bounds.positive && !toBig(data).gt(0)) problems.push(CODE.min_value)
     if (problems.length === 0) return true
     self.errors = problems.map((code) => ({
@@ -111,7 +115,11 @@ const omitEmptyKeyword = {
   schemaType: 'boolean',
   modifying: true,
   before: 'required',
-  validate: function omitEmpty(_on: boolean, data: Record<string, unknown>, parentSchema: { required?: string[]; properties?: Record<string, { default?: unknown }> }): boolean {
+  validate: function omitEmpty(
+    _on: boolean,
+    data: Record<string, unknown>,
+    parentSchema: { required?: string[]; properties?: Record<string, { default?: unknown }> }
+  ): boolean {
     const properties = parentSchema.properties ?? {}
     const required = parentSchema.required ?? []
     for (const key of Object.keys(data)) {
@@ -140,7 +148,9 @@ const jsonValueKeyword = {
     if (data === null) return fail(CODE.null, 'This field may not be null.')
     if (data === undefined) return true
     const depth = jsonDepth(data, limits.maxDepth + 1)
-    if (depth > limits.maxDepth) return fail(CODE.max_depth, `Ensure this value is nested at most ${limits.maxDepth} levels deep.`)
+    if (depth > limits.maxDepth) {
+      return fail(CODE.max_depth, `Ensure this value is nested at most ${limits.maxDepth} levels deep.`)
+    }
     if (!isWellFormedJson(data)) return fail(CODE.invalid, 'Text must be well-formed Unicode without U+0000.')
     if (Buffer.byteLength(JSON.stringify(data), 'utf8') > limits.maxBytes) {
       return fail(CODE.max_length, `Ensure this value is at most ${limits.maxBytes} bytes serialised.`)
@@ -227,7 +237,9 @@ export function compileBody(schema: object): ValidateFunction {
 }
 
 export const validatorCompiler: FastifySchemaCompiler<unknown> = ({ schema, httpPart }) =>
-  compileOnce(httpPart === 'body' ? bodyAjv : coercingAjv, schema as object) as ReturnType<FastifySchemaCompiler<unknown>>
+  compileOnce(httpPart === 'body' ? bodyAjv : coercingAjv, schema as object) as ReturnType<
+    FastifySchemaCompiler<unknown>
+  >
 
 /** Fastify's default serialiser (fast-json-stringify), compiled once per schema. */
 export const serializerCompiler: FastifySerializerCompiler<unknown> = ({ schema }) => {

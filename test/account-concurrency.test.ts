@@ -33,11 +33,16 @@ async function setup(t: Test) {
     }
   }
   const accountCount = async () => (await database.db.select({ n: count() }).from(accounts))[0]!.n
-  const setLimit = (max: number | null) => asOperator(app,
-    'mutation($m: Int) { updateImportSupplier(input: {code: "ACME_ENERGY", maxConcurrentProcessing: $m}) { code } }', { m: max })
+  const setLimit = (max: number | null) =>
+    asOperator(
+      app,
+      'mutation($m: Int) { updateImportSupplier(input: {code: "ACME_ENERGY", maxConcurrentProcessing: $m}) { code } }',
+      { m: max }
+    )
 
   /** Holds the team row locked until `release()`: creates block inside their transaction. */
-  const holdTeam = () => holdLocks(t, fresh.url!, (sql) => sql`select id from operations_teams where name = ${TEAM} for update`)
+  const holdTeam = () =>
+    holdLocks(t, fresh.url!, (sql) => sql`select id from operations_teams where name = ${TEAM} for update`)
 
   return { app, database, url: fresh.url!, tenant, client, stageMany, accountCount, setLimit, holdTeam }
 }
@@ -52,12 +57,22 @@ async function until(t: Test, what: string, check: () => Promise<boolean>, ms = 
 }
 
 function serverEnv(url: string, dataDir: string): Record<string, string> {
-  return { DATABASE_URL: url, DATA_DIR: dataDir, TOKEN_SECRET: TEST_TOKEN_SECRET, OPERATOR_API_KEY: TEST_OPERATOR_KEY, NODE_ENV: 'test', LOG_LEVEL: 'info' }
+  return {
+    DATABASE_URL: url,
+    DATA_DIR: dataDir,
+    TOKEN_SECRET: TEST_TOKEN_SECRET,
+    OPERATOR_API_KEY: TEST_OPERATOR_KEY,
+    NODE_ENV: 'test',
+    LOG_LEVEL: 'info'
+  }
 }
 
 async function twoServers(t: Test, url: string): Promise<[Running, Running]> {
   const dir = mkdtempSync(join(tmpdir(), 'amis-concurrency-'))
-  const servers = await Promise.all([startServer(serverEnv(url, join(dir, 'a'))), startServer(serverEnv(url, join(dir, 'b')))])
+  const servers = await Promise.all([
+    startServer(serverEnv(url, join(dir, 'a'))),
+    startServer(serverEnv(url, join(dir, 'b')))
+  ])
   t.teardown(async () => {
     for (const s of servers) if (s.child.exitCode === null && s.child.signalCode === null) s.child.kill('SIGKILL')
     await Promise.all(servers.map((s) => s.exit))
@@ -70,8 +85,16 @@ function httpCreate(server: Running, token: string, external: string) {
   return fetch(`${server.url}/v1/data-import/account-import-process/process/`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', authorization: `Token ${token}` },
-    body: JSON.stringify({ external_account_number: external, import_supplier_code: 'ACME_ENERGY', operations_team_name: TEAM })
-  }).then(async (res) => ({ status: res.status, retryAfter: res.headers.get('retry-after'), body: (await res.json()) as any }))
+    body: JSON.stringify({
+      external_account_number: external,
+      import_supplier_code: 'ACME_ENERGY',
+      operations_team_name: TEAM
+    })
+  }).then(async (res) => ({
+    status: res.status,
+    retryAfter: res.headers.get('retry-after'),
+    body: (await res.json()) as any
+  }))
 }
 
 function httpStatus(server: Running, token: string, external: string) {
@@ -91,7 +114,10 @@ if (!testDatabaseUrl) {
     t.equal(created.length, 1, 'one winner')
     for (const loser of results.filter((r) => r.statusCode !== 201)) {
       t.equal(loser.statusCode, 400)
-      t.ok(['account_import_in_progress', 'account_already_imported'].includes(codes(loser)[0]![0]), codes(loser)[0]![0])
+      t.ok(
+        ['account_import_in_progress', 'account_already_imported'].includes(codes(loser)[0]![0]),
+        codes(loser)[0]![0]
+      )
       if (codes(loser)[0]![0] === 'account_already_imported') {
         t.equal(loser.json().service_account_number, created[0]!.json().service_account_number)
       }
@@ -99,23 +125,52 @@ if (!testDatabaseUrl) {
     t.equal(await accountCount(), 1)
   })
 
-  t.test('10 concurrent first stages of one account: one 201, the rest 200, one process, every event kept', async (t) => {
-    const { client, database } = await setup(t)
-    const results = await Promise.all(Array.from({ length: 10 }, (_, i) =>
-      client.stage(exampleAccount({ external_account_number: 'STAGE-RACE-1', sales_subchannel: `S${i}` }))))
-    t.same(results.map((r) => r.statusCode).sort(), [200, 200, 200, 200, 200, 200, 200, 200, 200, 201], results.map((r) => r.body).join('\n'))
-    t.equal((await database.db.select({ n: count() }).from(importProcesses))[0]!.n, 1)
-    const events = await database.db.select({ type: importEvents.type }).from(importEvents)
-    t.same(events.map((e) => e.type).sort(), ['RESTAGED', 'RESTAGED', 'RESTAGED', 'RESTAGED', 'RESTAGED', 'RESTAGED', 'RESTAGED', 'RESTAGED', 'RESTAGED', 'STAGED'])
-  })
+  t.test(
+    '10 concurrent first stages of one account: one 201, the rest 200, one process, every event kept',
+    async (t) => {
+      const { client, database } = await setup(t)
+      const results = await Promise.all(
+        Array.from({ length: 10 }, (_, i) =>
+          client.stage(exampleAccount({ external_account_number: 'STAGE-RACE-1', sales_subchannel: `S${i}` }))
+        )
+      )
+      t.same(
+        results.map((r) => r.statusCode).sort(),
+        [200, 200, 200, 200, 200, 200, 200, 200, 200, 201],
+        results.map((r) => r.body).join('\n')
+      )
+      t.equal((await database.db.select({ n: count() }).from(importProcesses))[0]!.n, 1)
+      const events = await database.db.select({ type: importEvents.type }).from(importEvents)
+      t.same(events.map((e) => e.type).sort(), [
+        'RESTAGED',
+        'RESTAGED',
+        'RESTAGED',
+        'RESTAGED',
+        'RESTAGED',
+        'RESTAGED',
+        'RESTAGED',
+        'RESTAGED',
+        'RESTAGED',
+        'STAGED'
+      ])
+    }
+  )
 
   t.test('while a create runs: IN_PROGRESS, stage and a second create are refused', async (t) => {
     const { client, stageMany, accountCount, holdTeam } = await setup(t)
     await stageMany('SLOW-1')
     const release = await holdTeam()
     const running = client.create('SLOW-1')
-    await until(t, 'the status is IN_PROGRESS', async () => (await client.status('SLOW-1')).json().status === 'IN_PROGRESS')
-    t.same((await client.status('SLOW-1')).json(), { status: 'IN_PROGRESS', service_account_number: '', latest_error: null })
+    await until(
+      t,
+      'the status is IN_PROGRESS',
+      async () => (await client.status('SLOW-1')).json().status === 'IN_PROGRESS'
+    )
+    t.same((await client.status('SLOW-1')).json(), {
+      status: 'IN_PROGRESS',
+      service_account_number: '',
+      latest_error: null
+    })
     const stage = await client.stage(exampleAccount({ external_account_number: 'SLOW-1', sales_subchannel: 'CHANGED' }))
     t.equal(stage.statusCode, 400)
     t.same(codes(stage), [['account_import_in_progress', null]])
@@ -154,10 +209,12 @@ if (!testDatabaseUrl) {
     const [a, b] = await twoServers(t, url)
     const release = await holdTeam()
     const settled = new Map<string, { status: number; retryAfter: string | null; body: any }>()
-    const calls = externals.map((external, i) => httpCreate(i % 2 === 0 ? a : b, tenant.token, external).then((r) => {
-      settled.set(external, r)
-      return r
-    }))
+    const calls = externals.map((external, i) =>
+      httpCreate(i % 2 === 0 ? a : b, tenant.token, external).then((r) => {
+        settled.set(external, r)
+        return r
+      })
+    )
     await until(t, 'four creates were refused', async () => settled.size >= 4)
     await sleep(300)
     t.equal(settled.size, 4, 'two creates are still running')
@@ -185,12 +242,20 @@ if (!testDatabaseUrl) {
     const [a, b] = await twoServers(t, url)
     const release = await holdTeam()
     const doomed = httpCreate(a, tenant.token, 'KILL-1').catch(() => 'connection lost')
-    await until(t, 'the create runs', async () => (await httpStatus(b, tenant.token, 'KILL-1')).status === 'IN_PROGRESS')
+    await until(
+      t,
+      'the create runs',
+      async () => (await httpStatus(b, tenant.token, 'KILL-1')).status === 'IN_PROGRESS'
+    )
     a.child.kill('SIGKILL')
     await a.exit
     t.equal(await doomed, 'connection lost')
     await release()
-    await until(t, 'the killed create is rolled back', async () => (await httpStatus(b, tenant.token, 'KILL-1')).status === 'UNKNOWN')
+    await until(
+      t,
+      'the killed create is rolled back',
+      async () => (await httpStatus(b, tenant.token, 'KILL-1')).status === 'UNKNOWN'
+    )
     t.equal(await accountCount(), 0, 'no account from the killed create')
     const res = await httpCreate(b, tenant.token, 'KILL-1')
     t.equal(res.status, 201, 'the slot and the process lock were released: ' + JSON.stringify(res.body))

@@ -43,43 +43,153 @@ t.test('account data validation', async (t) => {
     t.equal(body.ledgers[0].historical_statement_transactions[1].amount, '50.00')
     const supplyCharge = body.ledgers[0].current_statement_transactions[0]
     t.equal(supplyCharge.amount, '53.24')
-    t.strictSame(supplyCharge.line_items, [{
-      rate_band: 'CONSUMPTION_STANDARD', start_date: '2026-10-01', end_date: '2026-10-31',
-      number_of_units: '4.00', net_amount: '44.00', price_per_unit: '11.00', units: ['4.00', '8.00']
-    }], 'every line item decimal, each units value included')
-    t.strictSame(supplyCharge.tax_items, [{ amount: '9.24', tax_type: 'VAT', value_taxed: '44.00', rate: '0.21', unit_type: 'PROPORTION' }])
+    t.strictSame(
+      supplyCharge.line_items,
+      [
+        {
+          rate_band: 'CONSUMPTION_STANDARD',
+          start_date: '2026-10-01',
+          end_date: '2026-10-31',
+          number_of_units: '4.00',
+          net_amount: '44.00',
+          price_per_unit: '11.00',
+          units: ['4.00', '8.00']
+        }
+      ],
+      'every line item decimal, each units value included'
+    )
+    t.strictSame(supplyCharge.tax_items, [
+      { amount: '9.24', tax_type: 'VAT', value_taxed: '44.00', rate: '0.21', unit_type: 'PROPORTION' }
+    ])
     t.equal(body.ledgers[0].current_statement_transactions[1].amount, '100.00')
     t.equal(body.customers[0].landline, '+441174960123', 'landline in E.164, the billing country GB as default region')
-    t.strictSame(body.billing_address, { street_address: '12 Harbour Row\nFlat 3', locality: 'Bristol', postal_code: 'BS1 5TY', country: 'GB' },
-      'the blank administrative_area is omitted; newlines in street_address are kept')
+    t.strictSame(
+      body.billing_address,
+      { street_address: '12 Harbour Row\nFlat 3', locality: 'Bristol', postal_code: 'BS1 5TY', country: 'GB' },
+      'the blank administrative_area is omitted; newlines in street_address are kept'
+    )
     t.equal(body.sales_channel, 'EVENTS', 'a value sent is not replaced by the default')
-    t.strictSame(body.metadata, [{ key: 'legacy_crm_id', value: { crm: 'X-991', segment: 4 } }], 'metadata values as sent')
+    t.strictSame(
+      body.metadata,
+      [{ key: 'legacy_crm_id', value: { crm: 'X-991', segment: 4 } }],
+      'metadata values as sent'
+    )
     t.strictSame(body.account_billing_options, { use_industry_billing: true })
     t.equal(body.external_account_number, 'EXT-000123')
   })
 
   t.test('each rule family answers its code and attr through the endpoint', async (t) => {
     const cases: Array<[string, Account, Expected]> = [
-      ['a decimal', account((a) => { a.transfer_balance = '1.2.3' }), [['invalid_decimal', 'transfer_balance']]],
-      ['a required field', account((a) => { delete a.billing_address.country }), [['required', 'billing_address.country']]],
-      ['an unknown field', account((a) => { a.customers[0].zz = 1 }), [['unexpected_field', 'customers.0.zz']]],
-      ['a choice', account((a) => { a.customers[0].title = 'Sir.' }), [['invalid_choice', 'customers.0.title']]],
-      ['a date', account((a) => { a.supply_addresses[0].customer_at_supply_address_from_date = '2023-02-30' }),
-        [['invalid_date', 'supply_addresses.0.customer_at_supply_address_from_date']]],
-      ['billing options', account((a) => { a.account_billing_options = { use_industry_billing: false } }), [
-        ['account_billing_options_period_data_required', 'account_billing_options.period_length'],
-        ['account_billing_options_period_data_required', 'account_billing_options.period_start_day']]],
-      ['an e-mail address', account((a) => { a.customers[0].email = 'test@mailbox.org' }), [['possible_test_email_address', 'customers.0.email']]],
-      ['a landline', account((a) => { a.customers[0].landline = 'abcde' }), [['invalid_phone_number', 'customers.0.landline']]],
-      ['a country', account((a) => { a.billing_address.country = 'XX' }), [['invalid_country', 'billing_address.country']]],
-      ['a postcode', account((a) => { a.billing_address.postal_code = 'NOT A CODE' }), [['invalid_postcode', 'billing_address.postal_code']]],
-      ['metadata', account((a) => { a.metadata = [{ key: 'k', value: 1 }, { key: 'k', value: 2 }] }), [['metadata_has_duplicate_keys', 'metadata.1.key']]],
-      ['a balance', account((a) => { a.ledgers[0].ledger_balance = '6.25'; a.transfer_balance = '6.25' }), [['balance_mismatch_on_ledger_balance', 'ledgers.0.ledger_balance']]],
-      ['a transaction id', withLedgers([bareLedger({ current_statement_transactions: [tx.credit('D-1', 1), tx.charge('D-1', 1)] })], 0),
-        [['duplicate_transaction_ids', `${CUR}.1.transaction_id`]]],
-      ['an agreement', account((a) => { a.supply_addresses[0].supply_points[0].agreements[0].tariff_code = ' ' }), [['blank', `${SP}.agreements.0.tariff_code`]]],
-      ['a transaction date', account((a) => { a.ledgers[0].current_statement_transactions[1].transaction_date = daysFromToday(1) }),
-        [['transaction_in_future', `${CUR}.1.transaction_date`]]]
+      [
+        'a decimal',
+        account((a) => {
+          a.transfer_balance = '1.2.3'
+        }),
+        [['invalid_decimal', 'transfer_balance']]
+      ],
+      [
+        'a required field',
+        account((a) => {
+          delete a.billing_address.country
+        }),
+        [['required', 'billing_address.country']]
+      ],
+      [
+        'an unknown field',
+        account((a) => {
+          a.customers[0].zz = 1
+        }),
+        [['unexpected_field', 'customers.0.zz']]
+      ],
+      [
+        'a choice',
+        account((a) => {
+          a.customers[0].title = 'Sir.'
+        }),
+        [['invalid_choice', 'customers.0.title']]
+      ],
+      [
+        'a date',
+        account((a) => {
+          a.supply_addresses[0].customer_at_supply_address_from_date = '2023-02-30'
+        }),
+        [['invalid_date', 'supply_addresses.0.customer_at_supply_address_from_date']]
+      ],
+      [
+        'billing options',
+        account((a) => {
+          a.account_billing_options = { use_industry_billing: false }
+        }),
+        [
+          ['account_billing_options_period_data_required', 'account_billing_options.period_length'],
+          ['account_billing_options_period_data_required', 'account_billing_options.period_start_day']
+        ]
+      ],
+      [
+        'an e-mail address',
+        account((a) => {
+          a.customers[0].email = 'test@mailbox.org'
+        }),
+        [['possible_test_email_address', 'customers.0.email']]
+      ],
+      [
+        'a landline',
+        account((a) => {
+          a.customers[0].landline = 'abcde'
+        }),
+        [['invalid_phone_number', 'customers.0.landline']]
+      ],
+      [
+        'a country',
+        account((a) => {
+          a.billing_address.country = 'XX'
+        }),
+        [['invalid_country', 'billing_address.country']]
+      ],
+      [
+        'a postcode',
+        account((a) => {
+          a.billing_address.postal_code = 'NOT A CODE'
+        }),
+        [['invalid_postcode', 'billing_address.postal_code']]
+      ],
+      [
+        'metadata',
+        account((a) => {
+          a.metadata = [
+            { key: 'k', value: 1 },
+            { key: 'k', value: 2 }
+          ]
+        }),
+        [['metadata_has_duplicate_keys', 'metadata.1.key']]
+      ],
+      [
+        'a balance',
+        account((a) => {
+          a.ledgers[0].ledger_balance = '6.25'
+          a.transfer_balance = '6.25'
+        }),
+        [['balance_mismatch_on_ledger_balance', 'ledgers.0.ledger_balance']]
+      ],
+      [
+        'a transaction id',
+        withLedgers([bareLedger({ current_statement_transactions: [tx.credit('D-1', 1), tx.charge('D-1', 1)] })], 0),
+        [['duplicate_transaction_ids', `${CUR}.1.transaction_id`]]
+      ],
+      [
+        'an agreement',
+        account((a) => {
+          a.supply_addresses[0].supply_points[0].agreements[0].tariff_code = ' '
+        }),
+        [['blank', `${SP}.agreements.0.tariff_code`]]
+      ],
+      [
+        'a transaction date',
+        account((a) => {
+          a.ledgers[0].current_statement_transactions[1].transaction_date = daysFromToday(1)
+        }),
+        [['transaction_in_future', `${CUR}.1.transaction_date`]]
+      ]
     ]
     for (const [family, body, expected] of cases) await rejects(t, body, expected, family)
   })
@@ -96,8 +206,14 @@ t.test('account data validation', async (t) => {
     Object.assign(credits[2]!, { amount: 'bad', zz: 1 })
     credits[10]!.amount = '12345678901.12345678901'
     a.ledgers[0].current_statement_transactions = credits
-    a.metadata = [{ key: 'k', value: 1 }, { key: 'k', value: 2 }]
-    const agreements = Array.from({ length: 21 }, (_, k) => ({ effective_from: `2023-01-${String(k + 1).padStart(2, '0')}`, tariff_code: 'T' }))
+    a.metadata = [
+      { key: 'k', value: 1 },
+      { key: 'k', value: 2 }
+    ]
+    const agreements = Array.from({ length: 21 }, (_, k) => ({
+      effective_from: `2023-01-${String(k + 1).padStart(2, '0')}`,
+      tariff_code: 'T'
+    }))
     agreements[20]!.tariff_code = ' '
     a.supply_addresses[0].supply_points[0].agreements = agreements
     a.transfer_balance = 'x'
@@ -121,8 +237,17 @@ t.test('account data validation', async (t) => {
   })
 
   t.test('at most 100 entries, the first 100 in sort order', async (t) => {
-    const body = withLedgers([bareLedger({ current_statement_transactions: Array.from({ length: 120 }, (_, i) => tx.credit(`B-${i}`, 'bad')) })], 0,
-      (a) => { a.billing_address.country = 'XX' })
+    const body = withLedgers(
+      [
+        bareLedger({
+          current_statement_transactions: Array.from({ length: 120 }, (_, i) => tx.credit(`B-${i}`, 'bad'))
+        })
+      ],
+      0,
+      (a) => {
+        a.billing_address.country = 'XX'
+      }
+    )
     const res = await client.validate(body)
     expectErrors(t, res, [
       ['invalid_country', 'billing_address.country'],
@@ -133,12 +258,13 @@ t.test('account data validation', async (t) => {
   })
 
   t.test('unknown, foreign and paused suppliers are listed with every other problem', async (t) => {
-    const problems = (supplier: string) => account((a) => {
-      a.import_supplier = supplier
-      a.customers[0].email = 'test@mailbox.org'
-      a.customers[0].zz = 1
-      a.transfer_balance = '6.25'
-    })
+    const problems = (supplier: string) =>
+      account((a) => {
+        a.import_supplier = supplier
+        a.customers[0].email = 'test@mailbox.org'
+        a.customers[0].zz = 1
+        a.transfer_balance = '6.25'
+      })
     const unknownExpected: Expected = [
       ['possible_test_email_address', 'customers.0.email'],
       ['unexpected_field', 'customers.0.zz'],
@@ -147,23 +273,51 @@ t.test('account data validation', async (t) => {
     ]
     const unknown = await rejects(t, problems('NO_SUCH'), unknownExpected, 'unknown supplier')
     expectErrors(t, await client.stage(problems('NO_SUCH')), unknownExpected, 'unknown supplier (stage)')
-    await rejects(t, account((a) => { a.import_supplier = 'acme_energy' }), [['does_not_exist', 'import_supplier']], 'codes are case-sensitive')
-    await rejects(t, account((a) => { a.import_supplier = 'ACME\u0000ENERGY' }), [['invalid', 'import_supplier']], 'NUL is invalid, never a lookup')
+    await rejects(
+      t,
+      account((a) => {
+        a.import_supplier = 'acme_energy'
+      }),
+      [['does_not_exist', 'import_supplier']],
+      'codes are case-sensitive'
+    )
+    await rejects(
+      t,
+      account((a) => {
+        a.import_supplier = 'ACME\u0000ENERGY'
+      }),
+      [['invalid', 'import_supplier']],
+      'NUL is invalid, never a lookup'
+    )
 
     await createTenant(app, 'Other', 'OTHER_POWER')
-    const foreign = await rejects(t, problems('OTHER_POWER'), unknownExpected, 'another organisation\'s supplier')
+    const foreign = await rejects(t, problems('OTHER_POWER'), unknownExpected, "another organisation's supplier")
     expectErrors(t, await client.stage(problems('OTHER_POWER')), unknownExpected, 'foreign supplier (stage)')
     const strip = (body: Account) => ({ ...body, errors: body.errors.map((e: Account) => [e.code, e.attr]) })
     t.strictSame(strip(foreign.json()), strip(unknown.json()), 'nothing tells a foreign supplier from an unknown one')
 
-    const setStatus = (status: string) => asOperator(app, `mutation($c: String!) { updateImportSupplier(input: {code: $c, status: ${status}}) { code } }`, { c: 'ACME_ENERGY' })
-    const paused = account((a) => { a.external_account_number = 'EXT-PAUSED'; a.zz = 1 })
-    const notOngoing: Expected = [['import_supplier_migration_not_ongoing', 'import_supplier'], ['unexpected_field', 'zz']]
+    const setStatus = (status: string) =>
+      asOperator(app, `mutation($c: String!) { updateImportSupplier(input: {code: $c, status: ${status}}) { code } }`, {
+        c: 'ACME_ENERGY'
+      })
+    const paused = account((a) => {
+      a.external_account_number = 'EXT-PAUSED'
+      a.zz = 1
+    })
+    const notOngoing: Expected = [
+      ['import_supplier_migration_not_ongoing', 'import_supplier'],
+      ['unexpected_field', 'zz']
+    ]
     try {
       await setStatus('Paused')
       await rejects(t, paused, notOngoing, 'paused (validate)')
       expectErrors(t, await client.stage(paused), notOngoing, 'paused (stage)')
-      await rejects(t, account(), [['import_supplier_migration_not_ongoing', 'import_supplier']], 'a clean account of a paused supplier')
+      await rejects(
+        t,
+        account(),
+        [['import_supplier_migration_not_ongoing', 'import_supplier']],
+        'a clean account of a paused supplier'
+      )
       await setStatus('Complete')
       await rejects(t, paused, notOngoing, 'complete')
     } finally {
@@ -184,7 +338,10 @@ t.test('account data validation', async (t) => {
       a.zz = 1
       delete a.customers
     })
-    for (const [name, send] of [['validate', client.validate], ['stage', client.stage]] as const) {
+    for (const [name, send] of [
+      ['validate', client.validate],
+      ['stage', client.stage]
+    ] as const) {
       const res = await send(broken)
       t.equal(res.statusCode, 400, name)
       const body = res.json()
@@ -193,7 +350,10 @@ t.test('account data validation', async (t) => {
       t.equal(body.external_account_number, external, name)
       t.equal(body.service_account_number, serviceAccountNumber, name)
     }
-    const setStatus = (status: string) => asOperator(app, `mutation($c: String!) { updateImportSupplier(input: {code: $c, status: ${status}}) { code } }`, { c: 'ACME_ENERGY' })
+    const setStatus = (status: string) =>
+      asOperator(app, `mutation($c: String!) { updateImportSupplier(input: {code: $c, status: ${status}}) { code } }`, {
+        c: 'ACME_ENERGY'
+      })
     try {
       await setStatus('Paused')
       const res = await client.validate(broken)
@@ -204,9 +364,12 @@ t.test('account data validation', async (t) => {
   })
 
   t.test('a skipped account is refused before schema problems', async (t) => {
-    const skip = (external: string) => asOperator(app,
-      'mutation($s: String!, $e: String!) { skipImportProcess(input: {importSupplierCode: $s, externalAccountNumber: $e}) { state } }',
-      { s: 'ACME_ENERGY', e: external })
+    const skip = (external: string) =>
+      asOperator(
+        app,
+        'mutation($s: String!, $e: String!) { skipImportProcess(input: {importSupplierCode: $s, externalAccountNumber: $e}) { state } }',
+        { s: 'ACME_ENERGY', e: external }
+      )
     t.equal((await client.stage(exampleAccount({ external_account_number: 'EXT-SKIPPED' }))).statusCode, 201)
     await skip('EXT-SKIPPED')
     await skip('EXT-NEVER-STAGED')
@@ -218,8 +381,12 @@ t.test('account data validation', async (t) => {
       })
       expectErrors(t, await client.validate(broken), [['account_import_skipped', null]], `${external} (validate)`)
       expectErrors(t, await client.stage(broken), [['account_import_skipped', null]], `${external} (stage)`)
-      expectErrors(t, await client.validate(exampleAccount({ external_account_number: external })), [['account_import_skipped', null]],
-        `${external}, clean data`)
+      expectErrors(
+        t,
+        await client.validate(exampleAccount({ external_account_number: external })),
+        [['account_import_skipped', null]],
+        `${external}, clean data`
+      )
     }
   })
 
@@ -237,7 +404,10 @@ t.test('account data validation', async (t) => {
       ['balance_mismatch_on_ledger_balance', 'ledgers.0.ledger_balance'],
       ['ledger_balances_not_equal_to_transfer_balance', 'transfer_balance']
     ])
-    const [before] = await database.db.select().from(importProcesses).where(eq(importProcesses.externalAccountNumber, 'EXT-STAGE'))
+    const [before] = await database.db
+      .select()
+      .from(importProcesses)
+      .where(eq(importProcesses.externalAccountNumber, 'EXT-STAGE'))
     t.equal(before, undefined, 'nothing staged')
 
     const good = account((a) => {
@@ -249,7 +419,10 @@ t.test('account data validation', async (t) => {
     const normalised = await accepts(t, good)
     const res = await client.stage(good)
     t.equal(res.statusCode, 201, res.body)
-    const [row] = await database.db.select().from(importProcesses).where(eq(importProcesses.externalAccountNumber, 'EXT-STAGE'))
+    const [row] = await database.db
+      .select()
+      .from(importProcesses)
+      .where(eq(importProcesses.externalAccountNumber, 'EXT-STAGE'))
     t.strictSame(row?.stagedData, normalised, 'the stored data is what validate returns')
     t.equal((row?.stagedData as Account).billing_address.postal_code, 'BS1 5TY')
     t.equal((row?.stagedData as Account).sales_channel, 'DIRECT')

@@ -34,8 +34,12 @@ async function admin(argv: string[], options: RunOptions = {}): Promise<Run> {
   }
   run.code = await runAdmin(argv, {
     env: options.env ?? {},
-    stdout: (s) => { run.stdout += s },
-    stderr: (s) => { run.stderr += s },
+    stdout: (s) => {
+      run.stdout += s
+    },
+    stderr: (s) => {
+      run.stderr += s
+    },
     fetch: recording
   })
   return run
@@ -51,7 +55,10 @@ async function closedPort(): Promise<number> {
 }
 
 /** Runs the admin command line (`src/cli/admin.ts ...`) as a child process. */
-function spawnAdmin(argv: string[], env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
+function spawnAdmin(
+  argv: string[],
+  env: Record<string, string>
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [...nodeArgs('src/cli/admin.ts'), ...argv], {
       cwd: projectRoot,
@@ -60,17 +67,25 @@ function spawnAdmin(argv: string[], env: Record<string, string>): Promise<{ code
     })
     let stdout = ''
     let stderr = ''
-    child.stdout.on('data', (c: Buffer) => { stdout += c.toString('utf8') })
-    child.stderr.on('data', (c: Buffer) => { stderr += c.toString('utf8') })
+    child.stdout.on('data', (c: Buffer) => {
+      stdout += c.toString('utf8')
+    })
+    child.stderr.on('data', (c: Buffer) => {
+      stderr += c.toString('utf8')
+    })
     child.on('error', reject)
     child.on('close', (code) => resolve({ code, stdout, stderr }))
   })
 }
 
-const SUPPLIERS_QUERY = '{ importSuppliers { code organisation status documentRoot sendMigrationEmails maxConcurrentProcessing } }'
+const SUPPLIERS_QUERY =
+  '{ importSuppliers { code organisation status documentRoot sendMigrationEmails maxConcurrentProcessing } }'
 
 /** A fake fetch answering every request with one fixed response. */
-const answering = (body: string, init: ResponseInit): typeof fetch => async () => new Response(body, init)
+const answering =
+  (body: string, init: ResponseInit): typeof fetch =>
+  async () =>
+    new Response(body, init)
 
 /** The assertions `refusedBeforeAnyRequest` uses, on any test object. */
 type Asserts = Pick<typeof t, 'equal' | 'match'>
@@ -98,10 +113,22 @@ t.test('the admin command line against the real service', async (t) => {
     for (const argv of [['help'], ['--help'], ['-h']]) {
       const res = await admin(argv)
       t.equal(res.code, 0, argv.join(' '))
-      t.match(res.stdout, /^Account Migration Import Service — operator admin command line\n\nUsage: npm run admin -- <command>/)
-      for (const command of ['create-organisation <name>', 'create-api-key <organisation>', 'revoke-api-key <id>',
-        'create-supplier <code> --organisation <name>', 'update-supplier <code>', 'list-suppliers', 'create-team <name>',
-        'skip <supplier-code> <external-account-number>', 'events <supplier-code> <external-account-number>', 'progress <supplier-code>']) {
+      t.match(
+        res.stdout,
+        /^Account Migration Import Service — operator admin command line\n\nUsage: npm run admin -- <command>/
+      )
+      for (const command of [
+        'create-organisation <name>',
+        'create-api-key <organisation>',
+        'revoke-api-key <id>',
+        'create-supplier <code> --organisation <name>',
+        'update-supplier <code>',
+        'list-suppliers',
+        'create-team <name>',
+        'skip <supplier-code> <external-account-number>',
+        'events <supplier-code> <external-account-number>',
+        'progress <supplier-code>'
+      ]) {
         t.ok(res.stdout.includes(`\n  ${command}`), `lists ${command}`)
       }
       t.equal(res.stderr, '')
@@ -112,8 +139,10 @@ t.test('the admin command line against the real service', async (t) => {
     t.match(one.stdout, /^Usage: npm run admin -- update-supplier <code> \[options\]\n/)
     t.match(one.stdout, /--max-concurrent-processing <n\|none>/)
     t.notMatch(one.stdout, /--organisation/, 'only the options update-supplier takes')
-    t.same(await admin(['help', 'progress']).then((r) => [r.code, r.stdout.split('\n')[0]]),
-      [0, 'Usage: npm run admin -- progress <supplier-code> [options]'])
+    t.same(await admin(['help', 'progress']).then((r) => [r.code, r.stdout.split('\n')[0]]), [
+      0,
+      'Usage: npm run admin -- progress <supplier-code> [options]'
+    ])
 
     const bare = await admin([])
     t.equal(bare.code, 2, 'no command is a usage error')
@@ -137,7 +166,11 @@ t.test('the admin command line against the real service', async (t) => {
     t.same(res.requests[0]!.body.variables, { input: { APIKey: TEST_OPERATOR_KEY } }, 'the key travels as a variable')
     t.notOk(res.requests[0]!.body.query.includes(TEST_OPERATOR_KEY), 'never interpolated into the document')
     t.equal(res.requests[0]!.headers.get('authorization'), null, 'obtainToken needs no token')
-    t.match(res.requests[1]!.headers.get('authorization'), /^Bearer [\w-]+\.[\w-]+\.[\w-]+$/, 'operator call carries the token')
+    t.match(
+      res.requests[1]!.headers.get('authorization'),
+      /^Bearer [\w-]+\.[\w-]+\.[\w-]+$/,
+      'operator call carries the token'
+    )
     t.equal(res.requests[1]!.url, `${url}/graphql`)
     t.same(res.requests[1]!.body.variables, { input: { name: 'Acme Energy' } })
 
@@ -161,7 +194,10 @@ t.test('the admin command line against the real service', async (t) => {
     await run('create-organisation', 'Keyholder')
     const res = await run('create-api-key', 'Keyholder')
     t.equal(res.code, 0)
-    t.match(res.stdout, /^API key created for organisation Keyholder\n {2}id: {12}[0-9a-f-]{36}\n {2}organisation: {2}Keyholder\n/)
+    t.match(
+      res.stdout,
+      /^API key created for organisation Keyholder\n {2}id: {12}[0-9a-f-]{36}\n {2}organisation: {2}Keyholder\n/
+    )
     t.match(res.stdout, /shown only once/)
     const key = /^ {4}(amk_[A-Za-z0-9_-]{43})$/m.exec(res.stdout)?.[1]
     const id = /^ {2}id: +(\S+)$/m.exec(res.stdout)?.[1]
@@ -177,7 +213,12 @@ t.test('the admin command line against the real service', async (t) => {
 
     const revoked = await run('revoke-api-key', id!)
     t.equal(revoked.code, 0)
-    t.match(revoked.stdout, new RegExp(`^API key revoked\\n  id:            ${id}\\n  organisation:  Keyholder\\n  revoked at:    \\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\dZ\\n$`))
+    t.match(
+      revoked.stdout,
+      new RegExp(
+        `^API key revoked\\n  id:            ${id}\\n  organisation:  Keyholder\\n  revoked at:    \\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\dZ\\n$`
+      )
+    )
     const refused = await gql(app, OBTAIN_TOKEN, { input: { APIKey: key } })
     t.equal(refused.errors?.[0]?.extensions?.code, 'authentication_failed', 'the revoked key no longer works')
 
@@ -192,30 +233,59 @@ t.test('the admin command line against the real service', async (t) => {
   })
 
   t.test('create-supplier', async (t) => {
-    const full = await run('create-supplier', 'FULL_SUPPLIER', '--organisation', 'Base', '--document-root', 'imports/full/',
-      '--status', 'Paused', '--send-migration-emails', 'true', '--max-concurrent-processing', '25')
+    const full = await run(
+      'create-supplier',
+      'FULL_SUPPLIER',
+      '--organisation',
+      'Base',
+      '--document-root',
+      'imports/full/',
+      '--status',
+      'Paused',
+      '--send-migration-emails',
+      'true',
+      '--max-concurrent-processing',
+      '25'
+    )
     t.equal(full.code, 0, full.stderr)
-    t.equal(full.stdout, [
-      'Import supplier created',
-      '  code:                       FULL_SUPPLIER',
-      '  organisation:               Base',
-      '  status:                     Paused',
-      '  document root:              imports/full',
-      '  send migration emails:      true',
-      '  max concurrent processing:  25',
-      ''
-    ].join('\n'))
+    t.equal(
+      full.stdout,
+      [
+        'Import supplier created',
+        '  code:                       FULL_SUPPLIER',
+        '  organisation:               Base',
+        '  status:                     Paused',
+        '  document root:              imports/full',
+        '  send migration emails:      true',
+        '  max concurrent processing:  25',
+        ''
+      ].join('\n')
+    )
     t.same(await supplier('FULL_SUPPLIER'), {
-      code: 'FULL_SUPPLIER', organisation: 'Base', status: 'Paused', documentRoot: 'imports/full', sendMigrationEmails: true, maxConcurrentProcessing: 25
+      code: 'FULL_SUPPLIER',
+      organisation: 'Base',
+      status: 'Paused',
+      documentRoot: 'imports/full',
+      sendMigrationEmails: true,
+      maxConcurrentProcessing: 25
     })
 
     const plain = await run('create-supplier', 'PLAIN_SUPPLIER', '--organisation=Base')
     t.equal(plain.code, 0)
-    t.same(plain.requests[1]!.body.variables, { input: { code: 'PLAIN_SUPPLIER', organisation: 'Base' } }, 'omitted flags are not sent')
+    t.same(
+      plain.requests[1]!.body.variables,
+      { input: { code: 'PLAIN_SUPPLIER', organisation: 'Base' } },
+      'omitted flags are not sent'
+    )
     t.match(plain.stdout, / {2}document root: +\(bucket root\)\n/)
     t.match(plain.stdout, / {2}max concurrent processing: +no limit\n/)
     t.same(await supplier('PLAIN_SUPPLIER'), {
-      code: 'PLAIN_SUPPLIER', organisation: 'Base', status: 'Ongoing', documentRoot: '', sendMigrationEmails: false, maxConcurrentProcessing: null
+      code: 'PLAIN_SUPPLIER',
+      organisation: 'Base',
+      status: 'Ongoing',
+      documentRoot: '',
+      sendMigrationEmails: false,
+      maxConcurrentProcessing: null
     })
 
     const lower = await run('create-supplier', 'LOWER_CASE', '--organisation', 'Base', '--status', 'complete')
@@ -235,28 +305,70 @@ t.test('the admin command line against the real service', async (t) => {
     t.equal(badCode.code, 1)
     t.equal(badCode.stderr, 'error: invalid: code must match ^[A-Z0-9_]{1,32}$.\n')
 
-    refusedBeforeAnyRequest(t, await run('create-supplier', 'NO_ORG'), /^error: create-supplier needs --organisation <name>\n$/)
-    refusedBeforeAnyRequest(t, await run('create-supplier', 'X', '--organisation', 'Base', '--status', 'Running'),
-      /^error: --status must be one of Ongoing, Paused, Complete, not "Running"\n$/)
+    refusedBeforeAnyRequest(
+      t,
+      await run('create-supplier', 'NO_ORG'),
+      /^error: create-supplier needs --organisation <name>\n$/
+    )
+    refusedBeforeAnyRequest(
+      t,
+      await run('create-supplier', 'X', '--organisation', 'Base', '--status', 'Running'),
+      /^error: --status must be one of Ongoing, Paused, Complete, not "Running"\n$/
+    )
     t.equal(await supplier('X'), undefined, 'nothing was created')
   })
 
   t.test('update-supplier', async (t) => {
-    await run('create-supplier', 'UPD', '--organisation', 'Base', '--document-root', 'upd', '--send-migration-emails', 'true',
-      '--max-concurrent-processing', '7')
+    await run(
+      'create-supplier',
+      'UPD',
+      '--organisation',
+      'Base',
+      '--document-root',
+      'upd',
+      '--send-migration-emails',
+      'true',
+      '--max-concurrent-processing',
+      '7'
+    )
 
     const status = await run('update-supplier', 'UPD', '--status', 'Paused')
     t.equal(status.code, 0, status.stderr)
-    t.same(status.requests[1]!.body.variables, { input: { code: 'UPD', status: 'Paused' } }, 'only the given flag is sent')
+    t.same(
+      status.requests[1]!.body.variables,
+      { input: { code: 'UPD', status: 'Paused' } },
+      'only the given flag is sent'
+    )
     t.match(status.stdout, /^Import supplier updated\n {2}code: +UPD\n/)
-    t.same(await supplier('UPD'), {
-      code: 'UPD', organisation: 'Base', status: 'Paused', documentRoot: 'upd', sendMigrationEmails: true, maxConcurrentProcessing: 7
-    }, 'the omitted fields are unchanged')
+    t.same(
+      await supplier('UPD'),
+      {
+        code: 'UPD',
+        organisation: 'Base',
+        status: 'Paused',
+        documentRoot: 'upd',
+        sendMigrationEmails: true,
+        maxConcurrentProcessing: 7
+      },
+      'the omitted fields are unchanged'
+    )
 
-    const limit = await run('update-supplier', 'UPD', '--max-concurrent-processing', '12', '--send-migration-emails', 'FALSE')
+    const limit = await run(
+      'update-supplier',
+      'UPD',
+      '--max-concurrent-processing',
+      '12',
+      '--send-migration-emails',
+      'FALSE'
+    )
     t.equal(limit.code, 0)
     t.same(await supplier('UPD'), {
-      code: 'UPD', organisation: 'Base', status: 'Paused', documentRoot: 'upd', sendMigrationEmails: false, maxConcurrentProcessing: 12
+      code: 'UPD',
+      organisation: 'Base',
+      status: 'Paused',
+      documentRoot: 'upd',
+      sendMigrationEmails: false,
+      maxConcurrentProcessing: 12
     })
 
     const none = await run('update-supplier', 'UPD', '--max-concurrent-processing', 'none')
@@ -264,14 +376,30 @@ t.test('the admin command line against the real service', async (t) => {
     t.ok('maxConcurrentProcessing' in none.requests[1]!.body.variables.input, 'the field is sent')
     t.equal(none.requests[1]!.body.variables.input.maxConcurrentProcessing, null, 'as an explicit null')
     t.match(none.stdout, / {2}max concurrent processing: {2}no limit\n/)
-    t.same(await supplier('UPD'), {
-      code: 'UPD', organisation: 'Base', status: 'Paused', documentRoot: 'upd', sendMigrationEmails: false, maxConcurrentProcessing: null
-    }, 'the limit is cleared, nothing else changed')
+    t.same(
+      await supplier('UPD'),
+      {
+        code: 'UPD',
+        organisation: 'Base',
+        status: 'Paused',
+        documentRoot: 'upd',
+        sendMigrationEmails: false,
+        maxConcurrentProcessing: null
+      },
+      'the limit is cleared, nothing else changed'
+    )
 
     const root = await run('update-supplier', 'UPD', '--document-root', '', '--json')
     t.equal(root.code, 0)
     t.same(JSON.parse(root.stdout), {
-      updateImportSupplier: { code: 'UPD', organisation: 'Base', status: 'Paused', documentRoot: '', sendMigrationEmails: false, maxConcurrentProcessing: null }
+      updateImportSupplier: {
+        code: 'UPD',
+        organisation: 'Base',
+        status: 'Paused',
+        documentRoot: '',
+        sendMigrationEmails: false,
+        maxConcurrentProcessing: null
+      }
     })
 
     const missing = await run('update-supplier', 'NO_SUCH', '--status', 'Ongoing')
@@ -279,46 +407,88 @@ t.test('the admin command line against the real service', async (t) => {
     t.equal(missing.stderr, 'error: not_found: Import supplier NO_SUCH does not exist.\n')
 
     const tooMany = await run('update-supplier', 'UPD', '--max-concurrent-processing', '100001')
-    t.equal(tooMany.code, 1, 'the upper bound is the service\'s rule')
+    t.equal(tooMany.code, 1, "the upper bound is the service's rule")
     t.equal(tooMany.stderr, 'error: invalid: maxConcurrentProcessing must be null or 1–100000.\n')
     t.equal((await supplier('UPD')).maxConcurrentProcessing, null)
 
-    refusedBeforeAnyRequest(t, await run('update-supplier', 'UPD'), /^error: update-supplier needs at least one of --document-root, --status/)
+    refusedBeforeAnyRequest(
+      t,
+      await run('update-supplier', 'UPD'),
+      /^error: update-supplier needs at least one of --document-root, --status/
+    )
     for (const bad of ['0', '-3', '1.5', 'abc', '', '99999999999']) {
-      refusedBeforeAnyRequest(t, await run('update-supplier', 'UPD', `--max-concurrent-processing=${bad}`),
-        /^error: --max-concurrent-processing must be a whole number of at least 1, or none/)
+      refusedBeforeAnyRequest(
+        t,
+        await run('update-supplier', 'UPD', `--max-concurrent-processing=${bad}`),
+        /^error: --max-concurrent-processing must be a whole number of at least 1, or none/
+      )
     }
-    refusedBeforeAnyRequest(t, await run('update-supplier', 'UPD', '--send-migration-emails', 'yes'),
-      /^error: --send-migration-emails must be true or false, not "yes"\n$/)
-    refusedBeforeAnyRequest(t, await run('update-supplier', 'UPD', '--status', 'Done'), /^error: --status must be one of/)
-    refusedBeforeAnyRequest(t, await run('update-supplier', 'UPD', '--organisation', 'Base'),
-      /^error: update-supplier does not take --organisation/)
+    refusedBeforeAnyRequest(
+      t,
+      await run('update-supplier', 'UPD', '--send-migration-emails', 'yes'),
+      /^error: --send-migration-emails must be true or false, not "yes"\n$/
+    )
+    refusedBeforeAnyRequest(
+      t,
+      await run('update-supplier', 'UPD', '--status', 'Done'),
+      /^error: --status must be one of/
+    )
+    refusedBeforeAnyRequest(
+      t,
+      await run('update-supplier', 'UPD', '--organisation', 'Base'),
+      /^error: update-supplier does not take --organisation/
+    )
     t.equal((await supplier('UPD')).status, 'Paused', 'no refused command changed anything')
   })
 
   t.test('list-suppliers', async (t) => {
-    await run('create-supplier', 'LIST_A', '--organisation', 'Base', '--max-concurrent-processing', '3', '--document-root', 'a/b')
+    await run(
+      'create-supplier',
+      'LIST_A',
+      '--organisation',
+      'Base',
+      '--max-concurrent-processing',
+      '3',
+      '--document-root',
+      'a/b'
+    )
     const res = await run('list-suppliers')
     t.equal(res.code, 0)
     const lines = res.stdout.split('\n')
     t.match(lines[0], /^CODE +ORGANISATION +STATUS +EMAILS +MAX CONCURRENT +DOCUMENT ROOT$/)
     const all = await suppliers()
     t.ok(all.length >= 2)
-    t.equal(lines.length, all.length + 4, 'a header, one line per supplier, a blank line, a count and the final newline')
+    t.equal(
+      lines.length,
+      all.length + 4,
+      'a header, one line per supplier, a blank line, a count and the final newline'
+    )
     t.equal(lines[all.length + 2], `${all.length} import suppliers`)
     const row = lines.find((l) => l.startsWith('LIST_A '))
     t.match(row, /^LIST_A +Base +Ongoing +false +3 +a\/b$/)
     const headerAt = (name: string) => lines[0]!.indexOf(name)
     t.equal(row!.indexOf('Ongoing'), headerAt('STATUS'), 'columns are aligned')
     t.equal(row!.indexOf('a/b'), headerAt('DOCUMENT ROOT'))
-    t.same(all.map((s) => s.code), lines.slice(1, all.length + 1).map((l) => l.split(' ')[0]), 'every supplier, in order')
+    t.same(
+      all.map((s) => s.code),
+      lines.slice(1, all.length + 1).map((l) => l.split(' ')[0]),
+      'every supplier, in order'
+    )
 
     const json = await run('list-suppliers', '--json')
     t.equal(json.code, 0)
     t.same(JSON.parse(json.stdout), { importSuppliers: all }, 'the raw data object')
 
-    refusedBeforeAnyRequest(t, await run('list-suppliers', 'extra'), /^error: list-suppliers takes 0 arguments but was given 1/)
-    refusedBeforeAnyRequest(t, await run('list-suppliers', '--status', 'Paused'), /^error: list-suppliers does not take --status/)
+    refusedBeforeAnyRequest(
+      t,
+      await run('list-suppliers', 'extra'),
+      /^error: list-suppliers takes 0 arguments but was given 1/
+    )
+    refusedBeforeAnyRequest(
+      t,
+      await run('list-suppliers', '--status', 'Paused'),
+      /^error: list-suppliers does not take --status/
+    )
   })
 
   t.test('create-team', async (t) => {
@@ -333,30 +503,55 @@ t.test('the admin command line against the real service', async (t) => {
     t.equal(again.code, 1)
     t.equal(again.stderr, 'error: already_exists: Operations team Team Blue already exists.\n')
 
-    refusedBeforeAnyRequest(t, await run('create-team'), /^error: create-team needs <name> \(usage: npm run admin -- create-team <name>\)\n$/)
+    refusedBeforeAnyRequest(
+      t,
+      await run('create-team'),
+      /^error: create-team needs <name> \(usage: npm run admin -- create-team <name>\)\n$/
+    )
     refusedBeforeAnyRequest(t, await run('create-team', 'Team', 'Red'), /quote values that contain spaces/)
   })
 
   t.test('skip, events and progress', async (t) => {
     await run('create-supplier', 'TRACK', '--organisation', 'Base')
-    const [track] = await database.db.select({ id: importSuppliers.id }).from(importSuppliers).where(eq(importSuppliers.code, 'TRACK'))
+    const [track] = await database.db
+      .select({ id: importSuppliers.id })
+      .from(importSuppliers)
+      .where(eq(importSuppliers.code, 'TRACK'))
     const at = new Date('2026-03-04T05:06:07Z')
     await database.db.insert(importProcesses).values([
       { supplierId: track!.id, externalAccountNumber: 'P-1', state: 'STAGED', firstStagedAt: at },
-      { supplierId: track!.id, externalAccountNumber: 'P-2', state: 'STAGED', firstStagedAt: at, latestError: { at, errors: [] } },
-      { supplierId: track!.id, externalAccountNumber: 'DONE', state: 'IMPORTED', firstStagedAt: at, serviceAccountNumber: 'A-00C11AAA', accountCreatedAt: at }
+      {
+        supplierId: track!.id,
+        externalAccountNumber: 'P-2',
+        state: 'STAGED',
+        firstStagedAt: at,
+        latestError: { at, errors: [] }
+      },
+      {
+        supplierId: track!.id,
+        externalAccountNumber: 'DONE',
+        state: 'IMPORTED',
+        firstStagedAt: at,
+        serviceAccountNumber: 'A-00C11AAA',
+        accountCreatedAt: at
+      }
     ])
 
     const skip = await run('skip', 'TRACK', 'NEVER-STAGED')
     t.equal(skip.code, 0, skip.stderr)
-    t.equal(skip.stdout, [
-      'Import process skipped',
-      '  supplier:                 TRACK',
-      '  external account number:  NEVER-STAGED',
-      '  state:                    SKIPPED',
-      ''
-    ].join('\n'))
-    const [row] = await database.db.select({ state: importProcesses.state }).from(importProcesses)
+    t.equal(
+      skip.stdout,
+      [
+        'Import process skipped',
+        '  supplier:                 TRACK',
+        '  external account number:  NEVER-STAGED',
+        '  state:                    SKIPPED',
+        ''
+      ].join('\n')
+    )
+    const [row] = await database.db
+      .select({ state: importProcesses.state })
+      .from(importProcesses)
       .where(eq(importProcesses.externalAccountNumber, 'NEVER-STAGED'))
     t.equal(row?.state, 'SKIPPED', 'the process exists and is skipped')
 
@@ -377,7 +572,9 @@ t.test('the admin command line against the real service', async (t) => {
     t.equal(lines.length, 5, 'one event')
 
     const eventsJson = await run('events', 'TRACK', 'NEVER-STAGED', '--json')
-    t.match(JSON.parse(eventsJson.stdout), { importProcessEvents: [{ type: 'SKIPPED', actor: 'operator', at: /Z$/, detail: Object }] })
+    t.match(JSON.parse(eventsJson.stdout), {
+      importProcessEvents: [{ type: 'SKIPPED', actor: 'operator', at: /Z$/, detail: Object }]
+    })
     t.equal(JSON.parse(eventsJson.stdout).importProcessEvents.length, 1)
 
     const none = await run('events', 'TRACK', 'P-1')
@@ -390,18 +587,23 @@ t.test('the admin command line against the real service', async (t) => {
 
     const progress = await run('progress', 'TRACK')
     t.equal(progress.code, 0)
-    t.equal(progress.stdout, [
-      'Migration progress of TRACK',
-      '  staged:    3',
-      '  pending:   2',
-      '  imported:  1',
-      '  skipped:   1',
-      '  failed:    1  (pending, latest create failed)',
-      '  failing:   0  (accounts with a failure on record; see: npm run admin -- failures TRACK)',
-      ''
-    ].join('\n'))
+    t.equal(
+      progress.stdout,
+      [
+        'Migration progress of TRACK',
+        '  staged:    3',
+        '  pending:   2',
+        '  imported:  1',
+        '  skipped:   1',
+        '  failed:    1  (pending, latest create failed)',
+        '  failing:   0  (accounts with a failure on record; see: npm run admin -- failures TRACK)',
+        ''
+      ].join('\n')
+    )
     const progressJson = await run('progress', 'TRACK', '--json')
-    t.same(JSON.parse(progressJson.stdout), { migrationProgress: { staged: 3, pending: 2, imported: 1, skipped: 1, failed: 1, failing: 0 } })
+    t.same(JSON.parse(progressJson.stdout), {
+      migrationProgress: { staged: 3, pending: 2, imported: 1, skipped: 1, failed: 1, failing: 0 }
+    })
 
     const noSupplier = await run('progress', 'NO_SUCH')
     t.equal(noSupplier.code, 1)
@@ -412,35 +614,76 @@ t.test('the admin command line against the real service', async (t) => {
 
   t.test('erase', async (t) => {
     await run('create-supplier', 'ERASING', '--organisation', 'Base')
-    const [erasing] = await database.db.select({ id: importSuppliers.id }).from(importSuppliers).where(eq(importSuppliers.code, 'ERASING'))
+    const [erasing] = await database.db
+      .select({ id: importSuppliers.id })
+      .from(importSuppliers)
+      .where(eq(importSuppliers.code, 'ERASING'))
     const at = new Date('2026-03-04T05:06:07Z')
-    const latestError = { at: '2026-03-04T05:06:07Z', errors: [{ detail: 'Ann Example <ann@example.test> is not valid.', code: 'invalid', attr: 'customers.0.email' }] }
+    const latestError = {
+      at: '2026-03-04T05:06:07Z',
+      errors: [{ detail: 'Ann Example <ann@example.test> is not valid.', code: 'invalid', attr: 'customers.0.email' }]
+    }
     await database.db.insert(importProcesses).values([
-      { supplierId: erasing!.id, externalAccountNumber: 'E-1', state: 'STAGED', firstStagedAt: at, stagedData: { given_name: 'Ann' }, latestError },
-      { supplierId: erasing!.id, externalAccountNumber: 'E-2', state: 'IMPORTED', firstStagedAt: at, stagedData: { given_name: 'Bob' }, serviceAccountNumber: 'A-00E2E2E2', accountCreatedAt: at }
+      {
+        supplierId: erasing!.id,
+        externalAccountNumber: 'E-1',
+        state: 'STAGED',
+        firstStagedAt: at,
+        stagedData: { given_name: 'Ann' },
+        latestError
+      },
+      {
+        supplierId: erasing!.id,
+        externalAccountNumber: 'E-2',
+        state: 'IMPORTED',
+        firstStagedAt: at,
+        stagedData: { given_name: 'Bob' },
+        serviceAccountNumber: 'A-00E2E2E2',
+        accountCreatedAt: at
+      }
     ])
 
     const pending = await run('erase', 'ERASING', 'E-1')
     t.equal(pending.code, 0, pending.stderr)
     t.equal(pending.stderr, '')
-    t.equal(pending.stdout, [
-      'Staged data erased',
-      '  supplier:                 ERASING',
-      '  external account number:  E-1',
-      '  state:                    STAGED',
-      ''
-    ].join('\n'))
-    const [row] = await database.db.select({ stagedData: importProcesses.stagedData, latestError: importProcesses.latestError })
-      .from(importProcesses).where(eq(importProcesses.externalAccountNumber, 'E-1'))
-    t.same(row, { stagedData: null, latestError: { at: '2026-03-04T05:06:07Z', errors: [{ code: 'invalid', attr: 'customers.0.email' }] } },
-      'the payload is gone and the error keeps its code and attr')
+    t.equal(
+      pending.stdout,
+      [
+        'Staged data erased',
+        '  supplier:                 ERASING',
+        '  external account number:  E-1',
+        '  state:                    STAGED',
+        ''
+      ].join('\n')
+    )
+    const [row] = await database.db
+      .select({ stagedData: importProcesses.stagedData, latestError: importProcesses.latestError })
+      .from(importProcesses)
+      .where(eq(importProcesses.externalAccountNumber, 'E-1'))
+    t.same(
+      row,
+      {
+        stagedData: null,
+        latestError: { at: '2026-03-04T05:06:07Z', errors: [{ code: 'invalid', attr: 'customers.0.email' }] }
+      },
+      'the payload is gone and the error keeps its code and attr'
+    )
 
     const imported = await run('erase', 'ERASING', 'E-2')
     t.equal(imported.code, 0, imported.stderr)
     t.match(imported.stdout, /\n {2}state: {20}IMPORTED\n {2}service account number: {3}A-00E2E2E2\n$/)
-    t.same(JSON.parse((await run('erase', 'ERASING', 'E-2', '--json')).stdout), {
-      eraseStagedData: { importSupplierCode: 'ERASING', externalAccountNumber: 'E-2', state: 'IMPORTED', serviceAccountNumber: 'A-00E2E2E2' }
-    }, 'erasing again is fine')
+    t.same(
+      JSON.parse((await run('erase', 'ERASING', 'E-2', '--json')).stdout),
+      {
+        eraseStagedData: {
+          importSupplierCode: 'ERASING',
+          externalAccountNumber: 'E-2',
+          state: 'IMPORTED',
+          serviceAccountNumber: 'A-00E2E2E2'
+        }
+      },
+      'erasing again is fine'
+    )
 
     const noProcess = await run('erase', 'ERASING', 'NOPE')
     t.equal(noProcess.code, 1)
@@ -451,15 +694,24 @@ t.test('the admin command line against the real service', async (t) => {
     t.equal(noSupplier.stderr, 'error: not_found: Import supplier NO_SUCH does not exist.\n')
 
     refusedBeforeAnyRequest(t, await run('erase', 'ERASING'), /^error: erase needs <external-account-number>/)
-    refusedBeforeAnyRequest(t, await run('erase', 'ERASING', 'E-1', 'E-2'), /^error: erase takes 2 arguments but was given 3/)
-    refusedBeforeAnyRequest(t, await run('erase', 'ERASING', 'E-1', '--step', 'create'), /^error: erase does not take --step/)
+    refusedBeforeAnyRequest(
+      t,
+      await run('erase', 'ERASING', 'E-1', 'E-2'),
+      /^error: erase takes 2 arguments but was given 3/
+    )
+    refusedBeforeAnyRequest(
+      t,
+      await run('erase', 'ERASING', 'E-1', '--step', 'create'),
+      /^error: erase does not take --step/
+    )
     const help = await admin(['help'])
     t.ok(help.stdout.includes('\n  erase <supplier-code> <external-account-number>\n'), 'listed in the help')
   })
 
   t.test('lists of organisations, API keys and teams; failures by code; progress --watch', async (t) => {
     await asOperator(app, 'mutation { createOrganisation(input: {name: "Lister"}) { id } }')
-    const key = (await asOperator(app, 'mutation { createApiKey(input: {organisation: "Lister"}) { id key } }')).createApiKey
+    const key = (await asOperator(app, 'mutation { createApiKey(input: {organisation: "Lister"}) { id key } }'))
+      .createApiKey
     await asOperator(app, 'mutation { createImportSupplier(input: {code: "LISTED", organisation: "Lister"}) { code } }')
     await asOperator(app, 'mutation { createOperationsTeam(input: {name: "Zeta Team"}) { id } }')
 
@@ -470,10 +722,13 @@ t.test('the admin command line against the real service', async (t) => {
     const keys = await run('list-api-keys', '--organisation', 'Lister')
     t.equal(keys.code, 0)
     t.match(keys.stdout, /^ID {2,}ORGANISATION {2,}CREATED {2,}REVOKED\n/)
-    t.ok(keys.stdout.includes(`\n${key.id}  Lister`), 'the key\'s id, to revoke it by')
+    t.ok(keys.stdout.includes(`\n${key.id}  Lister`), "the key's id, to revoke it by")
     t.match(keys.stdout, /\d{4}-\d\d-\d\dT[\d:]+Z {2}-\n\n1 API key, 1 active\n$/)
     t.notOk(keys.stdout.includes(key.key), 'never the key')
-    t.equal((await run('list-api-keys', '--organisation', 'Nobody')).stderr, 'error: not_found: Organisation Nobody does not exist.\n')
+    t.equal(
+      (await run('list-api-keys', '--organisation', 'Nobody')).stderr,
+      'error: not_found: Organisation Nobody does not exist.\n'
+    )
     const teams = await run('list-teams')
     t.match(teams.stdout, /\nZeta Team {2,}[0-9a-f-]{36}\n/)
 
@@ -481,30 +736,58 @@ t.test('the admin command line against the real service', async (t) => {
     const token = org.data!.obtainToken.token as string
     const bad = { external_account_number: 'L-<1>', import_supplier: 'LISTED', account_type: 'DOMESTIC' }
     for (const external of ['L-<1>', 'L-2']) {
-      await app.inject({ method: 'POST', url: '/v1/data-import/validate-account/', headers: { authorization: `Bearer ${token}` }, payload: { ...bad, external_account_number: external } })
+      await app.inject({
+        method: 'POST',
+        url: '/v1/data-import/validate-account/',
+        headers: { authorization: `Bearer ${token}` },
+        payload: { ...bad, external_account_number: external }
+      })
     }
     const failures = await run('failures', 'LISTED')
     t.equal(failures.code, 0, failures.stderr)
     const meaning = (code: 'min_items' | 'required') => ERROR_CODES[code].meaning.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
-    t.match(failures.stdout, new RegExp('^Failures of LISTED: 2 accounts failing\n\nSTEP {2,}CODE {2,}ACCOUNTS {2}MEANING\n' +
-      `validate {2}min_items {2}2 {9}${meaning('min_items')}\nvalidate {2}required {3}2 {9}${meaning('required')}\n`), 'each code with what it means')
-    t.match(failures.stdout, /\nEXTERNAL ACCOUNT NUMBER {2}STEP {2,}ATTEMPTS {2}FAILED AT {2,}HTTP {2}PROBLEMS\nL-2 {2,}validate {2}1 {2,}\S+ {2}400 {3}required at billing_address; min_items at customers; /)
+    t.match(
+      failures.stdout,
+      new RegExp(
+        '^Failures of LISTED: 2 accounts failing\n\nSTEP {2,}CODE {2,}ACCOUNTS {2}MEANING\n' +
+          `validate {2}min_items {2}2 {9}${meaning('min_items')}\nvalidate {2}required {3}2 {9}${meaning('required')}\n`
+      ),
+      'each code with what it means'
+    )
+    t.match(
+      failures.stdout,
+      /\nEXTERNAL ACCOUNT NUMBER {2}STEP {2,}ATTEMPTS {2}FAILED AT {2,}HTTP {2}PROBLEMS\nL-2 {2,}validate {2}1 {2,}\S+ {2}400 {3}required at billing_address; min_items at customers; /
+    )
     t.match(failures.stdout, /\nL-<1> {2,}validate/, 'the account number as it is')
     const narrowed = await run('failures', 'LISTED', '--code', 'nope', '--step', 'create')
     t.match(narrowed.stdout, /showing step create, code nope\)\n\nNo failures match\./)
     const limited = await run('failures', 'LISTED', '--limit', '1')
     t.match(limited.stdout, /Accounts \(the first 1; --limit for more/)
     t.equal((await run('failures', 'NO_SUCH')).stderr, 'error: not_found: Import supplier NO_SUCH does not exist.\n')
-    refusedBeforeAnyRequest(t, await run('failures', 'LISTED', '--step', 'nope'), /--step must be one of validate, stage/)
-    refusedBeforeAnyRequest(t, await run('failures', 'LISTED', '--limit', '0'), /--limit must be a whole number from 1 to 10000/)
+    refusedBeforeAnyRequest(
+      t,
+      await run('failures', 'LISTED', '--step', 'nope'),
+      /--step must be one of validate, stage/
+    )
+    refusedBeforeAnyRequest(
+      t,
+      await run('failures', 'LISTED', '--limit', '0'),
+      /--limit must be a whole number from 1 to 10000/
+    )
     refusedBeforeAnyRequest(t, await run('list-teams', '--step', 'validate'), /list-teams does not take --step/)
 
     const stop = new AbortController()
     let out = ''
     let readings = 0
     const watching = runAdmin(['progress', 'LISTED', '--watch'], {
-      env, stderr: () => {}, watchIntervalSeconds: 0.05, signal: stop.signal,
-      stdout: (s) => { out += s; if (++readings === 3) stop.abort() }
+      env,
+      stderr: () => {},
+      watchIntervalSeconds: 0.05,
+      signal: stop.signal,
+      stdout: (s) => {
+        out += s
+        if (++readings === 3) stop.abort()
+      }
     })
     t.equal(await watching, 0, 'Ctrl-C ends the watch with exit code 0')
     t.equal(readings, 3, 'redrawn until stopped')
@@ -514,8 +797,11 @@ t.test('the admin command line against the real service', async (t) => {
   t.test('authentication', async (t) => {
     const wrong = await admin(['list-suppliers'], { env: { ADMIN_URL: url, OPERATOR_API_KEY: 'amo_wrong' } })
     t.equal(wrong.code, 1)
-    t.equal(wrong.stderr, 'error: authentication_failed: Incorrect authentication credentials. ' +
-      'The operator key was refused: check --operator-key or OPERATOR_API_KEY.\n')
+    t.equal(
+      wrong.stderr,
+      'error: authentication_failed: Incorrect authentication credentials. ' +
+        'The operator key was refused: check --operator-key or OPERATOR_API_KEY.\n'
+    )
     t.equal(wrong.stdout, '')
     t.equal(wrong.requests.length, 1, 'stops after the refused token request')
 
@@ -533,9 +819,16 @@ t.test('the admin command line against the real service', async (t) => {
     t.equal(tenant.stderr, 'error: permission_denied: Only the service operator may use this field.\n')
     t.equal(tenant.requests.length, 2)
 
-    refusedBeforeAnyRequest(t, await admin(['list-suppliers'], { env: { ADMIN_URL: url } }),
-      /^error: no operator key: pass --operator-key <key> or set OPERATOR_API_KEY\n$/)
-    refusedBeforeAnyRequest(t, await admin(['list-suppliers'], { env: { ADMIN_URL: url, OPERATOR_API_KEY: '' } }), /no operator key/)
+    refusedBeforeAnyRequest(
+      t,
+      await admin(['list-suppliers'], { env: { ADMIN_URL: url } }),
+      /^error: no operator key: pass --operator-key <key> or set OPERATOR_API_KEY\n$/
+    )
+    refusedBeforeAnyRequest(
+      t,
+      await admin(['list-suppliers'], { env: { ADMIN_URL: url, OPERATOR_API_KEY: '' } }),
+      /no operator key/
+    )
   })
 
   t.test('connection settings', async (t) => {
@@ -546,36 +839,68 @@ t.test('the admin command line against the real service', async (t) => {
     const wins = await admin(['list-suppliers', '--url', url], { env: { ...env, ADMIN_URL: 'http://127.0.0.1:9' } })
     t.equal(wins.code, 0, '--url wins over ADMIN_URL')
 
-    const defaulted = await admin(['list-suppliers'], { env: { OPERATOR_API_KEY: 'k' }, fetch: answering('{}', { status: 503 }) })
+    const defaulted = await admin(['list-suppliers'], {
+      env: { OPERATOR_API_KEY: 'k' },
+      fetch: answering('{}', { status: 503 })
+    })
     t.equal(defaulted.requests[0]!.url, 'http://127.0.0.1:3000/graphql', 'the default URL')
 
-    refusedBeforeAnyRequest(t, await run('list-suppliers', '--url', 'not a url'), /^error: --url must be an http\(s\) URL/)
-    refusedBeforeAnyRequest(t, await run('list-suppliers', '--url', 'ftp://127.0.0.1/'), /^error: --url must be an http\(s\) URL/)
+    refusedBeforeAnyRequest(
+      t,
+      await run('list-suppliers', '--url', 'not a url'),
+      /^error: --url must be an http\(s\) URL/
+    )
+    refusedBeforeAnyRequest(
+      t,
+      await run('list-suppliers', '--url', 'ftp://127.0.0.1/'),
+      /^error: --url must be an http\(s\) URL/
+    )
   })
 
   t.test('usage errors make no request', async (t) => {
-    refusedBeforeAnyRequest(t, await run('frobnicate'), /^error: unknown command "frobnicate" \(run "npm run admin -- help"/)
+    refusedBeforeAnyRequest(
+      t,
+      await run('frobnicate'),
+      /^error: unknown command "frobnicate" \(run "npm run admin -- help"/
+    )
     refusedBeforeAnyRequest(t, await run('help', 'frobnicate'), /^error: unknown command "frobnicate"/)
     refusedBeforeAnyRequest(t, await run('list-suppliers', '--verbose'), /^error: unknown option --verbose\n/)
-    refusedBeforeAnyRequest(t, await run('create-supplier', 'X', '--organisation'), /^error: --organisation needs a value\n/)
+    refusedBeforeAnyRequest(
+      t,
+      await run('create-supplier', 'X', '--organisation'),
+      /^error: --organisation needs a value\n/
+    )
   })
 })
 
 t.test('the service cannot be reached', async (t) => {
   const port = await closedPort()
-  const refused = await admin(['list-suppliers'], { env: { ADMIN_URL: `http://127.0.0.1:${port}`, OPERATOR_API_KEY: 'k' } })
+  const refused = await admin(['list-suppliers'], {
+    env: { ADMIN_URL: `http://127.0.0.1:${port}`, OPERATOR_API_KEY: 'k' }
+  })
   t.equal(refused.code, 1)
-  t.equal(refused.stderr, `error: cannot reach the service at http://127.0.0.1:${port}: connect ECONNREFUSED 127.0.0.1:${port}\n`)
+  t.equal(
+    refused.stderr,
+    `error: cannot reach the service at http://127.0.0.1:${port}: connect ECONNREFUSED 127.0.0.1:${port}\n`
+  )
   t.equal(refused.stdout, '')
 
-  const blocked = await admin(['create-organisation', 'X', '--url', 'http://127.0.0.1:1'], { env: { OPERATOR_API_KEY: 'k' } })
+  const blocked = await admin(['create-organisation', 'X', '--url', 'http://127.0.0.1:1'], {
+    env: { OPERATOR_API_KEY: 'k' }
+  })
   t.equal(blocked.code, 1)
   t.match(blocked.stderr, /^error: cannot reach the service at http:\/\/127\.0\.0\.1:1: [^\n]+\n$/)
 
-  const notGraphql = await admin(['list-suppliers'], { env: { OPERATOR_API_KEY: 'k' }, fetch: answering('<html>hello</html>', { status: 200, headers: { 'content-type': 'text/html' } }) })
+  const notGraphql = await admin(['list-suppliers'], {
+    env: { OPERATOR_API_KEY: 'k' },
+    fetch: answering('<html>hello</html>', { status: 200, headers: { 'content-type': 'text/html' } })
+  })
   t.equal(notGraphql.code, 1)
-  t.equal(notGraphql.stderr, 'error: cannot reach the service at http://127.0.0.1:3000: the answer is not a GraphQL response ' +
-    '(HTTP 200, text/html); is this the import service?\n')
+  t.equal(
+    notGraphql.stderr,
+    'error: cannot reach the service at http://127.0.0.1:3000: the answer is not a GraphQL response ' +
+      '(HTTP 200, text/html); is this the import service?\n'
+  )
 })
 
 t.test('HTTP error responses', async (t) => {
@@ -588,26 +913,43 @@ t.test('HTTP error responses', async (t) => {
     t.equal(first.stdout, 'No import suppliers.\n')
     const second = await admin(['list-suppliers'], { env })
     t.equal(second.code, 1)
-    t.match(second.stderr, /^error: throttled: Request was throttled\. Expected available in \d+ seconds\. \(HTTP 429, retry after \d+ s\)\n$/)
+    t.match(
+      second.stderr,
+      /^error: throttled: Request was throttled\. Expected available in \d+ seconds\. \(HTTP 429, retry after \d+ s\)\n$/
+    )
     t.equal(second.stdout, '')
   })
 
   t.test('5xx with the contract body', async (t) => {
-    const body = JSON.stringify({ detail: 'A server error occurred.', code: 'server_error', errors: [], request_id: 'req-42' })
-    const res = await admin(['list-suppliers'], { env: { OPERATOR_API_KEY: 'k' }, fetch: answering(body, { status: 500, headers: { 'content-type': 'application/json' } }) })
+    const body = JSON.stringify({
+      detail: 'A server error occurred.',
+      code: 'server_error',
+      errors: [],
+      request_id: 'req-42'
+    })
+    const res = await admin(['list-suppliers'], {
+      env: { OPERATOR_API_KEY: 'k' },
+      fetch: answering(body, { status: 500, headers: { 'content-type': 'application/json' } })
+    })
     t.equal(res.code, 1)
     t.equal(res.stderr, 'error: server_error: A server error occurred. (HTTP 500, request id req-42)\n')
   })
 
   t.test('a 4xx/5xx that is not JSON', async (t) => {
-    const res = await admin(['list-suppliers'], { env: { OPERATOR_API_KEY: 'k' }, fetch: answering('<h1>Bad gateway</h1>\n', { status: 502, statusText: 'Bad Gateway' }) })
+    const res = await admin(['list-suppliers'], {
+      env: { OPERATOR_API_KEY: 'k' },
+      fetch: answering('<h1>Bad gateway</h1>\n', { status: 502, statusText: 'Bad Gateway' })
+    })
     t.equal(res.code, 1)
     t.equal(res.stderr, 'error: http_502: Bad Gateway — <h1>Bad gateway</h1> (HTTP 502)\n')
   })
 
   t.test('400 with GraphQL errors', async (t) => {
     const body = JSON.stringify({ data: null, errors: [{ message: 'Syntax Error: Unexpected Name "x".' }] })
-    const res = await admin(['list-suppliers'], { env: { OPERATOR_API_KEY: 'k' }, fetch: answering(body, { status: 400 }) })
+    const res = await admin(['list-suppliers'], {
+      env: { OPERATOR_API_KEY: 'k' },
+      fetch: answering(body, { status: 400 })
+    })
     t.equal(res.code, 1)
     t.equal(res.stderr, 'error: graphql_error: Syntax Error: Unexpected Name "x". (HTTP 400)\n')
   })
@@ -616,15 +958,24 @@ t.test('HTTP error responses', async (t) => {
 t.test('the real command line', async (t) => {
   const help = await spawnAdmin(['--help'], {})
   t.equal(help.code, 0, help.stderr)
-  t.match(help.stdout, /^Account Migration Import Service — operator admin command line\n\nUsage: npm run admin -- <command>/)
+  t.match(
+    help.stdout,
+    /^Account Migration Import Service — operator admin command line\n\nUsage: npm run admin -- <command>/
+  )
 
   const { app } = await buildTestApp(t)
   const url = await app.listen({ port: 0, host: '127.0.0.1' })
-  const created = await spawnAdmin(['create-team', 'Spawned Team', '--json'], { ADMIN_URL: url, OPERATOR_API_KEY: TEST_OPERATOR_KEY })
+  const created = await spawnAdmin(['create-team', 'Spawned Team', '--json'], {
+    ADMIN_URL: url,
+    OPERATOR_API_KEY: TEST_OPERATOR_KEY
+  })
   t.equal(created.code, 0, created.stderr)
   t.match(JSON.parse(created.stdout), { createOperationsTeam: { name: 'Spawned Team' } })
 
-  const duplicate = await spawnAdmin(['create-team', 'Spawned Team'], { ADMIN_URL: url, OPERATOR_API_KEY: TEST_OPERATOR_KEY })
+  const duplicate = await spawnAdmin(['create-team', 'Spawned Team'], {
+    ADMIN_URL: url,
+    OPERATOR_API_KEY: TEST_OPERATOR_KEY
+  })
   t.equal(duplicate.code, 1)
   t.equal(duplicate.stderr, 'error: already_exists: Operations team Spawned Team already exists.\n')
 

@@ -49,7 +49,9 @@ t.test('obtainToken', async (t) => {
   })
 
   t.test('any operation name is accepted', async (t) => {
-    const res = await gql(app, 'mutation Whatever($k: String) { obtainToken(input: {APIKey: $k}) { token } }', { k: acme.apiKey })
+    const res = await gql(app, 'mutation Whatever($k: String) { obtainToken(input: {APIKey: $k}) { token } }', {
+      k: acme.apiKey
+    })
     t.type(res.data!.obtainToken.token, 'string')
   })
 })
@@ -73,7 +75,9 @@ t.test('refresh tokens', async (t) => {
 
   t.test('two concurrent uses of one refresh token: exactly one wins', async (t) => {
     const pair = (await gql(app, OBTAIN_TOKEN, { input: { APIKey: acme.apiKey } })).data!.obtainToken
-    const results = await Promise.all([1, 2, 3].map(() => gql(app, OBTAIN_TOKEN, { input: { refreshToken: pair.refreshToken } })))
+    const results = await Promise.all(
+      [1, 2, 3].map(() => gql(app, OBTAIN_TOKEN, { input: { refreshToken: pair.refreshToken } }))
+    )
     t.equal(results.filter((r) => r.data!.obtainToken !== null).length, 1)
     t.equal(results.filter((r) => r.errors?.[0]?.extensions?.code === 'authentication_failed').length, 2)
   })
@@ -112,7 +116,13 @@ t.test('the Authorization header on data-import paths', async (t) => {
     app.inject({ url: LIST, headers: authorization === undefined ? {} : { authorization } })
 
   t.test('is accepted in all four forms', async (t) => {
-    for (const header of [acme.token, `Token ${acme.token}`, `JWT ${acme.token}`, `Bearer ${acme.token}`, `bearer  ${acme.token}`]) {
+    for (const header of [
+      acme.token,
+      `Token ${acme.token}`,
+      `JWT ${acme.token}`,
+      `Bearer ${acme.token}`,
+      `bearer  ${acme.token}`
+    ]) {
       t.equal((await call(header)).statusCode, 200, header.split(' ')[0] ?? '')
     }
   })
@@ -128,9 +138,18 @@ t.test('the Authorization header on data-import paths', async (t) => {
   t.test('bad signature, garbage or a wrong scheme: 401 authentication_failed', async (t) => {
     const [h, p, s] = acme.token.split('.')
     const tampered = [h, p, s!.slice(0, -2) + (s!.endsWith('AA') ? 'BB' : 'AA')].join('.')
-    const otherSecret = createSigner({ key: 'another-secret-another-secret-another-secret', expiresIn: 60_000 })({ role: 'op' })
+    const otherSecret = createSigner({ key: 'another-secret-another-secret-another-secret', expiresIn: 60_000 })({
+      role: 'op'
+    })
     const forgedPayload = [h, Buffer.from(JSON.stringify({ role: 'op' })).toString('base64url'), s].join('.')
-    for (const header of [tampered, otherSecret, forgedPayload, 'garbage', `Basic ${acme.token}`, `Token ${acme.token} extra`]) {
+    for (const header of [
+      tampered,
+      otherSecret,
+      forgedPayload,
+      'garbage',
+      `Basic ${acme.token}`,
+      `Token ${acme.token} extra`
+    ]) {
       const res = await call(header)
       t.equal(res.statusCode, 401)
       t.equal(res.json().code, 'authentication_failed', header.slice(0, 12))
@@ -139,7 +158,8 @@ t.test('the Authorization header on data-import paths', async (t) => {
 
   t.test('expired: 401 token_expired', async (t) => {
     const expired = createSigner({ key: TEST_TOKEN_SECRET, expiresIn: 1000, clockTimestamp: Date.now() - 60_000 })({
-      role: 'org', kid: acme.apiKeyId
+      role: 'org',
+      kid: acme.apiKeyId
     })
     const res = await call(`Bearer ${expired}`)
     t.equal(res.statusCode, 401)
@@ -172,7 +192,11 @@ t.test('revocation', async (t) => {
   t.equal(here.statusCode, 401, 'the revoking server refuses at once')
   t.equal(here.json().code, 'authentication_failed')
 
-  t.equal(KEY_CACHE_MS, 5_000, 'key states are cached for 5 s, the figure docs/api.md, docs/operator-guide.md and docs/scaling.md give')
+  t.equal(
+    KEY_CACHE_MS,
+    5_000,
+    'key states are cached for 5 s, the figure docs/api.md, docs/operator-guide.md and docs/scaling.md give'
+  )
   await new Promise((resolve) => setTimeout(resolve, KEY_CACHE_MS + 200))
   const there = await call(other)
   t.equal(there.statusCode, 401, 'the other server refuses within the cache time')

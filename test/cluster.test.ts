@@ -23,7 +23,11 @@ t.test('WORKERS is validated: 1 to 64, and above 1 only with DATABASE_URL', asyn
   t.equal(loadConfig({ WORKERS: '3', DATABASE_URL: 'postgres://u@h:5432/d' }).workers, 3)
   t.equal(loadConfig({ WORKERS: '1' }).workers, 1, 'one worker on the embedded database is fine')
   for (const bad of ['0', '65', 'two', '1.5']) {
-    t.throws(() => loadConfig({ WORKERS: bad, DATABASE_URL: 'postgres://u@h:5432/d' }), { name: 'ConfigError', message: /^invalid configuration: WORKERS/ }, bad)
+    t.throws(
+      () => loadConfig({ WORKERS: bad, DATABASE_URL: 'postgres://u@h:5432/d' }),
+      { name: 'ConfigError', message: /^invalid configuration: WORKERS/ },
+      bad
+    )
   }
   try {
     loadConfig({ WORKERS: '2' })
@@ -39,12 +43,19 @@ t.test('WORKERS=2 on the embedded database refuses to start with one line', asyn
   const r = await refusedStart({ WORKERS: '2', DATA_DIR: dataDir })
   t.equal(r.code, 1)
   t.equal(r.output.split('\n').length, 1, 'one line: ' + r.output)
-  t.match(r.output, /^cannot start: invalid configuration: WORKERS=2 needs DATABASE_URL \(the embedded database serves one process per DATA_DIR\)$/)
+  t.match(
+    r.output,
+    /^cannot start: invalid configuration: WORKERS=2 needs DATABASE_URL \(the embedded database serves one process per DATA_DIR\)$/
+  )
   t.same(readdirSync(dataDir), [], 'no worker was started: nothing was opened in DATA_DIR')
 })
 
 t.test('workers that cannot start stop the cluster with exit code 1', async (t) => {
-  const r = await refusedStart({ WORKERS: '2', DATABASE_URL: 'postgres://someone:secret@127.0.0.1:1/nowhere', DATA_DIR: tempDir(t) })
+  const r = await refusedStart({
+    WORKERS: '2',
+    DATABASE_URL: 'postgres://someone:secret@127.0.0.1:1/nowhere',
+    DATA_DIR: tempDir(t)
+  })
   t.equal(r.code, 1)
   t.match(r.output, /cannot start: cannot use the PostgreSQL server at 127\.0\.0\.1:1\/nowhere/, 'the worker says why')
   t.match(r.output, /before it was listening: stopping the cluster/, 'the primary does not restart it')
@@ -58,7 +69,12 @@ interface Answer {
 }
 
 /** One request over a new connection (so the cluster may hand it to any worker). */
-function call(base: string, method: string, path: string, options: { token?: string; body?: unknown; id?: string } = {}): Promise<Answer> {
+function call(
+  base: string,
+  method: string,
+  path: string,
+  options: { token?: string; body?: unknown; id?: string } = {}
+): Promise<Answer> {
   return new Promise((resolve, reject) => {
     const headers: Record<string, string> = {}
     if (options.token) headers.authorization = `Bearer ${options.token}`
@@ -67,7 +83,9 @@ function call(base: string, method: string, path: string, options: { token?: str
     const req = httpRequest(base + path, { method, agent: false, headers }, (res) => {
       let text = ''
       res.setEncoding('utf8')
-      res.on('data', (piece: string) => { text += piece })
+      res.on('data', (piece: string) => {
+        text += piece
+      })
       res.on('end', () => resolve({ status: res.statusCode!, body: text ? JSON.parse(text) : undefined }))
     })
     req.on('error', reject)
@@ -110,7 +128,9 @@ async function startCluster(t: Test, env: Record<string, string>) {
   const server = spawnServer({ WORKERS: '2', DATA_DIR: tempDir(t), LOG_LEVEL: 'info', ...env })
   /** Pids of the workers that logged that they listen, oldest first. */
   const listeningPids = (): number[] =>
-    logLines(server.output()).filter((l) => String(l.msg).startsWith('Server listening at')).map((l) => l.pid as number)
+    logLines(server.output())
+      .filter((l) => String(l.msg).startsWith('Server listening at'))
+      .map((l) => l.pid as number)
   t.teardown(async () => {
     if (server.child.exitCode === null && server.child.signalCode === null) server.child.kill('SIGKILL')
     await server.exit
@@ -124,7 +144,11 @@ async function startCluster(t: Test, env: Record<string, string>) {
   async function traced(method: string, path: string, options: { token?: string; body?: unknown } = {}) {
     const id = `cluster-${process.pid}-${++seq}`
     const answer = await call(base, method, path, { ...options, id })
-    const pid = await until(`the log of ${id}`, () => logLines(server.output()).find((l) => l.reqId === id)?.pid as number | undefined, 5000)
+    const pid = await until(
+      `the log of ${id}`,
+      () => logLines(server.output()).find((l) => l.reqId === id)?.pid as number | undefined,
+      5000
+    )
     return { ...answer, pid }
   }
   return { server, base, listeningPids, traced }
@@ -140,15 +164,21 @@ if (!testDatabaseUrl) {
     await asOperator(app, 'mutation($n: String!) { createOperationsTeam(input: {name: $n}) { id } }', { n: TEAM })
 
     const { server, base, listeningPids, traced } = await startCluster(t, {
-      DATABASE_URL: fresh.url!, TOKEN_SECRET: TEST_TOKEN_SECRET, OPERATOR_API_KEY: TEST_OPERATOR_KEY, NODE_ENV: 'test'
+      DATABASE_URL: fresh.url!,
+      TOKEN_SECRET: TEST_TOKEN_SECRET,
+      OPERATOR_API_KEY: TEST_OPERATOR_KEY,
+      NODE_ENV: 'test'
     })
-    const list = (token: string) => traced('GET', '/v1/data-import/all-account-import-processes/ACME_ENERGY/?limit=1', { token })
+    const list = (token: string) =>
+      traced('GET', '/v1/data-import/all-account-import-processes/ACME_ENERGY/?limit=1', { token })
 
     t.test('two workers answer on one port', async (t) => {
       const workers = listeningPids()
       t.equal(new Set(workers).size, 2, 'two worker processes')
       t.notOk(workers.includes(server.child.pid!), 'the primary serves nothing itself')
-      const addresses = logLines(server.output()).filter((l) => String(l.msg).startsWith('Server listening at')).map((l) => l.msg)
+      const addresses = logLines(server.output())
+        .filter((l) => String(l.msg).startsWith('Server listening at'))
+        .map((l) => l.msg)
       t.same(addresses, [`Server listening at ${base}`, `Server listening at ${base}`], 'both on the same port')
       for (let i = 0; i < 6; i++) {
         const res = await call(base, 'GET', '/healthz')
@@ -165,17 +195,29 @@ if (!testDatabaseUrl) {
 
     t.test('ten concurrent creates through both workers make one account', async (t) => {
       const staged = await call(base, 'POST', '/v1/data-import/account-import-process/create-or-update/', {
-        token: tenant.token, body: exampleAccount({ external_account_number: 'CLUSTER-1' })
+        token: tenant.token,
+        body: exampleAccount({ external_account_number: 'CLUSTER-1' })
       })
       t.equal(staged.status, 201, JSON.stringify(staged.body))
-      const creates = await Promise.all(Array.from({ length: 10 }, () => traced('POST', '/v1/data-import/account-import-process/process/', {
-        token: tenant.token,
-        body: { external_account_number: 'CLUSTER-1', import_supplier_code: 'ACME_ENERGY', operations_team_name: TEAM }
-      })))
+      const creates = await Promise.all(
+        Array.from({ length: 10 }, () =>
+          traced('POST', '/v1/data-import/account-import-process/process/', {
+            token: tenant.token,
+            body: {
+              external_account_number: 'CLUSTER-1',
+              import_supplier_code: 'ACME_ENERGY',
+              operations_team_name: TEAM
+            }
+          })
+        )
+      )
       t.equal(creates.filter((r) => r.status === 201).length, 1, 'exactly one 201')
       for (const loser of creates.filter((r) => r.status !== 201)) {
         t.equal(loser.status, 400)
-        t.ok(['account_import_in_progress', 'account_already_imported'].includes(loser.body.errors[0].code), loser.body.errors[0].code)
+        t.ok(
+          ['account_import_in_progress', 'account_already_imported'].includes(loser.body.errors[0].code),
+          loser.body.errors[0].code
+        )
       }
       t.equal(new Set(creates.map((r) => r.pid)).size, 2, 'both workers took part')
       t.equal((await database.db.select({ n: count() }).from(accounts))[0]!.n, 1, 'one account in the database')
@@ -191,29 +233,39 @@ if (!testDatabaseUrl) {
         return warm.size === 2 ? true : undefined
       })
       const operator = await call(base, 'POST', '/graphql', {
-        body: { query: 'mutation($k: String) { obtainToken(input: {APIKey: $k}) { token } }', variables: { k: TEST_OPERATOR_KEY } }
+        body: {
+          query: 'mutation($k: String) { obtainToken(input: {APIKey: $k}) { token } }',
+          variables: { k: TEST_OPERATOR_KEY }
+        }
       })
       const operatorToken = operator.body.data.obtainToken.token as string
       const revokedAt = Date.now()
       const revoked = await traced('POST', '/graphql', {
         token: operatorToken,
-        body: { query: 'mutation($id: ID!) { revokeApiKey(input: {id: $id}) { id revokedAt } }', variables: { id: tenant.apiKeyId } }
+        body: {
+          query: 'mutation($id: ID!) { revokeApiKey(input: {id: $id}) { id revokedAt } }',
+          variables: { id: tenant.apiKeyId }
+        }
       })
       t.type(revoked.body.data?.revokeApiKey?.revokedAt, 'string', 'revoked: ' + JSON.stringify(revoked.body))
 
       // Each worker's first refusal, then nothing but refusals.
       const refusedAfter = new Map<number, number>()
-      await until('both workers refuse the key', async () => {
-        const res = await list(tenant.token)
-        if (res.status === 401) {
-          t.equal(res.body.code, 'authentication_failed')
-          if (!refusedAfter.has(res.pid)) refusedAfter.set(res.pid, Date.now() - revokedAt)
-        } else {
-          t.equal(res.status, 200, 'still cached')
-          t.notOk(refusedAfter.has(res.pid), `worker ${res.pid} accepts the key again after refusing it`)
-        }
-        return refusedAfter.size === 2 ? true : undefined
-      }, 35_000)
+      await until(
+        'both workers refuse the key',
+        async () => {
+          const res = await list(tenant.token)
+          if (res.status === 401) {
+            t.equal(res.body.code, 'authentication_failed')
+            if (!refusedAfter.has(res.pid)) refusedAfter.set(res.pid, Date.now() - revokedAt)
+          } else {
+            t.equal(res.status, 200, 'still cached')
+            t.notOk(refusedAfter.has(res.pid), `worker ${res.pid} accepts the key again after refusing it`)
+          }
+          return refusedAfter.size === 2 ? true : undefined
+        },
+        35_000
+      )
       for (const [pid, ms] of refusedAfter) t.ok(ms <= 30_000, `worker ${pid} refuses ${ms} ms after the revocation`)
       const served = new Set<number>()
       for (let i = 0; i < 6; i++) {
@@ -227,17 +279,23 @@ if (!testDatabaseUrl) {
     t.test('a worker that dies is replaced', async (t) => {
       const [victim, survivor] = listeningPids()
       process.kill(victim!, 'SIGKILL')
-      await until('the primary reports the dead worker', () => (server.output().includes(`worker ${victim} died (SIGKILL): starting a new one`) ? true : undefined))
+      await until('the primary reports the dead worker', () =>
+        server.output().includes(`worker ${victim} died (SIGKILL): starting a new one`) ? true : undefined
+      )
       const replacement = await until('a new worker listens', () => listeningPids()[2], 60_000)
       t.not(replacement, victim)
       t.equal(alive(survivor!), true, 'the other worker kept running')
       const served = new Set<number>()
-      await until('both workers answer', async () => {
-        const res = await traced('GET', '/v1/data-import/all-account-import-processes/NO_SUCH/')
-        t.equal(res.status, 401, 'answered (no token)')
-        served.add(res.pid)
-        return served.size === 2 ? true : undefined
-      }, 10_000)
+      await until(
+        'both workers answer',
+        async () => {
+          const res = await traced('GET', '/v1/data-import/all-account-import-processes/NO_SUCH/')
+          t.equal(res.status, 401, 'answered (no token)')
+          served.add(res.pid)
+          return served.size === 2 ? true : undefined
+        },
+        10_000
+      )
       t.same([...served].sort(), [survivor, replacement].sort(), 'the survivor and the replacement share the port')
     })
 
@@ -248,7 +306,10 @@ if (!testDatabaseUrl) {
       t.equal(await server.exit, 0, 'the primary exits 0')
       const lines = logLines(server.output())
       for (const pid of workers) {
-        t.ok(lines.some((l) => l.pid === pid && l.msg === 'SIGTERM received: finishing requests in flight, then closing'), `worker ${pid} was told`)
+        t.ok(
+          lines.some((l) => l.pid === pid && l.msg === 'SIGTERM received: finishing requests in flight, then closing'),
+          `worker ${pid} was told`
+        )
         t.equal(alive(pid), false, `worker ${pid} is gone`)
       }
       t.ok(lines.some((l) => l.pid === server.child.pid && l.msg === 'all workers stopped: exiting'))
@@ -260,21 +321,30 @@ if (!testDatabaseUrl) {
     await fresh.database.close()
     t.teardown(fresh.drop)
     const { server, traced } = await startCluster(t, { DATABASE_URL: fresh.url!, NODE_ENV: 'development' })
-    const printed = [...server.output().matchAll(/Operator API key \(shown once[^:]*\): (amo_[\w-]+)/g)].map((m) => m[1]!)
+    const printed = [...server.output().matchAll(/Operator API key \(shown once[^:]*\): (amo_[\w-]+)/g)].map(
+      (m) => m[1]!
+    )
     t.equal(printed.length, 1, 'the operator key is printed once')
     const obtained = await traced('POST', '/graphql', {
-      body: { query: 'mutation($k: String) { obtainToken(input: {APIKey: $k}) { token } }', variables: { k: printed[0] } }
+      body: {
+        query: 'mutation($k: String) { obtainToken(input: {APIKey: $k}) { token } }',
+        variables: { k: printed[0] }
+      }
     })
     const token = obtained.body.data?.obtainToken?.token as string
     t.type(token, 'string', 'the printed key works')
     // A token signed by one worker is accepted by the other: both use the same generated secret.
     const served = new Set<number>()
-    await until('both workers accept the operator token', async () => {
-      const res = await traced('POST', '/graphql', { token, body: { query: '{ importSuppliers { code } }' } })
-      t.same(res.body, { data: { importSuppliers: [] } })
-      served.add(res.pid)
-      return served.size === 2 ? true : undefined
-    }, 10_000)
+    await until(
+      'both workers accept the operator token',
+      async () => {
+        const res = await traced('POST', '/graphql', { token, body: { query: '{ importSuppliers { code } }' } })
+        t.same(res.body, { data: { importSuppliers: [] } })
+        served.add(res.pid)
+        return served.size === 2 ? true : undefined
+      },
+      10_000
+    )
     server.child.kill('SIGINT')
     t.equal(await server.exit, 0, 'SIGINT: the cluster exits 0')
   })

@@ -4,18 +4,48 @@ import { ConfigError, loadConfig } from '../src/config.js'
 t.test('defaults', async (t) => {
   const c = loadConfig({})
   t.same(
-    { host: c.host, port: c.port, databaseUrl: c.databaseUrl, dataDir: c.dataDir, production: c.production, tokenTtlSeconds: c.tokenTtlSeconds,
-      documentBucket: c.documentBucket, bodyLimitBytes: c.bodyLimitBytes, paymentVendors: c.paymentVendors, smtpUrl: c.smtpUrl,
-      tokenRateLimitPerMinute: c.tokenRateLimitPerMinute, orgRateLimitPerMinute: c.orgRateLimitPerMinute, logLevel: c.logLevel },
-    { host: '127.0.0.1', port: 3000, databaseUrl: undefined, dataDir: './data', production: false, tokenTtlSeconds: 3600,
-      documentBucket: 'migration-documents', bodyLimitBytes: 10485760, paymentVendors: {}, smtpUrl: undefined,
-      tokenRateLimitPerMinute: 20, orgRateLimitPerMinute: 0, logLevel: 'info' }
+    {
+      host: c.host,
+      port: c.port,
+      databaseUrl: c.databaseUrl,
+      dataDir: c.dataDir,
+      production: c.production,
+      tokenTtlSeconds: c.tokenTtlSeconds,
+      documentBucket: c.documentBucket,
+      bodyLimitBytes: c.bodyLimitBytes,
+      paymentVendors: c.paymentVendors,
+      smtpUrl: c.smtpUrl,
+      tokenRateLimitPerMinute: c.tokenRateLimitPerMinute,
+      orgRateLimitPerMinute: c.orgRateLimitPerMinute,
+      logLevel: c.logLevel
+    },
+    {
+      host: '127.0.0.1',
+      port: 3000,
+      databaseUrl: undefined,
+      dataDir: './data',
+      production: false,
+      tokenTtlSeconds: 3600,
+      documentBucket: 'migration-documents',
+      bodyLimitBytes: 10485760,
+      paymentVendors: {},
+      smtpUrl: undefined,
+      tokenRateLimitPerMinute: 20,
+      orgRateLimitPerMinute: 0,
+      logLevel: 'info'
+    }
   )
   t.equal(c.refreshTokenTtlSeconds, 7 * 86400)
 })
 
 t.test('values are read and converted; blanks count as unset', async (t) => {
-  const c = loadConfig({ PORT: '8080', DATABASE_URL: 'postgres://u@h:5432/d', ORG_RATE_LIMIT_PER_MINUTE: '600', DATA_DIR: '  ', LOG_LEVEL: 'warn' })
+  const c = loadConfig({
+    PORT: '8080',
+    DATABASE_URL: 'postgres://u@h:5432/d',
+    ORG_RATE_LIMIT_PER_MINUTE: '600',
+    DATA_DIR: '  ',
+    LOG_LEVEL: 'warn'
+  })
   t.equal(c.port, 8080)
   t.equal(c.databaseUrl, 'postgres://u@h:5432/d')
   t.equal(c.orgRateLimitPerMinute, 600)
@@ -35,14 +65,20 @@ t.test('DATABASE_PREPARE: on by default, true or false', async (t) => {
   t.equal(loadConfig({}).databasePrepare, true)
   t.equal(loadConfig({ DATABASE_PREPARE: 'false' }).databasePrepare, false)
   t.equal(loadConfig({ DATABASE_PREPARE: 'true' }).databasePrepare, true)
-  t.throws(() => loadConfig({ DATABASE_PREPARE: 'no' }), { name: 'ConfigError', message: /^invalid configuration: DATABASE_PREPARE must be boolean$/ })
+  t.throws(() => loadConfig({ DATABASE_PREPARE: 'no' }), {
+    name: 'ConfigError',
+    message: /^invalid configuration: DATABASE_PREPARE must be boolean$/
+  })
 })
 
 t.test('PAYMENT_VENDORS pairs', async (t) => {
-  t.same(loadConfig({ PAYMENT_VENDORS: 'STRIPE=https://api.example.test/v1/, ADYEN=http://127.0.0.1:9999' }).paymentVendors, {
-    STRIPE: 'https://api.example.test/v1',
-    ADYEN: 'http://127.0.0.1:9999'
-  })
+  t.same(
+    loadConfig({ PAYMENT_VENDORS: 'STRIPE=https://api.example.test/v1/, ADYEN=http://127.0.0.1:9999' }).paymentVendors,
+    {
+      STRIPE: 'https://api.example.test/v1',
+      ADYEN: 'http://127.0.0.1:9999'
+    }
+  )
   for (const bad of ['STRIPE', 'stripe=https://x', 'STRIPE=ftp://x', 'A=https://x,A=https://y']) {
     t.throws(() => loadConfig({ PAYMENT_VENDORS: bad }), ConfigError, bad)
   }
@@ -50,8 +86,15 @@ t.test('PAYMENT_VENDORS pairs', async (t) => {
 
 t.test('invalid values give one line naming the variable', async (t) => {
   const cases: Record<string, string>[] = [
-    { PORT: 'abc' }, { PORT: '70000' }, { DATABASE_URL: 'mysql://x' }, { TOKEN_SECRET: 'short' }, { NODE_ENV: 'staging' },
-    { BODY_LIMIT_BYTES: '-1' }, { LOG_LEVEL: 'loud' }, { TOKEN_TTL_SECONDS: '0' }, { SMTP_URL: 'http://x' }
+    { PORT: 'abc' },
+    { PORT: '70000' },
+    { DATABASE_URL: 'mysql://x' },
+    { TOKEN_SECRET: 'short' },
+    { NODE_ENV: 'staging' },
+    { BODY_LIMIT_BYTES: '-1' },
+    { LOG_LEVEL: 'loud' },
+    { TOKEN_TTL_SECONDS: '0' },
+    { SMTP_URL: 'http://x' }
   ]
   for (const env of cases) {
     const name = Object.keys(env)[0]!
@@ -69,13 +112,19 @@ t.test('invalid values give one line naming the variable', async (t) => {
 t.test('production needs TOKEN_SECRET and OPERATOR_API_KEY', async (t) => {
   t.throws(() => loadConfig({ NODE_ENV: 'production', OPERATOR_API_KEY: 'k'.repeat(40) }), /TOKEN_SECRET is required/)
   t.throws(() => loadConfig({ NODE_ENV: 'production', TOKEN_SECRET: 's'.repeat(40) }), /OPERATOR_API_KEY is required/)
-  t.equal(loadConfig({ NODE_ENV: 'production', TOKEN_SECRET: 's'.repeat(40), OPERATOR_API_KEY: 'k'.repeat(40) }).production, true)
+  t.equal(
+    loadConfig({ NODE_ENV: 'production', TOKEN_SECRET: 's'.repeat(40), OPERATOR_API_KEY: 'k'.repeat(40) }).production,
+    true
+  )
 })
 
 t.test('timeouts for slow clients: defaults, and headers never longer than the whole request', async (t) => {
   const c = loadConfig({})
   t.same([c.headersTimeoutSeconds, c.requestTimeoutSeconds, c.keepAliveTimeoutSeconds], [15, 120, 5])
-  t.throws(() => loadConfig({ HEADERS_TIMEOUT_SECONDS: '30', REQUEST_TIMEOUT_SECONDS: '20' }), /HEADERS_TIMEOUT_SECONDS must not be longer than REQUEST_TIMEOUT_SECONDS/)
+  t.throws(
+    () => loadConfig({ HEADERS_TIMEOUT_SECONDS: '30', REQUEST_TIMEOUT_SECONDS: '20' }),
+    /HEADERS_TIMEOUT_SECONDS must not be longer than REQUEST_TIMEOUT_SECONDS/
+  )
   t.throws(() => loadConfig({ KEEP_ALIVE_TIMEOUT_SECONDS: '0' }), /KEEP_ALIVE_TIMEOUT_SECONDS/)
 })
 
@@ -84,6 +133,10 @@ t.test('STAGED_DATA_RETENTION_DAYS: default 30, 0 allowed, whole days up to 3650
   t.equal(loadConfig({ STAGED_DATA_RETENTION_DAYS: '0' }).stagedDataRetentionDays, 0)
   t.equal(loadConfig({ STAGED_DATA_RETENTION_DAYS: '3650' }).stagedDataRetentionDays, 3650)
   for (const bad of ['-1', '1.5', 'thirty', '3651']) {
-    t.throws(() => loadConfig({ STAGED_DATA_RETENTION_DAYS: bad }), /^invalid configuration: .*STAGED_DATA_RETENTION_DAYS/, bad)
+    t.throws(
+      () => loadConfig({ STAGED_DATA_RETENTION_DAYS: bad }),
+      /^invalid configuration: .*STAGED_DATA_RETENTION_DAYS/,
+      bad
+    )
   }
 })

@@ -29,7 +29,8 @@ const account = (supplier: string, external: string, changes: Record<string, unk
   exampleAccount({ import_supplier: supplier, external_account_number: external, ...changes })
 
 /** One that fails validation with invalid_phone_number. */
-const badPhone = (supplier: string, external: string) => account(supplier, external, { customers: [{ ...exampleAccount().customers[0], landline: 'abcde' }] })
+const badPhone = (supplier: string, external: string) =>
+  account(supplier, external, { customers: [{ ...exampleAccount().customers[0], landline: 'abcde' }] })
 
 async function ok(what: string, res: Promise<{ statusCode: number; body: string }>, status: number) {
   const answer = await res
@@ -42,7 +43,14 @@ async function query(app: FastifyInstance, token: string, document: string, vari
   return res.data!
 }
 
-interface Progress { staged: number; pending: number; imported: number; skipped: number; failed: number; failing: number }
+interface Progress {
+  staged: number
+  pending: number
+  imported: number
+  skipped: number
+  failed: number
+  failing: number
+}
 
 const digits = (text: string | null) => Number((text ?? '').replace(/\D/g, ''))
 
@@ -68,14 +76,17 @@ async function refreshes(page: Page): Promise<number> {
 
 /** Waits for the page's next complete refresh (every 5 s). */
 async function nextRefresh(page: Page, after?: number) {
-  const seen = after ?? await refreshes(page)
+  const seen = after ?? (await refreshes(page))
   await page.waitForFunction((n) => Number(document.body.dataset.refreshes ?? 0) > n, seen, { timeout: 20_000 })
 }
 
 /** Waits until a card shows `value`. */
 async function metricShows(page: Page, name: string, value: number) {
-  await page.waitForFunction(([metric, n]) => document.querySelector(`[data-metric="${metric}"]`).textContent.replace(/\D/g, '') === String(n),
-    [name, value] as const, { timeout: 20_000 })
+  await page.waitForFunction(
+    ([metric, n]) => document.querySelector(`[data-metric="${metric}"]`).textContent.replace(/\D/g, '') === String(n),
+    [name, value] as const,
+    { timeout: 20_000 }
+  )
 }
 
 async function storage(page: Page): Promise<Record<string, string>> {
@@ -86,7 +97,7 @@ t.test('the dashboard in headless Chromium', async (t) => {
   const executablePath = findChromium()
   // Not a skip: CI installs Chromium, so a missing one is a broken setup.
   if (!executablePath) {
-    t.fail('chromium not found: install Debian\'s chromium package or set CHROMIUM_PATH')
+    t.fail("chromium not found: install Debian's chromium package or set CHROMIUM_PATH")
     return
   }
 
@@ -106,9 +117,25 @@ t.test('the dashboard in headless Chromium', async (t) => {
   await ok('validate A-PEND-1', clientA.validate(badPhone('A_ENERGY', 'A-PEND-1')), 400)
   await ok('stage A-CREATE-1', clientA.stage(account('A_ENERGY', 'A-CREATE-1')), 201)
   await ok('create A-CREATE-1', clientA.create('A-CREATE-1', { team: 'nope' }), 400)
-  for (const external of ['A-BAD-1', 'A-BAD-2', XSS]) await ok(`validate ${external}`, clientA.validate(badPhone('A_ENERGY', external)), 400)
-  await ok('validate A-BALANCE-1', clientA.validate(account('A_ENERGY', 'A-BALANCE-1', { transfer_balance: 'bad' })), 400)
-  const aAccounts = ['A-GOOD-1', 'A-GOOD-2', 'A-GOOD-3', 'A-PEND-1', 'A-CREATE-1', 'A-BAD-1', 'A-BAD-2', 'A-BALANCE-1', XSS]
+  for (const external of ['A-BAD-1', 'A-BAD-2', XSS]) {
+    await ok(`validate ${external}`, clientA.validate(badPhone('A_ENERGY', external)), 400)
+  }
+  await ok(
+    'validate A-BALANCE-1',
+    clientA.validate(account('A_ENERGY', 'A-BALANCE-1', { transfer_balance: 'bad' })),
+    400
+  )
+  const aAccounts = [
+    'A-GOOD-1',
+    'A-GOOD-2',
+    'A-GOOD-3',
+    'A-PEND-1',
+    'A-CREATE-1',
+    'A-BAD-1',
+    'A-BAD-2',
+    'A-BALANCE-1',
+    XSS
+  ]
 
   // B's: one staged account and one failing validation.
   const clientB = importClient(app, b)
@@ -117,18 +144,52 @@ t.test('the dashboard in headless Chromium', async (t) => {
 
   // What the API answers A's token: the page must show the same.
   const progressOf = async (token: string, supplier: string) =>
-    (await query(app, token, 'query($s: String!) { migrationProgress(importSupplierCode: $s) { staged pending imported skipped failed failing } }', { s: supplier }))
-      .migrationProgress as Progress
+    (
+      await query(
+        app,
+        token,
+        'query($s: String!) { migrationProgress(importSupplierCode: $s) { staged pending imported skipped failed failing } }',
+        { s: supplier }
+      )
+    ).migrationProgress as Progress
   const progress = await progressOf(a.token, 'A_ENERGY')
-  const summary = (await query(app, a.token, 'query { migrationFailureSummary(importSupplierCode: "A_ENERGY") { failingAccounts byCode { step code accounts } } }'))
-    .migrationFailureSummary as { failingAccounts: number; byCode: Array<{ step: string; code: string; accounts: number }> }
-  const timeline = (await query(app, a.token, 'query { migrationTimeline(importSupplierCode: "A_ENERGY", minutes: 60) { staged created failed } }'))
-    .migrationTimeline as Array<Record<string, number>>
-  const phoneFailures = (await query(app, a.token, `query { migrationFailures(importSupplierCode: "A_ENERGY", step: "validate", code: "invalid_phone_number") {
-    externalAccountNumber errors { code attr } } }`)).migrationFailures as Array<{ externalAccountNumber: string; errors: Array<{ attr: string }> }>
-  const pendEvents = (await query(app, a.token, 'query { importProcessEvents(importSupplierCode: "A_ENERGY", externalAccountNumber: "A-PEND-1") { type } }'))
-    .importProcessEvents as Array<{ type: string }>
-  t.same(progress, { staged: 5, pending: 2, imported: 3, skipped: 0, failed: 1, failing: 6 }, 'the scripted migration is as intended')
+  const summary = (
+    await query(
+      app,
+      a.token,
+      'query { migrationFailureSummary(importSupplierCode: "A_ENERGY") { failingAccounts byCode { step code accounts } } }'
+    )
+  ).migrationFailureSummary as {
+    failingAccounts: number
+    byCode: Array<{ step: string; code: string; accounts: number }>
+  }
+  const timeline = (
+    await query(
+      app,
+      a.token,
+      'query { migrationTimeline(importSupplierCode: "A_ENERGY", minutes: 60) { staged created failed } }'
+    )
+  ).migrationTimeline as Array<Record<string, number>>
+  const phoneFailures = (
+    await query(
+      app,
+      a.token,
+      `query { migrationFailures(importSupplierCode: "A_ENERGY", step: "validate", code: "invalid_phone_number") {
+    externalAccountNumber errors { code attr } } }`
+    )
+  ).migrationFailures as Array<{ externalAccountNumber: string; errors: Array<{ attr: string }> }>
+  const pendEvents = (
+    await query(
+      app,
+      a.token,
+      'query { importProcessEvents(importSupplierCode: "A_ENERGY", externalAccountNumber: "A-PEND-1") { type } }'
+    )
+  ).importProcessEvents as Array<{ type: string }>
+  t.same(
+    progress,
+    { staged: 5, pending: 2, imported: 3, skipped: 0, failed: 1, failing: 6 },
+    'the scripted migration is as intended'
+  )
   t.ok(summary.byCode.length >= 3, `failure codes: ${summary.byCode.map((r) => `${r.step}:${r.code}`).join(', ')}`)
   t.same(phoneFailures.map((f) => f.externalAccountNumber).sort(), ['A-BAD-1', 'A-BAD-2', 'A-PEND-1', XSS].sort())
 
@@ -139,8 +200,12 @@ t.test('the dashboard in headless Chromium', async (t) => {
   const problems: string[] = []
   const dialogs: string[] = []
   const page = await browser.newPage()
-  page.on('console', (message) => { if (message.type() === 'error') problems.push(message.text()) })
-  page.on('pageerror', (err) => { problems.push(err.message) })
+  page.on('console', (message) => {
+    if (message.type() === 'error') problems.push(message.text())
+  })
+  page.on('pageerror', (err) => {
+    problems.push(err.message)
+  })
   page.on('dialog', (dialog) => {
     dialogs.push(dialog.message())
     void dialog.dismiss()
@@ -158,7 +223,10 @@ t.test('the dashboard in headless Chromium', async (t) => {
   await page.route(`${base}/graphql`, async (route) => {
     if (offline) return route.abort('connectionrefused')
     graphqlRequests++
-    for (const operation of route.request().postDataJSON() as Array<{ query: string; variables?: { minutes?: number } }>) {
+    for (const operation of route.request().postDataJSON() as Array<{
+      query: string
+      variables?: { minutes?: number }
+    }>) {
       if (operation.query.includes('query Overview')) overviewMinutes.push(operation.variables!.minutes!)
     }
     inFlight++
@@ -171,7 +239,7 @@ t.test('the dashboard in headless Chromium', async (t) => {
       const response = await route.fetch()
       if (!busyMinute) return await route.fulfill({ response })
       // A minute with more accounts than the test can make: the latest minute of each timeline.
-      const answers = await response.json() as Array<{ data?: { migrationTimeline?: Array<{ staged: number }> } }>
+      const answers = (await response.json()) as Array<{ data?: { migrationTimeline?: Array<{ staged: number }> } }>
       for (const answer of answers) {
         const latest = answer.data?.migrationTimeline?.at(-1)
         if (latest) latest.staged = 25_000
@@ -210,12 +278,21 @@ t.test('the dashboard in headless Chromium', async (t) => {
     for (const name of ['staged', 'pending', 'imported', 'skipped', 'failing'] as const) {
       shown[name] = digits(await page.locator(`[data-metric="${name}"]`).textContent())
     }
-    t.same(shown, { staged: progress.staged, pending: progress.pending, imported: progress.imported, skipped: progress.skipped, failing: progress.failing },
-      `the cards show migrationProgress (${JSON.stringify(shown)})`)
+    t.same(
+      shown,
+      {
+        staged: progress.staged,
+        pending: progress.pending,
+        imported: progress.imported,
+        skipped: progress.skipped,
+        failing: progress.failing
+      },
+      `the cards show migrationProgress (${JSON.stringify(shown)})`
+    )
     t.match(await page.locator('[data-hint="pending"]').textContent(), /1 with a failed create/)
   })
 
-  t.test('the chart is drawn, with the timeline\'s totals', async (t) => {
+  t.test("the chart is drawn, with the timeline's totals", async (t) => {
     const canvas = page.locator('#chart canvas')
     await canvas.waitFor()
     const box = await canvas.boundingBox()
@@ -223,15 +300,29 @@ t.test('the dashboard in headless Chromium', async (t) => {
     t.equal(await page.locator('#chart .u-legend .u-series').count(), 4, 'a legend: time and three series')
     for (const name of ['staged', 'created', 'failed']) {
       const expected = timeline.reduce((n, m) => n + m[name]!, 0)
-      t.equal(digits(await page.locator(`[data-total="${name}"] strong`).textContent()), expected, `${name} in the last hour: ${expected}`)
+      t.equal(
+        digits(await page.locator(`[data-total="${name}"] strong`).textContent()),
+        expected,
+        `${name} in the last hour: ${expected}`
+      )
     }
     t.equal(await page.locator('.range button[aria-pressed="true"]').textContent(), '1 h')
 
     // A week: the whole range once, then only the latest minutes at each refresh.
-    const week = (await query(app, a.token, 'query { migrationTimeline(importSupplierCode: "A_ENERGY", minutes: 10080) { staged created failed } }'))
-      .migrationTimeline as Array<Record<string, number>>
+    const week = (
+      await query(
+        app,
+        a.token,
+        'query { migrationTimeline(importSupplierCode: "A_ENERGY", minutes: 10080) { staged created failed } }'
+      )
+    ).migrationTimeline as Array<Record<string, number>>
     t.equal(week.length, 10080)
-    const weekTotals = () => Promise.all(['staged', 'created', 'failed'].map(async (name) => digits(await page.locator(`[data-total="${name}"] strong`).textContent())))
+    const weekTotals = () =>
+      Promise.all(
+        ['staged', 'created', 'failed'].map(async (name) =>
+          digits(await page.locator(`[data-total="${name}"] strong`).textContent())
+        )
+      )
     const expected = ['staged', 'created', 'failed'].map((name) => week.reduce((n, m) => n + m[name]!, 0))
     await page.locator('.range button[data-minutes="10080"]').click()
     await page.locator('#chart-totals .range-label', { hasText: 'Last 7 days' }).waitFor()
@@ -250,7 +341,10 @@ t.test('the dashboard in headless Chromium', async (t) => {
     busyMinute = true
     await page.locator('.range button[data-minutes="360"]').click()
     await page.locator('#chart-totals .range-label', { hasText: 'Last 6 hours' }).waitFor()
-    t.ok(digits(await page.locator('[data-total="staged"] strong').textContent()) >= 25_000, 'a minute of 25,000 stages is drawn')
+    t.ok(
+      digits(await page.locator('[data-total="staged"] strong').textContent()) >= 25_000,
+      'a minute of 25,000 stages is drawn'
+    )
     const room = await page.evaluate(() => {
       const measure = document.createElement('canvas').getContext('2d')
       measure.font = '11px system-ui, sans-serif'
@@ -263,17 +357,37 @@ t.test('the dashboard in headless Chromium', async (t) => {
     await page.locator('#chart-totals .range-label', { hasText: 'Last hour' }).waitFor()
   })
 
-  t.test('the bars are the failure summary\'s codes', async (t) => {
-    const bars = await page.evaluate(() => [...document.querySelectorAll('#bars .bar')]
-      .map((b: any) => ({ step: b.dataset.step, code: b.dataset.code, accounts: Number(b.dataset.accounts) })))
+  t.test("the bars are the failure summary's codes", async (t) => {
+    const bars = await page.evaluate(() =>
+      [...document.querySelectorAll('#bars .bar')].map((b: any) => ({
+        step: b.dataset.step,
+        code: b.dataset.code,
+        accounts: Number(b.dataset.accounts)
+      }))
+    )
     t.same(bars, summary.byCode, 'one bar per byCode row, in its order')
     const labels = await page.locator('#bars .bar .bar-label').allTextContents()
-    t.same(labels, summary.byCode.map((r) => `${r.step} · ${r.code}`), 'labelled step · code')
+    t.same(
+      labels,
+      summary.byCode.map((r) => `${r.step} · ${r.code}`),
+      'labelled step · code'
+    )
     const counts = (await page.locator('#bars .bar .bar-count').allTextContents()).map(digits)
-    t.same(counts, summary.byCode.map((r) => r.accounts))
-    t.equal(await page.locator('#bars button.bar').count(), summary.byCode.length, 'bars are buttons (keyboard-accessible)')
+    t.same(
+      counts,
+      summary.byCode.map((r) => r.accounts)
+    )
+    t.equal(
+      await page.locator('#bars button.bar').count(),
+      summary.byCode.length,
+      'bars are buttons (keyboard-accessible)'
+    )
     const meanings = await page.locator('#bars .bar .bar-meaning').allTextContents()
-    t.same(meanings, summary.byCode.map((r) => ERROR_CODES[r.code as ErrorCode].meaning), 'each bar says what its code means (GET error-codes/)')
+    t.same(
+      meanings,
+      summary.byCode.map((r) => ERROR_CODES[r.code as ErrorCode].meaning),
+      'each bar says what its code means (GET error-codes/)'
+    )
   })
 
   t.test('choosing the invalid_phone_number bar lists its accounts, the HTML-shaped one as text', async (t) => {
@@ -283,19 +397,33 @@ t.test('the dashboard in headless Chromium', async (t) => {
     await page.waitForFunction((n) => document.querySelectorAll('#accounts-body tr').length === n, phoneFailures.length)
     t.equal(await bar.getAttribute('aria-pressed'), 'true')
     const listed = await page.locator('#accounts-body tr td:first-child button').allTextContents()
-    t.same(listed, phoneFailures.map((f) => f.externalAccountNumber), `exactly the API's accounts, in its order (${listed.length})`)
+    t.same(
+      listed,
+      phoneFailures.map((f) => f.externalAccountNumber),
+      `exactly the API's accounts, in its order (${listed.length})`
+    )
     const attrs = await page.locator('#accounts-body tr td:last-child').allTextContents()
-    t.same(attrs, phoneFailures.map((f) => f.errors.map((e) => e.attr).join('')), 'with their attrs')
+    t.same(
+      attrs,
+      phoneFailures.map((f) => f.errors.map((e) => e.attr).join('')),
+      'with their attrs'
+    )
     t.ok(listed.includes(XSS), 'the HTML-shaped account number appears as literal text')
     t.equal(await page.locator('img').count(), 0, 'no img element was injected')
     t.same(dialogs, [], 'no dialog fired')
-    t.equal(await page.locator('#bar-meaning').textContent(), ERROR_CODES.invalid_phone_number.meaning, 'what the chosen code means, above its accounts')
+    t.equal(
+      await page.locator('#bar-meaning').textContent(),
+      ERROR_CODES.invalid_phone_number.meaning,
+      'what the chosen code means, above its accounts'
+    )
 
     mkdirSync(artifacts, { recursive: true })
     await page.mouse.move(0, 0)
     await page.screenshot({ path: join(artifacts, 'dashboard.png') })
     // The README's picture, only when asked for: a test run leaves the checkout as it was.
-    if (process.env.UPDATE_DOCS_IMAGES === '1') await page.screenshot({ path: join(projectRoot, 'docs', 'images', 'dashboard.png') })
+    if (process.env.UPDATE_DOCS_IMAGES === '1') {
+      await page.screenshot({ path: join(projectRoot, 'docs', 'images', 'dashboard.png') })
+    }
     // The failure list with its meanings, wide and on a phone.
     for (const width of [1400, 390]) {
       await page.setViewportSize({ width, height: 800 })
@@ -309,13 +437,21 @@ t.test('the dashboard in headless Chromium', async (t) => {
   t.test('choosing an account shows its events', async (t) => {
     await page.locator('#accounts-body button', { hasText: 'A-PEND-1' }).click()
     await page.waitForFunction((n) => document.querySelectorAll('#events li').length === n, pendEvents.length)
-    t.same(await page.locator('#events li .event-type').allTextContents(), pendEvents.map((e) => e.type), `the API's events (${pendEvents.map((e) => e.type).join(', ')})`)
+    t.same(
+      await page.locator('#events li .event-type').allTextContents(),
+      pendEvents.map((e) => e.type),
+      `the API's events (${pendEvents.map((e) => e.type).join(', ')})`
+    )
     t.equal(await page.locator('#events-account').textContent(), 'A-PEND-1')
     await page.screenshot({ path: join(artifacts, 'dashboard-events.png'), fullPage: true })
 
     await page.locator('#accounts-body button', { hasText: XSS }).click()
     await page.locator('#events-message', { hasText: 'no import process yet' }).waitFor()
-    t.equal(await page.locator('#events-account').textContent(), XSS, 'an account never staged: its number as text, and why it has no events')
+    t.equal(
+      await page.locator('#events-account').textContent(),
+      XSS,
+      'an account never staged: its number as text, and why it has no events'
+    )
     t.equal(await page.locator('#events li').count(), 0)
     t.equal(await page.locator('img').count(), 0)
   })
@@ -333,8 +469,16 @@ t.test('the dashboard in headless Chromium', async (t) => {
     const later = await progressOf(a.token, 'A_ENERGY')
     await metricShows(page, 'staged', later.staged)
     t.pass(`staged went from ${progress.staged} to ${later.staged} on screen`)
-    t.equal(await page.locator('#bars .bar[data-code="invalid_phone_number"]').getAttribute('aria-pressed'), 'true', 'the bar stays chosen')
-    t.equal(await page.locator('#accounts-body tr.chosen td:first-child').textContent(), XSS, 'the account stays chosen')
+    t.equal(
+      await page.locator('#bars .bar[data-code="invalid_phone_number"]').getAttribute('aria-pressed'),
+      'true',
+      'the bar stays chosen'
+    )
+    t.equal(
+      await page.locator('#accounts-body tr.chosen td:first-child').textContent(),
+      XSS,
+      'the account stays chosen'
+    )
     t.ok(await page.locator('#events-panel').isVisible(), 'its events stay open')
     t.equal(await page.evaluate(() => window.scrollY), scrollY, 'the scroll position is kept')
 
@@ -354,12 +498,20 @@ t.test('the dashboard in headless Chromium', async (t) => {
     await page.locator('#banner', { hasText: 'Cannot reach the service' }).waitFor({ timeout: 20_000 })
     t.equal(await page.locator('#live').getAttribute('data-state'), 'error')
     t.match(await page.locator('#last-refresh').textContent(), /Not refreshed since/)
-    t.equal(digits(await page.locator('[data-metric="imported"]').textContent()), progress.imported, 'the last figures stay on screen')
+    t.equal(
+      digits(await page.locator('[data-metric="imported"]').textContent()),
+      progress.imported,
+      'the last figures stay on screen'
+    )
     offline = false
     await page.locator('#banner').waitFor({ state: 'hidden', timeout: 20_000 })
     t.equal(await page.locator('#live').getAttribute('data-state'), 'ok')
     // Refused requests are console errors in Chromium: those are expected here.
-    problems.splice(0, problems.length, ...problems.filter((p) => !/ERR_CONNECTION_REFUSED|Failed to load resource/.test(p)))
+    problems.splice(
+      0,
+      problems.length,
+      ...problems.filter((p) => !/ERR_CONNECTION_REFUSED|Failed to load resource/.test(p))
+    )
   })
 
   t.test('sessionStorage holds the token, never the key', async (t) => {
@@ -367,38 +519,56 @@ t.test('the dashboard in headless Chromium', async (t) => {
     t.same(Object.keys(stored), [STORAGE_KEY])
     const session = JSON.parse(stored[STORAGE_KEY]!)
     t.same(Object.keys(session).sort(), ['expiresAt', 'refreshToken', 'token'])
-    t.notOk(Object.values(stored).some((v) => v.includes(a.apiKey)), 'no value contains the API key')
+    t.notOk(
+      Object.values(stored).some((v) => v.includes(a.apiKey)),
+      'no value contains the API key'
+    )
     const local = await page.evaluate(() => localStorage.length)
     t.equal(local, 0, 'nothing in localStorage')
   })
 
-  t.test('tokens are renewed: on token_expired, shortly before expiry; a refused renewal asks to sign in', async (t) => {
-    const read = async () => JSON.parse((await storage(page))[STORAGE_KEY]!) as { token: string; refreshToken: string; expiresAt: number }
-    const put = (session: unknown) => page.evaluate(([key, value]) => sessionStorage.setItem(key, value), [STORAGE_KEY, JSON.stringify(session)] as const)
-    const expired = createSigner({ key: TEST_TOKEN_SECRET, expiresIn: 1000, clockTimestamp: Date.now() - 120_000 })({ role: 'org', kid: a.apiKeyId })
+  t.test(
+    'tokens are renewed: on token_expired, shortly before expiry; a refused renewal asks to sign in',
+    async (t) => {
+      const read = async () =>
+        JSON.parse((await storage(page))[STORAGE_KEY]!) as { token: string; refreshToken: string; expiresAt: number }
+      const put = (session: unknown) =>
+        page.evaluate(([key, value]) => sessionStorage.setItem(key, value), [
+          STORAGE_KEY,
+          JSON.stringify(session)
+        ] as const)
+      const expired = createSigner({ key: TEST_TOKEN_SECRET, expiresIn: 1000, clockTimestamp: Date.now() - 120_000 })({
+        role: 'org',
+        kid: a.apiKeyId
+      })
 
-    const first = await read()
-    await put({ ...first, token: expired })
-    await page.reload()
-    await firstRefresh(page)
-    const renewed = await read()
-    t.not(renewed.token, expired, 'an expired token (token_expired) is renewed')
-    t.not(renewed.refreshToken, first.refreshToken, 'with a new refresh token')
-    t.equal(digits(await page.locator('[data-metric="imported"]').textContent()), progress.imported, 'and the page goes on')
+      const first = await read()
+      await put({ ...first, token: expired })
+      await page.reload()
+      await firstRefresh(page)
+      const renewed = await read()
+      t.not(renewed.token, expired, 'an expired token (token_expired) is renewed')
+      t.not(renewed.refreshToken, first.refreshToken, 'with a new refresh token')
+      t.equal(
+        digits(await page.locator('[data-metric="imported"]').textContent()),
+        progress.imported,
+        'and the page goes on'
+      )
 
-    await put({ ...renewed, expiresAt: Date.now() + 30_000 })
-    await page.reload()
-    await firstRefresh(page)
-    const early = await read()
-    t.not(early.refreshToken, renewed.refreshToken, 'a token about to expire is renewed before use')
-    t.ok(early.expiresAt > Date.now() + 30 * 60_000, 'for a full lifetime')
+      await put({ ...renewed, expiresAt: Date.now() + 30_000 })
+      await page.reload()
+      await firstRefresh(page)
+      const early = await read()
+      t.not(early.refreshToken, renewed.refreshToken, 'a token about to expire is renewed before use')
+      t.ok(early.expiresAt > Date.now() + 30 * 60_000, 'for a full lifetime')
 
-    await put({ ...early, refreshToken: 'amr_not-a-refresh-token', expiresAt: Date.now() })
-    await page.reload()
-    await page.locator('#sign-in-message', { hasText: 'Sign in again' }).waitFor()
-    t.ok(await page.locator('#sign-in-form').isVisible(), 'a refused renewal shows the sign-in form')
-    t.same(await storage(page), {}, 'and clears the session')
-  })
+      await put({ ...early, refreshToken: 'amr_not-a-refresh-token', expiresAt: Date.now() })
+      await page.reload()
+      await page.locator('#sign-in-message', { hasText: 'Sign in again' }).waitFor()
+      t.ok(await page.locator('#sign-in-form').isVisible(), 'a refused renewal shows the sign-in form')
+      t.same(await storage(page), {}, 'and clears the session')
+    }
+  )
 
   t.test('signing out clears everything; B sees only B_ENERGY', async (t) => {
     await signIn(page, a.apiKey)
@@ -411,11 +581,14 @@ t.test('the dashboard in headless Chromium', async (t) => {
     t.equal(await page.locator('#who').textContent(), 'Beta Utilities')
     t.equal(await page.locator('#supplier-code').textContent(), 'B_ENERGY')
     const bProgress = await progressOf(b.token, 'B_ENERGY')
-    t.equal(digits(await page.locator('[data-metric="staged"]').textContent()), bProgress.staged, 'B\'s own figures')
+    t.equal(digits(await page.locator('[data-metric="staged"]').textContent()), bProgress.staged, "B's own figures")
     await page.locator('#bars .bar').first().waitFor()
     const html = await page.content()
     for (const secret of ['A_ENERGY', 'Alpha Power', ...aAccounts]) {
-      t.notOk(html.includes(secret) || html.includes(secret.replaceAll('<', '&lt;').replaceAll('>', '&gt;')), `nothing of A on the page: ${secret}`)
+      t.notOk(
+        html.includes(secret) || html.includes(secret.replaceAll('<', '&lt;').replaceAll('>', '&gt;')),
+        `nothing of A on the page: ${secret}`
+      )
     }
     t.ok(html.includes('B_ENERGY'))
     await page.locator('#sign-out').click()
@@ -426,7 +599,9 @@ t.test('the dashboard in headless Chromium', async (t) => {
     await signIn(page, TEST_OPERATOR_KEY)
     await page.waitForFunction(() => document.getElementById('who').textContent === 'the operator')
     t.ok(await page.locator('#supplier-picker').isVisible(), 'a supplier picker')
-    const options: string[] = await page.evaluate(() => [...document.querySelectorAll('#supplier-picker option')].map((o: any) => o.value))
+    const options: string[] = await page.evaluate(() =>
+      [...document.querySelectorAll('#supplier-picker option')].map((o: any) => o.value)
+    )
     t.same([...options].sort(), ['A_ENERGY', 'B_ENERGY'])
     await page.locator('#supplier-picker').selectOption('B_ENERGY')
     const bProgress = await progressOf(b.token, 'B_ENERGY')
@@ -436,7 +611,11 @@ t.test('the dashboard in headless Chromium', async (t) => {
     await nextRefresh(page)
     t.equal(await page.locator('#supplier-picker').inputValue(), 'B_ENERGY', 'and a refresh keeps it')
     await page.locator('#bars .bar').first().waitFor()
-    t.equal(await page.locator('#bars .bar-meaning:visible').count(), 0, 'no meanings: error-codes/ takes an organisation\'s token, so the page does not ask')
+    t.equal(
+      await page.locator('#bars .bar-meaning:visible').count(),
+      0,
+      "no meanings: error-codes/ takes an organisation's token, so the page does not ask"
+    )
     await page.screenshot({ path: join(artifacts, 'dashboard-operator.png'), fullPage: true })
   })
 

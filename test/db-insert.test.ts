@@ -38,10 +38,18 @@ function cells(statement: { sql: string; params: unknown[] }): Array<Record<stri
 const withDefaults = (rows: Array<Record<string, unknown>>, columns: string[]) =>
   rows.map((row) => Object.fromEntries(columns.map((c) => [c, c in row ? row[c] : 'default'])))
 
-t.test('every planned row gives the same values as Drizzle\'s own insert', async (t) => {
+t.test("every planned row gives the same values as Drizzle's own insert", async (t) => {
   const { data } = checkAccountData(exampleAccount(), '2026-11-24')
-  const second = checkAccountData(exampleAccount({ customers: [{ given_name: 'Grace', family_name: 'Hopper' }] }), '2026-11-24').data
-  const context = { importProcessId: 1, supplierId: '00000000-0000-4000-8000-000000000001', operationsTeamId: '00000000-0000-4000-8000-000000000002', sendMigrationEmails: true }
+  const second = checkAccountData(
+    exampleAccount({ customers: [{ given_name: 'Grace', family_name: 'Hopper' }] }),
+    '2026-11-24'
+  ).data
+  const context = {
+    importProcessId: 1,
+    supplierId: '00000000-0000-4000-8000-000000000001',
+    operationsTeamId: '00000000-0000-4000-8000-000000000002',
+    sendMigrationEmails: true
+  }
   const a = planAccount(data!, context)
   const b = planAccount(second!, context)
   const builder = drizzle.mock({ schema })
@@ -61,7 +69,10 @@ t.test('every planned row gives the same values as Drizzle\'s own insert', async
   ]
   for (const [table, rows] of tables) {
     const ours = insertStatement(table, rows)
-    const theirs = builder.insert(table).values(rows as never).toSQL()
+    const theirs = builder
+      .insert(table)
+      .values(rows as never)
+      .toSQL()
     const columns = Object.keys(cells(theirs)[0]!)
     t.strictSame(withDefaults(cells(ours), columns), cells(theirs), `${getTableName(table)}: ${rows.length} row(s)`)
   }

@@ -11,7 +11,7 @@ t.test('/docs renders the endpoints in headless Chromium', async (t) => {
   const executablePath = findChromium()
   // Not a skip: CI installs Chromium, so a missing one is a broken setup.
   if (!executablePath) {
-    t.fail('chromium not found: install Debian\'s chromium package or set CHROMIUM_PATH')
+    t.fail("chromium not found: install Debian's chromium package or set CHROMIUM_PATH")
     return
   }
 
@@ -22,14 +22,18 @@ t.test('/docs renders the endpoints in headless Chromium', async (t) => {
   const page0 = await fetch(`${base}/docs`)
   t.equal(page0.status, 200)
   t.match(page0.headers.get('content-security-policy'), /script-src 'self'/, 'the page has its Content-Security-Policy')
-  t.ok(page0.headers.get('x-request-id'), 'and the app\'s own headers')
+  t.ok(page0.headers.get('x-request-id'), "and the app's own headers")
 
   // Everything must come from this server: a request elsewhere (a CDN) is refused and reported.
   const { browser, foreign } = await launchBrowser(t, executablePath, base, { width: 1280, height: 900 })
   const problems: string[] = []
   const page = await browser.newPage()
-  page.on('console', (message) => { if (message.type() === 'error') problems.push(message.text()) })
-  page.on('pageerror', (err) => { problems.push(err.message) })
+  page.on('console', (message) => {
+    if (message.type() === 'error') problems.push(message.text())
+  })
+  page.on('pageerror', (err) => {
+    problems.push(err.message)
+  })
 
   const response = await page.goto(`${base}/docs`, { waitUntil: 'load' })
   t.equal(response?.status(), 200)
@@ -37,10 +41,14 @@ t.test('/docs renders the endpoints in headless Chromium', async (t) => {
   // A function, not a string: Playwright evaluates a string again on every poll, which the page's
   // Content-Security-Policy (no eval) refuses once the first poll found too few.
   const documented = Object.keys(((await (await fetch(`${base}/openapi.json`)).json()) as { paths: object }).paths)
-  await page.waitForFunction((n) => document.querySelectorAll('.opblock-summary-path').length >= n, documented.length, { timeout: 30_000 })
+  await page.waitForFunction((n) => document.querySelectorAll('.opblock-summary-path').length >= n, documented.length, {
+    timeout: 30_000
+  })
   await page.waitForSelector('.info .title', { timeout: 30_000 })
 
-  const paths = (await page.locator('.opblock-summary-path').allTextContents()).map((text) => text.replace(/\u200b/g, '').trim())
+  const paths = (await page.locator('.opblock-summary-path').allTextContents()).map((text) =>
+    text.replace(/\u200b/g, '').trim()
+  )
   for (const path of [
     '/v1/data-import/validate-account',
     '/v1/data-import/account-import-process/process',
@@ -48,7 +56,9 @@ t.test('/docs renders the endpoints in headless Chromium', async (t) => {
     '/v1/data-import/transactions/create',
     '/graphql',
     '/metrics'
-  ]) t.ok(paths.includes(path), `lists ${path}`)
+  ]) {
+    t.ok(paths.includes(path), `lists ${path}`)
+  }
   t.same([...new Set(paths)].sort(), documented.sort(), 'every documented path is listed')
   t.match(await page.locator('.info .title').textContent(), /Account Migration Import Service/)
   t.ok(await page.locator('button.authorize').isVisible(), 'offers to authorise with a token')
@@ -58,8 +68,15 @@ t.test('/docs renders the endpoints in headless Chromium', async (t) => {
 
   // Opening an operation shows a realistic body to start from.
   await page.locator('#operations-Account_import-validateAccount .opblock-summary').click()
-  await page.waitForSelector('#operations-Account_import-validateAccount .body-param__example, #operations-Account_import-validateAccount .microlight', { timeout: 30_000 })
-  t.match(await page.locator('#operations-Account_import-validateAccount').textContent(), /EXT-000123/, 'the example account is shown')
+  await page.waitForSelector(
+    '#operations-Account_import-validateAccount .body-param__example, #operations-Account_import-validateAccount .microlight',
+    { timeout: 30_000 }
+  )
+  t.match(
+    await page.locator('#operations-Account_import-validateAccount').textContent(),
+    /EXT-000123/,
+    'the example account is shown'
+  )
 
   mkdirSync(artifacts, { recursive: true })
   await page.screenshot({ path: join(artifacts, 'docs.png'), fullPage: true })

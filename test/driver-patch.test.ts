@@ -7,7 +7,9 @@ import { tempDir } from './helpers/temp-dir.js'
 t.test('the installed postgres driver carries the patch (patches/postgres+3.4.9.patch)', async (t) => {
   t.equal(driverPatchProblem(), undefined)
   t.match(readFileSync(driverConnectionFile(), 'utf8'), DRIVER_PATCH_MARK)
-  const pkg = JSON.parse(readFileSync(join(driverConnectionFile(), '..', '..', 'package.json'), 'utf8')) as { version: string }
+  const pkg = JSON.parse(readFileSync(join(driverConnectionFile(), '..', '..', 'package.json'), 'utf8')) as {
+    version: string
+  }
   t.equal(pkg.version, '3.4.9', 'the exact version the patch was made for')
 })
 

@@ -7,7 +7,10 @@ import { exampleAccount, importSetup } from './helpers/accounts.js'
 import { asOperator } from './helpers/graphql.js'
 import { setTimeout as sleep } from 'node:timers/promises'
 
-interface Received { to: string[]; data: string }
+interface Received {
+  to: string[]
+  data: string
+}
 
 /** A real SMTP server on loopback; `reject(n)` refuses the next n recipients. */
 async function smtpServer(t: Parameters<typeof importSetup>[0]) {
@@ -27,7 +30,9 @@ async function smtpServer(t: Parameters<typeof importSetup>[0]) {
     },
     onData(stream, session, callback) {
       let data = ''
-      stream.on('data', (chunk: Buffer) => { data += chunk.toString('utf8') })
+      stream.on('data', (chunk: Buffer) => {
+        data += chunk.toString('utf8')
+      })
       stream.on('end', () => {
         received.push({ to: session.envelope.rcptTo.map((r) => r.address), data })
         callback()
@@ -37,18 +42,34 @@ async function smtpServer(t: Parameters<typeof importSetup>[0]) {
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
   t.teardown(() => new Promise<void>((resolve) => server.close(() => resolve())))
   const port = (server.server.address() as { port: number }).port
-  return { url: `smtp://127.0.0.1:${port}`, received, reject: (n: number) => { rejections = n } }
+  return {
+    url: `smtp://127.0.0.1:${port}`,
+    received,
+    reject: (n: number) => {
+      rejections = n
+    }
+  }
 }
 
-const withTwoCustomers = (external: string) => exampleAccount({
-  external_account_number: external,
-  customers: [...exampleAccount().customers, { given_name: 'Charles', family_name: 'Babbage', portfolio_roles: ['READ_ONLY'] }]
-})
+const withTwoCustomers = (external: string) =>
+  exampleAccount({
+    external_account_number: external,
+    customers: [
+      ...exampleAccount().customers,
+      { given_name: 'Charles', family_name: 'Babbage', portfolio_roles: ['READ_ONLY'] }
+    ]
+  })
 
 t.test('a created account queues one e-mail per customer address; the worker delivers it over SMTP', async (t) => {
   const smtp = await smtpServer(t)
-  const { app, database, client } = await importSetup(t, { env: { SMTP_URL: smtp.url, EMAIL_FROM: 'Migrations <migrations@energy.invalid>' }, captureLogs: true })
-  await asOperator(app, 'mutation { updateImportSupplier(input: {code: "ACME_ENERGY", sendMigrationEmails: true}) { code } }')
+  const { app, database, client } = await importSetup(t, {
+    env: { SMTP_URL: smtp.url, EMAIL_FROM: 'Migrations <migrations@energy.invalid>' },
+    captureLogs: true
+  })
+  await asOperator(
+    app,
+    'mutation { updateImportSupplier(input: {code: "ACME_ENERGY", sendMigrationEmails: true}) { code } }'
+  )
   t.equal((await client.stage(withTwoCustomers('MAIL-1'))).statusCode, 201)
   const created = await client.create('MAIL-1')
   t.equal(created.statusCode, 201)
@@ -62,7 +83,7 @@ t.test('a created account queues one e-mail per customer address; the worker del
   t.match(mail.data, /From: Migrations <migrations@energy\.invalid>/)
   let row
   while (Date.now() < deadline) {
-    [row] = await database.db.select().from(emailOutbox)
+    ;[row] = await database.db.select().from(emailOutbox)
     if (row?.status === 'SENT') break
     await sleep(50)
   }
@@ -72,17 +93,30 @@ t.test('a created account queues one e-mail per customer address; the worker del
 t.test('the worker retries with backoff, gives up after its attempts, and never logs the address', async (t) => {
   const smtp = await smtpServer(t)
   const { app, database, client, logs } = await importSetup(t, { captureLogs: true })
-  await asOperator(app, 'mutation { updateImportSupplier(input: {code: "ACME_ENERGY", sendMigrationEmails: true}) { code } }')
+  await asOperator(
+    app,
+    'mutation { updateImportSupplier(input: {code: "ACME_ENERGY", sendMigrationEmails: true}) { code } }'
+  )
   for (const external of ['RETRY-1', 'GIVEUP-1']) {
     t.equal((await client.stage(exampleAccount({ external_account_number: external }))).statusCode, 201)
     t.equal((await client.create(external)).statusCode, 201)
   }
   const rows = await database.db.select().from(emailOutbox).orderBy(emailOutbox.id)
   t.equal(rows.length, 2, 'queued, not sent: no SMTP_URL in this app')
-  const [retry, giveUp] = rows as [typeof rows[0], typeof rows[0]]
-  const worker = createEmailWorker(database.db, app.log, { smtpUrl: smtp.url, from: 'm@energy.invalid', batchSize: 1, retryBaseSeconds: 60, maxAttempts: 2 })
+  const [retry, giveUp] = rows as [(typeof rows)[0], (typeof rows)[0]]
+  const worker = createEmailWorker(database.db, app.log, {
+    smtpUrl: smtp.url,
+    from: 'm@energy.invalid',
+    batchSize: 1,
+    retryBaseSeconds: 60,
+    maxAttempts: 2
+  })
   t.teardown(() => worker.stop())
-  const due = (id: number) => database.db.update(emailOutbox).set({ nextAttemptAt: sql`now()` }).where(eq(emailOutbox.id, id))
+  const due = (id: number) =>
+    database.db
+      .update(emailOutbox)
+      .set({ nextAttemptAt: sql`now()` })
+      .where(eq(emailOutbox.id, id))
   const rowOf = async (id: number) => (await database.db.select().from(emailOutbox).where(eq(emailOutbox.id, id)))[0]!
 
   smtp.reject(1)

@@ -14,7 +14,10 @@ import { startServers, type Running } from './helpers/server.js'
  */
 
 const good = exampleAccount({ external_account_number: 'RACE-1' })
-const bad = exampleAccount({ external_account_number: 'RACE-1', customers: [{ ...exampleAccount().customers[0], landline: 'abcde' }] })
+const bad = exampleAccount({
+  external_account_number: 'RACE-1',
+  customers: [{ ...exampleAccount().customers[0], landline: 'abcde' }]
+})
 
 function validate(server: Running, token: string, account: unknown) {
   const sent = performance.now()
@@ -35,12 +38,20 @@ if (!testDatabaseUrl) {
     const { app, database, url } = await buildSharedTestApp(t)
     const tenant = await createTenant(app, 'Acme', 'ACME_ENERGY')
     const servers = await startServers(t, url!, 2)
-    const record = async () => rowsOf<{ attempts: number }>(await database.db.execute(sql`select attempts from import_failures
-      where external_account_number = 'RACE-1' and step = 'validate'`))
+    const record = async () =>
+      rowsOf<{ attempts: number }>(
+        await database.db.execute(sql`select attempts from import_failures
+      where external_account_number = 'RACE-1' and step = 'validate'`)
+      )
 
     t.test('concurrent failures keep one record whose attempts count every one', async (t) => {
-      const answers = await Promise.all(Array.from({ length: 40 }, (_, i) => validate(servers[i % 2]!, tenant.token, bad)))
-      t.ok(answers.every((a) => a.status === 400), 'every one failed')
+      const answers = await Promise.all(
+        Array.from({ length: 40 }, (_, i) => validate(servers[i % 2]!, tenant.token, bad))
+      )
+      t.ok(
+        answers.every((a) => a.status === 400),
+        'every one failed'
+      )
       const rows = await record()
       t.equal(rows.length, 1, 'one record')
       t.equal(rows[0]?.attempts, 40, 'attempts: 40')
@@ -50,20 +61,27 @@ if (!testDatabaseUrl) {
       let decided = 0
       for (let round = 0; round < 30; round++) {
         // Mostly failures, with successes among them, all at once on both servers, sent over 150 ms.
-        const answers = await Promise.all(Array.from({ length: 8 }, async (_, i) => {
-          const success = (i + round) % 3 === 0
-          await sleep(Math.random() * 150)
-          return validate(servers[i % 2]!, tenant.token, success ? good : bad).then((a) => ({ ...a, success }))
-        }))
+        const answers = await Promise.all(
+          Array.from({ length: 8 }, async (_, i) => {
+            const success = (i + round) % 3 === 0
+            await sleep(Math.random() * 150)
+            return validate(servers[i % 2]!, tenant.token, success ? good : bad).then((a) => ({ ...a, success }))
+          })
+        )
         const open = (await record()).length === 1
         // The order is known only by cause and effect: an answer received before another request was
         // sent was written before that request's write. The last request sent after every answer of
         // the other kind had come back decides the final state; a round without one decides nothing.
-        const deciding = [...answers].sort((a, b) => b.sent - a.sent)
+        const deciding = [...answers]
+          .sort((a, b) => b.sent - a.sent)
           .find((a) => answers.every((o) => o.success === a.success || o.received < a.sent))
         if (deciding) {
           decided++
-          t.equal(open, !deciding.success, `round ${round}: the deciding answer was a ${deciding.success ? 'success' : 'failure'}`)
+          t.equal(
+            open,
+            !deciding.success,
+            `round ${round}: the deciding answer was a ${deciding.success ? 'success' : 'failure'}`
+          )
         }
       }
       t.ok(decided > 0, `${decided} of 30 rounds had a clear last answer`)

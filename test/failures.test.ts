@@ -14,17 +14,29 @@ import { asOperator, createTenant, operatorToken, type Tenant } from './helpers/
 type Setup = Awaited<ReturnType<typeof importSetup>>
 
 async function records(setup: Setup) {
-  return rowsOf<{ external: string; step: string; attempts: number; http_status: number; code: string; errors: unknown; codes: string[] }>(
-    await setup.database.db.execute(sql`select external_account_number as external, step, attempts, http_status, code, errors, codes
-      from import_failures order by external_account_number, step`))
+  return rowsOf<{
+    external: string
+    step: string
+    attempts: number
+    http_status: number
+    code: string
+    errors: unknown
+    codes: string[]
+  }>(
+    await setup.database.db
+      .execute(sql`select external_account_number as external, step, attempts, http_status, code, errors, codes
+      from import_failures order by external_account_number, step`)
+  )
 }
 
-const steps = async (setup: Setup, external: string) => (await records(setup)).filter((r) => r.external === external).map((r) => r.step)
+const steps = async (setup: Setup, external: string) =>
+  (await records(setup)).filter((r) => r.external === external).map((r) => r.step)
 
-const badPhone = (external: string) => exampleAccount({
-  external_account_number: external,
-  customers: [{ ...exampleAccount().customers[0], landline: 'abcde' }]
-})
+const badPhone = (external: string) =>
+  exampleAccount({
+    external_account_number: external,
+    customers: [{ ...exampleAccount().customers[0], landline: 'abcde' }]
+  })
 
 function listUrl(tenant: Tenant, query = '') {
   return `/v1/data-import/failed-account-import-processes/${tenant.supplier}/${query}`
@@ -43,8 +55,13 @@ t.test('validate, stage and create record their failures, replace them and clear
     t.equal(res.statusCode, 400)
     const [record] = await records(setup)
     t.same(record, {
-      external: 'EXT-V', step: 'validate', attempts: 1, http_status: 400, code: 'account_failed_validation',
-      errors: [{ code: 'invalid_phone_number', attr: 'customers.0.landline' }], codes: ['invalid_phone_number']
+      external: 'EXT-V',
+      step: 'validate',
+      attempts: 1,
+      http_status: 400,
+      code: 'account_failed_validation',
+      errors: [{ code: 'invalid_phone_number', attr: 'customers.0.landline' }],
+      codes: ['invalid_phone_number']
     })
     t.notMatch(JSON.stringify(await records(setup)), /abcde|valid phone/, 'no input value and no detail stored')
     for (let i = 0; i < 4; i++) await client.validate(badPhone('EXT-V'))
@@ -88,11 +105,17 @@ t.test('validate, stage and create record their failures, replace them and clear
     const db = setup.database.db
     await db.execute(sql`insert into import_failures select supplier_id, 'EXT-S', s::import_step, now(), 1, 400, 'x', '[]', '{x}'
       from import_processes, unnest(array['validate', 'stage', 'create', 'notes']) as s where external_account_number = 'EXT-S'`)
-    t.equal((await client.validate(exampleAccount({ external_account_number: 'EXT-S' }))).json().code, 'account_already_imported')
+    t.equal(
+      (await client.validate(exampleAccount({ external_account_number: 'EXT-S' }))).json().code,
+      'account_already_imported'
+    )
     t.same(await steps(setup, 'EXT-S'), ['notes'], 'validate: post-import records stay')
     await db.execute(sql`insert into import_failures select supplier_id, 'EXT-S', 'stage', now(), 1, 400, 'x', '[]', '{x}'
       from import_processes where external_account_number = 'EXT-S'`)
-    t.equal((await client.stage(exampleAccount({ external_account_number: 'EXT-S' }))).json().code, 'account_already_imported')
+    t.equal(
+      (await client.stage(exampleAccount({ external_account_number: 'EXT-S' }))).json().code,
+      'account_already_imported'
+    )
     t.same(await steps(setup, 'EXT-S'), ['notes'], 'stage')
   })
 
@@ -109,7 +132,10 @@ t.test('validate, stage and create record their failures, replace them and clear
     await client.validate(badPhone('EXT-K'))
     await client.create('EXT-K')
     t.same(await steps(setup, 'EXT-K'), ['validate', 'create'])
-    await asOperator(setup.app, 'mutation { skipImportProcess(input: {importSupplierCode: "ACME_ENERGY", externalAccountNumber: "EXT-K"}) { state } }')
+    await asOperator(
+      setup.app,
+      'mutation { skipImportProcess(input: {importSupplierCode: "ACME_ENERGY", externalAccountNumber: "EXT-K"}) { state } }'
+    )
     t.same(await steps(setup, 'EXT-K'), [])
   })
 })
@@ -119,22 +145,45 @@ t.test('what is never recorded', async (t) => {
   const { client, app, tenant } = setup
   const other = await createTenant(app, 'Other', 'OTHER_ENERGY')
   const bad = badPhone('EXT-N')
-  const send = (url: string, payload: unknown, headers: Record<string, string> = { authorization: `Bearer ${tenant.token}` }) =>
-    app.inject({ method: 'POST', url: `/v1/data-import/${url}`, headers, payload: payload as object })
+  const send = (
+    url: string,
+    payload: unknown,
+    headers: Record<string, string> = { authorization: `Bearer ${tenant.token}` }
+  ) => app.inject({ method: 'POST', url: `/v1/data-import/${url}`, headers, payload: payload as object })
 
   const cases: Array<[string, () => Promise<{ statusCode: number }>]> = [
     ['an unknown supplier', () => client.validate({ ...bad, import_supplier: 'NOPE' })],
-    ['another organisation\'s supplier', () => client.validate({ ...bad, import_supplier: other.supplier })],
+    ["another organisation's supplier", () => client.validate({ ...bad, import_supplier: other.supplier })],
     ['no external account number', () => client.validate({ ...bad, external_account_number: undefined })],
     ['a number as external account number', () => client.validate({ ...bad, external_account_number: 12 })],
     ['a blank one', () => client.validate({ ...bad, external_account_number: '  ' })],
     ['one with leading whitespace', () => client.validate({ ...bad, external_account_number: ' EXT-N' })],
     ['one too long', () => client.validate({ ...bad, external_account_number: 'E'.repeat(129) })],
     ['401', () => send('validate-account/', bad, {})],
-    ['403 (operator token)', async () => send('validate-account/', bad, { authorization: `Bearer ${(await operatorToken(app))}` })],
-    ['404 post-import', () => send('notes/create/', { import_supplier: tenant.supplier, external_account_number: 'EXT-N', notes: [{ body: 'x' }] })],
+    [
+      '403 (operator token)',
+      async () => send('validate-account/', bad, { authorization: `Bearer ${await operatorToken(app)}` })
+    ],
+    [
+      '404 post-import',
+      () =>
+        send('notes/create/', {
+          import_supplier: tenant.supplier,
+          external_account_number: 'EXT-N',
+          notes: [{ body: 'x' }]
+        })
+    ],
     ['413', () => send('validate-account/', { ...bad, padding: 'x'.repeat(70_000) })],
-    ['415', () => app.inject({ method: 'POST', url: '/v1/data-import/validate-account/', headers: { authorization: `Bearer ${tenant.token}`, 'content-type': 'text/plain' }, payload: 'x' })]
+    [
+      '415',
+      () =>
+        app.inject({
+          method: 'POST',
+          url: '/v1/data-import/validate-account/',
+          headers: { authorization: `Bearer ${tenant.token}`, 'content-type': 'text/plain' },
+          payload: 'x'
+        })
+    ]
   ]
   for (const [what, run] of cases) {
     const res = await run()
@@ -144,9 +193,15 @@ t.test('what is never recorded', async (t) => {
 
   t.test('account_import_skipped', async (t) => {
     t.equal((await client.stage(exampleAccount({ external_account_number: 'EXT-SKIP' }))).statusCode, 201)
-    await asOperator(app, 'mutation { skipImportProcess(input: {importSupplierCode: "ACME_ENERGY", externalAccountNumber: "EXT-SKIP"}) { state } }')
+    await asOperator(
+      app,
+      'mutation { skipImportProcess(input: {importSupplierCode: "ACME_ENERGY", externalAccountNumber: "EXT-SKIP"}) { state } }'
+    )
     for (const res of [await client.stage(badPhone('EXT-SKIP')), await client.create('EXT-SKIP')]) {
-      t.same(res.json().errors.map((e: any) => e.code), ['account_import_skipped'])
+      t.same(
+        res.json().errors.map((e: any) => e.code),
+        ['account_import_skipped']
+      )
     }
     t.same(await records(setup), [], 'skipped')
   })
@@ -156,7 +211,9 @@ t.test('a failure that cannot be recorded is logged, and the 400 is answered as 
   const setup = await importSetup(t, { captureLogs: true })
   await setup.database.db.execute(sql`create function refuse_failures() returns trigger language plpgsql as $$
     begin raise exception 'no failure records today'; end $$`)
-  await setup.database.db.execute(sql`create trigger refuse before insert on import_failures for each row execute function refuse_failures()`)
+  await setup.database.db.execute(
+    sql`create trigger refuse before insert on import_failures for each row execute function refuse_failures()`
+  )
   const res = await setup.client.validate(badPhone('EXT-X'))
   t.equal(res.statusCode, 400)
   t.equal(res.json().code, 'account_failed_validation')
@@ -167,18 +224,34 @@ t.test('post-import steps record their 400 and 500, and a success clears them', 
   const setup = await importSetup(t)
   await setup.client.stage(exampleAccount())
   await setup.client.create('EXT-000123')
-  const post = (path: string, body: Record<string, unknown>) => setup.app.inject({
-    method: 'POST', url: `/v1/data-import/${path}`, headers: { authorization: `Bearer ${setup.tenant.token}` },
-    payload: { import_supplier: 'ACME_ENERGY', external_account_number: 'EXT-000123', ...body }
-  })
+  const post = (path: string, body: Record<string, unknown>) =>
+    setup.app.inject({
+      method: 'POST',
+      url: `/v1/data-import/${path}`,
+      headers: { authorization: `Bearer ${setup.tenant.token}` },
+      payload: { import_supplier: 'ACME_ENERGY', external_account_number: 'EXT-000123', ...body }
+    })
   t.equal((await post('notes/create/', { notes: [{ is_pinned: true }] })).statusCode, 400)
   t.equal((await post('notes/create/', { notes: [{ body: 'x', extra: 1 }] })).statusCode, 400, 'a schema error too')
-  const tx = await post('transactions/create/', { transactions: [{ transaction_id: 'T', transaction_date: '2026-10-10', amount: 'x', type: 'CHARGE' }] })
+  const tx = await post('transactions/create/', {
+    transactions: [{ transaction_id: 'T', transaction_date: '2026-10-10', amount: 'x', type: 'CHARGE' }]
+  })
   t.equal(tx.statusCode, 400)
   const [notes, transactions] = await records(setup)
-  t.same(notes, { external: 'EXT-000123', step: 'notes', attempts: 2, http_status: 400, code: 'invalid_request', errors: [{ code: 'unexpected_field', attr: 'notes.0.extra' }], codes: ['unexpected_field'] })
-  t.same([transactions!.step, transactions!.code, transactions!.errors], ['transactions', 'invalid_decimal', [{ code: 'invalid_decimal', attr: 'transactions.0.amount' }]],
-    'the transaction body\'s top-level code')
+  t.same(notes, {
+    external: 'EXT-000123',
+    step: 'notes',
+    attempts: 2,
+    http_status: 400,
+    code: 'invalid_request',
+    errors: [{ code: 'unexpected_field', attr: 'notes.0.extra' }],
+    codes: ['unexpected_field']
+  })
+  t.same(
+    [transactions!.step, transactions!.code, transactions!.errors],
+    ['transactions', 'invalid_decimal', [{ code: 'invalid_decimal', attr: 'transactions.0.amount' }]],
+    "the transaction body's top-level code"
+  )
   t.equal((await post('notes/create/', { notes: [{ body: 'fine' }] })).statusCode, 201)
   t.same(await steps(setup, 'EXT-000123'), ['transactions'], 'notes cleared; transactions stay')
 })
@@ -196,33 +269,78 @@ t.test('the failure list: order, filters, paging, streaming, tenancy', async (t)
     return res
   }
   const all = (await list()).json()
-  t.same(all.map((r: any) => `${r.external_account_number}:${r.step}`), ['A-1:validate', 'A-1:create', 'B-2:validate', 'B-2:create', 'C-3:validate', 'D-4:validate'],
-    'by external account number, then step in step order')
-  t.same(Object.keys(all[0]).sort(), ['attempts', 'code', 'errors', 'external_account_number', 'failed_at', 'http_status', 'step'])
+  t.same(
+    all.map((r: any) => `${r.external_account_number}:${r.step}`),
+    ['A-1:validate', 'A-1:create', 'B-2:validate', 'B-2:create', 'C-3:validate', 'D-4:validate'],
+    'by external account number, then step in step order'
+  )
+  t.same(Object.keys(all[0]).sort(), [
+    'attempts',
+    'code',
+    'errors',
+    'external_account_number',
+    'failed_at',
+    'http_status',
+    'step'
+  ])
   t.match(all[0].failed_at, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/)
-  t.same((await list('?step=create')).json().map((r: any) => r.external_account_number), ['A-1', 'B-2'])
-  t.same((await list('?code=invalid_phone_number')).json().map((r: any) => r.external_account_number), ['A-1', 'B-2', 'C-3'])
+  t.same(
+    (await list('?step=create')).json().map((r: any) => r.external_account_number),
+    ['A-1', 'B-2']
+  )
+  t.same(
+    (await list('?code=invalid_phone_number')).json().map((r: any) => r.external_account_number),
+    ['A-1', 'B-2', 'C-3']
+  )
   t.same((await list('?code=import_process_does_not_exist')).json().length, 2, 'entry codes')
-  t.same((await list('?code=account_failed_validation')).json().length, 0, 'the top-level code counts only when the record has no entries')
+  t.same(
+    (await list('?code=account_failed_validation')).json().length,
+    0,
+    'the top-level code counts only when the record has no entries'
+  )
 
   const first = await list('?limit=3')
-  t.same(first.json().map((r: any) => `${r.external_account_number}:${r.step}`), ['A-1:validate', 'A-1:create', 'B-2:validate'])
-  t.equal(first.headers.link, `</v1/data-import/failed-account-import-processes/${tenant.supplier}/?limit=3&after=B-2%3Avalidate>; rel="next"`)
+  t.same(
+    first.json().map((r: any) => `${r.external_account_number}:${r.step}`),
+    ['A-1:validate', 'A-1:create', 'B-2:validate']
+  )
+  t.equal(
+    first.headers.link,
+    `</v1/data-import/failed-account-import-processes/${tenant.supplier}/?limit=3&after=B-2%3Avalidate>; rel="next"`
+  )
   const second = await list('?limit=3&after=B-2%3Avalidate')
-  t.same(second.json().map((r: any) => `${r.external_account_number}:${r.step}`), ['B-2:create', 'C-3:validate', 'D-4:validate'])
+  t.same(
+    second.json().map((r: any) => `${r.external_account_number}:${r.step}`),
+    ['B-2:create', 'C-3:validate', 'D-4:validate']
+  )
   t.notOk(second.headers.link, 'no next page')
-  t.same((await list('?after=B-2')).json().map((r: any) => r.external_account_number), ['C-3', 'D-4'], 'after an account: after all its records')
+  t.same(
+    (await list('?after=B-2')).json().map((r: any) => r.external_account_number),
+    ['C-3', 'D-4'],
+    'after an account: after all its records'
+  )
   const filtered = await list('?limit=1&step=create')
   t.match(filtered.headers.link, /step=create/, 'filters are kept in the next link')
 
   const badStep = await get(setup, listUrl(tenant, '?step=nope'))
   t.equal(badStep.statusCode, 400)
-  t.same(badStep.json().errors.map((e: any) => [e.code, e.attr]), [['invalid_choice', 'step']])
+  t.same(
+    badStep.json().errors.map((e: any) => [e.code, e.attr]),
+    [['invalid_choice', 'step']]
+  )
   const other = await createTenant(app, 'Other', 'OTHER_ENERGY')
-  for (const url of [listUrl(tenant), `/v1/data-import/failure-summary/${tenant.supplier}/`, `/v1/data-import/migration-timeline/${tenant.supplier}/`, listUrl({ ...tenant, supplier: 'NOPE' })]) {
+  for (const url of [
+    listUrl(tenant),
+    `/v1/data-import/failure-summary/${tenant.supplier}/`,
+    `/v1/data-import/migration-timeline/${tenant.supplier}/`,
+    listUrl({ ...tenant, supplier: 'NOPE' })
+  ]) {
     const foreign = await get(setup, url, other)
     t.equal(foreign.statusCode, 404, `${url} for another organisation`)
-    t.same(foreign.json().errors.map((e: any) => e.code), ['import_process_does_not_exist'])
+    t.same(
+      foreign.json().errors.map((e: any) => e.code),
+      ['import_process_does_not_exist']
+    )
   }
 })
 
@@ -230,7 +348,13 @@ t.test('the failure summary counts accounts by step and by code', async (t) => {
   const setup = await importSetup(t)
   const { client, tenant } = setup
   for (const external of ['A', 'B', 'C']) await client.validate(badPhone(external))
-  await client.validate(exampleAccount({ external_account_number: 'D', transfer_balance: 'bad', billing_address: { ...exampleAccount().billing_address, postal_code: 'nope' } }))
+  await client.validate(
+    exampleAccount({
+      external_account_number: 'D',
+      transfer_balance: 'bad',
+      billing_address: { ...exampleAccount().billing_address, postal_code: 'nope' }
+    })
+  )
   await client.create('A')
   const res = await get(setup, `/v1/data-import/failure-summary/${tenant.supplier}/`)
   t.equal(res.statusCode, 200)
@@ -266,10 +390,21 @@ t.test('the timeline counts stages, creates and failures per minute', async (t) 
   t.equal(minutes.length, 60, 'the last hour by default')
   const now = Math.floor(Date.now() / 60_000) * 60_000
   t.ok(new Date(minutes[59]!.minute).getTime() >= now - 60_000, 'the current minute last')
-  t.equal(new Date(minutes[1]!.minute).getTime() - new Date(minutes[0]!.minute).getTime(), 60_000, 'one entry per minute, oldest first')
-  const total = minutes.reduce((sum, m) => ({ staged: sum.staged + m.staged, created: sum.created + m.created, failed: sum.failed + m.failed }), { staged: 0, created: 0, failed: 0 })
+  t.equal(
+    new Date(minutes[1]!.minute).getTime() - new Date(minutes[0]!.minute).getTime(),
+    60_000,
+    'one entry per minute, oldest first'
+  )
+  const total = minutes.reduce(
+    (sum, m) => ({ staged: sum.staged + m.staged, created: sum.created + m.created, failed: sum.failed + m.failed }),
+    { staged: 0, created: 0, failed: 0 }
+  )
   t.same(total, { staged: 3, created: 1, failed: 2 })
-  t.equal((await get(setup, `/v1/data-import/migration-timeline/${tenant.supplier}/?minutes=10080`)).json().minutes.length, 10080, 'a week')
+  t.equal(
+    (await get(setup, `/v1/data-import/migration-timeline/${tenant.supplier}/?minutes=10080`)).json().minutes.length,
+    10080,
+    'a week'
+  )
   for (const bad of ['0', '10081', 'x']) {
     const refused = await get(setup, `/v1/data-import/migration-timeline/${tenant.supplier}/?minutes=${bad}`)
     t.equal(refused.statusCode, 400, `minutes=${bad}`)

@@ -32,7 +32,8 @@ const ACMEPAY = 'ACMEPAY'
 async function startVendor(t: Test): Promise<string> {
   const server = createServer(function vendor(req, res) {
     const reference = decodeURIComponent((req.url ?? '').split('/').pop() ?? '')
-    res.writeHead(200, { 'content-type': 'application/json' })
+    res
+      .writeHead(200, { 'content-type': 'application/json' })
       .end(JSON.stringify({ reference, type: 'CARD', status: 'ACTIVE', details: { last4: '4242' } }))
   })
   server.listen(0, '127.0.0.1')
@@ -58,7 +59,10 @@ async function until(t: Test, what: string, check: () => Promise<boolean>, ms = 
 async function setup(t: Test) {
   const fresh = await freshDatabase()
   const vendorUrl = await startVendor(t)
-  const { app, database } = await buildTestApp(t, { database: fresh.database, env: { PAYMENT_VENDORS: `${ACMEPAY}=${vendorUrl}` } })
+  const { app, database } = await buildTestApp(t, {
+    database: fresh.database,
+    env: { PAYMENT_VENDORS: `${ACMEPAY}=${vendorUrl}` }
+  })
   const sql = postgres(fresh.url!, { max: 2, onnotice: () => {} })
   t.teardown(async () => {
     await sql.end()
@@ -86,12 +90,13 @@ async function setup(t: Test) {
     }
   }
 
-  const post = (path: string, external: string, fields: Record<string, unknown>) => app.inject({
-    method: 'POST',
-    url: `/v1/data-import/${path}`,
-    headers: { authorization: `Token ${tenant.token}` },
-    payload: { import_supplier: 'ACME_ENERGY', external_account_number: external, ...fields }
-  })
+  const post = (path: string, external: string, fields: Record<string, unknown>) =>
+    app.inject({
+      method: 'POST',
+      url: `/v1/data-import/${path}`,
+      headers: { authorization: `Token ${tenant.token}` },
+      payload: { import_supplier: 'ACME_ENERGY', external_account_number: external, ...fields }
+    })
 
   return { app, database, url: fresh.url!, sql, tenant, client, account, post }
 }
@@ -111,7 +116,11 @@ async function blockedBackend(t: Test, sql: postgres.Sql): Promise<number> {
 async function terminate(t: Test, sql: postgres.Sql, pid: number) {
   const [row] = await sql`select pg_terminate_backend(${pid}) as done`
   t.ok(row!.done, `backend ${pid} terminated`)
-  await until(t, 'the terminated backend is gone', async () => (await sql`select 1 from pg_stat_activity where pid = ${pid}`).length === 0)
+  await until(
+    t,
+    'the terminated backend is gone',
+    async () => (await sql`select 1 from pg_stat_activity where pid = ${pid}`).length === 0
+  )
 }
 
 /** Every table's row count and every ledger's balance: what a failed request must leave unchanged. */
@@ -121,7 +130,11 @@ async function snapshot(database: Parameters<typeof tableCounts>[0], sql: postgr
 }
 
 const delta = (after: Record<string, number>, before: Record<string, number>) =>
-  Object.fromEntries(Object.keys(after).map((k) => [k, after[k]! - (before[k] ?? 0)]).filter(([, d]) => d !== 0))
+  Object.fromEntries(
+    Object.keys(after)
+      .map((k) => [k, after[k]! - (before[k] ?? 0)])
+      .filter(([, d]) => d !== 0)
+  )
 
 /** A post-import request, built for one account (ids only have to be unique per account). */
 interface WriteCase {
@@ -156,17 +169,31 @@ const writeCases: WriteCase[] = [
     name: 'historical agreements',
     path: 'historical-agreements/create/',
     fields: () => ({
-      agreements: [{ supply_point_identifier: '1200012345678', tariff_code: 'E-1R-VAR-19-01-01', effective_from: '2019-01-01', effective_to: '2021-03-01' }]
+      agreements: [
+        {
+          supply_point_identifier: '1200012345678',
+          tariff_code: 'E-1R-VAR-19-01-01',
+          effective_from: '2019-01-01',
+          effective_to: '2021-03-01'
+        }
+      ]
     })
   },
   {
     name: 'historical statements',
     path: 'historical-statements/create/',
     fields: () => ({
-      statements: [{
-        statement_id: 'ST-2025-01', bill_period_from_date: '2025-01-01', bill_period_to_date: '2025-01-31', issued_date: '2025-02-03',
-        number: 'INV-1', gross_amount: 53.5, statement_path: '/statements/2025/01.pdf'
-      }]
+      statements: [
+        {
+          statement_id: 'ST-2025-01',
+          bill_period_from_date: '2025-01-01',
+          bill_period_to_date: '2025-01-31',
+          issued_date: '2025-02-03',
+          number: 'INV-1',
+          gross_amount: 53.5,
+          statement_path: '/statements/2025/01.pdf'
+        }
+      ]
     })
   },
   {
@@ -176,13 +203,25 @@ const writeCases: WriteCase[] = [
       ledger_code: 'ENERGY',
       ledger_number: a.ledgerNumber,
       billing_document_type: 'PERIOD_BASED',
-      historical_billing_documents: [{
-        billing_document_identifier: 'BILL-2025-03', billing_document_type: 'PERIOD_BASED', issued_date: '2025-04-02',
-        bill_period_from_date: '2025-03-01', bill_period_to_date: '2025-03-31',
-        transactions: [{ transaction_id: 'B-1', transaction_date: '2025-03-31', type: 'CHARGE', amount: '53.24' }]
-      }],
+      historical_billing_documents: [
+        {
+          billing_document_identifier: 'BILL-2025-03',
+          billing_document_type: 'PERIOD_BASED',
+          issued_date: '2025-04-02',
+          bill_period_from_date: '2025-03-01',
+          bill_period_to_date: '2025-03-31',
+          transactions: [{ transaction_id: 'B-1', transaction_date: '2025-03-31', type: 'CHARGE', amount: '53.24' }]
+        }
+      ],
       additional_historical_transactions: [
-        { transaction_id: 'B-2', transaction_date: '2025-04-10', type: 'PAYMENT', amount: '53.24', reference: 'DD-202504', payment_type: 'DD_REGULAR_COLLECTION' }
+        {
+          transaction_id: 'B-2',
+          transaction_date: '2025-04-10',
+          type: 'PAYMENT',
+          amount: '53.24',
+          reference: 'DD-202504',
+          payment_type: 'DD_REGULAR_COLLECTION'
+        }
       ]
     })
   },
@@ -199,13 +238,17 @@ const writeCases: WriteCase[] = [
  * the request has run in its transaction.
  */
 const holds = {
-  account: (a: { accountId: string }) => (sql: postgres.ReservedSql) => sql`select id from accounts where id = ${a.accountId} for update`,
-  event: (a: { processId: number }) => (sql: postgres.ReservedSql) => sql`select id from import_processes where id = ${a.processId} for update`
+  account: (a: { accountId: string }) => (sql: postgres.ReservedSql) =>
+    sql`select id from accounts where id = ${a.accountId} for update`,
+  event: (a: { processId: number }) => (sql: postgres.ReservedSql) =>
+    sql`select id from import_processes where id = ${a.processId} for update`
 }
 
 /** A response body with the account's own identifiers replaced, to compare two accounts' answers. */
 function neutral(body: string, a: { external: string; serviceAccountNumber: string }): unknown {
-  return body ? JSON.parse(body.replaceAll(a.external, '<external>').replaceAll(a.serviceAccountNumber, '<account>')) : body
+  return body
+    ? JSON.parse(body.replaceAll(a.external, '<external>').replaceAll(a.serviceAccountNumber, '<account>'))
+    : body
 }
 
 async function httpPost(server: Running, tenant: Tenant, path: string, fields: Record<string, unknown>) {
@@ -218,7 +261,14 @@ async function httpPost(server: Running, tenant: Tenant, path: string, fields: R
 }
 
 function serverEnv(url: string, dataDir: string): Record<string, string> {
-  return { DATABASE_URL: url, DATA_DIR: dataDir, TOKEN_SECRET: TEST_TOKEN_SECRET, OPERATOR_API_KEY: TEST_OPERATOR_KEY, NODE_ENV: 'test', LOG_LEVEL: 'info' }
+  return {
+    DATABASE_URL: url,
+    DATA_DIR: dataDir,
+    TOKEN_SECRET: TEST_TOKEN_SECRET,
+    OPERATOR_API_KEY: TEST_OPERATOR_KEY,
+    NODE_ENV: 'test',
+    LOG_LEVEL: 'info'
+  }
 }
 
 async function ready(app: FastifyInstance) {
@@ -236,7 +286,11 @@ if (!testDatabaseUrl) {
       t.equal(staged.statusCode, 201)
       const before = await snapshot(s.database, s.sql)
       // The account insert's foreign-key check on the team waits for this lock.
-      const release = await holdLocks(t, s.url, (sql) => sql`select id from operations_teams where name = ${TEAM} for update`)
+      const release = await holdLocks(
+        t,
+        s.url,
+        (sql) => sql`select id from operations_teams where name = ${TEAM} for update`
+      )
       const pending = s.client.create('F-CREATE')
       await terminate(t, s.sql, await blockedBackend(t, s.sql))
       const res = await pending
@@ -244,7 +298,11 @@ if (!testDatabaseUrl) {
       t.equal(res.json().code, 'server_error')
       await release()
       const after = await snapshot(s.database, s.sql)
-      t.same(delta(after.counts, before.counts), { import_events: 2 }, 'only the CREATE_ATTEMPTED and CREATE_FAILED events')
+      t.same(
+        delta(after.counts, before.counts),
+        { import_events: 2 },
+        'only the CREATE_ATTEMPTED and CREATE_FAILED events'
+      )
       t.same(after.balances, before.balances)
       const status = (await s.client.status('F-CREATE')).json()
       t.equal(status.status, 'UNKNOWN', 'not stuck IN_PROGRESS')
@@ -260,37 +318,44 @@ if (!testDatabaseUrl) {
     let n = 0
     for (const c of writeCases) {
       for (const at of ['account', 'event'] as const) {
-        t.test(`${c.name}, held at the ${at === 'account' ? 'first' : 'last'} statement: nothing stored, a retry succeeds once`, async (t) => {
-          n++
-          // A control account gets the same request once, cleanly: the faulted one must end up the same.
-          const control = await s.account(`F-CONTROL-${n}`)
-          const before = await snapshot(s.database, s.sql)
-          const clean = await s.post(c.path, control.external, c.fields(control))
-          t.equal(clean.statusCode, 201, clean.body)
-          const cleanDelta = delta((await snapshot(s.database, s.sql)).counts, before.counts)
-          const cleanBalance = (await s.client.summary(control.external)).json().ledgers[0].balance
+        t.test(
+          `${c.name}, held at the ${at === 'account' ? 'first' : 'last'} statement: nothing stored, a retry succeeds once`,
+          async (t) => {
+            n++
+            // A control account gets the same request once, cleanly: the faulted one must end up the same.
+            const control = await s.account(`F-CONTROL-${n}`)
+            const before = await snapshot(s.database, s.sql)
+            const clean = await s.post(c.path, control.external, c.fields(control))
+            t.equal(clean.statusCode, 201, clean.body)
+            const cleanDelta = delta((await snapshot(s.database, s.sql)).counts, before.counts)
+            const cleanBalance = (await s.client.summary(control.external)).json().ledgers[0].balance
 
-          const a = await s.account(`F-WRITE-${n}`)
-          const start = await snapshot(s.database, s.sql)
-          const release = await holdLocks(t, s.url, holds[at](a))
-          const pending = s.post(c.path, a.external, c.fields(a))
-          await terminate(t, s.sql, await blockedBackend(t, s.sql))
-          const res = await pending
-          t.equal(res.statusCode, 500, res.body)
-          await release()
-          t.same(await snapshot(s.database, s.sql), start, 'nothing of it stored, the balance unchanged')
-          t.equal(await ready(s.app), 200, '/readyz is green')
+            const a = await s.account(`F-WRITE-${n}`)
+            const start = await snapshot(s.database, s.sql)
+            const release = await holdLocks(t, s.url, holds[at](a))
+            const pending = s.post(c.path, a.external, c.fields(a))
+            await terminate(t, s.sql, await blockedBackend(t, s.sql))
+            const res = await pending
+            t.equal(res.statusCode, 500, res.body)
+            await release()
+            t.same(await snapshot(s.database, s.sql), start, 'nothing of it stored, the balance unchanged')
+            t.equal(await ready(s.app), 200, '/readyz is green')
 
-          const retry = await s.post(c.path, a.external, c.fields(a))
-          t.equal(retry.statusCode, 201, retry.body)
-          t.same(neutral(retry.body, a), neutral(clean.body, control), 'the answer of a first request')
-          const afterRetry = await snapshot(s.database, s.sql)
-          t.same(delta(afterRetry.counts, start.counts), cleanDelta, 'the rows of one request')
-          t.equal((await s.client.summary(a.external)).json().ledgers[0].balance, cleanBalance, 'the balance of one request')
-          const again = await s.post(c.path, a.external, c.fields(a))
-          t.equal(again.statusCode, 201, again.body)
-          t.same(await snapshot(s.database, s.sql), afterRetry, 'a second retry changes nothing')
-        })
+            const retry = await s.post(c.path, a.external, c.fields(a))
+            t.equal(retry.statusCode, 201, retry.body)
+            t.same(neutral(retry.body, a), neutral(clean.body, control), 'the answer of a first request')
+            const afterRetry = await snapshot(s.database, s.sql)
+            t.same(delta(afterRetry.counts, start.counts), cleanDelta, 'the rows of one request')
+            t.equal(
+              (await s.client.summary(a.external)).json().ledgers[0].balance,
+              cleanBalance,
+              'the balance of one request'
+            )
+            const again = await s.post(c.path, a.external, c.fields(a))
+            t.equal(again.statusCode, 201, again.body)
+            t.same(await snapshot(s.database, s.sql), afterRetry, 'a second retry changes nothing')
+          }
+        )
       }
     }
   })
@@ -302,7 +367,9 @@ if (!testDatabaseUrl) {
     const dir = mkdtempSync(join(tmpdir(), 'amis-faults-'))
     const servers: Running[] = []
     t.teardown(async () => {
-      for (const server of servers) if (server.child.exitCode === null && server.child.signalCode === null) server.child.kill('SIGKILL')
+      for (const server of servers) {
+        if (server.child.exitCode === null && server.child.signalCode === null) server.child.kill('SIGKILL')
+      }
       await Promise.all(servers.map((server) => server.exit))
       rmSync(dir, { recursive: true, force: true })
     })
@@ -311,74 +378,115 @@ if (!testDatabaseUrl) {
     const start = await snapshot(s.database, s.sql)
     // Held at the last statement: every other write of the request has run when the server dies.
     const release = await holdLocks(t, s.url, holds.event(a))
-    const doomed = httpPost(first, s.tenant, transactions.path, { external_account_number: a.external, ...transactions.fields(a) })
-      .catch(() => 'connection lost')
+    const doomed = httpPost(first, s.tenant, transactions.path, {
+      external_account_number: a.external,
+      ...transactions.fields(a)
+    }).catch(() => 'connection lost')
     const pid = await blockedBackend(t, s.sql)
     first.child.kill('SIGKILL')
     await first.exit
     t.equal(await doomed, 'connection lost')
     await release()
     // The killed server's backend gets its lock, finds its client gone, and rolls back.
-    await until(t, 'the killed server\'s backend is gone', async () => (await s.sql`select 1 from pg_stat_activity where pid = ${pid}`).length === 0)
+    await until(
+      t,
+      "the killed server's backend is gone",
+      async () => (await s.sql`select 1 from pg_stat_activity where pid = ${pid}`).length === 0
+    )
     t.same(await snapshot(s.database, s.sql), start, 'nothing of it stored, the balance unchanged')
 
     const second = await startServer(serverEnv(s.url, join(dir, 'b')))
     servers.push(second)
-    const retry = await httpPost(second, s.tenant, transactions.path, { external_account_number: a.external, ...transactions.fields(a) })
+    const retry = await httpPost(second, s.tenant, transactions.path, {
+      external_account_number: a.external,
+      ...transactions.fields(a)
+    })
     t.equal(retry.status, 201, retry.body)
-    t.same(JSON.parse(retry.body).results.map((r: { status: string }) => r.status), ['TRANSACTION_ADDED_TO_ACCOUNT', 'TRANSACTION_ADDED_TO_ACCOUNT'])
+    t.same(
+      JSON.parse(retry.body).results.map((r: { status: string }) => r.status),
+      ['TRANSACTION_ADDED_TO_ACCOUNT', 'TRANSACTION_ADDED_TO_ACCOUNT']
+    )
     t.equal((await s.client.summary(a.external)).json().ledgers[0].balance, '-8.73', '6.26 - 19.99 + 5, once')
   })
 
-  t.test('the database restarted under a running server: /readyz red, then green by itself, requests succeed', async (t) => {
-    const pg = await throwawayCluster(t)
-    if (!pg) return
-    const dir = mkdtempSync(join(tmpdir(), 'amis-faults-'))
-    const server = await startServer(serverEnv(pg.url, dir))
-    t.teardown(async () => {
-      if (server.child.exitCode === null && server.child.signalCode === null) server.child.kill('SIGKILL')
-      await server.exit
-      rmSync(dir, { recursive: true, force: true })
-    })
-    const call = (path: string, init: RequestInit = {}, token?: string) => fetch(server.url + path, {
-      ...init, headers: { 'content-type': 'application/json', ...(token ? { authorization: `Token ${token}` } : {}) }
-    })
-    const gql = async (query: string, token?: string) => (await (await fetch(server.url + '/graphql', {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
-      body: JSON.stringify({ query })
-    })).json()) as any
-    const op = (await gql(`mutation { obtainToken(input: {APIKey: "${TEST_OPERATOR_KEY}"}) { token } }`)).data.obtainToken.token
-    await gql('mutation { createOrganisation(input: {name: "Acme"}) { id } }', op)
-    const key = (await gql('mutation { createApiKey(input: {organisation: "Acme"}) { key } }', op)).data.createApiKey.key
-    await gql('mutation { createImportSupplier(input: {code: "ACME_ENERGY", organisation: "Acme"}) { code } }', op)
-    await gql(`mutation { createOperationsTeam(input: {name: "${TEAM}"}) { id } }`, op)
-    const token = (await gql(`mutation { obtainToken(input: {APIKey: "${key}"}) { token } }`)).data.obtainToken.token as string
-    const stage = (external: string) => call('/v1/data-import/account-import-process/create-or-update/', {
-      method: 'POST', body: JSON.stringify(exampleAccount({ external_account_number: external }))
-    }, token)
-    const create = (external: string) => call('/v1/data-import/account-import-process/process/', {
-      method: 'POST', body: JSON.stringify({ external_account_number: external, import_supplier_code: 'ACME_ENERGY', operations_team_name: TEAM })
-    }, token)
+  t.test(
+    'the database restarted under a running server: /readyz red, then green by itself, requests succeed',
+    async (t) => {
+      const pg = await throwawayCluster(t)
+      if (!pg) return
+      const dir = mkdtempSync(join(tmpdir(), 'amis-faults-'))
+      const server = await startServer(serverEnv(pg.url, dir))
+      t.teardown(async () => {
+        if (server.child.exitCode === null && server.child.signalCode === null) server.child.kill('SIGKILL')
+        await server.exit
+        rmSync(dir, { recursive: true, force: true })
+      })
+      const call = (path: string, init: RequestInit = {}, token?: string) =>
+        fetch(server.url + path, {
+          ...init,
+          headers: { 'content-type': 'application/json', ...(token ? { authorization: `Token ${token}` } : {}) }
+        })
+      const gql = async (query: string, token?: string) =>
+        (await (
+          await fetch(server.url + '/graphql', {
+            method: 'POST',
+            headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
+            body: JSON.stringify({ query })
+          })
+        ).json()) as any
+      const op = (await gql(`mutation { obtainToken(input: {APIKey: "${TEST_OPERATOR_KEY}"}) { token } }`)).data
+        .obtainToken.token
+      await gql('mutation { createOrganisation(input: {name: "Acme"}) { id } }', op)
+      const key = (await gql('mutation { createApiKey(input: {organisation: "Acme"}) { key } }', op)).data.createApiKey
+        .key
+      await gql('mutation { createImportSupplier(input: {code: "ACME_ENERGY", organisation: "Acme"}) { code } }', op)
+      await gql(`mutation { createOperationsTeam(input: {name: "${TEAM}"}) { id } }`, op)
+      const token = (await gql(`mutation { obtainToken(input: {APIKey: "${key}"}) { token } }`)).data.obtainToken
+        .token as string
+      const stage = (external: string) =>
+        call(
+          '/v1/data-import/account-import-process/create-or-update/',
+          {
+            method: 'POST',
+            body: JSON.stringify(exampleAccount({ external_account_number: external }))
+          },
+          token
+        )
+      const create = (external: string) =>
+        call(
+          '/v1/data-import/account-import-process/process/',
+          {
+            method: 'POST',
+            body: JSON.stringify({
+              external_account_number: external,
+              import_supplier_code: 'ACME_ENERGY',
+              operations_team_name: TEAM
+            })
+          },
+          token
+        )
 
-    t.equal((await stage('DB-1')).status, 201)
-    t.equal((await call('/readyz')).status, 200)
+      t.equal((await stage('DB-1')).status, 201)
+      t.equal((await call('/readyz')).status, 200)
 
-    pg.ctl('stop', '-m', 'fast')
-    t.equal((await call('/readyz')).status, 503, '/readyz is red while the database is down')
-    const down = await stage('DB-2')
-    t.equal(down.status, 500, 'a request while the database is down fails')
-    t.equal(((await down.json()) as any).code, 'server_error')
-    t.equal((await call('/healthz')).status, 200, 'the process stays alive')
+      pg.ctl('stop', '-m', 'fast')
+      t.equal((await call('/readyz')).status, 503, '/readyz is red while the database is down')
+      const down = await stage('DB-2')
+      t.equal(down.status, 500, 'a request while the database is down fails')
+      t.equal(((await down.json()) as any).code, 'server_error')
+      t.equal((await call('/healthz')).status, 200, 'the process stays alive')
 
-    pg.ctl('start')
-    await until(t, '/readyz is green again', async () => (await call('/readyz')).status === 200, 30_000)
-    const created = await create('DB-1')
-    t.equal(created.status, 201, 'the pool reconnected: ' + await created.text())
-    t.equal((await stage('DB-2')).status, 201, 'the request that failed succeeds when retried')
-    const status = (await (await call('/v1/data-import/account-transfer-status/ACME_ENERGY/DB-2/', {}, token)).json()) as any
-    t.equal(status.status, 'UNKNOWN')
-  })
+      pg.ctl('start')
+      await until(t, '/readyz is green again', async () => (await call('/readyz')).status === 200, 30_000)
+      const created = await create('DB-1')
+      t.equal(created.status, 201, 'the pool reconnected: ' + (await created.text()))
+      t.equal((await stage('DB-2')).status, 201, 'the request that failed succeeds when retried')
+      const status = (await (
+        await call('/v1/data-import/account-transfer-status/ACME_ENERGY/DB-2/', {}, token)
+      ).json()) as any
+      t.equal(status.status, 'UNKNOWN')
+    }
+  )
 }
 
 /**
@@ -426,7 +534,8 @@ async function throwawayCluster(t: Test) {
   })
   run('initdb', '-D', data, '-A', 'trust', '-U', 'postgres', '--no-sync', '-E', 'UTF8', '--locale', 'C')
   // fsync off: a throwaway cluster; the socket in our folder, TCP on a free port.
-  const start = (...args: string[]) => ctl(...args, '-o', `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off`)
+  const start = (...args: string[]) =>
+    ctl(...args, '-o', `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off`)
   start('start')
   return {
     url: `postgres://postgres@127.0.0.1:${port}/postgres`,

@@ -15,7 +15,14 @@ t.test('health endpoints need no token', async (t) => {
 t.test('/readyz is 503 when the database does not answer, and recovers', async (t) => {
   const { database } = await buildTestApp(t)
   let down = true
-  const flaky = { ...database, ping: async (ms?: number) => { if (down) throw new Error('connection refused'); return database.ping(ms) }, close: async () => {} }
+  const flaky = {
+    ...database,
+    ping: async (ms?: number) => {
+      if (down) throw new Error('connection refused')
+      return database.ping(ms)
+    },
+    close: async () => {}
+  }
   const { app } = await buildTestApp(t, { database: flaky })
   const res = await app.inject({ url: '/readyz' })
   t.equal(res.statusCode, 503)
@@ -28,9 +35,13 @@ t.test('/readyz is 503 when the database does not answer, and recovers', async (
 t.test('closing finishes requests in flight, refuses new ones, then closes the database', async (t) => {
   const { app, database } = await buildTestApp(t)
   let release!: () => void
-  const gate = new Promise<void>((resolve) => { release = resolve })
+  const gate = new Promise<void>((resolve) => {
+    release = resolve
+  })
   let arrived!: () => void
-  const started = new Promise<void>((resolve) => { arrived = resolve })
+  const started = new Promise<void>((resolve) => {
+    arrived = resolve
+  })
   app.get('/test/slow', async () => {
     arrived()
     await gate
@@ -44,7 +55,10 @@ t.test('closing finishes requests in flight, refuses new ones, then closes the d
   await started // in the handler: in flight, whatever the machine's load
   const closing = app.close()
   await sleep(100)
-  const refused = await fetch(`${base}/healthz`).then((r) => r.status, () => 'refused')
+  const refused = await fetch(`${base}/healthz`).then(
+    (r) => r.status,
+    () => 'refused'
+  )
   t.ok(refused === 503 || refused === 'refused', `a new request is refused while closing (${refused})`)
   release()
   const res = await inFlight

@@ -6,23 +6,40 @@ import { compareAttr, sortEntries } from '../src/errors.js'
 import { buildTestApp } from './helpers/app.js'
 import { createTenant } from './helpers/graphql.js'
 
-const Item = Type.Object({ amount: Type.Number(), note: Type.Optional(Type.String({ maxLength: 5 })) }, { additionalProperties: false })
-const Body = Type.Object({
-  name: Type.String({ minLength: 1 }),
-  count: Type.Optional(Type.Integer({ minimum: 1 })),
-  kind: Type.Optional(Type.Union([Type.Literal('A'), Type.Literal('B')])),
-  items: Type.Optional(Type.Array(Item, { maxItems: 20 })),
-  nested: Type.Optional(Type.Object({ ok: Type.Boolean() }, { additionalProperties: false }))
-}, { additionalProperties: false })
+const Item = Type.Object(
+  { amount: Type.Number(), note: Type.Optional(Type.String({ maxLength: 5 })) },
+  { additionalProperties: false }
+)
+const Body = Type.Object(
+  {
+    name: Type.String({ minLength: 1 }),
+    count: Type.Optional(Type.Integer({ minimum: 1 })),
+    kind: Type.Optional(Type.Union([Type.Literal('A'), Type.Literal('B')])),
+    items: Type.Optional(Type.Array(Item, { maxItems: 20 })),
+    nested: Type.Optional(Type.Object({ ok: Type.Boolean() }, { additionalProperties: false }))
+  },
+  { additionalProperties: false }
+)
 
 /** The real app plus test routes that exercise the error plugin and the validators. */
 async function appWithTestRoutes(t: Parameters<typeof buildTestApp>[0], env: Record<string, string> = {}) {
   const built = await buildTestApp(t, { env })
   const { app } = built
   app.post('/test/echo', { schema: { body: Body } }, async (request) => request.body)
-  app.post('/test/account', { schema: { body: Body }, config: { validationCode: 'account_failed_validation' } }, async () => ({}))
-  app.get('/test/query', { schema: { querystring: Type.Object({ limit: Type.Integer({ minimum: 1, maximum: 100 }) }, { additionalProperties: false }) } },
-    async (request) => request.query)
+  app.post(
+    '/test/account',
+    { schema: { body: Body }, config: { validationCode: 'account_failed_validation' } },
+    async () => ({})
+  )
+  app.get(
+    '/test/query',
+    {
+      schema: {
+        querystring: Type.Object({ limit: Type.Integer({ minimum: 1, maximum: 100 }) }, { additionalProperties: false })
+      }
+    },
+    async (request) => request.query
+  )
   app.get('/test/boom', async () => {
     throw new Error('secret internals: password=hunter2')
   })
@@ -44,7 +61,11 @@ t.test('body parse, size and type errors', async (t) => {
     for (const payload of ['{bad', '{"name": "x",}', '[1, 2', '{"__proto__": {"x": 1}}']) {
       const res = await post(app, '/test/echo', payload)
       t.equal(res.statusCode, 400, payload)
-      t.same(res.json(), { detail: res.json().detail, code: 'invalid_request', errors: [{ detail: res.json().errors[0].detail, code: 'invalid', attr: null }] })
+      t.same(res.json(), {
+        detail: res.json().detail,
+        code: 'invalid_request',
+        errors: [{ detail: res.json().errors[0].detail, code: 'invalid', attr: null }]
+      })
     }
   })
 
@@ -83,8 +104,12 @@ t.test('body parse, size and type errors', async (t) => {
   })
 
   t.test('check order: authentication first, on the headers alone, then the body', async (t) => {
-    for (const [payload, type, what] of [['x', 'text/plain', 'the wrong type'], ['{bad', 'application/json', 'malformed JSON'],
-      [JSON.stringify({ wrong: 1 }), 'application/json', 'an invalid body'], ['x'.repeat(5000), 'application/json', 'a body over the limit']] as const) {
+    for (const [payload, type, what] of [
+      ['x', 'text/plain', 'the wrong type'],
+      ['{bad', 'application/json', 'malformed JSON'],
+      [JSON.stringify({ wrong: 1 }), 'application/json', 'an invalid body'],
+      ['x'.repeat(5000), 'application/json', 'a body over the limit']
+    ] as const) {
       const res = await post(app, '/test/authed', payload, type)
       t.equal(res.statusCode, 401, `no token and ${what}: 401`)
       t.equal(res.json().code, 'not_authenticated')
@@ -97,41 +122,57 @@ t.test('schema errors', async (t) => {
   const { app } = await appWithTestRoutes(t)
 
   t.test('every problem is listed with its code and attr, sorted', async (t) => {
-    const res = await post(app, '/test/echo', JSON.stringify({
-      name: '',
-      count: '22',
-      kind: 'C',
-      items: [{ amount: 'x' }, {}, { amount: 1, note: 'too long' }, { amount: 1, typo: 2 }],
-      nested: { typo: 1 },
-      extra: 1
-    }))
+    const res = await post(
+      app,
+      '/test/echo',
+      JSON.stringify({
+        name: '',
+        count: '22',
+        kind: 'C',
+        items: [{ amount: 'x' }, {}, { amount: 1, note: 'too long' }, { amount: 1, typo: 2 }],
+        nested: { typo: 1 },
+        extra: 1
+      })
+    )
     t.equal(res.statusCode, 400)
     const body = res.json()
     t.equal(body.code, 'invalid_request')
-    t.same(body.errors.map((e: any) => [e.attr, e.code]), [
-      ['count', 'invalid'],
-      ['extra', 'unexpected_field'],
-      ['items.0.amount', 'invalid'],
-      ['items.1.amount', 'required'],
-      ['items.2.note', 'max_length'],
-      ['items.3.typo', 'unexpected_field'],
-      ['kind', 'invalid_choice'],
-      ['name', 'blank'],
-      ['nested.ok', 'required'],
-      ['nested.typo', 'unexpected_field']
-    ])
+    t.same(
+      body.errors.map((e: any) => [e.attr, e.code]),
+      [
+        ['count', 'invalid'],
+        ['extra', 'unexpected_field'],
+        ['items.0.amount', 'invalid'],
+        ['items.1.amount', 'required'],
+        ['items.2.note', 'max_length'],
+        ['items.3.typo', 'unexpected_field'],
+        ['kind', 'invalid_choice'],
+        ['name', 'blank'],
+        ['nested.ok', 'required'],
+        ['nested.typo', 'unexpected_field']
+      ]
+    )
     for (const e of body.errors) t.type(e.detail, 'string')
   })
 
   t.test('a required field sent as null gets `null`; strings are not coerced to numbers', async (t) => {
     const res = await post(app, '/test/echo', JSON.stringify({ name: null, count: '3' }))
-    t.same(res.json().errors.map((e: any) => [e.attr, e.code]), [['count', 'invalid'], ['name', 'null']])
+    t.same(
+      res.json().errors.map((e: any) => [e.attr, e.code]),
+      [
+        ['count', 'invalid'],
+        ['name', 'null']
+      ]
+    )
   })
 
   t.test('unknown fields are rejected, not dropped', async (t) => {
     const res = await post(app, '/test/echo', JSON.stringify({ name: 'x', nmae: 'typo' }))
     t.equal(res.statusCode, 400)
-    t.same(res.json().errors.map((e: any) => [e.attr, e.code]), [['nmae', 'unexpected_field']])
+    t.same(
+      res.json().errors.map((e: any) => [e.attr, e.code]),
+      [['nmae', 'unexpected_field']]
+    )
   })
 
   t.test('indexes sort numerically', async (t) => {
@@ -139,24 +180,40 @@ t.test('schema errors', async (t) => {
     items[2] = { amount: 'x' } as never
     items[10] = { amount: 'y' } as never
     const res = await post(app, '/test/echo', JSON.stringify({ name: 'x', items }))
-    t.same(res.json().errors.map((e: any) => e.attr), ['items.2.amount', 'items.10.amount'])
+    t.same(
+      res.json().errors.map((e: any) => e.attr),
+      ['items.2.amount', 'items.10.amount']
+    )
   })
 
   t.test('arrays past maxItems: max_items at the array', async (t) => {
-    const res = await post(app, '/test/echo', JSON.stringify({ name: 'x', items: Array.from({ length: 21 }, () => ({ amount: 1 })) }))
-    t.same(res.json().errors.map((e: any) => [e.attr, e.code]), [['items', 'max_items']])
+    const res = await post(
+      app,
+      '/test/echo',
+      JSON.stringify({ name: 'x', items: Array.from({ length: 21 }, () => ({ amount: 1 })) })
+    )
+    t.same(
+      res.json().errors.map((e: any) => [e.attr, e.code]),
+      [['items', 'max_items']]
+    )
   })
 
   t.test('a route can name its top-level code', async (t) => {
     const res = await post(app, '/test/account', JSON.stringify({}))
     t.equal(res.json().code, 'account_failed_validation')
-    t.same(res.json().errors.map((e: any) => [e.attr, e.code]), [['name', 'required']])
+    t.same(
+      res.json().errors.map((e: any) => [e.attr, e.code]),
+      [['name', 'required']]
+    )
   })
 
   t.test('text the database cannot store is a 400, not a 500', async (t) => {
     const res = await post(app, '/test/lookup', JSON.stringify({ name: 'a\u0000b' }))
     t.equal(res.statusCode, 400)
-    t.same(res.json().errors.map((e: any) => [e.attr, e.code]), [[null, 'invalid']])
+    t.same(
+      res.json().errors.map((e: any) => [e.attr, e.code]),
+      [[null, 'invalid']]
+    )
   })
 
   t.test('a valid body passes unchanged', async (t) => {
@@ -170,9 +227,15 @@ t.test('schema errors', async (t) => {
     t.same((await app.inject({ url: '/test/query?limit=10' })).json(), { limit: 10 })
     const bad = await app.inject({ url: '/test/query?limit=abc' })
     t.equal(bad.statusCode, 400)
-    t.same(bad.json().errors.map((e: any) => [e.attr, e.code]), [['limit', 'invalid']])
+    t.same(
+      bad.json().errors.map((e: any) => [e.attr, e.code]),
+      [['limit', 'invalid']]
+    )
     const unknown = await app.inject({ url: '/test/query?limit=1&sort=x' })
-    t.same(unknown.json().errors.map((e: any) => [e.attr, e.code]), [['sort', 'unexpected_field']])
+    t.same(
+      unknown.json().errors.map((e: any) => [e.attr, e.code]),
+      [['sort', 'unexpected_field']]
+    )
   })
 })
 
@@ -185,7 +248,11 @@ t.test('not found, server errors and request ids', async (t) => {
   t.test('an unknown route: 404 not_found', async (t) => {
     const res = await app.inject({ url: '/v1/data-import/nothing-here/' })
     t.equal(res.statusCode, 404)
-    t.same(res.json(), { detail: 'Not found.', code: 'not_found', errors: [{ detail: res.json().errors[0].detail, code: 'route_not_found', attr: null }] })
+    t.same(res.json(), {
+      detail: 'Not found.',
+      code: 'not_found',
+      errors: [{ detail: res.json().errors[0].detail, code: 'route_not_found', attr: null }]
+    })
   })
 
   t.test('an unexpected error: 500 server_error that leaks nothing and carries the request id', async (t) => {
@@ -213,7 +280,10 @@ t.test('not found, server errors and request ids', async (t) => {
 
   t.test('the Authorization header is redacted from logs', async (t) => {
     const acme = await createTenant(app, 'Acme', 'ACME')
-    await app.inject({ url: '/v1/data-import/all-account-import-processes/ACME/', headers: { authorization: `Bearer ${acme.token}` } })
+    await app.inject({
+      url: '/v1/data-import/all-account-import-processes/ACME/',
+      headers: { authorization: `Bearer ${acme.token}` }
+    })
     t.notOk(logs().includes(acme.token.slice(20)))
   })
 })
@@ -229,7 +299,11 @@ t.test('sort order of error entries', async (t) => {
     { detail: '', code: 'a', attr: 'b' },
     { detail: '', code: 'x', attr: null }
   ])
-  t.same(sorted.map((e) => `${e.attr}:${e.code}`), ['null:x', 'b:a', 'b:z'], 'then by code')
+  t.same(
+    sorted.map((e) => `${e.attr}:${e.code}`),
+    ['null:x', 'b:a', 'b:z'],
+    'then by code'
+  )
   const many = Array.from({ length: 150 }, (_, i) => ({ detail: '', code: 'c', attr: `items.${i}` }))
   const first100 = sortEntries(many.reverse())
   t.equal(first100.length, 100, 'the first 100 are returned')

@@ -9,7 +9,12 @@ t.test('at most max holders; one key gets its turns in arrival order; a second r
   const a = await limiter.acquire('A')
   const b = await limiter.acquire('A')
   t.equal(limiter.active, 2)
-  const later = [3, 4, 5].map((n) => limiter.acquire('A').then((release) => { order.push(n); return release }))
+  const later = [3, 4, 5].map((n) =>
+    limiter.acquire('A').then((release) => {
+      order.push(n)
+      return release
+    })
+  )
   await tick()
   t.same(order, [], 'the last free turn is not for a key that holds some')
   t.equal(limiter.waiting, 3)
@@ -33,7 +38,9 @@ t.test('another key never waits for a key that holds all it may', async (t) => {
   const limiter = createLimiter(2)
   const a1 = await limiter.acquire('A')
   let a2Granted = false
-  void limiter.acquire('A').then(() => { a2Granted = true })
+  void limiter.acquire('A').then(() => {
+    a2Granted = true
+  })
   await tick()
   t.notOk(a2Granted, 'A holds one of two turns: the last is kept')
   const b = await limiter.acquire('B')
@@ -52,7 +59,11 @@ t.test('freed turns go round the waiting keys', async (t) => {
   const x = await limiter.acquire('X')
   const y = await limiter.acquire('Y')
   const order: string[] = []
-  const wait = (key: string) => limiter.acquire(key).then((release) => { order.push(key); return release })
+  const wait = (key: string) =>
+    limiter.acquire(key).then((release) => {
+      order.push(key)
+      return release
+    })
   const waits = [wait('A'), wait('A'), wait('A'), wait('B'), wait('C')]
   await tick()
   x()
@@ -69,7 +80,9 @@ t.test('one turn in all: each key in turn', async (t) => {
   const limiter = createLimiter(1)
   const a = await limiter.acquire('A')
   let b = false
-  void limiter.acquire('B').then(() => { b = true })
+  void limiter.acquire('B').then(() => {
+    b = true
+  })
   await tick()
   t.notOk(b)
   a()
@@ -82,7 +95,10 @@ t.test('byte budget: one key holds at most half; another is not delayed by it', 
   t.equal(budget.perKey, 50)
   const a1 = await budget.acquire('A', 30)
   let a2 = false
-  void budget.acquire('A', 30).then((release) => { a2 = true; return release })
+  void budget.acquire('A', 30).then((release) => {
+    a2 = true
+    return release
+  })
   await tick()
   t.notOk(a2, 'A would hold 60 of 100: it waits')
   const b = await budget.acquire('B', 50)
@@ -94,7 +110,7 @@ t.test('byte budget: one key holds at most half; another is not delayed by it', 
   t.ok(a2, 'A goes on once its own bytes are back')
 })
 
-t.test('byte budget: a request larger than a key\'s half counts as the half', async (t) => {
+t.test("byte budget: a request larger than a key's half counts as the half", async (t) => {
   const budget = createByteBudget(100)
   const big = await budget.acquire('C', 1000)
   t.equal(budget.held, 50)

@@ -27,7 +27,8 @@ function listed(row: Row) {
   return {
     external_account_number: row.externalAccountNumber,
     service_account_number: row.serviceAccountNumber ?? null,
-    account_created_at: row.accountCreatedAt instanceof Date ? row.accountCreatedAt.toISOString().slice(0, 19) + 'Z' : null
+    account_created_at:
+      row.accountCreatedAt instanceof Date ? row.accountCreatedAt.toISOString().slice(0, 19) + 'Z' : null
   }
 }
 
@@ -43,7 +44,11 @@ interface HttpAnswer {
 }
 
 /** A GET over a new connection; `onData` sees each piece of the body as it arrives. */
-function httpGet(url: string, token: string, onData?: (piece: string, res: IncomingMessage) => void): Promise<HttpAnswer> {
+function httpGet(
+  url: string,
+  token: string,
+  onData?: (piece: string, res: IncomingMessage) => void
+): Promise<HttpAnswer> {
   return new Promise((resolve, reject) => {
     const req = httpRequest(url, { agent: false, headers: { authorization: `Token ${token}` } }, (res) => {
       let body = ''
@@ -71,7 +76,7 @@ t.test('jsonArrayStream: back-pressure, stopping and failures', async (t) => {
   /** Endless chunks of 1000 items (about 40 kB each), counting what was pulled. */
   function endless() {
     const seen = { pulled: 0, finished: false }
-    async function * chunks() {
+    async function* chunks() {
       try {
         for (;;) {
           seen.pulled++
@@ -102,21 +107,21 @@ t.test('jsonArrayStream: back-pressure, stopping and failures', async (t) => {
   })
 
   t.test('the pieces make one JSON array; no chunks make []', async (t) => {
-    async function * three() {
+    async function* three() {
       yield [{ a: 1 }, { a: '"2"' }]
       yield [{ a: null }]
     }
     let text = ''
     for await (const piece of jsonArrayStream(three(), () => t.fail('no error expected'))) text += piece
     t.equal(text, '[{"a":1},{"a":"\\"2\\""},{"a":null}]')
-    async function * none() {}
+    async function* none() {}
     let empty = ''
     for await (const piece of jsonArrayStream(none(), () => t.fail('no error expected'))) empty += piece
     t.equal(empty, '[]')
   })
 
   t.test('a failure after the first chunk destroys the stream and is reported', async (t) => {
-    async function * failing() {
+    async function* failing() {
       yield [{ a: 1 }]
       throw new Error('database went away')
     }
@@ -124,7 +129,9 @@ t.test('jsonArrayStream: back-pressure, stopping and failures', async (t) => {
     const stream = jsonArrayStream(failing(), (err) => reported.push(err))
     let text = ''
     const error = await new Promise<Error | undefined>((resolve) => {
-      stream.on('data', (piece: Buffer) => { text += piece.toString() })
+      stream.on('data', (piece: Buffer) => {
+        text += piece.toString()
+      })
       stream.on('error', resolve)
       stream.on('end', () => resolve(undefined))
     })
@@ -140,15 +147,24 @@ t.test('streamed lists', async (t) => {
   const acme = await createTenant(app, 'Acme', 'ACME_ENERGY')
   const other = await createTenant(app, 'Other', 'OTHER_POWER')
   for (const code of ['BIG', 'BAD_FIRST', 'BAD_LATER']) {
-    await asOperator(app, 'mutation($c: String!) { createImportSupplier(input: {code: $c, organisation: "Acme"}) { code } }', { c: code })
+    await asOperator(
+      app,
+      'mutation($c: String!) { createImportSupplier(input: {code: $c, organisation: "Acme"}) { code } }',
+      { c: code }
+    )
   }
   const supplierId = async (code: string) =>
-    (await database.db.select({ id: importSuppliers.id }).from(importSuppliers).where(eq(importSuppliers.code, code)))[0]!.id
+    (
+      await database.db.select({ id: importSuppliers.id }).from(importSuppliers).where(eq(importSuppliers.code, code))
+    )[0]!.id
   /** Multi-row inserts of 5,000 rows. */
   async function insert(rows: Row[]) {
-    for (let i = 0; i < rows.length; i += 5000) await database.db.insert(importProcesses).values(rows.slice(i, i + 5000))
+    for (let i = 0; i < rows.length; i += 5000) {
+      await database.db.insert(importProcesses).values(rows.slice(i, i + 5000))
+    }
   }
-  const get = (url: string, token = acme.token) => app.inject({ method: 'GET', url, headers: { authorization: `Token ${token}` } })
+  const get = (url: string, token = acme.token) =>
+    app.inject({ method: 'GET', url, headers: { authorization: `Token ${token}` } })
   const url = await listen(app)
 
   // 2,600 processes over three chunks of 1,000, with keys that JavaScript and code point order sort differently.
@@ -159,7 +175,13 @@ t.test('streamed lists', async (t) => {
     const externalAccountNumber = `${prefixes[i % prefixes.length]}${String(i).padStart(5, '0')}`
     const state = (['STAGED', 'IMPORTED', 'SKIPPED'] as const)[i % 3]!
     return state === 'IMPORTED'
-      ? { supplierId: acmeId, externalAccountNumber, state, serviceAccountNumber: `A-${(0x10000000 + i).toString(16).toUpperCase()}`, accountCreatedAt: created }
+      ? {
+          supplierId: acmeId,
+          externalAccountNumber,
+          state,
+          serviceAccountNumber: `A-${(0x10000000 + i).toString(16).toUpperCase()}`,
+          accountCreatedAt: created
+        }
       : { supplierId: acmeId, externalAccountNumber, state, serviceAccountNumber: null, accountCreatedAt: null }
   })
   await insert(rows)
@@ -170,7 +192,8 @@ t.test('streamed lists', async (t) => {
     const big = await supplierId('BIG')
     const total = 100_000
     for (let from = 0; from < total; from += 5000) {
-      await database.db.execute(sql`insert into import_processes (supplier_id, external_account_number, state, service_account_number, account_created_at)
+      await database.db
+        .execute(sql`insert into import_processes (supplier_id, external_account_number, state, service_account_number, account_created_at)
         select ${big}::uuid, 'M-' || lpad(n::text, 6, '0'),
           (case when n % 10 = 0 then 'IMPORTED' else 'STAGED' end)::import_process_state,
           case when n % 10 = 0 then 'A-' || upper(to_hex(${0x20000000}::int + n)) end,
@@ -182,7 +205,9 @@ t.test('streamed lists', async (t) => {
     gc?.()
     const baseline = process.memoryUsage().heapUsed
     let peak = baseline
-    const sample = () => { peak = Math.max(peak, process.memoryUsage().heapUsed) }
+    const sample = () => {
+      peak = Math.max(peak, process.memoryUsage().heapUsed)
+    }
     const sampler = setInterval(sample, 5)
     const received = createHash('sha256')
     let bytes = 0
@@ -196,24 +221,39 @@ t.test('streamed lists', async (t) => {
     })
     clearInterval(sampler)
     const growthMb = (peak - baseline) / 1024 / 1024
-    t.comment(`100,000 rows, ${(bytes / 1024 / 1024).toFixed(1)} MB of JSON in ${Date.now() - started} ms; ` +
-      `heap growth ${growthMb.toFixed(1)} MB (global.gc ${gc ? 'used' : 'not available'})`)
+    t.comment(
+      `100,000 rows, ${(bytes / 1024 / 1024).toFixed(1)} MB of JSON in ${Date.now() - started} ms; ` +
+        `heap growth ${growthMb.toFixed(1)} MB (global.gc ${gc ? 'used' : 'not available'})`
+    )
     t.equal(res.status, 200)
     t.equal(res.complete, true)
     t.equal(rowsSeen, total, 'every row arrived')
     const expected = createHash('sha256')
     for (let n = 0; n < total; n++) {
       const externalAccountNumber = `M-${String(n).padStart(6, '0')}`
-      expected.update((n === 0 ? '[' : ',') + JSON.stringify(listed(n % 10 === 0
-        ? { supplierId: big, externalAccountNumber, state: 'IMPORTED', serviceAccountNumber: `A-${(0x20000000 + n).toString(16).toUpperCase()}`, accountCreatedAt: created }
-        : { supplierId: big, externalAccountNumber, state: 'STAGED' })))
+      expected.update(
+        (n === 0 ? '[' : ',') +
+          JSON.stringify(
+            listed(
+              n % 10 === 0
+                ? {
+                    supplierId: big,
+                    externalAccountNumber,
+                    state: 'IMPORTED',
+                    serviceAccountNumber: `A-${(0x20000000 + n).toString(16).toUpperCase()}`,
+                    accountCreatedAt: created
+                  }
+                : { supplierId: big, externalAccountNumber, state: 'STAGED' }
+            )
+          )
+      )
     }
     t.equal(received.digest('hex'), expected.update(']').digest('hex'), 'byte for byte the expected array')
 
     // Flat memory, proven without timing or heap figures (the bench measures those in its `all- list` scenario):
     // the 100,000 rows are read from the database only as fast as the consumer takes them.
     let pulled = 0
-    async function * counted() {
+    async function* counted() {
       for await (const chunk of createImportsRepository(database.db).processChunks(big, 'all')) {
         pulled++
         yield chunk
@@ -230,7 +270,10 @@ t.test('streamed lists', async (t) => {
   })
 
   t.test('a client that leaves mid-stream: the server stops reading and carries on', async (t) => {
-    const errorsLogged = () => logs().split('\n').filter((line) => line.includes('"level":50')).length
+    const errorsLogged = () =>
+      logs()
+        .split('\n')
+        .filter((line) => line.includes('"level":50')).length
     const errorsBefore = errorsLogged()
     // Counts the queries the app builds (test-only spy on the shared Drizzle handle).
     let selects = 0
@@ -239,20 +282,27 @@ t.test('streamed lists', async (t) => {
       selects++
       return (select as (...a: unknown[]) => unknown).apply(this, args)
     } as typeof select
-    t.teardown(() => { database.db.select = select })
+    t.teardown(() => {
+      database.db.select = select
+    })
 
     let pieces = 0
     const left = await new Promise<boolean>((resolve) => {
-      const req = httpRequest(`${url}/v1/data-import/all-account-import-processes/BIG/`, {
-        agent: false, headers: { authorization: `Token ${acme.token}`, 'x-request-id': 'leaving-client' }
-      }, (res) => {
-        res.on('data', () => {
-          pieces++
-          if (pieces === 1) req.destroy()
-        })
-        res.on('error', () => {})
-        res.on('close', () => resolve(res.complete))
-      })
+      const req = httpRequest(
+        `${url}/v1/data-import/all-account-import-processes/BIG/`,
+        {
+          agent: false,
+          headers: { authorization: `Token ${acme.token}`, 'x-request-id': 'leaving-client' }
+        },
+        (res) => {
+          res.on('data', () => {
+            pieces++
+            if (pieces === 1) req.destroy()
+          })
+          res.on('error', () => {})
+          res.on('close', () => resolve(res.complete))
+        }
+      )
       req.on('error', () => {})
       req.end()
     })
@@ -295,7 +345,9 @@ t.test('streamed lists', async (t) => {
 
   t.test('`after` without `limit` streams the rest of the list', async (t) => {
     const after = sorted[1499]!.externalAccountNumber
-    const res = await get(`/v1/data-import/all-account-import-processes/ACME_ENERGY/?after=${encodeURIComponent(after)}`)
+    const res = await get(
+      `/v1/data-import/all-account-import-processes/ACME_ENERGY/?after=${encodeURIComponent(after)}`
+    )
     t.equal(res.statusCode, 200)
     t.same(res.json(), sorted.slice(1500).map(listed))
   })
@@ -318,7 +370,10 @@ t.test('streamed lists', async (t) => {
       t.equal(res.headers['content-type'], 'application/json; charset=utf-8')
       t.equal(res.headers['transfer-encoding'], undefined, 'a whole body, not a stream')
       t.equal(res.headers['content-length'], String(Buffer.byteLength(res.body)))
-      t.same(JSON.parse(res.body).errors.map((e: any) => [e.code, e.attr]), [['import_process_does_not_exist', null]])
+      t.same(
+        JSON.parse(res.body).errors.map((e: any) => [e.code, e.attr]),
+        [['import_process_does_not_exist', null]]
+      )
     }
     const theirs = await get('/v1/data-import/all-account-import-processes/OTHER_POWER/', other.token)
     t.same(theirs.json(), [], 'the other organisation streams its own empty list')
@@ -327,7 +382,11 @@ t.test('streamed lists', async (t) => {
   t.test('a failure before the first byte is a normal 500; after it, a cut body and a log line', async (t) => {
     // A timestamp no Date can hold makes a row fail to serialise: at a chosen place, on both drivers.
     const poison = (supplier: string, serviceAccountNumber: string): Row => ({
-      supplierId: supplier, externalAccountNumber: 'P-1', state: 'IMPORTED', serviceAccountNumber, accountCreatedAt: sql`'infinity'` as never
+      supplierId: supplier,
+      externalAccountNumber: 'P-1',
+      state: 'IMPORTED',
+      serviceAccountNumber,
+      accountCreatedAt: sql`'infinity'` as never
     })
     await insert([poison(await supplierId('BAD_FIRST'), 'A-BAD1')])
     const early = await httpGet(`${url}/v1/data-import/imported-account-import-processes/BAD_FIRST/`, acme.token)
@@ -337,7 +396,11 @@ t.test('streamed lists', async (t) => {
 
     const later = await supplierId('BAD_LATER')
     await insert([
-      ...Array.from({ length: 1500 }, (_, i): Row => ({ supplierId: later, externalAccountNumber: `G-${String(i).padStart(4, '0')}`, state: 'STAGED' })),
+      ...Array.from({ length: 1500 }, (_, i): Row => ({
+        supplierId: later,
+        externalAccountNumber: `G-${String(i).padStart(4, '0')}`,
+        state: 'STAGED'
+      })),
       poison(later, 'A-BAD2')
     ])
     const cut = await httpGet(`${url}/v1/data-import/all-account-import-processes/BAD_LATER/`, acme.token)
@@ -346,6 +409,10 @@ t.test('streamed lists', async (t) => {
     t.ok(cut.body.startsWith('[{"external_account_number":"G-0000"'), 'the first chunk arrived')
     t.throws(() => JSON.parse(cut.body), 'the body is not a whole array')
     t.match(logs(), /list stream failed after the response started/)
-    t.equal((await get('/v1/data-import/all-account-import-processes/ACME_ENERGY/?limit=1')).statusCode, 200, 'the server carries on')
+    t.equal(
+      (await get('/v1/data-import/all-account-import-processes/ACME_ENERGY/?limit=1')).statusCode,
+      200,
+      'the server carries on'
+    )
   })
 })

@@ -29,7 +29,10 @@ function probeAccount(external: string): Record<string, any> {
     ...base,
     billing_address: address,
     customers: [{ ...base.customers[0], email: EMAIL, given_name: GIVEN, family_name: FAMILY, landline: LANDLINE }],
-    supply_addresses: base.supply_addresses.map((s: any) => ({ ...s, supply_address: { ...address, street_address: SUPPLY_STREET } }))
+    supply_addresses: base.supply_addresses.map((s: any) => ({
+      ...s,
+      supply_address: { ...address, street_address: SUPPLY_STREET }
+    }))
   }
 }
 
@@ -67,24 +70,34 @@ t.test('personal data and credentials never reach the logs', async (t) => {
   t.equal(refused.statusCode, 400)
   t.match(refused.body, GIVEN, 'the answer may quote the value; the logs may not')
   // Unparseable JSON: Node's SyntaxError message quotes the body.
-  const broken = seen(await app.inject({
-    method: 'POST',
-    url: '/v1/data-import/validate-account/',
-    headers: { authorization: `Token ${tenant.token}`, 'content-type': 'application/json' },
-    payload: `{"customers": [{"email": "${EMAIL}", "given_name": ${GIVEN}}]}`
-  }))
+  const broken = seen(
+    await app.inject({
+      method: 'POST',
+      url: '/v1/data-import/validate-account/',
+      headers: { authorization: `Token ${tenant.token}`, 'content-type': 'application/json' },
+      payload: `{"customers": [{"email": "${EMAIL}", "given_name": ${GIVEN}}]}`
+    })
+  )
   t.equal(broken.statusCode, 400)
   t.equal(broken.json().code, 'invalid_request')
 
   // A 500 in the middle of a create: PostgreSQL's own error names the failing row.
   t.equal(seen(await client.stage(probeAccount('LOG-3'))).statusCode, 201)
-  await database.db.execute(sql.raw(`alter table customers add constraint log_probe check (given_name <> '${GIVEN}') not valid`))
-  const failed = seen(await app.inject({
-    method: 'POST',
-    url: '/v1/data-import/account-import-process/process/',
-    headers: { authorization: `JWT ${tenant.token}`, 'x-request-id': 'log-probe-500' },
-    payload: { external_account_number: 'LOG-3', import_supplier_code: 'ACME_ENERGY', operations_team_name: 'Migrations' }
-  }))
+  await database.db.execute(
+    sql.raw(`alter table customers add constraint log_probe check (given_name <> '${GIVEN}') not valid`)
+  )
+  const failed = seen(
+    await app.inject({
+      method: 'POST',
+      url: '/v1/data-import/account-import-process/process/',
+      headers: { authorization: `JWT ${tenant.token}`, 'x-request-id': 'log-probe-500' },
+      payload: {
+        external_account_number: 'LOG-3',
+        import_supplier_code: 'ACME_ENERGY',
+        operations_team_name: 'Migrations'
+      }
+    })
+  )
   await database.db.execute(sql.raw('alter table customers drop constraint log_probe'))
   t.equal(failed.statusCode, 500)
   t.equal(failed.json().request_id, 'log-probe-500')
@@ -92,38 +105,81 @@ t.test('personal data and credentials never reach the logs', async (t) => {
   // Read endpoints answer with the personal data; the operator reads events.
   t.equal(seen(await client.summary('LOG-1')).statusCode, 200)
   const op = await operatorToken(app)
-  const events = seen(await app.inject({
-    method: 'POST',
-    url: '/graphql',
-    headers: { authorization: `Bearer ${op}` },
-    payload: { query: 'query { importProcessEvents(importSupplierCode: "ACME_ENERGY", externalAccountNumber: "LOG-3") { type detail } }' }
-  }))
+  const events = seen(
+    await app.inject({
+      method: 'POST',
+      url: '/graphql',
+      headers: { authorization: `Bearer ${op}` },
+      payload: {
+        query:
+          'query { importProcessEvents(importSupplierCode: "ACME_ENERGY", externalAccountNumber: "LOG-3") { type detail } }'
+      }
+    })
+  )
   t.equal(events.statusCode, 200)
 
   const text = logs()
-  const lines: LogLine[] = text.trim().split('\n').map((line) => JSON.parse(line) as LogLine)
+  const lines: LogLine[] = text
+    .trim()
+    .split('\n')
+    .map((line) => JSON.parse(line) as LogLine)
   t.ok(lines.length > 20, `structured JSON, one object per line (${lines.length} lines)`)
 
   // Nothing personal, in any form it was sent or stored in.
-  const personal = [GIVEN, FAMILY, EMAIL, 'privacyprobe', LANDLINE, LANDLINE_E164, '1174960777', STREET, 'Secretlane', LOCALITY, POSTCODE, 'BS84QX', SUPPLY_STREET, 'Hiddenwell']
+  const personal = [
+    GIVEN,
+    FAMILY,
+    EMAIL,
+    'privacyprobe',
+    LANDLINE,
+    LANDLINE_E164,
+    '1174960777',
+    STREET,
+    'Secretlane',
+    LOCALITY,
+    POSTCODE,
+    'BS84QX',
+    SUPPLY_STREET,
+    'Hiddenwell'
+  ]
   for (const value of personal) t.notOk(text.toLowerCase().includes(value.toLowerCase()), `no "${value}" in the logs`)
   // Nor credentials: tokens, API keys, the operator key.
-  for (const [name, secret] of [['organisation token', tenant.token], ['operator token', op], ['API key', tenant.apiKey], ['operator key', TEST_OPERATOR_KEY]] as const) {
+  for (const [name, secret] of [
+    ['organisation token', tenant.token],
+    ['operator token', op],
+    ['API key', tenant.apiKey],
+    ['operator key', TEST_OPERATOR_KEY]
+  ] as const) {
     t.notOk(text.includes(secret), `no ${name} in the logs`)
     t.notOk(text.includes(secret.split('.').at(-1)!), `no part of the ${name} in the logs`)
   }
 
   // Every request is traceable by its id, the failure included, with what went wrong.
   for (const id of requestIds) {
-    const access = lines.filter((l) => l.reqId === id && (l.msg === 'request completed' || l.msg === 'incoming request'))
+    const access = lines.filter(
+      (l) => l.reqId === id && (l.msg === 'request completed' || l.msg === 'incoming request')
+    )
     t.equal(access.length, 1, `request ${id}: one access line, with its reqId`)
-    t.match(access[0], { msg: 'request completed', req: { method: /^(GET|POST)$/, url: /^\// }, res: { statusCode: Number }, responseTime: Number })
+    t.match(access[0], {
+      msg: 'request completed',
+      req: { method: /^(GET|POST)$/, url: /^\// },
+      res: { statusCode: Number },
+      responseTime: Number
+    })
   }
   const failure = lines.find((l) => l.reqId === 'log-probe-500' && l.level === 50)
   t.ok(failure, 'the 500 is logged at error level under its request id')
-  t.match(failure?.err?.message ?? '', /^Failed query: insert into "customers" \(.*\$1/, 'the statement, without its parameters')
+  t.match(
+    failure?.err?.message ?? '',
+    /^Failed query: insert into "customers" \(.*\$1/,
+    'the statement, without its parameters'
+  )
   t.match(failure?.err?.stack ?? '', /^Error: Failed query: insert into "customers".*\n\s+at /, 'with a stack')
-  t.match(failure?.err?.cause, { code: '23514', constraint: 'log_probe', table: 'customers' }, 'and what PostgreSQL said')
+  t.match(
+    failure?.err?.cause,
+    { code: '23514', constraint: 'log_probe', table: 'customers' },
+    'and what PostgreSQL said'
+  )
 })
 
 t.test('driver errors are serialized without the values they carry', async (t) => {
@@ -139,7 +195,11 @@ t.test('driver errors are serialized without the values they carry', async (t) =
 
   // A data exception quotes the value: invalid input syntax for type date: "…".
   const dataError = await failure(sql`select ${EMAIL}::date`)
-  t.match(JSON.stringify(dataError, Object.getOwnPropertyNames(dataError)) + String((dataError as Error).cause), EMAIL, 'the raw error holds the value')
+  t.match(
+    JSON.stringify(dataError, Object.getOwnPropertyNames(dataError)) + String((dataError as Error).cause),
+    EMAIL,
+    'the raw error holds the value'
+  )
   const data = serializeError(dataError)
   t.notMatch(JSON.stringify(data), /zelda|privacyprobe/i, 'the serialized one does not')
   t.equal(data.message, 'Failed query: select $1::date')
@@ -156,7 +216,17 @@ t.test('driver errors are serialized without the values they carry', async (t) =
   t.equal((row.cause as Record<string, unknown>).detail, undefined)
 
   // Errors of our own keep their code, entries and stack.
-  const own = serializeError(new AppError(500, 'server_error', 'A server error occurred.', [{ code: 'payment_vendor_error', attr: null, detail: 'STRIPE did not answer.' }]))
-  t.match(own, { type: 'AppError', message: 'A server error occurred.', code: 'server_error', statusCode: 500, errors: [{ code: 'payment_vendor_error' }] })
+  const own = serializeError(
+    new AppError(500, 'server_error', 'A server error occurred.', [
+      { code: 'payment_vendor_error', attr: null, detail: 'STRIPE did not answer.' }
+    ])
+  )
+  t.match(own, {
+    type: 'AppError',
+    message: 'A server error occurred.',
+    code: 'server_error',
+    statusCode: 500,
+    errors: [{ code: 'payment_vendor_error' }]
+  })
   t.match(own.stack, /^AppError: A server error occurred\.\n\s+at /)
 })

@@ -51,12 +51,20 @@ t.test('GET /metrics needs an operator token', async (t) => {
   const { app, tenant } = await importSetup(t)
   const none = await app.inject({ method: 'GET', url: '/metrics' })
   t.equal(none.statusCode, 401)
-  t.same(none.json(), { detail: 'Authentication credentials were not provided.', code: 'not_authenticated', errors: [] })
+  t.same(none.json(), {
+    detail: 'Authentication credentials were not provided.',
+    code: 'not_authenticated',
+    errors: []
+  })
   const bad = await app.inject({ method: 'GET', url: '/metrics', headers: { authorization: 'Token not-a-token' } })
   t.equal(bad.statusCode, 401)
   t.equal(bad.json().code, 'authentication_failed')
   for (const form of ['Token', 'Bearer', 'JWT']) {
-    const org = await app.inject({ method: 'GET', url: '/metrics', headers: { authorization: `${form} ${tenant.token}` } })
+    const org = await app.inject({
+      method: 'GET',
+      url: '/metrics',
+      headers: { authorization: `${form} ${tenant.token}` }
+    })
     t.equal(org.statusCode, 403, `organisation token (${form})`)
     t.same(org.json(), { detail: 'Only the operator can read metrics.', code: 'permission_denied', errors: [] })
     t.notMatch(org.body, /amis_/, 'no metrics in the refusal')
@@ -80,8 +88,14 @@ t.test('per-supplier counts, request counters and process metrics', async (t) =>
   t.equal((await client.create('A-2')).statusCode, 201)
   t.equal((await client.create('A-3', { team: 'No Such Team' })).statusCode, 400, 'a failed create')
   t.equal((await client.create('A-4', { dryRun: true })).statusCode, 400, 'a dry run is no failure')
-  await asOperator(app, 'mutation { skipImportProcess(input: {importSupplierCode: "ACME_ENERGY", externalAccountNumber: "A-5"}) { state } }')
-  await asOperator(app, 'mutation { skipImportProcess(input: {importSupplierCode: "ACME_ENERGY", externalAccountNumber: "NEVER-STAGED"}) { state } }')
+  await asOperator(
+    app,
+    'mutation { skipImportProcess(input: {importSupplierCode: "ACME_ENERGY", externalAccountNumber: "A-5"}) { state } }'
+  )
+  await asOperator(
+    app,
+    'mutation { skipImportProcess(input: {importSupplierCode: "ACME_ENERGY", externalAccountNumber: "NEVER-STAGED"}) { state } }'
+  )
   const b1 = exampleAccount({ external_account_number: 'B-1', import_supplier: 'BETA_POWER' })
   t.equal((await betaClient.stage(b1)).statusCode, 201)
   t.equal((await betaClient.create('B-1', { supplier: 'BETA_POWER' })).statusCode, 201)
@@ -94,27 +108,59 @@ t.test('per-supplier counts, request counters and process metrics', async (t) =>
   t.match(res.body, /^# HELP amis_accounts_created Accounts created, by supplier\.$/m)
   t.match(res.body, /^# TYPE amis_http_requests_total counter$/m)
 
-  const perSupplier = (name: string) => Object.fromEntries(samples.filter((s) => s.name === name).map((s) => [s.labels.supplier, s.value]))
+  const perSupplier = (name: string) =>
+    Object.fromEntries(samples.filter((s) => s.name === name).map((s) => [s.labels.supplier, s.value]))
   t.same(perSupplier('amis_accounts_staged'), { ACME_ENERGY: 5, BETA_POWER: 1, GAMMA_GAS: 0 }, 'ever staged')
-  t.same(perSupplier('amis_accounts_pending'), { ACME_ENERGY: 2, BETA_POWER: 0, GAMMA_GAS: 0 }, 'staged, not created or skipped')
+  t.same(
+    perSupplier('amis_accounts_pending'),
+    { ACME_ENERGY: 2, BETA_POWER: 0, GAMMA_GAS: 0 },
+    'staged, not created or skipped'
+  )
   t.same(perSupplier('amis_accounts_created'), { ACME_ENERGY: 2, BETA_POWER: 1, GAMMA_GAS: 0 })
   t.same(perSupplier('amis_accounts_failed'), { ACME_ENERGY: 1, BETA_POWER: 0, GAMMA_GAS: 0 })
   t.same(perSupplier('amis_accounts_skipped'), { ACME_ENERGY: 2, BETA_POWER: 0, GAMMA_GAS: 0 })
   t.same(perSupplier('amis_creates_in_flight'), { ACME_ENERGY: 0, BETA_POWER: 0, GAMMA_GAS: 0 })
 
-  const requests = (route: string, status: string, method = 'POST') => valueOf(samples, 'amis_http_requests_total', { method, route, status })
+  const requests = (route: string, status: string, method = 'POST') =>
+    valueOf(samples, 'amis_http_requests_total', { method, route, status })
   t.equal(requests(STAGE_ROUTE, '201'), 6, 'stages answered 201, both suppliers on one route pattern')
   t.equal(requests(STAGE_ROUTE, '200'), 1)
   t.equal(requests(CREATE_ROUTE, '201'), 3)
   t.equal(requests(CREATE_ROUTE, '400'), 2)
   t.equal(requests('unmatched', '404', 'GET'), 3, 'unknown URLs share one label')
   t.notMatch(res.body, /abc123|xyz789|qq11/, 'no label per raw URL')
-  t.notOk(samples.some((s) => s.labels.route?.includes('A-1') || s.labels.route?.includes('ACME_ENERGY')), 'patterns, not paths')
-  t.equal(valueOf(samples, 'amis_http_request_duration_seconds_count', { method: 'POST', route: CREATE_ROUTE, status: '201' }), 3)
-  t.equal(valueOf(samples, 'amis_http_request_duration_seconds_bucket', { method: 'POST', route: CREATE_ROUTE, status: '201', le: '+Inf' }), 3)
-  const seconds = valueOf(samples, 'amis_http_request_duration_seconds_sum', { method: 'POST', route: CREATE_ROUTE, status: '201' })!
+  t.notOk(
+    samples.some((s) => s.labels.route?.includes('A-1') || s.labels.route?.includes('ACME_ENERGY')),
+    'patterns, not paths'
+  )
+  t.equal(
+    valueOf(samples, 'amis_http_request_duration_seconds_count', {
+      method: 'POST',
+      route: CREATE_ROUTE,
+      status: '201'
+    }),
+    3
+  )
+  t.equal(
+    valueOf(samples, 'amis_http_request_duration_seconds_bucket', {
+      method: 'POST',
+      route: CREATE_ROUTE,
+      status: '201',
+      le: '+Inf'
+    }),
+    3
+  )
+  const seconds = valueOf(samples, 'amis_http_request_duration_seconds_sum', {
+    method: 'POST',
+    route: CREATE_ROUTE,
+    status: '201'
+  })!
   t.ok(seconds > 0 && seconds < 60, `latency in seconds (${seconds})`)
-  t.equal(valueOf(samples, 'amis_http_requests_total', { route: '/metrics' }), undefined, 'a scrape is counted once answered')
+  t.equal(
+    valueOf(samples, 'amis_http_requests_total', { route: '/metrics' }),
+    undefined,
+    'a scrape is counted once answered'
+  )
 
   t.ok((valueOf(samples, 'process_cpu_user_seconds_total') ?? -1) >= 0, 'default process metrics')
   t.ok(samples.some((s) => s.name === 'nodejs_heap_size_used_bytes'))
@@ -128,20 +174,38 @@ t.test('per-supplier counts, request counters and process metrics', async (t) =>
   t.equal((await client.status('A-1')).statusCode, 200)
   await app.inject({ method: 'GET', url: '/metrics', headers: { authorization: `Token ${tenant.token}` } })
   const again = (await scrape(app, op)).samples
-  t.equal(valueOf(again, 'amis_http_requests_total', { method: 'GET', route: '/metrics', status: '200' }), 1, 'the previous scrape')
+  t.equal(
+    valueOf(again, 'amis_http_requests_total', { method: 'GET', route: '/metrics', status: '200' }),
+    1,
+    'the previous scrape'
+  )
   t.equal(valueOf(again, 'amis_http_requests_total', { method: 'GET', route: '/metrics', status: '403' }), 1)
-  t.equal(valueOf(again, 'amis_http_requests_total', { method: 'GET', route: '/v1/data-import/account-transfer-status/:supplier/:external/', status: '200' }), 1)
-  t.equal(valueOf(again, 'amis_http_requests_total', { route: STAGE_ROUTE, status: '201' }), 6, 'counters keep their values')
+  t.equal(
+    valueOf(again, 'amis_http_requests_total', {
+      method: 'GET',
+      route: '/v1/data-import/account-transfer-status/:supplier/:external/',
+      status: '200'
+    }),
+    1
+  )
+  t.equal(
+    valueOf(again, 'amis_http_requests_total', { route: STAGE_ROUTE, status: '201' }),
+    6,
+    'counters keep their values'
+  )
 })
 
 t.test('creates in flight: the process locks held now', async (t) => {
   const { app, database, client } = await importSetup(t)
   const op = await operatorToken(app)
   t.equal((await client.stage(exampleAccount({ external_account_number: 'LOCKED' }))).statusCode, 201)
-  const [process] = await database.db.select({ id: importProcesses.id }).from(importProcesses)
+  const [process] = await database.db
+    .select({ id: importProcesses.id })
+    .from(importProcesses)
     .where(eq(importProcesses.externalAccountNumber, 'LOCKED'))
   const id = process!.id
-  const inFlight = async () => valueOf((await scrape(app, op)).samples, 'amis_creates_in_flight', { supplier: 'ACME_ENERGY' })
+  const inFlight = async () =>
+    valueOf((await scrape(app, op)).samples, 'amis_creates_in_flight', { supplier: 'ACME_ENERGY' })
 
   /** Holds advisory locks (each an SQL list of key arguments) while `fn` runs. */
   async function holding(keys: SQL[], fn: () => Promise<void>): Promise<void> {
@@ -201,9 +265,13 @@ t.test('each app counts its own requests', async (t) => {
 /** Holds every account row (`FOR UPDATE`) in a transaction of the app's own pool until the returned function is called. */
 async function holdAccounts(database: Database): Promise<() => Promise<void>> {
   let unlock!: () => void
-  const held = new Promise<void>((resolve) => { unlock = resolve })
+  const held = new Promise<void>((resolve) => {
+    unlock = resolve
+  })
   let locked!: () => void
-  const lockTaken = new Promise<void>((resolve) => { locked = resolve })
+  const lockTaken = new Promise<void>((resolve) => {
+    locked = resolve
+  })
   const holder = database.db.transaction(async (tx) => {
     await tx.execute(sql`select id from accounts for update`)
     locked()
@@ -218,7 +286,10 @@ async function holdAccounts(database: Database): Promise<() => Promise<void>> {
 
 t.test('post-import requests beyond DATABASE_POOL_SIZE wait their turn, and all are answered', async (t) => {
   if (!testDatabaseUrl) {
-    t.skip('needs the PostgreSQL server: PGlite has one connection, so a held row lock would block the test too', () => {})
+    t.skip(
+      'needs the PostgreSQL server: PGlite has one connection, so a held row lock would block the test too',
+      () => {}
+    )
     return
   }
   const { app, database, post } = await importedSetup(t, { env: { DATABASE_POOL_SIZE: '2' } })
@@ -241,13 +312,20 @@ t.test('post-import requests beyond DATABASE_POOL_SIZE wait their turn, and all 
   t.same(seen, [1, 4], 'one at work (the pool size less the turn kept for another organisation), four waiting')
   await unlock()
   const answers = await Promise.all(sent)
-  t.same(answers.map((a) => a.statusCode), [201, 201, 201, 201, 201], answers.map((a) => a.body).join('\n'))
+  t.same(
+    answers.map((a) => a.statusCode),
+    [201, 201, 201, 201, 201],
+    answers.map((a) => a.body).join('\n')
+  )
   t.same(await gauges(), [0, 0], 'every turn given back')
 })
 
 t.test('a client that leaves while waiting for its turn gives the turn on: nothing is held for ever', async (t) => {
   if (!testDatabaseUrl) {
-    t.skip('needs the PostgreSQL server: PGlite has one connection, so a held row lock would block the test too', () => {})
+    t.skip(
+      'needs the PostgreSQL server: PGlite has one connection, so a held row lock would block the test too',
+      () => {}
+    )
     return
   }
   const { app, database, ref, tenant } = await importedSetup(t, { env: { DATABASE_POOL_SIZE: '1' } })
@@ -266,12 +344,13 @@ t.test('a client that leaves while waiting for its turn gives the turn on: nothi
     return seen
   }
   const base = await app.listen({ host: '127.0.0.1', port: 0 })
-  const note = (body: string, signal?: AbortSignal) => fetch(`${base}/v1/data-import/notes/create/`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', authorization: `Token ${tenant.token}` },
-    body: JSON.stringify({ ...ref, notes: [{ body }] }),
-    signal
-  })
+  const note = (body: string, signal?: AbortSignal) =>
+    fetch(`${base}/v1/data-import/notes/create/`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Token ${tenant.token}` },
+      body: JSON.stringify({ ...ref, notes: [{ body }] }),
+      signal
+    })
 
   const unlock = await holdAccounts(database)
   const first = note('At work')
@@ -286,7 +365,7 @@ t.test('a client that leaves while waiting for its turn gives the turn on: nothi
   t.same(await until([0, 0]), [0, 0], 'the turns of the clients that left are given back')
   const after = await note('After')
   t.equal(after.status, 201, 'a new request gets its turn')
-  const stored = (await database.db.execute(sql`select body from notes where body like 'Leaving%'`))
+  const stored = await database.db.execute(sql`select body from notes where body like 'Leaving%'`)
   t.same(rowsOf(stored), [], 'nothing of the requests whose clients left')
 })
 
@@ -300,7 +379,11 @@ t.test('METRICS_TOKEN lets a scrape job read /metrics without a token that expir
   t.equal(wrong.statusCode, 401, 'another token is not it')
   const org = await app.inject({ method: 'GET', url: '/metrics', headers: { authorization: `Bearer ${tenant.token}` } })
   t.equal(org.statusCode, 403, 'organisation tokens still may not')
-  const data = await app.inject({ method: 'GET', url: '/v1/data-import/all-account-import-processes/ACME_ENERGY/', headers: { authorization: `Bearer ${token}` } })
+  const data = await app.inject({
+    method: 'GET',
+    url: '/v1/data-import/all-account-import-processes/ACME_ENERGY/',
+    headers: { authorization: `Bearer ${token}` }
+  })
   t.equal(data.statusCode, 401, 'the scrape token opens nothing else')
   const { samples } = await scrape(app, await operatorToken(app))
   t.ok(samples.length > 0, 'operator tokens still work')
@@ -308,7 +391,11 @@ t.test('METRICS_TOKEN lets a scrape job read /metrics without a token that expir
 
 t.test('recorded failures are counted by supplier, step and code', async (t) => {
   const { app, client } = await importSetup(t)
-  const bad = exampleAccount({ external_account_number: 'M-1', customers: [{ ...exampleAccount().customers[0], landline: 'abcde' }], transfer_balance: 'x' })
+  const bad = exampleAccount({
+    external_account_number: 'M-1',
+    customers: [{ ...exampleAccount().customers[0], landline: 'abcde' }],
+    transfer_balance: 'x'
+  })
   await client.validate(bad)
   await client.validate(bad)
   await client.create('M-2')

@@ -5,30 +5,45 @@ import { importSetup } from './helpers/accounts.js'
 import { generated, inputFile, runClient } from './helpers/migrate.js'
 import { tempDir } from './helpers/temp-dir.js'
 
-t.test('every valid generated account passes validate on the real server; every invalid one fails with its code', async (t) => {
-  const { client } = await importSetup(t)
-  const lines = generated(300, 'validate-all', { invalidShare: 0.1, postImportShare: 0.5 })
-  const invalid = lines.filter((l) => l.invalid)
-  t.equal(invalid.length, 30, 'exactly the share asked for')
-  t.ok(new Set(invalid.map((l) => l.invalid)).size >= 6, 'several kinds of fault')
-  for (const { line, invalid: fault } of lines) {
-    const res = await client.validate((line as any).account)
-    if (fault) {
-      t.equal(res.statusCode, 400, `${fault} fails`)
-      t.ok(res.json().errors.some((e: { code: string }) => e.code === fault), `${fault} is reported: ${res.body}`)
-    } else if (res.statusCode !== 200) {
-      t.fail(`generated account refused: ${res.body}\n${JSON.stringify(line)}`)
+t.test(
+  'every valid generated account passes validate on the real server; every invalid one fails with its code',
+  async (t) => {
+    const { client } = await importSetup(t)
+    const lines = generated(300, 'validate-all', { invalidShare: 0.1, postImportShare: 0.5 })
+    const invalid = lines.filter((l) => l.invalid)
+    t.equal(invalid.length, 30, 'exactly the share asked for')
+    t.ok(new Set(invalid.map((l) => l.invalid)).size >= 6, 'several kinds of fault')
+    for (const { line, invalid: fault } of lines) {
+      const res = await client.validate((line as any).account)
+      if (fault) {
+        t.equal(res.statusCode, 400, `${fault} fails`)
+        t.ok(
+          res.json().errors.some((e: { code: string }) => e.code === fault),
+          `${fault} is reported: ${res.body}`
+        )
+      } else if (res.statusCode !== 200) {
+        t.fail(`generated account refused: ${res.body}\n${JSON.stringify(line)}`)
+      }
+    }
+    // Varied shapes: both account kinds, one or two customers, DEPOSIT ledgers, post-import sections.
+    const accounts = lines.map((l) => (l.line as any).account)
+    t.ok(accounts.some((a) => a.customers?.length === 2) && accounts.some((a) => a.customers?.length === 1))
+    t.ok(accounts.some((a) => a.ledgers.length === 2))
+    t.ok(accounts.some((a) => a.account_type === 'BUSINESS'))
+    for (const section of [
+      'notes',
+      'transactions',
+      'historical_agreements',
+      'historical_billing_documents',
+      'historical_statements'
+    ]) {
+      t.ok(
+        lines.some((l) => section in l.line),
+        `some carry ${section}`
+      )
     }
   }
-  // Varied shapes: both account kinds, one or two customers, DEPOSIT ledgers, post-import sections.
-  const accounts = lines.map((l) => (l.line as any).account)
-  t.ok(accounts.some((a) => a.customers?.length === 2) && accounts.some((a) => a.customers?.length === 1))
-  t.ok(accounts.some((a) => a.ledgers.length === 2))
-  t.ok(accounts.some((a) => a.account_type === 'BUSINESS'))
-  for (const section of ['notes', 'transactions', 'historical_agreements', 'historical_billing_documents', 'historical_statements']) {
-    t.ok(lines.some((l) => section in l.line), `some carry ${section}`)
-  }
-})
+)
 
 t.test('the same seed gives the same lines; another seed other account numbers', async (t) => {
   const options = { count: 40, invalidShare: 0.05, postImportShare: 0.5, supplier: 'ACME_ENERGY', today: '2026-06-15' }
@@ -42,20 +57,47 @@ t.test('the same seed gives the same lines; another seed other account numbers',
   t.equal(numbers(a)[0], externalNumber('s1', 0))
   t.match(numbers(a)[0], /^SYN[0-9A-F]{8}-0000001$/)
   // The first accounts do not depend on how many are asked for.
-  t.same([...generateAccounts({ ...options, count: 10, seed: 's1' })].map((l) => l.line), a.slice(0, 10).map((l) => l.line))
+  t.same(
+    [...generateAccounts({ ...options, count: 10, seed: 's1' })].map((l) => l.line),
+    a.slice(0, 10).map((l) => l.line)
+  )
 })
 
 t.test('npm run migrate -- generate writes the lines to standard output', async (t) => {
-  const run = await runClient(['generate', '25', '--seed', 'cli', '--invalid-share', '0.2', '--as-of', '2026-06-15', '--supplier', 'OTHER_CO'], {})
+  const run = await runClient(
+    ['generate', '25', '--seed', 'cli', '--invalid-share', '0.2', '--as-of', '2026-06-15', '--supplier', 'OTHER_CO'],
+    {}
+  )
   t.equal(run.code, 0, run.stderr)
-  const expected = [...generateAccounts({ count: 25, seed: 'cli', invalidShare: 0.2, postImportShare: 0.5, supplier: 'OTHER_CO', today: '2026-06-15' })]
-  t.same(run.stdout.trimEnd().split('\n').map((l) => JSON.parse(l)), expected.map((l) => l.line))
+  const expected = [
+    ...generateAccounts({
+      count: 25,
+      seed: 'cli',
+      invalidShare: 0.2,
+      postImportShare: 0.5,
+      supplier: 'OTHER_CO',
+      today: '2026-06-15'
+    })
+  ]
+  t.same(
+    run.stdout
+      .trimEnd()
+      .split('\n')
+      .map((l) => JSON.parse(l)),
+    expected.map((l) => l.line)
+  )
   t.equal(run.stderr, 'generated 25 accounts (5 invalid) for OTHER_CO, seed "cli"\n')
 
   const unseeded = await runClient(['generate', '2'], {})
   t.match(unseeded.stderr, /seed "[a-z0-9]+" \(pass --seed to repeat\)/)
 
-  for (const argv of [['generate'], ['generate', 'ten'], ['generate', '5', '--invalid-share', '2'], ['generate', '5', '--as-of', 'soon'], ['generate', '5', '--team', 'x']]) {
+  for (const argv of [
+    ['generate'],
+    ['generate', 'ten'],
+    ['generate', '5', '--invalid-share', '2'],
+    ['generate', '5', '--as-of', 'soon'],
+    ['generate', '5', '--team', 'x']
+  ]) {
     const bad = await runClient(argv, {})
     t.equal(bad.code, 2, `${argv.join(' ')}: usage error`)
     t.match(bad.stderr, /^error: /)

@@ -3,7 +3,13 @@ import { and, asc, eq, sql } from 'drizzle-orm'
 import type { PgTable } from 'drizzle-orm/pg-core'
 import type { FastifyInstance } from 'fastify'
 import {
-  apiKeys, importEvents, importProcesses, importSupplierEvents, importSuppliers, operationsTeams, organisations
+  apiKeys,
+  importEvents,
+  importProcesses,
+  importSupplierEvents,
+  importSuppliers,
+  operationsTeams,
+  organisations
 } from '../drizzle/schema/index.js'
 import type { Database } from '../src/db/index.js'
 import { buildTestApp } from './helpers/app.js'
@@ -16,7 +22,8 @@ import { createTenant, gql, OBTAIN_TOKEN, operatorToken, type GraphQLResult } fr
 const DATETIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$/
 
 /** HS256 token with role `op`, signed with a secret that is not the test secret. */
-const FOREIGN_JWT = 'eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJyb2xlIjoib3AiLCJpYXQiOjE3MDAwMDAwMDAsImV4cCI6NDEwMjQ0NDgwMH0.' +
+const FOREIGN_JWT =
+  'eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJyb2xlIjoib3AiLCJpYXQiOjE3MDAwMDAwMDAsImV4cCI6NDEwMjQ0NDgwMH0.' +
   'c2lnbmF0dXJlLXRoYXQtZG9lcy1ub3QtbWF0Y2gtYW55dGhpbmc'
 
 type Assert = Pick<Test, 'equal' | 'ok'>
@@ -30,7 +37,11 @@ function fieldOf(res: GraphQLResult, field: string): unknown {
 function expectError(t: Assert, res: GraphQLResult, field: string, code: string, message = '') {
   const prefix = message ? `${message}: ` : ''
   t.equal(res.status, 200, `${prefix}HTTP 200`)
-  t.equal(res.errors?.[0]?.extensions?.code, code, `${prefix}errors[0].extensions.code is ${code} (got ${JSON.stringify(res.errors)})`)
+  t.equal(
+    res.errors?.[0]?.extensions?.code,
+    code,
+    `${prefix}errors[0].extensions.code is ${code} (got ${JSON.stringify(res.errors)})`
+  )
   t.equal(fieldOf(res, field), null, `${prefix}data.${field} is null`)
 }
 
@@ -58,7 +69,8 @@ const SKIP = `mutation($s: String!, $e: String!) {
 const EVENTS = `query($s: String!, $e: String!) {
   importProcessEvents(importSupplierCode: $s, externalAccountNumber: $e) { type at actor detail }
 }`
-const PROGRESS = 'query($s: String!) { migrationProgress(importSupplierCode: $s) { staged pending imported skipped failed } }'
+const PROGRESS =
+  'query($s: String!) { migrationProgress(importSupplierCode: $s) { staged pending imported skipped failed } }'
 
 /** The operator's token, obtained once per app. */
 function operatorSession(app: FastifyInstance) {
@@ -70,7 +82,10 @@ function operatorSession(app: FastifyInstance) {
 }
 
 async function supplierId(database: Database, code: string): Promise<string> {
-  const [row] = await database.db.select({ id: importSuppliers.id }).from(importSuppliers).where(eq(importSuppliers.code, code))
+  const [row] = await database.db
+    .select({ id: importSuppliers.id })
+    .from(importSuppliers)
+    .where(eq(importSuppliers.code, code))
   if (!row) throw new Error(`no supplier ${code}`)
   return row.id
 }
@@ -81,7 +96,9 @@ async function supplierRow(database: Database, code: string) {
 }
 
 async function supplierEvents(database: Database, code: string) {
-  return database.db.select().from(importSupplierEvents)
+  return database.db
+    .select()
+    .from(importSupplierEvents)
     .where(eq(importSupplierEvents.supplierId, await supplierId(database, code)))
     .orderBy(asc(importSupplierEvents.id))
 }
@@ -183,7 +200,9 @@ t.test('operator configuration mutations', async (t) => {
       }
       // Nor anywhere else in the database's tables of the row (raw SQL, every column as text).
       const raw = await database.db.execute(sql`select row_to_json(k)::text as j from api_keys k`)
-      const texts = ((raw as unknown as { rows?: Array<{ j: string }> }).rows ?? (raw as unknown as Array<{ j: string }>)).map((r) => r.j)
+      const texts = (
+        (raw as unknown as { rows?: Array<{ j: string }> }).rows ?? (raw as unknown as Array<{ j: string }>)
+      ).map((r) => r.j)
       t.ok(texts.length >= 2, 'raw rows read')
       for (const text of texts) {
         t.notOk(text.includes(first.key.slice(4)), 'no column of api_keys holds the first key')
@@ -241,7 +260,12 @@ t.test('operator configuration mutations', async (t) => {
       const again = expectOk(t, await op(REVOKE_API_KEY, { id: key.id }), 'revokeApiKey')
       t.equal(again?.id, key.id)
       t.match(again?.revokedAt, DATETIME)
-      expectError(t, await gql(app, OBTAIN_TOKEN, { input: { APIKey: key.key } }), 'obtainToken', 'authentication_failed')
+      expectError(
+        t,
+        await gql(app, OBTAIN_TOKEN, { input: { APIKey: key.key } }),
+        'obtainToken',
+        'authentication_failed'
+      )
     })
 
     t.test('the other key of the organisation still works', async (t) => {
@@ -261,7 +285,11 @@ t.test('operator configuration mutations', async (t) => {
     await op(CREATE_ORGANISATION, { name: 'Second Org' })
 
     t.test('defaults', async (t) => {
-      const supplier = expectOk(t, await op(CREATE_SUPPLIER, { input: { code: 'DEFAULTS', organisation: 'Supplier Org' } }), 'createImportSupplier')
+      const supplier = expectOk(
+        t,
+        await op(CREATE_SUPPLIER, { input: { code: 'DEFAULTS', organisation: 'Supplier Org' } }),
+        'createImportSupplier'
+      )
       t.same(supplier, {
         code: 'DEFAULTS',
         organisation: 'Supplier Org',
@@ -302,7 +330,11 @@ t.test('operator configuration mutations', async (t) => {
 
     t.test('the longest code (32 characters) and status Complete are accepted', async (t) => {
       const code = 'A'.repeat(31) + '1'
-      const supplier = expectOk(t, await op(CREATE_SUPPLIER, { input: { code, organisation: 'Supplier Org', status: 'Complete' } }), 'createImportSupplier')
+      const supplier = expectOk(
+        t,
+        await op(CREATE_SUPPLIER, { input: { code, organisation: 'Supplier Org', status: 'Complete' } }),
+        'createImportSupplier'
+      )
       t.equal(supplier?.code, code)
       t.equal(supplier?.status, 'Complete')
     })
@@ -310,33 +342,74 @@ t.test('operator configuration mutations', async (t) => {
     t.test('a code not matching ^[A-Z0-9_]{1,32}$ is invalid', async (t) => {
       const before = await countRows(database)
       for (const code of ['acme', 'Acme_1', 'A'.repeat(33), 'AC-ME', 'AC ME', '', ' ACME', 'ACME\n', 'ÄCME']) {
-        expectError(t, await op(CREATE_SUPPLIER, { input: { code, organisation: 'Supplier Org' } }), 'createImportSupplier', 'invalid', JSON.stringify(code))
+        expectError(
+          t,
+          await op(CREATE_SUPPLIER, { input: { code, organisation: 'Supplier Org' } }),
+          'createImportSupplier',
+          'invalid',
+          JSON.stringify(code)
+        )
       }
       t.equal((await countRows(database)).importSuppliers, before.importSuppliers, 'no supplier added')
     })
 
     t.test('a duplicate code is already_exists, also for another organisation', async (t) => {
       const before = await countRows(database)
-      expectError(t, await op(CREATE_SUPPLIER, { input: { code: 'DEFAULTS', organisation: 'Supplier Org' } }), 'createImportSupplier', 'already_exists')
-      expectError(t, await op(CREATE_SUPPLIER, { input: { code: 'DEFAULTS', organisation: 'Second Org' } }), 'createImportSupplier', 'already_exists', 'other organisation')
+      expectError(
+        t,
+        await op(CREATE_SUPPLIER, { input: { code: 'DEFAULTS', organisation: 'Supplier Org' } }),
+        'createImportSupplier',
+        'already_exists'
+      )
+      expectError(
+        t,
+        await op(CREATE_SUPPLIER, { input: { code: 'DEFAULTS', organisation: 'Second Org' } }),
+        'createImportSupplier',
+        'already_exists',
+        'other organisation'
+      )
       t.equal((await countRows(database)).importSuppliers, before.importSuppliers, 'no supplier added')
       const row = await supplierRow(database, 'DEFAULTS')
-      t.equal(row?.organisationId, (await database.db.select().from(organisations).where(eq(organisations.name, 'Supplier Org')))[0]?.id,
-        'the existing supplier keeps its organisation')
+      t.equal(
+        row?.organisationId,
+        (await database.db.select().from(organisations).where(eq(organisations.name, 'Supplier Org')))[0]?.id,
+        'the existing supplier keeps its organisation'
+      )
     })
 
     t.test('an unknown organisation is not_found', async (t) => {
       const before = await countRows(database)
-      expectError(t, await op(CREATE_SUPPLIER, { input: { code: 'ORPHAN', organisation: 'No Such Org' } }), 'createImportSupplier', 'not_found')
+      expectError(
+        t,
+        await op(CREATE_SUPPLIER, { input: { code: 'ORPHAN', organisation: 'No Such Org' } }),
+        'createImportSupplier',
+        'not_found'
+      )
       t.equal((await countRows(database)).importSuppliers, before.importSuppliers, 'no supplier added')
     })
 
     t.test('a bad documentRoot is invalid', async (t) => {
       const before = await countRows(database)
-      const bad = ['..', '../up', 'a/../b', 'a/..', 'a\\b', '\\a', 's3://x', 'https://bucket/x', 'file:x', 'a//b', 'a/b//c', 'a\u0000b', 'a\nb']
+      const bad = [
+        '..',
+        '../up',
+        'a/../b',
+        'a/..',
+        'a\\b',
+        '\\a',
+        's3://x',
+        'https://bucket/x',
+        'file:x',
+        'a//b',
+        'a/b//c',
+        'a\u0000b',
+        'a\nb'
+      ]
       let i = 0
       for (const documentRoot of bad) {
-        const res = await op(CREATE_SUPPLIER, { input: { code: `BAD_ROOT_${i++}`, organisation: 'Supplier Org', documentRoot } })
+        const res = await op(CREATE_SUPPLIER, {
+          input: { code: `BAD_ROOT_${i++}`, organisation: 'Supplier Org', documentRoot }
+        })
         expectError(t, res, 'createImportSupplier', 'invalid', JSON.stringify(documentRoot))
       }
       t.equal((await countRows(database)).importSuppliers, before.importSuppliers, 'no supplier added')
@@ -352,7 +425,11 @@ t.test('operator configuration mutations', async (t) => {
       let i = 0
       for (const [documentRoot, stored] of cases) {
         const code = `ROOT_${i++}`
-        const supplier = expectOk(t, await op(CREATE_SUPPLIER, { input: { code, organisation: 'Supplier Org', documentRoot } }), 'createImportSupplier')
+        const supplier = expectOk(
+          t,
+          await op(CREATE_SUPPLIER, { input: { code, organisation: 'Supplier Org', documentRoot } }),
+          'createImportSupplier'
+        )
         t.equal(supplier?.documentRoot, stored, `${JSON.stringify(documentRoot)} → ${JSON.stringify(stored)}`)
         t.equal((await supplierRow(database, code))?.documentRoot, stored, 'stored normalised')
       }
@@ -361,11 +438,19 @@ t.test('operator configuration mutations', async (t) => {
     t.test('maxConcurrentProcessing 0 or negative is invalid', async (t) => {
       const before = await countRows(database)
       for (const maxConcurrentProcessing of [0, -1, -100]) {
-        const res = await op(CREATE_SUPPLIER, { input: { code: 'LIMITED', organisation: 'Supplier Org', maxConcurrentProcessing } })
+        const res = await op(CREATE_SUPPLIER, {
+          input: { code: 'LIMITED', organisation: 'Supplier Org', maxConcurrentProcessing }
+        })
         expectError(t, res, 'createImportSupplier', 'invalid', String(maxConcurrentProcessing))
       }
       t.equal((await countRows(database)).importSuppliers, before.importSuppliers, 'no supplier added')
-      const ok = expectOk(t, await op(CREATE_SUPPLIER, { input: { code: 'LIMITED', organisation: 'Supplier Org', maxConcurrentProcessing: 1 } }), 'createImportSupplier')
+      const ok = expectOk(
+        t,
+        await op(CREATE_SUPPLIER, {
+          input: { code: 'LIMITED', organisation: 'Supplier Org', maxConcurrentProcessing: 1 }
+        }),
+        'createImportSupplier'
+      )
       t.equal(ok?.maxConcurrentProcessing, 1, '1 is the smallest limit')
     })
 
@@ -379,24 +464,67 @@ t.test('operator configuration mutations', async (t) => {
 
   t.test('updateImportSupplier', async (t) => {
     await op(CREATE_ORGANISATION, { name: 'Update Org' })
-    const created = expectOk(t, await op(CREATE_SUPPLIER, {
-      input: { code: 'UPD', organisation: 'Update Org', documentRoot: 'upd/root', sendMigrationEmails: true, maxConcurrentProcessing: 3 }
-    }), 'createImportSupplier')
+    const created = expectOk(
+      t,
+      await op(CREATE_SUPPLIER, {
+        input: {
+          code: 'UPD',
+          organisation: 'Update Org',
+          documentRoot: 'upd/root',
+          sendMigrationEmails: true,
+          maxConcurrentProcessing: 3
+        }
+      }),
+      'createImportSupplier'
+    )
     t.equal(created?.code, 'UPD')
 
     t.test('omitted arguments leave values unchanged', async (t) => {
       const only = expectOk(t, await op(UPDATE_SUPPLIER, { input: { code: 'UPD' } }), 'updateImportSupplier')
-      t.same(only, {
-        code: 'UPD', organisation: 'Update Org', status: 'Ongoing', documentRoot: 'upd/root', sendMigrationEmails: true, maxConcurrentProcessing: 3
-      }, 'nothing given: nothing changes')
-      const one = expectOk(t, await op(UPDATE_SUPPLIER, { input: { code: 'UPD', maxConcurrentProcessing: 9 } }), 'updateImportSupplier')
-      t.same(one, {
-        code: 'UPD', organisation: 'Update Org', status: 'Ongoing', documentRoot: 'upd/root', sendMigrationEmails: true, maxConcurrentProcessing: 9
-      }, 'only maxConcurrentProcessing changed')
-      const literal = await op(`mutation { updateImportSupplier(input: {code: "UPD", documentRoot: "/new/root/"}) { ${SUPPLIER_FIELDS} } }`)
-      t.same(expectOk(t, literal, 'updateImportSupplier'), {
-        code: 'UPD', organisation: 'Update Org', status: 'Ongoing', documentRoot: 'new/root', sendMigrationEmails: true, maxConcurrentProcessing: 9
-      }, 'only documentRoot changed (normalised), with inline arguments')
+      t.same(
+        only,
+        {
+          code: 'UPD',
+          organisation: 'Update Org',
+          status: 'Ongoing',
+          documentRoot: 'upd/root',
+          sendMigrationEmails: true,
+          maxConcurrentProcessing: 3
+        },
+        'nothing given: nothing changes'
+      )
+      const one = expectOk(
+        t,
+        await op(UPDATE_SUPPLIER, { input: { code: 'UPD', maxConcurrentProcessing: 9 } }),
+        'updateImportSupplier'
+      )
+      t.same(
+        one,
+        {
+          code: 'UPD',
+          organisation: 'Update Org',
+          status: 'Ongoing',
+          documentRoot: 'upd/root',
+          sendMigrationEmails: true,
+          maxConcurrentProcessing: 9
+        },
+        'only maxConcurrentProcessing changed'
+      )
+      const literal = await op(
+        `mutation { updateImportSupplier(input: {code: "UPD", documentRoot: "/new/root/"}) { ${SUPPLIER_FIELDS} } }`
+      )
+      t.same(
+        expectOk(t, literal, 'updateImportSupplier'),
+        {
+          code: 'UPD',
+          organisation: 'Update Org',
+          status: 'Ongoing',
+          documentRoot: 'new/root',
+          sendMigrationEmails: true,
+          maxConcurrentProcessing: 9
+        },
+        'only documentRoot changed (normalised), with inline arguments'
+      )
       const row = await supplierRow(database, 'UPD')
       t.equal(row?.maxConcurrentProcessing, 9)
       t.equal(row?.documentRoot, 'new/root')
@@ -404,13 +532,27 @@ t.test('operator configuration mutations', async (t) => {
     })
 
     t.test('explicit null clears maxConcurrentProcessing (variables and inline)', async (t) => {
-      const cleared = expectOk(t, await op(UPDATE_SUPPLIER, { input: { code: 'UPD', maxConcurrentProcessing: null } }), 'updateImportSupplier')
+      const cleared = expectOk(
+        t,
+        await op(UPDATE_SUPPLIER, { input: { code: 'UPD', maxConcurrentProcessing: null } }),
+        'updateImportSupplier'
+      )
       t.equal(cleared?.maxConcurrentProcessing, null, 'limit removed')
       t.equal(cleared?.documentRoot, 'new/root', 'other values unchanged')
       t.equal((await supplierRow(database, 'UPD'))?.maxConcurrentProcessing, null, 'stored null')
-      expectOk(t, await op(UPDATE_SUPPLIER, { input: { code: 'UPD', maxConcurrentProcessing: 4 } }), 'updateImportSupplier')
-      const inline = await op('mutation { updateImportSupplier(input: {code: "UPD", maxConcurrentProcessing: null}) { maxConcurrentProcessing documentRoot } }')
-      t.same(expectOk(t, inline, 'updateImportSupplier'), { maxConcurrentProcessing: null, documentRoot: 'new/root' }, 'inline null clears it too')
+      expectOk(
+        t,
+        await op(UPDATE_SUPPLIER, { input: { code: 'UPD', maxConcurrentProcessing: 4 } }),
+        'updateImportSupplier'
+      )
+      const inline = await op(
+        'mutation { updateImportSupplier(input: {code: "UPD", maxConcurrentProcessing: null}) { maxConcurrentProcessing documentRoot } }'
+      )
+      t.same(
+        expectOk(t, inline, 'updateImportSupplier'),
+        { maxConcurrentProcessing: null, documentRoot: 'new/root' },
+        'inline null clears it too'
+      )
     })
 
     t.test('explicit null resets documentRoot and sendMigrationEmails to their defaults', async (t) => {
@@ -418,7 +560,11 @@ t.test('operator configuration mutations', async (t) => {
       const updated = expectOk(t, res, 'updateImportSupplier')
       t.equal(updated?.documentRoot, '')
       t.equal(updated?.sendMigrationEmails, false)
-      expectOk(t, await op(UPDATE_SUPPLIER, { input: { code: 'UPD', documentRoot: 'upd/root', sendMigrationEmails: true } }), 'updateImportSupplier')
+      expectOk(
+        t,
+        await op(UPDATE_SUPPLIER, { input: { code: 'UPD', documentRoot: 'upd/root', sendMigrationEmails: true } }),
+        'updateImportSupplier'
+      )
     })
 
     t.test('invalid values are refused and change nothing', async (t) => {
@@ -445,7 +591,11 @@ t.test('operator configuration mutations', async (t) => {
       const start = Date.now()
       const path = ['Complete', 'Ongoing', 'Paused', 'Complete', 'Paused', 'Ongoing']
       for (const status of path) {
-        const updated = expectOk(t, await op(UPDATE_SUPPLIER, { input: { code: 'UPD', status } }), 'updateImportSupplier')
+        const updated = expectOk(
+          t,
+          await op(UPDATE_SUPPLIER, { input: { code: 'UPD', status } }),
+          'updateImportSupplier'
+        )
         t.equal(updated?.status, status, `now ${status}`)
         t.equal((await supplierRow(database, 'UPD'))?.status, status, `stored ${status}`)
         t.equal(updated?.documentRoot, 'upd/root', 'other values unchanged')
@@ -461,15 +611,34 @@ t.test('operator configuration mutations', async (t) => {
 
     t.test('an unknown code is not_found', async (t) => {
       const before = await countRows(database)
-      expectError(t, await op(UPDATE_SUPPLIER, { input: { code: 'NO_SUCH', status: 'Paused' } }), 'updateImportSupplier', 'not_found')
-      expectError(t, await op(UPDATE_SUPPLIER, { input: { code: 'upd' } }), 'updateImportSupplier', 'not_found', 'codes are case-sensitive')
+      expectError(
+        t,
+        await op(UPDATE_SUPPLIER, { input: { code: 'NO_SUCH', status: 'Paused' } }),
+        'updateImportSupplier',
+        'not_found'
+      )
+      expectError(
+        t,
+        await op(UPDATE_SUPPLIER, { input: { code: 'upd' } }),
+        'updateImportSupplier',
+        'not_found',
+        'codes are case-sensitive'
+      )
       t.same(await countRows(database), before, 'nothing written')
     })
 
     t.test('status: null is invalid', async (t) => {
       const before = await supplierRow(database, 'UPD')
-      expectError(t, await op(UPDATE_SUPPLIER, { input: { code: 'UPD', status: null } }), 'updateImportSupplier', 'invalid', 'variables')
-      const inline = await op(`mutation { updateImportSupplier(input: {code: "UPD", status: null}) { ${SUPPLIER_FIELDS} } }`)
+      expectError(
+        t,
+        await op(UPDATE_SUPPLIER, { input: { code: 'UPD', status: null } }),
+        'updateImportSupplier',
+        'invalid',
+        'variables'
+      )
+      const inline = await op(
+        `mutation { updateImportSupplier(input: {code: "UPD", status: null}) { ${SUPPLIER_FIELDS} } }`
+      )
       expectError(t, inline, 'updateImportSupplier', 'invalid', 'inline')
       t.same(await supplierRow(database, 'UPD'), before, 'unchanged')
     })
@@ -478,20 +647,51 @@ t.test('operator configuration mutations', async (t) => {
   t.test('importSuppliers lists every supplier with its organisation name', async (t) => {
     await op(CREATE_ORGANISATION, { name: 'List One' })
     await op(CREATE_ORGANISATION, { name: 'List Two' })
-    expectOk(t, await op(CREATE_SUPPLIER, { input: { code: 'LIST_A', organisation: 'List One' } }), 'createImportSupplier')
-    expectOk(t, await op(CREATE_SUPPLIER, {
-      input: { code: 'LIST_B', organisation: 'List Two', status: 'Paused', documentRoot: 'b', sendMigrationEmails: true, maxConcurrentProcessing: 2 }
-    }), 'createImportSupplier')
+    expectOk(
+      t,
+      await op(CREATE_SUPPLIER, { input: { code: 'LIST_A', organisation: 'List One' } }),
+      'createImportSupplier'
+    )
+    expectOk(
+      t,
+      await op(CREATE_SUPPLIER, {
+        input: {
+          code: 'LIST_B',
+          organisation: 'List Two',
+          status: 'Paused',
+          documentRoot: 'b',
+          sendMigrationEmails: true,
+          maxConcurrentProcessing: 2
+        }
+      }),
+      'createImportSupplier'
+    )
     const list = expectOk(t, await op(LIST_SUPPLIERS), 'importSuppliers') as any[]
     t.ok(Array.isArray(list), 'an array')
     const [rows] = await database.db.select({ n: sql<number>`count(*)`.mapWith(Number) }).from(importSuppliers)
     t.equal(list.length, rows!.n, 'every supplier is listed')
-    t.same(list.find((s) => s.code === 'LIST_A'), {
-      code: 'LIST_A', organisation: 'List One', status: 'Ongoing', documentRoot: '', sendMigrationEmails: false, maxConcurrentProcessing: null
-    })
-    t.same(list.find((s) => s.code === 'LIST_B'), {
-      code: 'LIST_B', organisation: 'List Two', status: 'Paused', documentRoot: 'b', sendMigrationEmails: true, maxConcurrentProcessing: 2
-    })
+    t.same(
+      list.find((s) => s.code === 'LIST_A'),
+      {
+        code: 'LIST_A',
+        organisation: 'List One',
+        status: 'Ongoing',
+        documentRoot: '',
+        sendMigrationEmails: false,
+        maxConcurrentProcessing: null
+      }
+    )
+    t.same(
+      list.find((s) => s.code === 'LIST_B'),
+      {
+        code: 'LIST_B',
+        organisation: 'List Two',
+        status: 'Paused',
+        documentRoot: 'b',
+        sendMigrationEmails: true,
+        maxConcurrentProcessing: 2
+      }
+    )
     t.equal(list.find((s) => s.code === 'DEFAULTS')?.organisation, 'Supplier Org')
     t.equal(new Set(list.map((s) => s.code)).size, list.length, 'each supplier once')
   })
@@ -529,7 +729,11 @@ t.test('operator configuration mutations', async (t) => {
       { field: 'createOrganisation', query: CREATE_ORGANISATION, variables: { name: 'Nul\u0000Org' } },
       { field: 'createOperationsTeam', query: CREATE_TEAM, variables: { name: 'Nul\u0000Team' } },
       { field: 'createApiKey', query: CREATE_API_KEY, variables: { o: 'Supplier Org\u0000' } },
-      { field: 'createImportSupplier', query: CREATE_SUPPLIER, variables: { input: { code: 'NUL', organisation: 'Supplier\u0000Org' } } },
+      {
+        field: 'createImportSupplier',
+        query: CREATE_SUPPLIER,
+        variables: { input: { code: 'NUL', organisation: 'Supplier\u0000Org' } }
+      },
       { field: 'updateImportSupplier', query: UPDATE_SUPPLIER, variables: { input: { code: 'DEFAULTS\u0000' } } },
       { field: 'skipImportProcess', query: SKIP, variables: { s: 'DEFAULTS\u0000', e: 'X-1' } },
       { field: 'skipImportProcess', query: SKIP, variables: { s: 'DEFAULTS', e: 'X\u0000-1' } },
@@ -543,7 +747,10 @@ t.test('operator configuration mutations', async (t) => {
       t.equal(res.status, 200, `${label}: HTTP 200`)
       t.equal(fieldOf(res, field), null, `${label}: no data`)
       const code = res.errors?.[0]?.extensions?.code
-      t.ok(code === 'invalid' || code === 'not_found', `${label}: invalid or not_found (got ${JSON.stringify(res.errors)})`)
+      t.ok(
+        code === 'invalid' || code === 'not_found',
+        `${label}: invalid or not_found (got ${JSON.stringify(res.errors)})`
+      )
       const text = JSON.stringify(res.body).toLowerCase()
       for (const internal of ['byte sequence', '0x00', 'select ', 'insert ', 'postgres', 'stack']) {
         t.notOk(text.includes(internal), `${label}: no internals leak (${internal.trim()})`)
@@ -566,8 +773,15 @@ t.test('skips, import process events and migration progress', async (t) => {
 
   t.test('skipping a never-staged pair creates a skipped process', async (t) => {
     const skipped = expectOk(t, await op(SKIP, { s: 'ACME_ENERGY', e: 'NEVER-1' }), 'skipImportProcess')
-    t.same(skipped, { importSupplierCode: 'ACME_ENERGY', externalAccountNumber: 'NEVER-1', state: 'SKIPPED', serviceAccountNumber: null })
-    const [row] = await database.db.select().from(importProcesses)
+    t.same(skipped, {
+      importSupplierCode: 'ACME_ENERGY',
+      externalAccountNumber: 'NEVER-1',
+      state: 'SKIPPED',
+      serviceAccountNumber: null
+    })
+    const [row] = await database.db
+      .select()
+      .from(importProcesses)
       .where(and(eq(importProcesses.supplierId, acmeId), eq(importProcesses.externalAccountNumber, 'NEVER-1')))
     t.equal(row?.state, 'SKIPPED', 'stored as SKIPPED')
     t.equal(row?.serviceAccountNumber, null)
@@ -583,7 +797,7 @@ t.test('skips, import process events and migration progress', async (t) => {
     const imported = await listProcesses(app, 'imported', 'ACME_ENERGY', acme.token)
     t.same(imported.json(), [], 'not imported')
     const foreign = await listProcesses(app, 'all', 'OTHER_POWER', other.token)
-    t.same(foreign.json(), [], 'not in the other organisation\'s list')
+    t.same(foreign.json(), [], "not in the other organisation's list")
   })
 
   t.test('importProcessEvents shows one SKIPPED event by the operator', async (t) => {
@@ -597,54 +811,98 @@ t.test('skips, import process events and migration progress', async (t) => {
 
   t.test('skipping again is fine', async (t) => {
     const again = expectOk(t, await op(SKIP, { s: 'ACME_ENERGY', e: 'NEVER-1' }), 'skipImportProcess')
-    t.same(again, { importSupplierCode: 'ACME_ENERGY', externalAccountNumber: 'NEVER-1', state: 'SKIPPED', serviceAccountNumber: null })
-    const rows = await database.db.select().from(importProcesses)
+    t.same(again, {
+      importSupplierCode: 'ACME_ENERGY',
+      externalAccountNumber: 'NEVER-1',
+      state: 'SKIPPED',
+      serviceAccountNumber: null
+    })
+    const rows = await database.db
+      .select()
+      .from(importProcesses)
       .where(and(eq(importProcesses.supplierId, acmeId), eq(importProcesses.externalAccountNumber, 'NEVER-1')))
     t.equal(rows.length, 1, 'still one process')
     t.equal(rows[0]?.state, 'SKIPPED')
     const events = expectOk(t, await op(EVENTS, { s: 'ACME_ENERGY', e: 'NEVER-1' }), 'importProcessEvents') as any[]
     t.equal(events.length, 1, 'a repeated skip changes nothing and records nothing')
-    t.ok(events.every((e) => e.type === 'SKIPPED' && e.actor === 'operator'), 'only operator skips')
+    t.ok(
+      events.every((e) => e.type === 'SKIPPED' && e.actor === 'operator'),
+      'only operator skips'
+    )
     t.same(events[0]?.detail, { previousState: null }, 'the first skip created the process')
   })
 
   t.test('skipping a staged process moves it out of pending-', async (t) => {
     await database.db.insert(importProcesses).values({
-      supplierId: acmeId, externalAccountNumber: 'STAGED-1', state: 'STAGED', firstStagedAt: new Date(), stagedData: {}
+      supplierId: acmeId,
+      externalAccountNumber: 'STAGED-1',
+      state: 'STAGED',
+      firstStagedAt: new Date(),
+      stagedData: {}
     })
     const pendingBefore = (await listProcesses(app, 'pending', 'ACME_ENERGY', acme.token)).json()
-    t.same(pendingBefore.map((p: any) => p.external_account_number), ['STAGED-1'], 'pending before the skip')
+    t.same(
+      pendingBefore.map((p: any) => p.external_account_number),
+      ['STAGED-1'],
+      'pending before the skip'
+    )
     const skipped = expectOk(t, await op(SKIP, { s: 'ACME_ENERGY', e: 'STAGED-1' }), 'skipImportProcess')
     t.equal(skipped?.state, 'SKIPPED')
     t.equal(skipped?.serviceAccountNumber, null)
     t.same((await listProcesses(app, 'pending', 'ACME_ENERGY', acme.token)).json(), [], 'no longer pending')
     const events = expectOk(t, await op(EVENTS, { s: 'ACME_ENERGY', e: 'STAGED-1' }), 'importProcessEvents') as any[]
-    t.same(events.map((e) => [e.type, e.detail]), [['SKIPPED', { previousState: 'STAGED' }]], 'the event names the state it left')
+    t.same(
+      events.map((e) => [e.type, e.detail]),
+      [['SKIPPED', { previousState: 'STAGED' }]],
+      'the event names the state it left'
+    )
     const all = (await listProcesses(app, 'all', 'ACME_ENERGY', acme.token)).json()
-    t.same(all.map((p: any) => p.external_account_number), ['NEVER-1', 'STAGED-1'], 'both skipped processes are in all-')
+    t.same(
+      all.map((p: any) => p.external_account_number),
+      ['NEVER-1', 'STAGED-1'],
+      'both skipped processes are in all-'
+    )
   })
 
   t.test('skipping an imported process is invalid and changes nothing', async (t) => {
     const created = new Date('2026-01-02T03:04:05Z')
     await database.db.insert(importProcesses).values({
-      supplierId: acmeId, externalAccountNumber: 'DONE-1', state: 'IMPORTED', firstStagedAt: created,
-      serviceAccountNumber: 'A-00C0FFEE', accountCreatedAt: created
+      supplierId: acmeId,
+      externalAccountNumber: 'DONE-1',
+      state: 'IMPORTED',
+      firstStagedAt: created,
+      serviceAccountNumber: 'A-00C0FFEE',
+      accountCreatedAt: created
     })
     const eventsBefore = (await countRows(database)).importEvents
     expectError(t, await op(SKIP, { s: 'ACME_ENERGY', e: 'DONE-1' }), 'skipImportProcess', 'invalid')
-    const [row] = await database.db.select().from(importProcesses)
+    const [row] = await database.db
+      .select()
+      .from(importProcesses)
       .where(and(eq(importProcesses.supplierId, acmeId), eq(importProcesses.externalAccountNumber, 'DONE-1')))
     t.equal(row?.state, 'IMPORTED', 'still imported')
     t.equal(row?.serviceAccountNumber, 'A-00C0FFEE')
     t.equal((await countRows(database)).importEvents, eventsBefore, 'no event recorded')
     const imported = (await listProcesses(app, 'imported', 'ACME_ENERGY', acme.token)).json()
-    t.same(imported, [{ external_account_number: 'DONE-1', service_account_number: 'A-00C0FFEE', account_created_at: '2026-01-02T03:04:05Z' }])
+    t.same(imported, [
+      {
+        external_account_number: 'DONE-1',
+        service_account_number: 'A-00C0FFEE',
+        account_created_at: '2026-01-02T03:04:05Z'
+      }
+    ])
   })
 
   t.test('an unknown supplier is not_found', async (t) => {
     const before = await countRows(database)
     expectError(t, await op(SKIP, { s: 'NO_SUCH', e: 'X-1' }), 'skipImportProcess', 'not_found')
-    expectError(t, await op(SKIP, { s: 'acme_energy', e: 'X-1' }), 'skipImportProcess', 'not_found', 'codes are case-sensitive')
+    expectError(
+      t,
+      await op(SKIP, { s: 'acme_energy', e: 'X-1' }),
+      'skipImportProcess',
+      'not_found',
+      'codes are case-sensitive'
+    )
     t.same(await countRows(database), before, 'nothing created')
   })
 
@@ -652,15 +910,39 @@ t.test('skips, import process events and migration progress', async (t) => {
     const before = await countRows(database)
     for (const e of ['', ' X-1', 'X-1 ', 'X'.repeat(129)]) {
       const res = await op(SKIP, { s: 'ACME_ENERGY', e })
-      expectError(t, res, 'skipImportProcess', 'invalid', JSON.stringify(e.length > 20 ? `${e.slice(0, 10)}… (${e.length})` : e))
+      expectError(
+        t,
+        res,
+        'skipImportProcess',
+        'invalid',
+        JSON.stringify(e.length > 20 ? `${e.slice(0, 10)}… (${e.length})` : e)
+      )
     }
     t.same(await countRows(database), before, 'nothing created')
   })
 
   t.test('importProcessEvents for an unknown pair or supplier is not_found', async (t) => {
-    expectError(t, await op(EVENTS, { s: 'ACME_ENERGY', e: 'NEVER-STAGED' }), 'importProcessEvents', 'not_found', 'unknown pair')
-    expectError(t, await op(EVENTS, { s: 'NO_SUCH', e: 'NEVER-1' }), 'importProcessEvents', 'not_found', 'unknown supplier')
-    expectError(t, await op(EVENTS, { s: 'OTHER_POWER', e: 'NEVER-1' }), 'importProcessEvents', 'not_found', 'pair of another supplier')
+    expectError(
+      t,
+      await op(EVENTS, { s: 'ACME_ENERGY', e: 'NEVER-STAGED' }),
+      'importProcessEvents',
+      'not_found',
+      'unknown pair'
+    )
+    expectError(
+      t,
+      await op(EVENTS, { s: 'NO_SUCH', e: 'NEVER-1' }),
+      'importProcessEvents',
+      'not_found',
+      'unknown supplier'
+    )
+    expectError(
+      t,
+      await op(EVENTS, { s: 'OTHER_POWER', e: 'NEVER-1' }),
+      'importProcessEvents',
+      'not_found',
+      'pair of another supplier'
+    )
   })
 
   t.test('migrationProgress counts every kind of process', async (t) => {
@@ -678,20 +960,77 @@ t.test('skips, import process events and migration progress', async (t) => {
       { supplierId: id, externalAccountNumber: 'P-2', state: 'STAGED', firstStagedAt: at, stagedData: {} },
       { supplierId: id, externalAccountNumber: 'P-3', state: 'STAGED', firstStagedAt: at, stagedData: {} },
       // pending, latest create failed
-      { supplierId: id, externalAccountNumber: 'F-1', state: 'STAGED', firstStagedAt: at, stagedData: {}, latestError: error },
-      { supplierId: id, externalAccountNumber: 'F-2', state: 'STAGED', firstStagedAt: at, stagedData: {}, latestError: error },
+      {
+        supplierId: id,
+        externalAccountNumber: 'F-1',
+        state: 'STAGED',
+        firstStagedAt: at,
+        stagedData: {},
+        latestError: error
+      },
+      {
+        supplierId: id,
+        externalAccountNumber: 'F-2',
+        state: 'STAGED',
+        firstStagedAt: at,
+        stagedData: {},
+        latestError: error
+      },
       // imported (one after an earlier failure: not failed)
-      { supplierId: id, externalAccountNumber: 'I-1', state: 'IMPORTED', firstStagedAt: at, serviceAccountNumber: 'A-0000AA01', accountCreatedAt: at },
-      { supplierId: id, externalAccountNumber: 'I-2', state: 'IMPORTED', firstStagedAt: at, serviceAccountNumber: 'A-0000AA02', accountCreatedAt: at, latestError: error },
-      { supplierId: id, externalAccountNumber: 'I-3', state: 'IMPORTED', firstStagedAt: at, serviceAccountNumber: 'A-0000AA03', accountCreatedAt: at },
-      { supplierId: id, externalAccountNumber: 'I-4', state: 'IMPORTED', firstStagedAt: at, serviceAccountNumber: 'A-0000AA04', accountCreatedAt: at },
+      {
+        supplierId: id,
+        externalAccountNumber: 'I-1',
+        state: 'IMPORTED',
+        firstStagedAt: at,
+        serviceAccountNumber: 'A-0000AA01',
+        accountCreatedAt: at
+      },
+      {
+        supplierId: id,
+        externalAccountNumber: 'I-2',
+        state: 'IMPORTED',
+        firstStagedAt: at,
+        serviceAccountNumber: 'A-0000AA02',
+        accountCreatedAt: at,
+        latestError: error
+      },
+      {
+        supplierId: id,
+        externalAccountNumber: 'I-3',
+        state: 'IMPORTED',
+        firstStagedAt: at,
+        serviceAccountNumber: 'A-0000AA03',
+        accountCreatedAt: at
+      },
+      {
+        supplierId: id,
+        externalAccountNumber: 'I-4',
+        state: 'IMPORTED',
+        firstStagedAt: at,
+        serviceAccountNumber: 'A-0000AA04',
+        accountCreatedAt: at
+      },
       // skipped after staging (one after a failure: not failed)
       { supplierId: id, externalAccountNumber: 'S-1', state: 'SKIPPED', firstStagedAt: at, stagedData: {} },
-      { supplierId: id, externalAccountNumber: 'S-2', state: 'SKIPPED', firstStagedAt: at, stagedData: {}, latestError: error },
+      {
+        supplierId: id,
+        externalAccountNumber: 'S-2',
+        state: 'SKIPPED',
+        firstStagedAt: at,
+        stagedData: {},
+        latestError: error
+      },
       // skipped, never staged
       { supplierId: id, externalAccountNumber: 'S-3', state: 'SKIPPED' },
       // another supplier's process: not counted
-      { supplierId: acmeId, externalAccountNumber: 'P-9', state: 'STAGED', firstStagedAt: at, stagedData: {}, latestError: error }
+      {
+        supplierId: acmeId,
+        externalAccountNumber: 'P-9',
+        state: 'STAGED',
+        firstStagedAt: at,
+        stagedData: {},
+        latestError: error
+      }
     ])
     expectOk(t, await op(SKIP, { s: 'PROGRESS', e: 'S-4' }), 'skipImportProcess')
 
@@ -725,15 +1064,29 @@ t.test('operator fields need an operator token', async (t) => {
   const { app, database } = await buildTestApp(t)
   const tenant = await createTenant(app, 'Tenant Org', 'TENANT_SUP')
   const skippedId = await supplierId(database, 'TENANT_SUP')
-  await database.db.insert(importProcesses).values({ supplierId: skippedId, externalAccountNumber: 'KNOWN-1', state: 'STAGED', firstStagedAt: new Date(), stagedData: {} })
+  await database.db.insert(importProcesses).values({
+    supplierId: skippedId,
+    externalAccountNumber: 'KNOWN-1',
+    state: 'STAGED',
+    firstStagedAt: new Date(),
+    stagedData: {}
+  })
 
   // `ownSuppliers`: organisations may read these for their own suppliers (tested in failures-graphql.test.ts).
   const fields: Array<{ field: string; query: string; variables?: Record<string, unknown>; ownSuppliers?: true }> = [
     { field: 'createOrganisation', query: CREATE_ORGANISATION, variables: { name: 'Intruder Org' } },
     { field: 'createApiKey', query: CREATE_API_KEY, variables: { o: 'Tenant Org' } },
     { field: 'revokeApiKey', query: REVOKE_API_KEY, variables: { id: tenant.apiKeyId } },
-    { field: 'createImportSupplier', query: CREATE_SUPPLIER, variables: { input: { code: 'INTRUDER', organisation: 'Tenant Org' } } },
-    { field: 'updateImportSupplier', query: UPDATE_SUPPLIER, variables: { input: { code: 'TENANT_SUP', status: 'Complete', maxConcurrentProcessing: 1 } } },
+    {
+      field: 'createImportSupplier',
+      query: CREATE_SUPPLIER,
+      variables: { input: { code: 'INTRUDER', organisation: 'Tenant Org' } }
+    },
+    {
+      field: 'updateImportSupplier',
+      query: UPDATE_SUPPLIER,
+      variables: { input: { code: 'TENANT_SUP', status: 'Complete', maxConcurrentProcessing: 1 } }
+    },
     { field: 'createOperationsTeam', query: CREATE_TEAM, variables: { name: 'Intruder Team' } },
     { field: 'skipImportProcess', query: SKIP, variables: { s: 'TENANT_SUP', e: 'KNOWN-1' } },
     { field: 'importSuppliers', query: LIST_SUPPLIERS, ownSuppliers: true },
@@ -746,11 +1099,27 @@ t.test('operator fields need an operator token', async (t) => {
 
   const callers: Array<{ name: string; headers: () => Record<string, string>; code: string }> = [
     { name: 'no token', headers: () => ({}), code: 'not_authenticated' },
-    { name: 'an organisation token', headers: () => ({ authorization: `Bearer ${tenant.token}` }), code: 'permission_denied' },
-    { name: 'an organisation token (Token form)', headers: () => ({ authorization: `Token ${tenant.token}` }), code: 'permission_denied' },
+    {
+      name: 'an organisation token',
+      headers: () => ({ authorization: `Bearer ${tenant.token}` }),
+      code: 'permission_denied'
+    },
+    {
+      name: 'an organisation token (Token form)',
+      headers: () => ({ authorization: `Token ${tenant.token}` }),
+      code: 'permission_denied'
+    },
     { name: 'a garbage token', headers: () => ({ authorization: 'Bearer not.a.jwt' }), code: 'authentication_failed' },
-    { name: 'a garbage token without a prefix', headers: () => ({ authorization: 'garbage' }), code: 'authentication_failed' },
-    { name: 'a token signed with another secret', headers: () => ({ authorization: `JWT ${FOREIGN_JWT}` }), code: 'authentication_failed' }
+    {
+      name: 'a garbage token without a prefix',
+      headers: () => ({ authorization: 'garbage' }),
+      code: 'authentication_failed'
+    },
+    {
+      name: 'a token signed with another secret',
+      headers: () => ({ authorization: `JWT ${FOREIGN_JWT}` }),
+      code: 'authentication_failed'
+    }
   ]
 
   const supplierBefore = await supplierRow(database, 'TENANT_SUP')
@@ -776,7 +1145,9 @@ t.test('operator fields need an operator token', async (t) => {
       t.same(await supplierRow(database, 'TENANT_SUP'), supplierBefore, 'the supplier is unchanged')
       const [key] = await database.db.select().from(apiKeys).where(eq(apiKeys.id, tenant.apiKeyId))
       t.equal(key?.revokedAt, null, 'the key is not revoked')
-      const [process] = await database.db.select().from(importProcesses)
+      const [process] = await database.db
+        .select()
+        .from(importProcesses)
         .where(and(eq(importProcesses.supplierId, skippedId), eq(importProcesses.externalAccountNumber, 'KNOWN-1')))
       t.equal(process?.state, 'STAGED', 'the process is not skipped')
     })
@@ -790,7 +1161,12 @@ t.test('operator fields need an operator token', async (t) => {
   t.test('the operator token works in every header form', async (t) => {
     const token = await operatorToken(app)
     for (const authorization of [token, `Token ${token}`, `JWT ${token}`, `Bearer ${token}`, `bearer ${token}`]) {
-      const res = await app.inject({ method: 'POST', url: '/graphql', headers: { authorization }, payload: { query: '{ importSuppliers { code } }' } })
+      const res = await app.inject({
+        method: 'POST',
+        url: '/graphql',
+        headers: { authorization },
+        payload: { query: '{ importSuppliers { code } }' }
+      })
       t.equal(res.statusCode, 200)
       t.same(res.json().data?.importSuppliers, [{ code: 'TENANT_SUP' }], authorization.split(' ')[0]!.slice(0, 6))
       t.equal(res.json().errors, undefined)
@@ -822,11 +1198,16 @@ t.test('GraphQL documents', async (t) => {
     t.same(withName.json(), { data: { createOrganisation: { name: 'Named Two' } } }, 'with operationName sent')
 
     const chosen = await post({
-      query: 'query First { importSuppliers { code } } mutation Second { createOperationsTeam(input: {name: "Named Team"}) { name } }',
+      query:
+        'query First { importSuppliers { code } } mutation Second { createOperationsTeam(input: {name: "Named Team"}) { name } }',
       operationName: 'Second'
     })
     t.equal(chosen.statusCode, 200)
-    t.same(chosen.json(), { data: { createOperationsTeam: { name: 'Named Team' } } }, 'the named operation of several runs')
+    t.same(
+      chosen.json(),
+      { data: { createOperationsTeam: { name: 'Named Team' } } },
+      'the named operation of several runs'
+    )
 
     const query = await post({ query: 'query AnythingAtAll { importSuppliers { code } }' })
     t.equal(query.statusCode, 200)
@@ -877,7 +1258,10 @@ t.test('GraphQL documents', async (t) => {
 
   t.test('a wrongly typed variable is HTTP 400 and creates nothing', async (t) => {
     const before = await countRows(database)
-    const res = await post({ query: CREATE_SUPPLIER, variables: { input: { code: 'TYPED', organisation: 'Named One', status: 'Running' } } })
+    const res = await post({
+      query: CREATE_SUPPLIER,
+      variables: { input: { code: 'TYPED', organisation: 'Named One', status: 'Running' } }
+    })
     t.equal(res.statusCode, 400)
     t.ok(Array.isArray(res.json().errors) && res.json().errors.length > 0, 'with errors')
     t.same(await countRows(database), before, 'nothing created')

@@ -28,7 +28,12 @@ async function startVendor(t: Test) {
   const seen: Record<string, number> = {}
   const state = { switchUp: false }
 
-  const instruction = (reference: string, type: string, status = 'ACTIVE', details: unknown = CARD_DETAILS) => ({ reference, type, status, details })
+  const instruction = (reference: string, type: string, status = 'ACTIVE', details: unknown = CARD_DETAILS) => ({
+    reference,
+    type,
+    status,
+    details
+  })
 
   function answer(res: ServerResponse, status: number, body?: unknown): void {
     if (res.destroyed) return
@@ -41,7 +46,10 @@ async function startVendor(t: Test) {
   }
 
   function later(ms: number, fn: () => void): void {
-    const timer = setTimeout(() => { pending.delete(timer); fn() }, ms)
+    const timer = setTimeout(() => {
+      pending.delete(timer)
+      fn()
+    }, ms)
     pending.add(timer)
   }
 
@@ -54,20 +62,40 @@ async function startVendor(t: Test) {
     for (const w of waiting) if (w.reference === reference && seen[reference]! >= w.calls) w.resolve()
     if (req.headers.authorization !== `Bearer ${TOKEN}`) return answer(res, 401, { error: 'bad credentials' })
     switch (reference) {
-      case 'PI-CARD-1': return answer(res, 200, instruction(reference, 'CARD'))
-      case 'PI-DD-1': return answer(res, 200, instruction(reference, 'DIRECT_DEBIT', 'ACTIVE', { mandate_id: 'M-1', sort_code: '12-34-56' }))
-      case 'PI-CANCELLED': return answer(res, 200, instruction(reference, 'CARD', 'CANCELLED'))
-      case 'PI-WRONG-TYPE': return answer(res, 200, instruction(reference, 'DIRECT_DEBIT'))
-      case 'PI-FORBIDDEN': return answer(res, 403, { error: 'not for you' })
-      case 'PI-SLOW': return later(2000, () => answer(res, 200, instruction(reference, 'CARD')))
-      case 'PI-FLAKY': return seen[reference] === 1 ? answer(res, 503, { error: 'busy' }) : answer(res, 200, instruction(reference, 'CARD'))
-      case 'PI-DOWN': return answer(res, 500, { error: 'down' })
-      case 'PI-GARBAGE': return res.writeHead(200, { 'content-type': 'text/html' }).end('<html>maintenance</html>')
-      case 'PI-OTHER-REF': return answer(res, 200, instruction('PI-SOMETHING-ELSE', 'CARD'))
-      case 'PI-SWITCH': return state.switchUp ? answer(res, 200, instruction(reference, 'CARD')) : answer(res, 502)
-      case 'PI-GATE': return hold(reference, () => answer(res, 200, instruction(reference, 'CARD')))
-      case 'PI-GATE-DD': return hold(reference, () => answer(res, 200, instruction(reference, 'DIRECT_DEBIT')))
-      default: return answer(res, 404, { error: 'no such instruction' })
+      case 'PI-CARD-1':
+        return answer(res, 200, instruction(reference, 'CARD'))
+      case 'PI-DD-1':
+        return answer(
+          res,
+          200,
+          instruction(reference, 'DIRECT_DEBIT', 'ACTIVE', { mandate_id: 'M-1', sort_code: '12-34-56' })
+        )
+      case 'PI-CANCELLED':
+        return answer(res, 200, instruction(reference, 'CARD', 'CANCELLED'))
+      case 'PI-WRONG-TYPE':
+        return answer(res, 200, instruction(reference, 'DIRECT_DEBIT'))
+      case 'PI-FORBIDDEN':
+        return answer(res, 403, { error: 'not for you' })
+      case 'PI-SLOW':
+        return later(2000, () => answer(res, 200, instruction(reference, 'CARD')))
+      case 'PI-FLAKY':
+        return seen[reference] === 1
+          ? answer(res, 503, { error: 'busy' })
+          : answer(res, 200, instruction(reference, 'CARD'))
+      case 'PI-DOWN':
+        return answer(res, 500, { error: 'down' })
+      case 'PI-GARBAGE':
+        return res.writeHead(200, { 'content-type': 'text/html' }).end('<html>maintenance</html>')
+      case 'PI-OTHER-REF':
+        return answer(res, 200, instruction('PI-SOMETHING-ELSE', 'CARD'))
+      case 'PI-SWITCH':
+        return state.switchUp ? answer(res, 200, instruction(reference, 'CARD')) : answer(res, 502)
+      case 'PI-GATE':
+        return hold(reference, () => answer(res, 200, instruction(reference, 'CARD')))
+      case 'PI-GATE-DD':
+        return hold(reference, () => answer(res, 200, instruction(reference, 'DIRECT_DEBIT')))
+      default:
+        return answer(res, 404, { error: 'no such instruction' })
     }
   })
   server.listen(0, '127.0.0.1')
@@ -86,12 +114,17 @@ async function startVendor(t: Test) {
     /** Hits for one reference. */
     count: (reference: string) => hits.filter((h) => h.reference === reference).length,
     /** Resolves when the vendor has received `calls` calls for `reference`. */
-    arrival: (reference: string, calls = 1) => new Promise<void>((resolve) => {
-      if ((seen[reference] ?? 0) >= calls) resolve()
-      else waiting.push({ reference, calls, resolve })
-    }),
+    arrival: (reference: string, calls = 1) =>
+      new Promise<void>((resolve) => {
+        if ((seen[reference] ?? 0) >= calls) resolve()
+        else waiting.push({ reference, calls, resolve })
+      }),
     /** Lets the held `PI-GATE…` calls for `reference` answer. */
-    release: (reference: string) => gates.get(reference)?.splice(0).forEach((release) => release())
+    release: (reference: string) =>
+      gates
+        .get(reference)
+        ?.splice(0)
+        .forEach((release) => release())
   }
 }
 
@@ -102,7 +135,15 @@ async function stored(database: Database) {
 }
 
 /** Asserts the endpoint's error body: status, top-level code, one entry, and the extra fields. */
-function assertFailure(t: Test, res: LightMyRequestResponse, status: number, top: string, code: string, attr: string | null, reference: string) {
+function assertFailure(
+  t: Test,
+  res: LightMyRequestResponse,
+  status: number,
+  top: string,
+  code: string,
+  attr: string | null,
+  reference: string
+) {
   t.equal(res.statusCode, status, res.body)
   const body = res.json()
   t.equal(body.code, top, 'top-level code')
@@ -148,7 +189,11 @@ t.test('payment instruction endpoint', async (t) => {
       t.equal(res.json().code, 'invalid_request')
       t.same(codes(res), expected, JSON.stringify(fields))
     }
-    t.equal((await post(PATH, { ...valid, reference: 'r'.repeat(512), vendor: 'NOPAY' })).json().errors.length, 1, '512 code points are allowed')
+    t.equal(
+      (await post(PATH, { ...valid, reference: 'r'.repeat(512), vendor: 'NOPAY' })).json().errors.length,
+      1,
+      '512 code points are allowed'
+    )
     t.equal(vendor.hits.length, before, 'the vendor was not called')
   })
 
@@ -156,7 +201,10 @@ t.test('payment instruction endpoint', async (t) => {
     const staged = await client.stage(exampleAccount({ external_account_number: 'EXT-000999' }))
     t.equal(staged.statusCode, 201, staged.body)
     const before = vendor.hits.length
-    for (const [external, code] of [['EXT-404', 'import_process_does_not_exist'], ['EXT-000999', 'account_not_found']] as const) {
+    for (const [external, code] of [
+      ['EXT-404', 'import_process_does_not_exist'],
+      ['EXT-000999', 'account_not_found']
+    ] as const) {
       const res = await post(PATH, { ...valid, external_account_number: external })
       t.equal(res.statusCode, 404, res.body)
       t.equal(res.json().code, 'not_found')
@@ -186,7 +234,10 @@ t.test('payment instruction endpoint', async (t) => {
   t.test('not active and of the other type: both reported', async (t) => {
     const res = await post(PATH, { vendor: 'ACMEPAY', reference: 'PI-CANCELLED', type: 'DIRECT_DEBIT' })
     t.equal(res.statusCode, 400, res.body)
-    t.same(codes(res), [['payment_instruction_not_active', 'reference'], ['payment_instruction_type_mismatch', 'reference']])
+    t.same(codes(res), [
+      ['payment_instruction_not_active', 'reference'],
+      ['payment_instruction_type_mismatch', 'reference']
+    ])
     t.equal(res.json().error_detail, res.json().errors[0].detail)
   })
 
@@ -204,7 +255,10 @@ t.test('payment instruction endpoint', async (t) => {
   })
 
   t.test('credentials refused (401, 403): 400 payment_vendor_unavailable at null, not retried', async (t) => {
-    for (const [vendorCode, reference] of [['BADKEY', 'PI-CARD-1'], ['ACMEPAY', 'PI-FORBIDDEN']] as const) {
+    for (const [vendorCode, reference] of [
+      ['BADKEY', 'PI-CARD-1'],
+      ['ACMEPAY', 'PI-FORBIDDEN']
+    ] as const) {
       const before = await stored(database)
       const hits = vendor.hits.length
       const res = await post(PATH, { vendor: vendorCode, reference, type: 'CARD' })
@@ -253,10 +307,17 @@ t.test('payment instruction endpoint', async (t) => {
     t.equal(res.statusCode, 201, res.body)
     t.same(res.json(), { service_account_number: setup.serviceAccountNumber, reference: 'PI-FLAKY' })
     t.equal(vendor.count('PI-FLAKY'), 2, 'the 503 was retried once')
-    t.same(await stored(database), { payment_instructions: before.payment_instructions + 1, import_events: before.import_events + 1 })
-    const rows = rowsOf<Record<string, unknown>>(await database.db.execute(sql`select vendor, reference, type, status, details from payment_instructions`))
+    t.same(await stored(database), {
+      payment_instructions: before.payment_instructions + 1,
+      import_events: before.import_events + 1
+    })
+    const rows = rowsOf<Record<string, unknown>>(
+      await database.db.execute(sql`select vendor, reference, type, status, details from payment_instructions`)
+    )
     t.same(rows, [{ vendor: 'ACMEPAY', reference: 'PI-FLAKY', type: 'CARD', status: 'ACTIVE', details: CARD_DETAILS }])
-    const [event] = rowsOf<{ type: string }>(await database.db.execute(sql`select type from import_events order by id desc limit 1`))
+    const [event] = rowsOf<{ type: string }>(
+      await database.db.execute(sql`select type from import_events order by id desc limit 1`)
+    )
     t.equal(event?.type, 'POST_IMPORT_WRITE')
   })
 
@@ -279,9 +340,20 @@ t.test('payment instruction endpoint', async (t) => {
 
   t.test('a second, different active instruction: account_already_has_active_instruction', async (t) => {
     const before = await stored(database)
-    for (const fields of [{ vendor: 'ACMEPAY', reference: 'PI-DD-1', type: 'DIRECT_DEBIT' }, { vendor: 'BADKEY', reference: 'PI-FLAKY', type: 'CARD' }]) {
+    for (const fields of [
+      { vendor: 'ACMEPAY', reference: 'PI-DD-1', type: 'DIRECT_DEBIT' },
+      { vendor: 'BADKEY', reference: 'PI-FLAKY', type: 'CARD' }
+    ]) {
       const res = await post(PATH, fields)
-      assertFailure(t, res, 400, 'invalid_request', 'account_already_has_active_instruction', 'reference', fields.reference)
+      assertFailure(
+        t,
+        res,
+        400,
+        'invalid_request',
+        'account_already_has_active_instruction',
+        'reference',
+        fields.reference
+      )
     }
     t.same(await stored(database), before, 'nothing stored')
   })
@@ -293,7 +365,8 @@ t.test('payment instruction endpoint', async (t) => {
   })
 
   t.test('a Paused supplier: 400 import_supplier_migration_not_ongoing before any vendor call', async (t) => {
-    const status = (s: string) => asOperator(app, `mutation { updateImportSupplier(input: {code: "ACME_ENERGY", status: ${s}}) { code } }`)
+    const status = (s: string) =>
+      asOperator(app, `mutation { updateImportSupplier(input: {code: "ACME_ENERGY", status: ${s}}) { code } }`)
     await status('Paused')
     t.teardown(() => status('Ongoing'))
     const before = await stored(database)
@@ -376,8 +449,14 @@ t.test('no database transaction or connection is held while the vendor answers',
   // Two identical requests and a different one, all past the early check and waiting for the vendor.
   const arrived = Promise.all([vendor.arrival('PI-GATE', 2), vendor.arrival('PI-GATE-DD')])
   let settled = 0
-  const card = [1, 2].map(() => post(PATH, { vendor: 'ACMEPAY', reference: 'PI-GATE', type: 'CARD' }).finally(() => { settled++ }))
-  const debit = post(PATH, { vendor: 'ACMEPAY', reference: 'PI-GATE-DD', type: 'DIRECT_DEBIT' }).finally(() => { settled++ })
+  const card = [1, 2].map(() =>
+    post(PATH, { vendor: 'ACMEPAY', reference: 'PI-GATE', type: 'CARD' }).finally(() => {
+      settled++
+    })
+  )
+  const debit = post(PATH, { vendor: 'ACMEPAY', reference: 'PI-GATE-DD', type: 'DIRECT_DEBIT' }).finally(() => {
+    settled++
+  })
   await arrived // the vendor holds its answers from here until `release`
 
   const within = <T>(ms: number, p: Promise<T>) => Promise.race([p, sleep(ms).then(() => 'timed out' as const)])
@@ -396,18 +475,46 @@ t.test('no database transaction or connection is held while the vendor answers',
     t.same(res.json(), { service_account_number: setup.serviceAccountNumber, reference: 'PI-GATE' })
   }
   vendor.release('PI-GATE-DD')
-  assertFailure(t, await debit, 400, 'invalid_request', 'account_already_has_active_instruction', 'reference', 'PI-GATE-DD')
+  assertFailure(
+    t,
+    await debit,
+    400,
+    'invalid_request',
+    'account_already_has_active_instruction',
+    'reference',
+    'PI-GATE-DD'
+  )
   t.equal(vendor.count('PI-GATE-DD'), 1, 'the vendor was asked before the account had an instruction')
-  t.same(await stored(database), { payment_instructions: 1, import_events: before.import_events + 2 }, 'one instruction; events: it and the note')
+  t.same(
+    await stored(database),
+    { payment_instructions: 1, import_events: before.import_events + 2 },
+    'one instruction; events: it and the note'
+  )
   t.equal((await client.summary('EXT-000123')).json().counts.payment_instructions, 1)
 })
 
 t.test('configuration of the vendor calls', async (t) => {
   const defaults = loadConfig({})
-  t.same([defaults.paymentVendorTokens, defaults.paymentVendorTimeoutMs, defaults.paymentVendorRetries, defaults.paymentVendorBreakerWindowSeconds], [{}, 3000, 2, 30])
-  const c = loadConfig({ PAYMENT_VENDORS: 'STRIPE=https://a.test,ADYEN=https://b.test', PAYMENT_VENDOR_TOKENS: 'STRIPE=sk_live_ab=c, ADYEN=t0k' })
+  t.same(
+    [
+      defaults.paymentVendorTokens,
+      defaults.paymentVendorTimeoutMs,
+      defaults.paymentVendorRetries,
+      defaults.paymentVendorBreakerWindowSeconds
+    ],
+    [{}, 3000, 2, 30]
+  )
+  const c = loadConfig({
+    PAYMENT_VENDORS: 'STRIPE=https://a.test,ADYEN=https://b.test',
+    PAYMENT_VENDOR_TOKENS: 'STRIPE=sk_live_ab=c, ADYEN=t0k'
+  })
   t.same(c.paymentVendorTokens, { STRIPE: 'sk_live_ab=c', ADYEN: 't0k' })
-  for (const [tokens, problem] of [['OTHER=secret-1', /OTHER, which is not in PAYMENT_VENDORS/], ['STRIPE', /CODE=token/], ['STRIPE=a b', /CODE=token/], ['STRIPE=x,STRIPE=y', /twice/]] as const) {
+  for (const [tokens, problem] of [
+    ['OTHER=secret-1', /OTHER, which is not in PAYMENT_VENDORS/],
+    ['STRIPE', /CODE=token/],
+    ['STRIPE=a b', /CODE=token/],
+    ['STRIPE=x,STRIPE=y', /twice/]
+  ] as const) {
     try {
       loadConfig({ PAYMENT_VENDORS: 'STRIPE=https://a.test', PAYMENT_VENDOR_TOKENS: tokens })
       t.fail(`${tokens} should be refused`)
@@ -417,7 +524,11 @@ t.test('configuration of the vendor calls', async (t) => {
       t.notMatch((err as Error).message, /secret-1/, 'the token is not in the message')
     }
   }
-  for (const env of [{ PAYMENT_VENDOR_TIMEOUT_MS: '0' }, { PAYMENT_VENDOR_RETRIES: '-1' }, { PAYMENT_VENDOR_BREAKER_WINDOW_SECONDS: '0' }]) {
+  for (const env of [
+    { PAYMENT_VENDOR_TIMEOUT_MS: '0' },
+    { PAYMENT_VENDOR_RETRIES: '-1' },
+    { PAYMENT_VENDOR_BREAKER_WINDOW_SECONDS: '0' }
+  ]) {
     t.throws(() => loadConfig(env), ConfigError, Object.keys(env)[0]!)
   }
 })
@@ -428,7 +539,13 @@ t.test('with no vendor configured every vendor code is invalid_choice', async (t
     method: 'POST',
     url: `/v1/data-import/${PATH}`,
     headers: { authorization: `Token ${tenant.token}` },
-    payload: { import_supplier: 'ACME_ENERGY', external_account_number: 'EXT-000123', vendor: 'ACMEPAY', reference: 'PI-CARD-1', type: 'CARD' }
+    payload: {
+      import_supplier: 'ACME_ENERGY',
+      external_account_number: 'EXT-000123',
+      vendor: 'ACMEPAY',
+      reference: 'PI-CARD-1',
+      type: 'CARD'
+    }
   })
   t.equal(res.statusCode, 400, res.body)
   t.equal(res.json().code, 'invalid_request')

@@ -95,31 +95,40 @@ async function startPgbouncer(t: Test, binary: string) {
   // With auth_type trust clients are not asked for a password; the one here (the test URL's) is
   // what PgBouncer logs in to the server with, should the server want one.
   writeFileSync(join(dir, 'users.txt'), `"${user}" "${decodeURIComponent(server.password)}"\n`)
-  writeFileSync(join(dir, 'pgbouncer.ini'), [
-    '[databases]',
-    `* = host=${server.hostname} port=${server.port || '5432'}`,
-    '[pgbouncer]',
-    'listen_addr = 127.0.0.1',
-    `listen_port = ${port}`,
-    'unix_socket_dir =',
-    'auth_type = trust',
-    `auth_file = ${join(dir, 'users.txt')}`,
-    `admin_users = ${user}`,
-    'pool_mode = transaction',
-    `default_pool_size = ${SERVER_CONNECTIONS}`,
-    `max_db_connections = ${SERVER_CONNECTIONS}`,
-    'reserve_pool_size = 0',
-    'max_client_conn = 200',
-    'log_connections = 0',
-    'log_disconnections = 0',
-    ''
-  ].join('\n'))
+  writeFileSync(
+    join(dir, 'pgbouncer.ini'),
+    [
+      '[databases]',
+      `* = host=${server.hostname} port=${server.port || '5432'}`,
+      '[pgbouncer]',
+      'listen_addr = 127.0.0.1',
+      `listen_port = ${port}`,
+      'unix_socket_dir =',
+      'auth_type = trust',
+      `auth_file = ${join(dir, 'users.txt')}`,
+      `admin_users = ${user}`,
+      'pool_mode = transaction',
+      `default_pool_size = ${SERVER_CONNECTIONS}`,
+      `max_db_connections = ${SERVER_CONNECTIONS}`,
+      'reserve_pool_size = 0',
+      'max_client_conn = 200',
+      'log_connections = 0',
+      'log_disconnections = 0',
+      ''
+    ].join('\n')
+  )
   // PgBouncer refuses to run as root; -u drops to an unprivileged user once the files are read.
   const asRoot = process.getuid?.() === 0
-  const child = spawn(binary, [...(asRoot ? ['-u', 'nobody'] : []), join(dir, 'pgbouncer.ini')], { stdio: ['ignore', 'pipe', 'pipe'] })
+  const child = spawn(binary, [...(asRoot ? ['-u', 'nobody'] : []), join(dir, 'pgbouncer.ini')], {
+    stdio: ['ignore', 'pipe', 'pipe']
+  })
   let out = ''
-  child.stdout.on('data', (d: Buffer) => { out += d.toString() })
-  child.stderr.on('data', (d: Buffer) => { out += d.toString() })
+  child.stdout.on('data', (d: Buffer) => {
+    out += d.toString()
+  })
+  child.stderr.on('data', (d: Buffer) => {
+    out += d.toString()
+  })
   const exit = new Promise<void>((resolve) => child.on('exit', () => resolve()))
   t.teardown(async () => {
     if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM')
@@ -141,7 +150,8 @@ async function startPgbouncer(t: Test, binary: string) {
   // The admin console speaks the simple query protocol only, and has no types to fetch.
   const adminConsole = postgres(url('pgbouncer'), { max: 1, fetch_types: false, onnotice: () => {} })
   t.teardown(() => adminConsole.end({ timeout: 1 }))
-  const show = async (what: 'POOLS' | 'STATS') => [...(await adminConsole.unsafe(`SHOW ${what}`))] as Array<Record<string, string | number>>
+  const show = async (what: 'POOLS' | 'STATS') =>
+    [...(await adminConsole.unsafe(`SHOW ${what}`))] as Array<Record<string, string | number>>
   return { url, show, output: () => out }
 }
 
@@ -181,7 +191,10 @@ async function call(base: string, method: string, path: string, token: string, b
   const res = await fetch(base + path, {
     method,
     signal: AbortSignal.timeout(30_000),
-    headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    headers: {
+      authorization: `Bearer ${token}`,
+      ...(body === undefined ? {} : { 'content-type': 'application/json' })
+    },
     ...(body === undefined ? {} : { body: JSON.stringify(body) })
   })
   const text = await res.text()
@@ -218,7 +231,10 @@ const pgbouncer = findPgbouncer()
 if (!testDatabaseUrl) {
   t.skip('PgBouncer is tested in front of the PostgreSQL server (set TEST_DATABASE_URL)', () => {})
 } else if (!pgbouncer) {
-  t.skip('pgbouncer is not installed (not on PATH nor in /usr/sbin; .ci/run installs it from Debian\'s packages)', () => {})
+  t.skip(
+    "pgbouncer is not installed (not on PATH nor in /usr/sbin; .ci/run installs it from Debian's packages)",
+    () => {}
+  )
 } else {
   t.test('server processes behind PgBouncer in transaction pooling mode', async (t) => {
     const name = await emptyDatabase(t)
@@ -233,10 +249,19 @@ if (!testDatabaseUrl) {
     }
 
     // Checks read the database directly (not through PgBouncer), on a connection the counts leave out.
-    const direct = postgres(withDatabase(testDatabaseUrl!, name), { max: 1, onnotice: () => {}, connection: { application_name: DIRECT } })
+    const direct = postgres(withDatabase(testDatabaseUrl!, name), {
+      max: 1,
+      onnotice: () => {},
+      connection: { application_name: DIRECT }
+    })
     t.teardown(() => direct.end({ timeout: 1 }))
-    const backends = async () => Number((await direct`select count(*) as n from pg_stat_activity
-      where datname = ${name} and application_name is distinct from ${DIRECT} and backend_type = 'client backend'`)[0]!.n)
+    const backends = async () =>
+      Number(
+        (
+          await direct`select count(*) as n from pg_stat_activity
+      where datname = ${name} and application_name is distinct from ${DIRECT} and backend_type = 'client backend'`
+        )[0]!.n
+      )
     const peak = { clients: 0, servers: 0, backends: 0 }
     const sampling = { on: true, error: undefined as unknown }
     const sampler = (async () => {
@@ -245,7 +270,10 @@ if (!testDatabaseUrl) {
           const pool = (await bouncer.show('POOLS')).find((p) => p.database === name)
           if (pool) {
             peak.clients = Math.max(peak.clients, Number(pool.cl_active) + Number(pool.cl_waiting))
-            peak.servers = Math.max(peak.servers, ['sv_active', 'sv_idle', 'sv_used', 'sv_tested', 'sv_login'].reduce((n, k) => n + Number(pool[k]), 0))
+            peak.servers = Math.max(
+              peak.servers,
+              ['sv_active', 'sv_idle', 'sv_used', 'sv_tested', 'sv_login'].reduce((n, k) => n + Number(pool[k]), 0)
+            )
           }
           peak.backends = Math.max(peak.backends, await backends())
         } catch (err) {
@@ -266,81 +294,164 @@ if (!testDatabaseUrl) {
 
     let logged = ''
     const logStream = new PassThrough()
-    logStream.on('data', (chunk: Buffer) => { logged += chunk.toString('utf8') })
-    const app = await buildApp(testConfig({ ...env, DATABASE_URL: bouncer.url(name), LOG_LEVEL: 'warn' }), { logStream, announce: () => {} })
+    logStream.on('data', (chunk: Buffer) => {
+      logged += chunk.toString('utf8')
+    })
+    const app = await buildApp(testConfig({ ...env, DATABASE_URL: bouncer.url(name), LOG_LEVEL: 'warn' }), {
+      logStream,
+      announce: () => {}
+    })
     t.teardown(() => app.close())
     const tenant = await createTenant(app, 'Acme', 'ACME_ENERGY')
     await asOperator(app, 'mutation($n: String!) { createOperationsTeam(input: {name: $n}) { id } }', { n: TEAM })
-    await asOperator(app, 'mutation { updateImportSupplier(input: {code: "ACME_ENERGY", sendMigrationEmails: true}) { code } }')
+    await asOperator(
+      app,
+      'mutation { updateImportSupplier(input: {code: "ACME_ENERGY", sendMigrationEmails: true}) { code } }'
+    )
     const on = (i: number) => servers[i % 2]!.url
     const externals = Array.from({ length: ACCOUNTS }, (_, i) => `PGB-${String(i).padStart(3, '0')}`)
 
     t.test('the servers migrated the empty database once, one after the other', async (t) => {
       const applied = await direct`select hash from drizzle.__drizzle_migrations order by id`
-      t.same(applied.map((r) => r.hash), readMigrationFiles({ migrationsFolder }).map((m) => m.hash), 'every migration applied exactly once, in order')
+      t.same(
+        applied.map((r) => r.hash),
+        readMigrationFiles({ migrationsFolder }).map((m) => m.hash),
+        'every migration applied exactly once, in order'
+      )
     })
 
-    t.test(`${ACCOUNTS} accounts staged and created concurrently through both servers; each create sent to both at once makes one account`, async (t) => {
-      const staged = await Promise.all(externals.map((external, i) =>
-        call(on(i), 'POST', '/v1/data-import/account-import-process/create-or-update/', tenant.token, exampleAccount({ external_account_number: external }))))
-      const stages = statuses(staged, 201)
-      t.same(stages.all, externals.map(() => 201), 'every stage answered 201' + stages.odd)
+    t.test(
+      `${ACCOUNTS} accounts staged and created concurrently through both servers; each create sent to both at once makes one account`,
+      async (t) => {
+        const staged = await Promise.all(
+          externals.map((external, i) =>
+            call(
+              on(i),
+              'POST',
+              '/v1/data-import/account-import-process/create-or-update/',
+              tenant.token,
+              exampleAccount({ external_account_number: external })
+            )
+          )
+        )
+        const stages = statuses(staged, 201)
+        t.same(
+          stages.all,
+          externals.map(() => 201),
+          'every stage answered 201' + stages.odd
+        )
 
-      const creates = await Promise.all(externals.flatMap((external) => servers.map((server) =>
-        call(server.url, 'POST', '/v1/data-import/account-import-process/process/', tenant.token,
-          { external_account_number: external, import_supplier_code: 'ACME_ENERGY', operations_team_name: TEAM }))))
-      for (let i = 0; i < externals.length; i++) {
-        const pair = [creates[2 * i]!, creates[2 * i + 1]!]
-        const won = pair.filter((r) => r.status === 201)
-        const lost = pair.filter((r) => r.status !== 201)
-        const odd = pair.find((r) => r.status !== 201 && r.status !== 400)
-        t.equal(won.length, 1, `${externals[i]}: exactly one 201 (${pair.map((r) => r.status).join(', ')})${odd ? ': ' + JSON.stringify(odd.body) : ''}`)
-        for (const r of lost) {
-          const code = r.body?.errors?.[0]?.code
-          t.ok(r.status === 400 && ['account_import_in_progress', 'account_already_imported'].includes(code),
-            `${externals[i]}: the other is refused (${r.status} ${code ?? JSON.stringify(r.body)})`)
+        const creates = await Promise.all(
+          externals.flatMap((external) =>
+            servers.map((server) =>
+              call(server.url, 'POST', '/v1/data-import/account-import-process/process/', tenant.token, {
+                external_account_number: external,
+                import_supplier_code: 'ACME_ENERGY',
+                operations_team_name: TEAM
+              })
+            )
+          )
+        )
+        for (let i = 0; i < externals.length; i++) {
+          const pair = [creates[2 * i]!, creates[2 * i + 1]!]
+          const won = pair.filter((r) => r.status === 201)
+          const lost = pair.filter((r) => r.status !== 201)
+          const odd = pair.find((r) => r.status !== 201 && r.status !== 400)
+          t.equal(
+            won.length,
+            1,
+            `${externals[i]}: exactly one 201 (${pair.map((r) => r.status).join(', ')})${odd ? ': ' + JSON.stringify(odd.body) : ''}`
+          )
+          for (const r of lost) {
+            const code = r.body?.errors?.[0]?.code
+            t.ok(
+              r.status === 400 && ['account_import_in_progress', 'account_already_imported'].includes(code),
+              `${externals[i]}: the other is refused (${r.status} ${code ?? JSON.stringify(r.body)})`
+            )
+          }
         }
-      }
-      const [row] = await direct`select (select count(*) from accounts) as accounts,
+        const [row] = await direct`select (select count(*) from accounts) as accounts,
         (select count(*) from import_processes where state = 'IMPORTED') as imported`
-      t.same([Number(row!.accounts), Number(row!.imported)], [ACCOUNTS, ACCOUNTS], 'one account per external number')
-    })
+        t.same([Number(row!.accounts), Number(row!.imported)], [ACCOUNTS, ACCOUNTS], 'one account per external number')
+      }
+    )
 
-    t.test('post-import writes to one account from both servers at once are serialised: the balance is exact', async (t) => {
-      const external = externals[0]!
-      const credit = (id: string) => ({
-        import_supplier: 'ACME_ENERGY', external_account_number: external,
-        transactions: [{ transaction_id: id, transaction_date: new Date(Date.now() - 86_400_000).toISOString().slice(0, 10), amount: '0.10', type: 'CREDIT' }]
-      })
-      const ids = Array.from({ length: 24 }, (_, i) => `PGB-CREDIT-${i}`)
-      const answers = await Promise.all([
-        ...ids.map((id, i) => call(on(i), 'POST', '/v1/data-import/transactions/create/', tenant.token, credit(id))),
-        // The same transaction from both servers at once: added once, reported as existing once.
-        ...servers.map((server) => call(server.url, 'POST', '/v1/data-import/transactions/create/', tenant.token, credit('PGB-CREDIT-SAME')))
-      ])
-      const writes = statuses(answers, 201)
-      t.same(writes.all, answers.map(() => 201), 'every write answered 201' + writes.odd)
-      const results = answers.map((r) => r.body?.results?.[0]?.status)
-      t.same(results.slice(0, ids.length), ids.map(() => 'TRANSACTION_ADDED_TO_ACCOUNT'), 'each new transaction added')
-      t.same(results.slice(ids.length).sort(), ['TRANSACTION_ADDED_TO_ACCOUNT', 'TRANSACTION_ALREADY_EXISTS'], 'the repeated transaction is added once')
-      const summary = await call(a!.url, 'GET', `/v1/data-import/accounts/ACME_ENERGY/${external}/`, tenant.token)
-      t.equal(summary.status, 200, 'the account summary')
-      t.equal(summary.body.ledgers?.[0]?.balance, '8.76', '6.26 + 25 × 0.10, exactly')
-    })
+    t.test(
+      'post-import writes to one account from both servers at once are serialised: the balance is exact',
+      async (t) => {
+        const external = externals[0]!
+        const credit = (id: string) => ({
+          import_supplier: 'ACME_ENERGY',
+          external_account_number: external,
+          transactions: [
+            {
+              transaction_id: id,
+              transaction_date: new Date(Date.now() - 86_400_000).toISOString().slice(0, 10),
+              amount: '0.10',
+              type: 'CREDIT'
+            }
+          ]
+        })
+        const ids = Array.from({ length: 24 }, (_, i) => `PGB-CREDIT-${i}`)
+        const answers = await Promise.all([
+          ...ids.map((id, i) => call(on(i), 'POST', '/v1/data-import/transactions/create/', tenant.token, credit(id))),
+          // The same transaction from both servers at once: added once, reported as existing once.
+          ...servers.map((server) =>
+            call(server.url, 'POST', '/v1/data-import/transactions/create/', tenant.token, credit('PGB-CREDIT-SAME'))
+          )
+        ])
+        const writes = statuses(answers, 201)
+        t.same(
+          writes.all,
+          answers.map(() => 201),
+          'every write answered 201' + writes.odd
+        )
+        const results = answers.map((r) => r.body?.results?.[0]?.status)
+        t.same(
+          results.slice(0, ids.length),
+          ids.map(() => 'TRANSACTION_ADDED_TO_ACCOUNT'),
+          'each new transaction added'
+        )
+        t.same(
+          results.slice(ids.length).sort(),
+          ['TRANSACTION_ADDED_TO_ACCOUNT', 'TRANSACTION_ALREADY_EXISTS'],
+          'the repeated transaction is added once'
+        )
+        const summary = await call(a!.url, 'GET', `/v1/data-import/accounts/ACME_ENERGY/${external}/`, tenant.token)
+        t.equal(summary.status, 200, 'the account summary')
+        t.equal(summary.body.ledgers?.[0]?.balance, '8.76', '6.26 + 25 × 0.10, exactly')
+      }
+    )
 
     t.test('the background jobs run through PgBouncer', async (t) => {
       // A failed create: recorded as a failure, and counted in the timeline each server writes once a second.
-      const refused = await call(b!.url, 'POST', '/v1/data-import/account-import-process/process/', tenant.token,
-        { external_account_number: 'PGB-NEVER-STAGED', import_supplier_code: 'ACME_ENERGY', operations_team_name: TEAM })
+      const refused = await call(b!.url, 'POST', '/v1/data-import/account-import-process/process/', tenant.token, {
+        external_account_number: 'PGB-NEVER-STAGED',
+        import_supplier_code: 'ACME_ENERGY',
+        operations_team_name: TEAM
+      })
       t.equal(refused.status, 400, 'a create of an account never staged is refused')
-      const failures = await call(a!.url, 'GET', '/v1/data-import/failed-account-import-processes/ACME_ENERGY/?limit=10', tenant.token)
+      const failures = await call(
+        a!.url,
+        'GET',
+        '/v1/data-import/failed-account-import-processes/ACME_ENERGY/?limit=10',
+        tenant.token
+      )
       t.equal(failures.status, 200, 'the failure list')
-      t.same(failures.body.map?.((f: { external_account_number: string; step: string }) => [f.external_account_number, f.step]), [['PGB-NEVER-STAGED', 'create']],
-        'holds that failure, and only it')
+      t.same(
+        failures.body.map?.((f: { external_account_number: string; step: string }) => [
+          f.external_account_number,
+          f.step
+        ]),
+        [['PGB-NEVER-STAGED', 'create']],
+        'holds that failure, and only it'
+      )
       const totals = await until('the timeline holds every stage, create and failure', async () => {
         const res = await call(a!.url, 'GET', '/v1/data-import/migration-timeline/ACME_ENERGY/', tenant.token)
         const sum = { staged: 0, created: 0, failed: 0 }
-        for (const m of res.body.minutes as Array<typeof sum>) for (const k of ['staged', 'created', 'failed'] as const) sum[k] += m[k]
+        for (const m of res.body.minutes as Array<typeof sum>) {
+          for (const k of ['staged', 'created', 'failed'] as const) sum[k] += m[k]
+        }
         return sum.staged === ACCOUNTS && sum.created === ACCOUNTS && sum.failed === 1 ? sum : undefined
       })
       t.same(totals, { staged: ACCOUNTS, created: ACCOUNTS, failed: 1 }, 'timeline: counts of both servers, each once')
@@ -352,97 +463,196 @@ if (!testDatabaseUrl) {
 
       // The retention erasure (0 days: everything imported is due).
       const erased = await app.retention.runOnce()
-      t.same(erased, { processes: ACCOUNTS, payloads: ACCOUNTS }, 'every imported account\'s staged data erased')
+      t.same(erased, { processes: ACCOUNTS, payloads: ACCOUNTS }, "every imported account's staged data erased")
       t.same(await app.retention.runOnce(), { processes: 0, payloads: 0 }, 'nothing left for a second run')
 
       const metrics = await fetch(`${a!.url}/metrics`, { headers: { authorization: `Bearer ${METRICS_TOKEN}` } })
       t.equal(metrics.status, 200, '/metrics with the scrape token')
       const text = await metrics.text()
-      t.match(text, new RegExp(`^amis_accounts_created\\{supplier="ACME_ENERGY"\\} ${ACCOUNTS}$`, 'm'), 'metrics read the counts')
-      t.match(text, /^amis_creates_in_flight\{supplier="ACME_ENERGY"\} 0$/m, 'and the locks of creates in flight (none now)')
+      t.match(
+        text,
+        new RegExp(`^amis_accounts_created\\{supplier="ACME_ENERGY"\\} ${ACCOUNTS}$`, 'm'),
+        'metrics read the counts'
+      )
+      t.match(
+        text,
+        /^amis_creates_in_flight\{supplier="ACME_ENERGY"\} 0$/m,
+        'and the locks of creates in flight (none now)'
+      )
     })
 
     const STAGE = '/v1/data-import/account-import-process/create-or-update/'
     const CREATE = '/v1/data-import/account-import-process/process/'
     // Advisory locks of this database: none once every transaction has ended, unless one was
     // taken at session level (it would stay on whichever server connection PgBouncer gave it).
-    const advisoryLocks = async () => Number((await direct`select count(*) as n from pg_locks
-      where locktype = 'advisory' and database = (select oid from pg_database where datname = current_database())`)[0]!.n)
+    const advisoryLocks = async () =>
+      Number(
+        (
+          await direct`select count(*) as n from pg_locks
+      where locktype = 'advisory' and database = (select oid from pg_database where datname = current_database())`
+        )[0]!.n
+      )
     const status = (base: string, token: string, external: string) =>
       call(base, 'GET', `/v1/data-import/account-transfer-status/ACME_ENERGY/${external}/`, token)
 
-    t.test('a supplier\'s limit of creates in progress holds across both servers: 2 run, the rest get 429', async (t) => {
-      const held = Array.from({ length: 6 }, (_, i) => `PGB-MAX-${i}`)
-      const staged = await Promise.all(held.map((x, i) => call(on(i), 'POST', STAGE, tenant.token, exampleAccount({ external_account_number: x }))))
-      t.same(staged.map((r) => r.status), held.map(() => 201), 'staged' + statuses(staged, 201).odd)
-      await asOperator(app, 'mutation { updateImportSupplier(input: {code: "ACME_ENERGY", maxConcurrentProcessing: 2}) { code } }')
-      // Creates block on the team row, held from a direct connection, so that two stay in progress.
-      const release = await holdLocks(t, `${withDatabase(testDatabaseUrl!, name)}?application_name=${DIRECT}`, (sql) => sql`select id from operations_teams where name = ${TEAM} for update`)
-      const settled = new Map<string, Answer>()
-      const creates = held.map((x, i) => call(on(i), 'POST', CREATE, tenant.token,
-        { external_account_number: x, import_supplier_code: 'ACME_ENERGY', operations_team_name: TEAM }).then((r) => {
-        settled.set(x, r)
-        return r
-      }))
-      await until('four creates were refused', async () => (settled.size >= 4 ? true : undefined))
-      await sleep(300)
-      t.equal(settled.size, 4, 'two creates are still running')
-      for (const r of settled.values()) t.same([r.status, r.body?.code], [429, 'too_many_accounts_processing'], 'the others are refused with 429')
-      const seen = await Promise.all(held.map((x, i) => status(on(i + 1), tenant.token, x)))
-      t.equal(seen.filter((r) => r.body?.status === 'IN_PROGRESS').length, 2, 'two IN_PROGRESS, each seen from the other server')
-      await release()
-      const results = await Promise.all(creates)
-      t.equal(results.filter((r) => r.status === 201).length, 2, 'the two held creates finish')
-      t.equal(await advisoryLocks(), 0, 'the slots and process locks ended with their transactions')
-      // Still at 2: the refused ones are created, two slots at a time.
-      const refused = [...settled].filter(([, r]) => r.status === 429).map(([x]) => x)
-      const later: Answer[] = []
-      for (const [i, x] of refused.entries()) {
-        later.push(await call(on(i), 'POST', CREATE, tenant.token, { external_account_number: x, import_supplier_code: 'ACME_ENERGY', operations_team_name: TEAM }))
+    t.test(
+      "a supplier's limit of creates in progress holds across both servers: 2 run, the rest get 429",
+      async (t) => {
+        const held = Array.from({ length: 6 }, (_, i) => `PGB-MAX-${i}`)
+        const staged = await Promise.all(
+          held.map((x, i) => call(on(i), 'POST', STAGE, tenant.token, exampleAccount({ external_account_number: x })))
+        )
+        t.same(
+          staged.map((r) => r.status),
+          held.map(() => 201),
+          'staged' + statuses(staged, 201).odd
+        )
+        await asOperator(
+          app,
+          'mutation { updateImportSupplier(input: {code: "ACME_ENERGY", maxConcurrentProcessing: 2}) { code } }'
+        )
+        // Creates block on the team row, held from a direct connection, so that two stay in progress.
+        const release = await holdLocks(
+          t,
+          `${withDatabase(testDatabaseUrl!, name)}?application_name=${DIRECT}`,
+          (sql) => sql`select id from operations_teams where name = ${TEAM} for update`
+        )
+        const settled = new Map<string, Answer>()
+        const creates = held.map((x, i) =>
+          call(on(i), 'POST', CREATE, tenant.token, {
+            external_account_number: x,
+            import_supplier_code: 'ACME_ENERGY',
+            operations_team_name: TEAM
+          }).then((r) => {
+            settled.set(x, r)
+            return r
+          })
+        )
+        await until('four creates were refused', async () => (settled.size >= 4 ? true : undefined))
+        await sleep(300)
+        t.equal(settled.size, 4, 'two creates are still running')
+        for (const r of settled.values()) {
+          t.same([r.status, r.body?.code], [429, 'too_many_accounts_processing'], 'the others are refused with 429')
+        }
+        const seen = await Promise.all(held.map((x, i) => status(on(i + 1), tenant.token, x)))
+        t.equal(
+          seen.filter((r) => r.body?.status === 'IN_PROGRESS').length,
+          2,
+          'two IN_PROGRESS, each seen from the other server'
+        )
+        await release()
+        const results = await Promise.all(creates)
+        t.equal(results.filter((r) => r.status === 201).length, 2, 'the two held creates finish')
+        t.equal(await advisoryLocks(), 0, 'the slots and process locks ended with their transactions')
+        // Still at 2: the refused ones are created, two slots at a time.
+        const refused = [...settled].filter(([, r]) => r.status === 429).map(([x]) => x)
+        const later: Answer[] = []
+        for (const [i, x] of refused.entries()) {
+          later.push(
+            await call(on(i), 'POST', CREATE, tenant.token, {
+              external_account_number: x,
+              import_supplier_code: 'ACME_ENERGY',
+              operations_team_name: TEAM
+            })
+          )
+        }
+        t.same(
+          later.map((r) => r.status),
+          [201, 201, 201, 201],
+          'the four refused ones are created once the slots are free' + statuses(later, 201).odd
+        )
+        await asOperator(
+          app,
+          'mutation { updateImportSupplier(input: {code: "ACME_ENERGY", maxConcurrentProcessing: null}) { code } }'
+        )
       }
-      t.same(later.map((r) => r.status), [201, 201, 201, 201], 'the four refused ones are created once the slots are free' + statuses(later, 201).odd)
-      await asOperator(app, 'mutation { updateImportSupplier(input: {code: "ACME_ENERGY", maxConcurrentProcessing: null}) { code } }')
-    })
+    )
 
     t.test('a revoked API key is refused by both servers within 30 s (their key cache holds 5 s)', async (t) => {
       const key = await asOperator(app, 'mutation { createApiKey(input: {organisation: "Acme"}) { id key } }')
       const token = await tokenFor(app, key.createApiKey.key as string)
       const before = await Promise.all(servers.slice(0, 2).map((server) => status(server.url, token, externals[0]!)))
-      t.same(before.map((r) => r.status), [200, 200], 'both servers accept the key (and cache it)')
+      t.same(
+        before.map((r) => r.status),
+        [200, 200],
+        'both servers accept the key (and cache it)'
+      )
       const revokedAt = Date.now()
-      await asOperator(app, 'mutation($id: ID!) { revokeApiKey(input: {id: $id}) { revokedAt } }', { id: key.createApiKey.id })
-      const refusedAfter = await Promise.all(servers.slice(0, 2).map((server) => until('the server refuses the revoked key', async () => {
-        const res = await status(server.url, token, externals[0]!)
-        return res.status === 401 ? Date.now() - revokedAt : undefined
-      }, 35_000)))
-      for (const [i, ms] of refusedAfter.entries()) t.ok(ms <= 30_000, `server ${i + 1} refuses the key ${ms} ms after its revocation`)
-      t.equal((await status(a!.url, tenant.token, externals[0]!)).status, 200, 'the organisation\'s other key still works')
+      await asOperator(app, 'mutation($id: ID!) { revokeApiKey(input: {id: $id}) { revokedAt } }', {
+        id: key.createApiKey.id
+      })
+      const refusedAfter = await Promise.all(
+        servers.slice(0, 2).map((server) =>
+          until(
+            'the server refuses the revoked key',
+            async () => {
+              const res = await status(server.url, token, externals[0]!)
+              return res.status === 401 ? Date.now() - revokedAt : undefined
+            },
+            35_000
+          )
+        )
+      )
+      for (const [i, ms] of refusedAfter.entries()) {
+        t.ok(ms <= 30_000, `server ${i + 1} refuses the key ${ms} ms after its revocation`)
+      }
+      t.equal(
+        (await status(a!.url, tenant.token, externals[0]!)).status,
+        200,
+        "the organisation's other key still works"
+      )
     })
 
-    t.test('overlapping batches through both servers at once: each account created once with its history', async (t) => {
-      const batchExternals = Array.from({ length: 40 }, (_, i) => `PGB-BATCH-${String(i).padStart(3, '0')}`)
-      const entries = batchExternals.map((x) => ({
-        account: exampleAccount({ external_account_number: x }),
-        notes: [{ body: `Moved ${x}.` }],
-        transactions: [{ transaction_id: `${x}-T`, transaction_date: new Date(Date.now() - 86_400_000).toISOString().slice(0, 10), amount: '1.50', type: 'CREDIT' }]
-      }))
-      const body = (accounts: unknown[]) => ({ import_supplier: 'ACME_ENERGY', operations_team_name: TEAM, accounts })
-      // The second batch holds the last 30 in reverse order: 20 accounts are in both.
-      const answers = await Promise.all([
-        call(a!.url, 'POST', '/v1/data-import/batches/', tenant.token, body(entries.slice(0, 30))),
-        call(b!.url, 'POST', '/v1/data-import/batches/', tenant.token, body(entries.slice(10).reverse()))
-      ])
-      t.same(answers.map((r) => r.status), [200, 200], 'both batches answered' + statuses(answers, 200).odd)
-      const outcomes = answers.flatMap((r) => (r.body.results as Array<{ outcome: string }>).map((e) => e.outcome))
-      t.same([...new Set(outcomes)].sort(), ['already_imported', 'created'], 'every entry created or found already imported')
-      t.equal(answers.reduce((n, r) => n + Number(r.body.counts.created), 0), 40, '40 accounts created, once each')
-      const [row] = await direct`select
+    t.test(
+      'overlapping batches through both servers at once: each account created once with its history',
+      async (t) => {
+        const batchExternals = Array.from({ length: 40 }, (_, i) => `PGB-BATCH-${String(i).padStart(3, '0')}`)
+        const entries = batchExternals.map((x) => ({
+          account: exampleAccount({ external_account_number: x }),
+          notes: [{ body: `Moved ${x}.` }],
+          transactions: [
+            {
+              transaction_id: `${x}-T`,
+              transaction_date: new Date(Date.now() - 86_400_000).toISOString().slice(0, 10),
+              amount: '1.50',
+              type: 'CREDIT'
+            }
+          ]
+        }))
+        const body = (accounts: unknown[]) => ({ import_supplier: 'ACME_ENERGY', operations_team_name: TEAM, accounts })
+        // The second batch holds the last 30 in reverse order: 20 accounts are in both.
+        const answers = await Promise.all([
+          call(a!.url, 'POST', '/v1/data-import/batches/', tenant.token, body(entries.slice(0, 30))),
+          call(b!.url, 'POST', '/v1/data-import/batches/', tenant.token, body(entries.slice(10).reverse()))
+        ])
+        t.same(
+          answers.map((r) => r.status),
+          [200, 200],
+          'both batches answered' + statuses(answers, 200).odd
+        )
+        const outcomes = answers.flatMap((r) => (r.body.results as Array<{ outcome: string }>).map((e) => e.outcome))
+        t.same(
+          [...new Set(outcomes)].sort(),
+          ['already_imported', 'created'],
+          'every entry created or found already imported'
+        )
+        t.equal(
+          answers.reduce((n, r) => n + Number(r.body.counts.created), 0),
+          40,
+          '40 accounts created, once each'
+        )
+        const [row] = await direct`select
         (select count(*) from accounts where external_account_number like 'PGB-BATCH-%') as accounts,
         (select count(*) from notes n join accounts a on a.id = n.account_id where a.external_account_number like 'PGB-BATCH-%') as notes,
         (select sum(t.amount)::numeric(12, 2) from ledger_transactions t join ledgers l on l.id = t.ledger_id join accounts a on a.id = l.account_id
           where a.external_account_number like 'PGB-BATCH-%' and t.transaction_id like 'PGB-BATCH-%') as credited`
-      t.same([Number(row!.accounts), Number(row!.notes), String(row!.credited)], [40, 40, '60.00'], 'one account, one note and one 1.50 credit each')
-    })
+        t.same(
+          [Number(row!.accounts), Number(row!.notes), String(row!.credited)],
+          [40, 40, '60.00'],
+          'one account, one note and one 1.50 credit each'
+        )
+      }
+    )
 
     t.test('servers started while the others are busy (a rolling restart) leave no lock behind', async (t) => {
       const statusOf = (base: string, i: number) => status(base, tenant.token, externals[i % ACCOUNTS]!)
@@ -459,7 +669,7 @@ if (!testDatabaseUrl) {
         })
         let started
         try {
-          [started] = await startServers(t, bouncer.url(name), 1, env)
+          ;[started] = await startServers(t, bouncer.url(name), 1, env)
         } finally {
           load.on = false
           await Promise.all(loops)
@@ -478,12 +688,26 @@ if (!testDatabaseUrl) {
       const stats = (await bouncer.show('STATS')).find((s) => s.database === name)!
       const pool = (await bouncer.show('POOLS')).find((p) => p.database === name)!
       t.equal(pool.pool_mode, 'transaction', 'PgBouncer pools by transaction')
-      t.ok(peak.backends > 0 && peak.backends <= SERVER_CONNECTIONS, `PostgreSQL saw at most ${SERVER_CONNECTIONS} connections to the database (${peak.backends})`)
-      t.ok(peak.servers <= SERVER_CONNECTIONS, `PgBouncer held at most ${SERVER_CONNECTIONS} server connections (${peak.servers})`)
+      t.ok(
+        peak.backends > 0 && peak.backends <= SERVER_CONNECTIONS,
+        `PostgreSQL saw at most ${SERVER_CONNECTIONS} connections to the database (${peak.backends})`
+      )
+      t.ok(
+        peak.servers <= SERVER_CONNECTIONS,
+        `PgBouncer held at most ${SERVER_CONNECTIONS} server connections (${peak.servers})`
+      )
       t.ok(peak.clients > 2 * SERVER_CONNECTIONS, `while serving up to ${peak.clients} client connections`)
-      t.ok(Number(stats.total_xact_count) > 2 * ACCOUNTS, `${stats.total_xact_count} transactions went through PgBouncer`)
-      t.ok(Number(stats.total_wait_time) > 0, `clients waited for a free server connection (${stats.total_wait_time} µs in all)`)
-      for (const [i, server] of servers.entries()) t.same(errorLines(server.output()), [], `server ${i + 1} logged no errors`)
+      t.ok(
+        Number(stats.total_xact_count) > 2 * ACCOUNTS,
+        `${stats.total_xact_count} transactions went through PgBouncer`
+      )
+      t.ok(
+        Number(stats.total_wait_time) > 0,
+        `clients waited for a free server connection (${stats.total_wait_time} µs in all)`
+      )
+      for (const [i, server] of servers.entries()) {
+        t.same(errorLines(server.output()), [], `server ${i + 1} logged no errors`)
+      }
       t.same(errorLines(logged), [], 'the in-process app logged no errors')
     })
   })

@@ -21,9 +21,18 @@ t.test('obtainToken is limited per client address, counting every field', async 
     }
     const res = await app.inject({ method: 'POST', url: '/graphql', payload: { query: tokenQuery(1) } })
     assertThrottled(t, res)
-    const failing = await app.inject({ method: 'POST', url: '/graphql', payload: { query: 'mutation { obtainToken(input: {APIKey: "wrong"}) { token } }' } })
+    const failing = await app.inject({
+      method: 'POST',
+      url: '/graphql',
+      payload: { query: 'mutation { obtainToken(input: {APIKey: "wrong"}) { token } }' }
+    })
     t.equal(failing.statusCode, 429, 'wrong keys are throttled too: no brute force')
-    const elsewhere = await app.inject({ method: 'POST', url: '/graphql', remoteAddress: '127.0.0.9', payload: { query: tokenQuery(1) } })
+    const elsewhere = await app.inject({
+      method: 'POST',
+      url: '/graphql',
+      remoteAddress: '127.0.0.9',
+      payload: { query: tokenQuery(1) }
+    })
     t.equal(elsewhere.statusCode, 200, 'another address has its own budget')
   })
 
@@ -43,7 +52,11 @@ t.test('obtainToken is limited per client address, counting every field', async 
 
   t.test('batched operations', async (t) => {
     const { app } = await buildTestApp(t, { env: { TOKEN_RATE_LIMIT_PER_MINUTE: '3' } })
-    const res = await app.inject({ method: 'POST', url: '/graphql', payload: [{ query: tokenQuery(2) }, { query: tokenQuery(2) }] })
+    const res = await app.inject({
+      method: 'POST',
+      url: '/graphql',
+      payload: [{ query: tokenQuery(2) }, { query: tokenQuery(2) }]
+    })
     assertThrottled(t, res)
   })
 
@@ -76,7 +89,10 @@ t.test('the organisation limit is off by default', async (t) => {
   const { app } = await buildTestApp(t)
   const acme = await createTenant(app, 'Acme', 'ACME')
   for (let i = 0; i < 40; i++) {
-    const res = await app.inject({ url: '/v1/data-import/all-account-import-processes/ACME/', headers: { authorization: acme.token } })
+    const res = await app.inject({
+      url: '/v1/data-import/all-account-import-processes/ACME/',
+      headers: { authorization: acme.token }
+    })
     if (res.statusCode !== 200) t.fail(`call ${i + 1} got ${res.statusCode}`)
   }
   t.pass('40 calls in a row')

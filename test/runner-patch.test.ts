@@ -24,17 +24,24 @@ t.test('the installed tap runner carries the patch it was pinned for', async (t)
   t.equal(run.version, '4.5.10')
   t.equal(core.version, '4.6.0')
   t.match(readFileSync(join(run.dir, 'dist', 'esm', 'test-argv.js'), 'utf8'), 'amis: without coverage')
-  for (const kind of ['esm', 'commonjs']) t.match(readFileSync(join(core.dir, 'dist', kind, 'spawn.js'), 'utf8'), 'amis: without coverage')
-})
-
-t.test(`this test process ${coverageOff ? 'does not load' : 'loads'} the coverage hooks (coverage ${coverageOff ? 'off' : 'on'})`, async (t) => {
-  const own = `${process.execArgv.join(' ')} ${process.env.NODE_OPTIONS ?? ''}`
-  const child = execFileSync(process.execPath, ['-e', 'process.stdout.write(process.env.NODE_OPTIONS ?? "")'], { encoding: 'utf8' })
-  if (coverageOff) {
-    t.notMatch(own, processinfo, 'not in the test process')
-    t.notMatch(child, processinfo, 'not in a process it starts')
-  } else {
-    t.match(own, processinfo, 'coverage still records the test process')
-    t.match(child, processinfo, 'and the processes it starts')
+  for (const kind of ['esm', 'commonjs']) {
+    t.match(readFileSync(join(core.dir, 'dist', kind, 'spawn.js'), 'utf8'), 'amis: without coverage')
   }
 })
+
+t.test(
+  `this test process ${coverageOff ? 'does not load' : 'loads'} the coverage hooks (coverage ${coverageOff ? 'off' : 'on'})`,
+  async (t) => {
+    const own = `${process.execArgv.join(' ')} ${process.env.NODE_OPTIONS ?? ''}`
+    const child = execFileSync(process.execPath, ['-e', 'process.stdout.write(process.env.NODE_OPTIONS ?? "")'], {
+      encoding: 'utf8'
+    })
+    if (coverageOff) {
+      t.notMatch(own, processinfo, 'not in the test process')
+      t.notMatch(child, processinfo, 'not in a process it starts')
+    } else {
+      t.match(own, processinfo, 'coverage still records the test process')
+      t.match(child, processinfo, 'and the processes it starts')
+    }
+  }
+)

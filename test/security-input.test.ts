@@ -61,12 +61,17 @@ function expectHandled(t: Test, res: LightMyRequestResponse, label: string): voi
 
 /** An entry at the field or at one of its parents (a JSON value reports at the value). */
 const reportsAt = (res: LightMyRequestResponse, path: string) =>
-  (res.json().errors as Array<{ attr: string | null }>).some((e) => e.attr !== null && (e.attr === path || path.startsWith(e.attr + '.')))
+  (res.json().errors as Array<{ attr: string | null }>).some(
+    (e) => e.attr !== null && (e.attr === path || path.startsWith(e.attr + '.'))
+  )
 
 t.test('hostile strings', async (t) => {
   const routes = routeRecorder()
   const vendor = await startVendor(t)
-  const setup = await importedSetup(t, { onRoute: routes.collect, env: { PAYMENT_VENDORS: `ACMEPAY=${vendor.url}`, PAYMENT_VENDOR_RETRIES: '0' } })
+  const setup = await importedSetup(t, {
+    onRoute: routes.collect,
+    env: { PAYMENT_VENDORS: `ACMEPAY=${vendor.url}`, PAYMENT_VENDOR_RETRIES: '0' }
+  })
   const { app, database, client } = setup
   const headers = { authorization: `Token ${setup.tenant.token}` }
   const tablesOf = async () => Object.keys(await tableCounts(database)).sort()
@@ -81,13 +86,21 @@ t.test('hostile strings', async (t) => {
         const res = await client.validate(setPath(freshAccount(), path, value))
         const label = `${path} ${name}`
         expectHandled(t, res, label)
-        if (res.statusCode === 400) t.equal(res.json().code, 'account_failed_validation', `${label}: account_failed_validation`)
-        if (name === 'nul' || name === 'very long') t.ok(res.statusCode === 400 && reportsAt(res, path), `${label}: refused at its attr`)
+        if (res.statusCode === 400) {
+          t.equal(res.json().code, 'account_failed_validation', `${label}: account_failed_validation`)
+        }
+        if (name === 'nul' || name === 'very long') {
+          t.ok(res.statusCode === 400 && reportsAt(res, path), `${label}: refused at its attr`)
+        }
       }
     }
     t.same(await tableCounts(database), before, 'validate wrote nothing')
     // Free text is data, not code: stored and echoed exactly.
-    for (const path of ['customers.0.given_name', 'billing_address.street_address', 'ledgers.0.historical_statement_transactions.0.note']) {
+    for (const path of [
+      'customers.0.given_name',
+      'billing_address.street_address',
+      'ledgers.0.historical_statement_transactions.0.note'
+    ]) {
       for (const name of ['sql or', 'sql drop', 'traversal', 'unicode', 'template']) {
         const res = await client.validate(setPath(freshAccount(), path, NASTY[name]))
         t.equal(res.statusCode, 200, `${path} ${name}: accepted`)
@@ -99,8 +112,21 @@ t.test('hostile strings', async (t) => {
   t.test('in every path segment and query parameter of the GET endpoints', async (t) => {
     const before = await tableCounts(database)
     const gets = routes.protected().filter((r) => r.method === 'GET' && r.url.startsWith('/v1/data-import/'))
-    t.equal(gets.length, 9, 'the GET endpoints (the three lists, status, summary, failures, failure summary, timeline, error codes)')
-    const raw = ['../../etc/passwd', '..%2f..%2fetc%2fpasswd', '%2e%2e%2f', '%2e%2e', '%00', '%ZZ', '%', 'x'.repeat(5000)]
+    t.equal(
+      gets.length,
+      9,
+      'the GET endpoints (the three lists, status, summary, failures, failure summary, timeline, error codes)'
+    )
+    const raw = [
+      '../../etc/passwd',
+      '..%2f..%2fetc%2fpasswd',
+      '%2e%2e%2f',
+      '%2e%2e',
+      '%00',
+      '%ZZ',
+      '%',
+      'x'.repeat(5000)
+    ]
     for (const route of gets) {
       const names = [...route.url.matchAll(/:(\w+)/g)].map((m) => m[1]!)
       for (const param of names) {
@@ -112,10 +138,18 @@ t.test('hostile strings', async (t) => {
           expectHandled(t, res, label)
           if (name === 'very long') {
             t.equal(res.statusCode, 414, `${label}: 414`)
-            t.same([res.json().code, codes(res)], ['invalid_request', [['max_length', null]]], `${label}: max_length at null`)
+            t.same(
+              [res.json().code, codes(res)],
+              ['invalid_request', [['max_length', null]]],
+              `${label}: max_length at null`
+            )
             t.notMatch(res.body, /xxxxxxxxxx/, `${label}: the URL is not echoed`)
           } else if (name === 'nul' && param === 'external') {
-            t.same([res.statusCode, res.json().code, codes(res)], [400, 'invalid_request', [['invalid', null]]], `${label}: invalid`)
+            t.same(
+              [res.statusCode, res.json().code, codes(res)],
+              [400, 'invalid_request', [['invalid', null]]],
+              `${label}: invalid`
+            )
           } else {
             t.equal(res.statusCode, 404, `${label}: nothing found`)
             t.equal(res.json().code, 'not_found', `${label}: not_found`)
@@ -123,13 +157,19 @@ t.test('hostile strings', async (t) => {
           t.ok(res.headers['x-request-id'], `${label}: X-Request-Id`)
         }
         for (const value of raw) {
-          const url = route.url.replace(`:${param}`, value).replace(/:(\w+)/g, (_m, n: 'supplier' | 'external') => others[n])
+          const url = route.url
+            .replace(`:${param}`, value)
+            .replace(/:(\w+)/g, (_m, n: 'supplier' | 'external') => others[n])
           const res = await app.inject({ url, headers })
           const label = `${route.url} :${param} raw ${value.slice(0, 20)}`
           expectHandled(t, res, label)
           t.ok(res.headers['x-request-id'], `${label}: X-Request-Id`)
           if (value === '%ZZ' || value === '%') {
-            t.same([res.statusCode, res.json().code, codes(res)], [400, 'invalid_request', [['invalid', null]]], `${label}: a bad URL`)
+            t.same(
+              [res.statusCode, res.json().code, codes(res)],
+              [400, 'invalid_request', [['invalid', null]]],
+              `${label}: a bad URL`
+            )
           }
         }
       }
@@ -140,7 +180,13 @@ t.test('hostile strings', async (t) => {
           for (const query of [`limit=${q}`, `after=${q}`, `${q}=1`, `limit=1&after=${q}`]) {
             const res = await app.inject({ url: `${base}?${query}`, headers })
             expectHandled(t, res, `${route.url}?${query.slice(0, 30)} (${name})`)
-            if (query.startsWith('limit=1&')) t.equal(res.statusCode, name === 'nul' || name === 'very long' ? 400 : 200, `${name}: after is a plain value`)
+            if (query.startsWith('limit=1&')) {
+              t.equal(
+                res.statusCode,
+                name === 'nul' || name === 'very long' ? 400 : 200,
+                `${name}: after is a plain value`
+              )
+            }
           }
         }
       }
@@ -180,7 +226,16 @@ t.test('hostile strings', async (t) => {
     const bodies = postImportBodies(setup.ledgerNumber)
     const posts = routes.protected().filter((r) => r.method === 'POST' && bodies[r.url])
     t.equal(posts.length, Object.keys(bodies).length, 'every post-import endpoint with a body in the security helpers')
-    const untouched = ['accounts', 'organisations', 'api_keys', 'import_suppliers', 'import_processes', 'customers', 'supply_points', 'ledgers']
+    const untouched = [
+      'accounts',
+      'organisations',
+      'api_keys',
+      'import_suppliers',
+      'import_processes',
+      'customers',
+      'supply_points',
+      'ledgers'
+    ]
     const before = await tableCounts(database)
     for (const route of posts) {
       const full = { ...setup.ref, ...bodies[route.url] }
@@ -199,7 +254,10 @@ t.test('hostile strings', async (t) => {
     for (const path of vendor.paths) {
       t.match(path, /^\/payment-instructions\/[^/?#]+$/, `one segment: ${path.slice(0, 60)}`)
     }
-    t.ok(vendor.paths.includes('/payment-instructions/..%2F..%2Fetc%2Fpasswd'), 'a traversal reference stays inside its segment')
+    t.ok(
+      vendor.paths.includes('/payment-instructions/..%2F..%2Fetc%2Fpasswd'),
+      'a traversal reference stays inside its segment'
+    )
     const after = await tableCounts(database)
     for (const table of untouched) t.equal(after[table], before[table], `${table}: unchanged`)
     t.same(await tablesOf(), tables, 'every table is still there')
@@ -207,31 +265,73 @@ t.test('hostile strings', async (t) => {
 
   t.test('document paths that leave their folder are refused with invalid_document_path', async (t) => {
     const before = await tableCounts(database)
-    const traversals = ['../../etc/passwd', 'letters/../../secret.pdf', '/../x.pdf', 'a/./b.pdf', '..', '.', 'a\\..\\b.pdf',
-      '%2e%2e%2fetc/passwd', 'a/%2e%2e/b.pdf', '%2E%2E/x', '.%2e/x', 'a%2fb/../../c', '%252e%252e/x', 'file:///etc/passwd',
-      's3://other-bucket/x', '//evil/x', 'a//b', 'a/\u0000/b', 'a/\n/b', ' / ', 'C:\\x']
+    const traversals = [
+      '../../etc/passwd',
+      'letters/../../secret.pdf',
+      '/../x.pdf',
+      'a/./b.pdf',
+      '..',
+      '.',
+      'a\\..\\b.pdf',
+      '%2e%2e%2fetc/passwd',
+      'a/%2e%2e/b.pdf',
+      '%2E%2E/x',
+      '.%2e/x',
+      'a%2fb/../../c',
+      '%252e%252e/x',
+      'file:///etc/passwd',
+      's3://other-bucket/x',
+      '//evil/x',
+      'a//b',
+      'a/\u0000/b',
+      'a/\n/b',
+      ' / ',
+      'C:\\x'
+    ]
     for (const path of traversals) {
       const note = await setup.post('notes/create/', { notes: [{ document_paths: [{ document_path: path }] }] })
       t.equal(note.statusCode, 400, `note ${JSON.stringify(path)}: 400`)
       t.equal(note.json().code, 'invalid_request', `note ${JSON.stringify(path)}: invalid_request`)
-      t.same(codes(note), [[path.includes('\u0000') ? 'invalid' : 'invalid_document_path', 'notes.0.document_paths.0.document_path']],
-        `note ${JSON.stringify(path)}: at the path field`)
+      t.same(
+        codes(note),
+        [[path.includes('\u0000') ? 'invalid' : 'invalid_document_path', 'notes.0.document_paths.0.document_path']],
+        `note ${JSON.stringify(path)}: at the path field`
+      )
       const statement = await setup.post('historical-statements/create/', {
-        statements: [{ statement_id: 'ST-T', bill_period_from_date: '2025-01-01', bill_period_to_date: '2025-01-31', issued_date: '2025-02-03', gross_amount: '1.00', statement_path: path }]
+        statements: [
+          {
+            statement_id: 'ST-T',
+            bill_period_from_date: '2025-01-01',
+            bill_period_to_date: '2025-01-31',
+            issued_date: '2025-02-03',
+            gross_amount: '1.00',
+            statement_path: path
+          }
+        ]
       })
       t.equal(statement.statusCode, 400, `statement ${JSON.stringify(path)}: 400`)
-      t.same(codes(statement), [[path.includes('\u0000') ? 'invalid' : 'invalid_document_path', 'statements.0.statement_path']],
-        `statement ${JSON.stringify(path)}: at the path field`)
+      t.same(
+        codes(statement),
+        [[path.includes('\u0000') ? 'invalid' : 'invalid_document_path', 'statements.0.statement_path']],
+        `statement ${JSON.stringify(path)}: at the path field`
+      )
     }
     t.same(await tableCounts(database), before, 'nothing written')
-    const fine = await setup.post('notes/create/', { notes: [{ document_paths: [{ document_path: '/letters/2024/welcome..v2 100%.pdf' }] }] })
+    const fine = await setup.post('notes/create/', {
+      notes: [{ document_paths: [{ document_path: '/letters/2024/welcome..v2 100%.pdf' }] }]
+    })
     t.equal(fine.statusCode, 201, 'a plain path with dots inside a name, and a lone %, is fine')
   })
 
   t.test('a supplier documentRoot hiding a traversal in percent-encoding is refused', async (t) => {
     const token = await operatorToken(app)
     for (const documentRoot of ['imports/%2e%2e', '%2E%2E/%2e%2e/x', 'a%2fb', '%252e%252e']) {
-      const res = await gql(app, 'mutation($r: String) { updateImportSupplier(input: {code: "ACME_ENERGY", documentRoot: $r}) { documentRoot } }', { r: documentRoot }, token)
+      const res = await gql(
+        app,
+        'mutation($r: String) { updateImportSupplier(input: {code: "ACME_ENERGY", documentRoot: $r}) { documentRoot } }',
+        { r: documentRoot },
+        token
+      )
       t.equal(res.errors?.[0]?.extensions?.code, 'invalid', `${documentRoot}: invalid`)
     }
     const suppliers = await asOperator(app, '{ importSuppliers { code documentRoot } }')

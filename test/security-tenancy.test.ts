@@ -3,7 +3,13 @@ import type { LightMyRequestResponse } from 'fastify'
 import { exampleAccount, importClient, importedSetup } from './helpers/accounts.js'
 import { tableCounts } from './helpers/database.js'
 import { createTenant } from './helpers/graphql.js'
-import { concreteUrl, postImportBodies, routeRecorder, SHARED_GET_PATHS, UNREACHABLE_VENDOR } from './helpers/security.js'
+import {
+  concreteUrl,
+  postImportBodies,
+  routeRecorder,
+  SHARED_GET_PATHS,
+  UNREACHABLE_VENDOR
+} from './helpers/security.js'
 
 const NOWHERE = 'NOPE_ENERGY' // a supplier code nobody has
 
@@ -38,7 +44,11 @@ t.test('organisation B learns nothing about, and changes nothing of, organisatio
     for (const endpoint of endpoints) {
       const label = `${endpoint.method} ${endpoint.url} (${external})`
       if (SHARED_GET_PATHS.includes(endpoint.url)) {
-        const asA = await app.inject({ method: endpoint.method as 'GET', url: endpoint.url, headers: { authorization: `Token ${a.tenant.token}` } })
+        const asA = await app.inject({
+          method: endpoint.method as 'GET',
+          url: endpoint.url,
+          headers: { authorization: `Token ${a.tenant.token}` }
+        })
         const b = await app.inject({ method: endpoint.method as 'GET', url: endpoint.url, headers: bHeaders })
         t.same([b.statusCode, b.body], [200, asA.body], `${label}: the same answer for every organisation`)
         seen.add(`${endpoint.method} ${endpoint.url}`)
@@ -51,11 +61,23 @@ t.test('organisation B learns nothing about, and changes nothing of, organisatio
         const url = (supplier: string) => concreteUrl(endpoint.url, { supplier, external })
         foreign = await app.inject({ method: endpoint.method, url: url('ACME_ENERGY'), headers: bHeaders })
         unknown = await app.inject({ method: endpoint.method, url: url(NOWHERE), headers: bHeaders })
-        own = await app.inject({ method: endpoint.method, url: url('ACME_ENERGY'), headers: { authorization: `Token ${a.tenant.token}` } })
+        own = await app.inject({
+          method: endpoint.method,
+          url: url('ACME_ENERGY'),
+          headers: { authorization: `Token ${a.tenant.token}` }
+        })
         if (endpoint.url.includes(':external')) {
           // B's own supplier with A's external number: as unknown as any other number.
-          const mine = await app.inject({ method: endpoint.method, url: concreteUrl(endpoint.url, { supplier: 'OTHER_ENERGY', external }), headers: bHeaders })
-          const never = await app.inject({ method: endpoint.method, url: concreteUrl(endpoint.url, { supplier: 'OTHER_ENERGY', external: 'EXT-NEVER' }), headers: bHeaders })
+          const mine = await app.inject({
+            method: endpoint.method,
+            url: concreteUrl(endpoint.url, { supplier: 'OTHER_ENERGY', external }),
+            headers: bHeaders
+          })
+          const never = await app.inject({
+            method: endpoint.method,
+            url: concreteUrl(endpoint.url, { supplier: 'OTHER_ENERGY', external: 'EXT-NEVER' }),
+            headers: bHeaders
+          })
           t.same(visible(mine), visible(never), `${label}: A's external number under B's supplier reveals nothing`)
         }
         if (endpoint.url.endsWith('-account-import-processes/:supplier/') && endpoint.method === 'GET') {
@@ -67,44 +89,85 @@ t.test('organisation B learns nothing about, and changes nothing of, organisatio
           }
         }
       } else if (endpoint.url.endsWith('/validate-account/') || endpoint.url.endsWith('/create-or-update/')) {
-        const account = (supplier: string) => exampleAccount({ import_supplier: supplier, external_account_number: external })
+        const account = (supplier: string) =>
+          exampleAccount({ import_supplier: supplier, external_account_number: external })
         foreign = await asB('POST', endpoint.url, account('ACME_ENERGY'))
         unknown = await asB('POST', endpoint.url, account(NOWHERE))
       } else if (endpoint.url.endsWith('/account-import-process/process/')) {
         for (const dry_run of [false, true]) {
-          const create = (supplier: string) => ({ external_account_number: external, import_supplier_code: supplier, operations_team_name: 'Migrations', dry_run })
+          const create = (supplier: string) => ({
+            external_account_number: external,
+            import_supplier_code: supplier,
+            operations_team_name: 'Migrations',
+            dry_run
+          })
           foreign = await asB('POST', endpoint.url, create('ACME_ENERGY'))
           unknown = await asB('POST', endpoint.url, create(NOWHERE))
-          t.same(visible(foreign, 'ACME_ENERGY'), visible(unknown, NOWHERE), `${label} dry_run=${dry_run}: the same as an unknown supplier`)
+          t.same(
+            visible(foreign, 'ACME_ENERGY'),
+            visible(unknown, NOWHERE),
+            `${label} dry_run=${dry_run}: the same as an unknown supplier`
+          )
         }
       } else if (endpoint.url.endsWith('/batches/')) {
         const batch = (supplier: string) => ({
-          import_supplier: supplier, operations_team_name: 'Migrations',
-          accounts: [{ account: exampleAccount({ import_supplier: supplier, external_account_number: external }), notes: [{ body: 'x' }] }]
+          import_supplier: supplier,
+          operations_team_name: 'Migrations',
+          accounts: [
+            {
+              account: exampleAccount({ import_supplier: supplier, external_account_number: external }),
+              notes: [{ body: 'x' }]
+            }
+          ]
         })
         foreign = await asB('POST', endpoint.url, batch('ACME_ENERGY'))
         unknown = await asB('POST', endpoint.url, batch(NOWHERE))
       } else {
         const body = bodies[endpoint.url]
         if (!body) throw new Error(`no body for ${endpoint.url}: add one to postImportBodies`)
-        foreign = await asB('POST', endpoint.url, { import_supplier: 'ACME_ENERGY', external_account_number: external, ...body })
-        unknown = await asB('POST', endpoint.url, { import_supplier: NOWHERE, external_account_number: external, ...body })
+        foreign = await asB('POST', endpoint.url, {
+          import_supplier: 'ACME_ENERGY',
+          external_account_number: external,
+          ...body
+        })
+        unknown = await asB('POST', endpoint.url, {
+          import_supplier: NOWHERE,
+          external_account_number: external,
+          ...body
+        })
       }
       seen.add(`${endpoint.method} ${endpoint.url}`)
-      t.same(visible(foreign!, 'ACME_ENERGY'), visible(unknown!, NOWHERE), `${label}: the same answer as an unknown supplier`)
+      t.same(
+        visible(foreign!, 'ACME_ENERGY'),
+        visible(unknown!, NOWHERE),
+        `${label}: the same answer as an unknown supplier`
+      )
       t.ok(foreign!.statusCode === 404 || foreign!.statusCode === 400, `${label}: refused (${foreign!.statusCode})`)
       if (foreign!.statusCode === 404 && endpoint.method !== 'HEAD') {
         t.equal(foreign!.json().code, 'not_found', `${label}: not_found`)
-        t.same(foreign!.json().errors.map((e: { code: string; attr: string | null }) => [e.code, e.attr]), [['import_process_does_not_exist', null]],
-          `${label}: import_process_does_not_exist at null`)
+        t.same(
+          foreign!.json().errors.map((e: { code: string; attr: string | null }) => [e.code, e.attr]),
+          [['import_process_does_not_exist', null]],
+          `${label}: import_process_does_not_exist at null`
+        )
       }
       if (foreign!.statusCode === 400) {
         const attr = endpoint.url.endsWith('/process/') ? 'import_supplier_code' : 'import_supplier'
-        t.ok(foreign!.json().errors.some((e: { code: string; attr: string }) => e.code === 'does_not_exist' && e.attr === attr),
-          `${label}: does_not_exist at ${attr}`)
-        t.notMatch(foreign!.body, /account_already_imported|account_import_skipped|A-[0-9A-F]{8}/, `${label}: nothing of A's account`)
+        t.ok(
+          foreign!
+            .json()
+            .errors.some((e: { code: string; attr: string }) => e.code === 'does_not_exist' && e.attr === attr),
+          `${label}: does_not_exist at ${attr}`
+        )
+        t.notMatch(
+          foreign!.body,
+          /account_already_imported|account_import_skipped|A-[0-9A-F]{8}/,
+          `${label}: nothing of A's account`
+        )
       }
-      if (own && external === 'EXT-000123') t.equal(own.statusCode, 200, `${label}: A itself gets its data (the test is meaningful)`)
+      if (own && external === 'EXT-000123') {
+        t.equal(own.statusCode, 200, `${label}: A itself gets its data (the test is meaningful)`)
+      }
     }
   }
 

@@ -19,7 +19,11 @@ t.test('the server refuses to start with a one-line reason', async (t) => {
   })
 
   t.test('production without TOKEN_SECRET or OPERATOR_API_KEY', async (t) => {
-    const noSecret = await refusedStart({ NODE_ENV: 'production', OPERATOR_API_KEY: 'k'.repeat(40), DATA_DIR: tempDir(t) })
+    const noSecret = await refusedStart({
+      NODE_ENV: 'production',
+      OPERATOR_API_KEY: 'k'.repeat(40),
+      DATA_DIR: tempDir(t)
+    })
     t.equal(noSecret.code, 1)
     oneLine(t, noSecret.output, /TOKEN_SECRET is required/)
     const noKey = await refusedStart({ NODE_ENV: 'production', TOKEN_SECRET: 's'.repeat(40), DATA_DIR: tempDir(t) })
@@ -28,7 +32,10 @@ t.test('the server refuses to start with a one-line reason', async (t) => {
   })
 
   t.test('an unreachable DATABASE_URL', async (t) => {
-    const r = await refusedStart({ DATABASE_URL: 'postgres://someone:secret@127.0.0.1:1/nowhere', DATA_DIR: tempDir(t) })
+    const r = await refusedStart({
+      DATABASE_URL: 'postgres://someone:secret@127.0.0.1:1/nowhere',
+      DATA_DIR: tempDir(t)
+    })
     t.equal(r.code, 1)
     oneLine(t, r.output, /^cannot start: cannot use the PostgreSQL server at 127\.0\.0\.1:1\/nowhere: /)
     t.notMatch(r.output, /secret/, 'the password is not printed')
@@ -38,7 +45,9 @@ t.test('the server refuses to start with a one-line reason', async (t) => {
 t.test('development mode on the embedded database', async (t) => {
   const dataDir = tempDir(t)
   const first = await startServer({ DATA_DIR: dataDir })
-  t.teardown(() => { first.child.kill('SIGKILL') })
+  t.teardown(() => {
+    first.child.kill('SIGKILL')
+  })
   t.match(first.output(), /database: embedded PGlite in /, 'logs which database it is on')
   const key = /Operator API key \(shown once[^:]*\): (amo_[\w-]+)/.exec(first.output())?.[1]
   t.ok(key, 'prints a generated operator key')
@@ -49,7 +58,10 @@ t.test('development mode on the embedded database', async (t) => {
   const token = await fetch(`${first.url}/graphql`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ query: 'mutation($k: String) { obtainToken(input: {APIKey: $k}) { token } }', variables: { k: key } })
+    body: JSON.stringify({
+      query: 'mutation($k: String) { obtainToken(input: {APIKey: $k}) { token } }',
+      variables: { k: key }
+    })
   })
   t.type(((await token.json()) as any).data.obtainToken.token, 'string', 'the printed key works')
 
@@ -61,12 +73,17 @@ t.test('development mode on the embedded database', async (t) => {
   t.equal(await first.exit, 0, 'SIGTERM: clean exit 0')
 
   const again = await startServer({ DATA_DIR: dataDir })
-  t.teardown(() => { again.child.kill('SIGKILL') })
+  t.teardown(() => {
+    again.child.kill('SIGKILL')
+  })
   t.notMatch(again.output(), /Operator API key/, 'the key is shown only once')
   const retry = await fetch(`${again.url}/graphql`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ query: 'mutation($k: String) { obtainToken(input: {APIKey: $k}) { token } }', variables: { k: key } })
+    body: JSON.stringify({
+      query: 'mutation($k: String) { obtainToken(input: {APIKey: $k}) { token } }',
+      variables: { k: key }
+    })
   })
   t.type(((await retry.json()) as any).data.obtainToken.token, 'string', 'the key survives a restart')
   again.child.kill('SIGINT')
@@ -78,8 +95,14 @@ if (testDatabaseUrl) {
     const { database, url, drop } = await freshDatabase()
     await database.close()
     t.teardown(drop)
-    const server = await startServer({ DATABASE_URL: url!, DATA_DIR: tempDir(t), OPERATOR_API_KEY: 'amo_' + 'x'.repeat(40) })
-    t.teardown(() => { server.child.kill('SIGKILL') })
+    const server = await startServer({
+      DATABASE_URL: url!,
+      DATA_DIR: tempDir(t),
+      OPERATOR_API_KEY: 'amo_' + 'x'.repeat(40)
+    })
+    t.teardown(() => {
+      server.child.kill('SIGKILL')
+    })
     t.match(server.output(), /database: PostgreSQL server at 127\.0\.0\.1:\d+\//)
     const ready = await fetch(`${server.url}/readyz`)
     t.same(await ready.json(), { status: 'ok', database: 'postgres' })
@@ -92,28 +115,41 @@ if (testDatabaseUrl) {
 /** Waits up to 5 s for the server's output to show `pattern` (log lines are written after the answer). */
 async function outputShows(server: { output: () => string }, pattern: RegExp): Promise<void> {
   const deadline = Date.now() + 5000
-  while (!pattern.test(server.output()) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50))
+  while (!pattern.test(server.output()) && Date.now() < deadline) {
+    await new Promise((resolve) => setTimeout(resolve, 50))
+  }
 }
 
 // util-linux `script` runs the server on a pseudo-terminal, as a person's shell would.
 const scriptMissing = spawnSync('script', ['--version'], { encoding: 'utf8' }).error
 if (scriptMissing) {
-  t.skip(`logs at a terminal were not tried: util-linux script is not installed here (${scriptMissing.message})`, () => {})
+  t.skip(
+    `logs at a terminal were not tried: util-linux script is not installed here (${scriptMissing.message})`,
+    () => {}
+  )
 } else {
   t.test('started at a terminal without LOG_FORMAT, it logs for a person; elsewhere in JSON', async (t) => {
     const server = await startServer({ DATA_DIR: tempDir(t) }, { terminal: true })
-    t.teardown(() => { server.child.kill('SIGKILL') })
+    t.teardown(() => {
+      server.child.kill('SIGKILL')
+    })
     await fetch(`${server.url}/v1/data-import/all-account-import-processes/ACME/`)
     await outputShows(server, /→ 401/)
     // eslint-disable-next-line no-control-regex
     const plain = server.output().replace(/\u001b\[[0-9;]*m/g, '')
-    t.match(plain, /GET \/v1\/data-import\/all-account-import-processes\/ACME\/ → 401 \(\d+ ms\)/, 'an access line a person can read')
+    t.match(
+      plain,
+      /GET \/v1\/data-import\/all-account-import-processes\/ACME\/ → 401 \(\d+ ms\)/,
+      'an access line a person can read'
+    )
     t.notMatch(plain, /^\{"level"/m, 'no JSON lines')
     server.child.kill('SIGTERM')
     await server.exit
 
     const piped = await startServer({ DATA_DIR: tempDir(t) })
-    t.teardown(() => { piped.child.kill('SIGKILL') })
+    t.teardown(() => {
+      piped.child.kill('SIGKILL')
+    })
     t.match(piped.output(), /^\{"level":30,.*"msg":"Server listening at/m, 'JSON lines when standard output is a pipe')
   })
 }
@@ -121,11 +157,20 @@ if (scriptMissing) {
 t.test('a readable start: the URLs once ready, pretty logs on demand, a busy port in one line', async (t) => {
   const dataDir = tempDir(t)
   const server = await startServer({ DATA_DIR: dataDir, LOG_FORMAT: 'pretty' })
-  t.teardown(() => { server.child.kill('SIGKILL') })
-  t.match(server.output(), /ready: API documentation http:\/\/127\.0\.0\.1:\d+\/docs · dashboard http:\/\/127\.0\.0\.1:\d+\/dashboard · health .*npm run admin -- help/)
+  t.teardown(() => {
+    server.child.kill('SIGKILL')
+  })
+  t.match(
+    server.output(),
+    /ready: API documentation http:\/\/127\.0\.0\.1:\d+\/docs · dashboard http:\/\/127\.0\.0\.1:\d+\/dashboard · health .*npm run admin -- help/
+  )
   await fetch(`${server.url}/v1/data-import/all-account-import-processes/ACME/`)
   await outputShows(server, /→ 401/)
-  t.match(server.output(), /GET \/v1\/data-import\/all-account-import-processes\/ACME\/ → 401 \(\d+ ms\)/, 'an access line a person can read')
+  t.match(
+    server.output(),
+    /GET \/v1\/data-import\/all-account-import-processes\/ACME\/ → 401 \(\d+ ms\)/,
+    'an access line a person can read'
+  )
   t.notMatch(server.output(), /^\{"level"/m, 'no JSON lines')
 
   const port = new URL(server.url).port

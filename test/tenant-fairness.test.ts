@@ -50,7 +50,17 @@ function bRequests(base: string, b: Tenant) {
   const ref = { import_supplier: b.supplier, external_account_number: 'B-1' }
   return {
     note: () => call('notes/create/', { ...ref, notes: [{ body: `note ${++n}` }] }, 201),
-    transaction: () => call('transactions/create/', { ...ref, transactions: [{ transaction_id: `T-${++n}`, transaction_date: daysFromToday(-1), amount: '2.00', type: 'CREDIT' }] }, 201),
+    transaction: () =>
+      call(
+        'transactions/create/',
+        {
+          ...ref,
+          transactions: [
+            { transaction_id: `T-${++n}`, transaction_date: daysFromToday(-1), amount: '2.00', type: 'CREDIT' }
+          ]
+        },
+        201
+      ),
     batch: () => call('batches/', batchBody(b, `BB-${++n}`, 5), 200)
   }
 }
@@ -61,7 +71,9 @@ type Timed = ReturnType<typeof bRequests>
 async function timings(requests: Timed): Promise<Record<keyof Timed, number>> {
   const out = { note: 0, transaction: 0, batch: 0 }
   for (let i = 0; i < 3; i++) {
-    for (const kind of ['note', 'transaction', 'batch'] as const) out[kind] = Math.max(out[kind], await requests[kind]())
+    for (const kind of ['note', 'transaction', 'batch'] as const) {
+      out[kind] = Math.max(out[kind], await requests[kind]())
+    }
   }
   return out
 }
@@ -71,9 +83,14 @@ async function tenants(t: Test) {
   const a = await createTenant(setup.app, 'Acme', 'ACME_ENERGY')
   const b = await createTenant(setup.app, 'Beta', 'BETA_POWER')
   const bClient = importClient(setup.app, b)
-  for (const [tenant, client] of [[a, importClient(setup.app, a)], [b, bClient]] as const) {
+  for (const [tenant, client] of [
+    [a, importClient(setup.app, a)],
+    [b, bClient]
+  ] as const) {
     const external = tenant === a ? 'A-1' : 'B-1'
-    const staged = await client.stage(exampleAccount({ external_account_number: external, import_supplier: tenant.supplier }))
+    const staged = await client.stage(
+      exampleAccount({ external_account_number: external, import_supplier: tenant.supplier })
+    )
     if (staged.statusCode !== 201) throw new Error(staged.body)
     const created = await client.create(external)
     if (created.statusCode !== 201) throw new Error(created.body)
@@ -85,21 +102,27 @@ async function tenants(t: Test) {
 
 function compare(t: Test, alone: Record<string, number>, loaded: Record<string, number>, what: string) {
   for (const kind of Object.keys(alone)) {
-    t.ok(loaded[kind]! <= alone[kind]! + SLACK_MS,
-      `B's ${kind} ${what}: ${Math.round(loaded[kind]!)} ms (alone ${Math.round(alone[kind]!)} ms)`)
+    t.ok(
+      loaded[kind]! <= alone[kind]! + SLACK_MS,
+      `B's ${kind} ${what}: ${Math.round(loaded[kind]!)} ms (alone ${Math.round(alone[kind]!)} ms)`
+    )
   }
 }
 
 /** A's authenticated uploads to `paths`, stalled after a few bytes of their bodies. */
 async function stallUploads(t: Test, port: number, a: Tenant, paths: string[]): Promise<void> {
   const sockets: Socket[] = []
-  t.teardown(() => { for (const s of sockets) s.destroy() })
+  t.teardown(() => {
+    for (const s of sockets) s.destroy()
+  })
   for (const path of paths) {
     const socket = connect(port, '127.0.0.1')
     socket.on('error', () => {})
     await new Promise((resolve) => socket.once('connect', resolve))
-    socket.write(`POST /v1/data-import/${path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${a.token}\r\n` +
-      'Content-Type: application/json\r\nContent-Length: 100000\r\n\r\n{"import_supplier": "ACME_ENERGY", ')
+    socket.write(
+      `POST /v1/data-import/${path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${a.token}\r\n` +
+        'Content-Type: application/json\r\nContent-Length: 100000\r\n\r\n{"import_supplier": "ACME_ENERGY", '
+    )
     sockets.push(socket)
   }
   await sleep(300)
@@ -107,7 +130,7 @@ async function stallUploads(t: Test, port: number, a: Tenant, paths: string[]): 
 
 const STALLED = ['notes/create/', 'transactions/create/', 'batches/', 'historical-statements/create/']
 
-t.test('stalled uploads of one organisation do not delay another\'s writes', async (t) => {
+t.test("stalled uploads of one organisation do not delay another's writes", async (t) => {
   for (const count of [POOL, 2 * POOL]) {
     t.test(`${count} stalled uploads and a stalled batch`, async (t) => {
       const { port, a, requests, alone } = await tenants(t)
@@ -118,28 +141,58 @@ t.test('stalled uploads of one organisation do not delay another\'s writes', asy
   }
 })
 
-t.test('many large batches of one organisation do not delay another\'s writes', { skip: testDatabaseUrl ? false : 'the embedded database runs one transaction at a time: another organisation\'s batch waits for the running one (PostgreSQL only)' }, async (t) => {
-  const { base, a, requests, alone } = await tenants(t)
-  const sent = Array.from({ length: 20 }, (_, i) => fetch(`${base}/v1/data-import/batches/`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', authorization: `Bearer ${a.token}` },
-    body: JSON.stringify(batchBody(a, `AB${i}`, 100)),
-    signal: AbortSignal.timeout(120_000)
-  }).then(async (res) => ({ status: res.status, counts: ((await res.json()) as { counts: { created: number } }).counts })))
-  await sleep(200)
-  compare(t, alone, await timings(requests), 'while A sends 20 batches of 100 accounts')
-  const answers = await Promise.all(sent)
-  t.same(answers.map((x) => x.status), Array(20).fill(200), 'and every one of A\'s batches is answered')
-  t.same(answers.reduce((n, x) => n + x.counts.created, 0), 2000, 'creating every account')
-})
+t.test(
+  "many large batches of one organisation do not delay another's writes",
+  {
+    skip: testDatabaseUrl
+      ? false
+      : "the embedded database runs one transaction at a time: another organisation's batch waits for the running one (PostgreSQL only)"
+  },
+  async (t) => {
+    const { base, a, requests, alone } = await tenants(t)
+    const sent = Array.from({ length: 20 }, (_, i) =>
+      fetch(`${base}/v1/data-import/batches/`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${a.token}` },
+        body: JSON.stringify(batchBody(a, `AB${i}`, 100)),
+        signal: AbortSignal.timeout(120_000)
+      }).then(async (res) => ({
+        status: res.status,
+        counts: ((await res.json()) as { counts: { created: number } }).counts
+      }))
+    )
+    await sleep(200)
+    compare(t, alone, await timings(requests), 'while A sends 20 batches of 100 accounts')
+    const answers = await Promise.all(sent)
+    t.same(
+      answers.map((x) => x.status),
+      Array(20).fill(200),
+      "and every one of A's batches is answered"
+    )
+    t.same(
+      answers.reduce((n, x) => n + x.counts.created, 0),
+      2000,
+      'creating every account'
+    )
+  }
+)
 
-t.test('many single requests of one organisation do not delay another\'s writes', { skip: testDatabaseUrl ? false : 'the embedded database runs one transaction at a time (PostgreSQL only)' }, async (t) => {
-  const { base, a, requests, alone } = await tenants(t)
-  const headers = { 'content-type': 'application/json', authorization: `Bearer ${a.token}` }
-  const sent = Array.from({ length: 200 }, (_, i) => fetch(`${base}/v1/data-import/account-import-process/create-or-update/`, {
-    method: 'POST', headers, body: JSON.stringify(exampleAccount({ external_account_number: `AS-${i}` })), signal: AbortSignal.timeout(120_000)
-  }).then((res) => res.status))
-  await sleep(100)
-  compare(t, alone, await timings(requests), 'while A stages 200 accounts at once')
-  t.same(await Promise.all(sent), Array(200).fill(201), 'and every one of A\'s accounts is staged')
-})
+t.test(
+  "many single requests of one organisation do not delay another's writes",
+  { skip: testDatabaseUrl ? false : 'the embedded database runs one transaction at a time (PostgreSQL only)' },
+  async (t) => {
+    const { base, a, requests, alone } = await tenants(t)
+    const headers = { 'content-type': 'application/json', authorization: `Bearer ${a.token}` }
+    const sent = Array.from({ length: 200 }, (_, i) =>
+      fetch(`${base}/v1/data-import/account-import-process/create-or-update/`, {
+        method: 'POST',
+        headers,
+        body: JSON.stringify(exampleAccount({ external_account_number: `AS-${i}` })),
+        signal: AbortSignal.timeout(120_000)
+      }).then((res) => res.status)
+    )
+    await sleep(100)
+    compare(t, alone, await timings(requests), 'while A stages 200 accounts at once')
+    t.same(await Promise.all(sent), Array(200).fill(201), "and every one of A's accounts is staged")
+  }
+)

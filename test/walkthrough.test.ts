@@ -16,23 +16,47 @@ const script = join(projectRoot, 'scripts', 'walkthrough.sh')
 
 /** Every call the script makes, with the status it must print, in order. */
 const STEPS: Array<[string, number]> = [
-  ['operator token', 200], ['create organisation', 200], ['create API key', 200], ['create import supplier', 200],
-  ['create operations team', 200], ['client token', 200], ['list import processes', 200], ['validate', 200],
-  ['stage', 201], ['stage again (an update)', 200], ['dry run', 400], ['create', 201], ['status', 200],
-  ['account summary', 200], ['add a note', 201], ['create again', 400]
+  ['operator token', 200],
+  ['create organisation', 200],
+  ['create API key', 200],
+  ['create import supplier', 200],
+  ['create operations team', 200],
+  ['client token', 200],
+  ['list import processes', 200],
+  ['validate', 200],
+  ['stage', 201],
+  ['stage again (an update)', 200],
+  ['dry run', 400],
+  ['create', 201],
+  ['status', 200],
+  ['account summary', 200],
+  ['add a note', 201],
+  ['create again', 400]
 ]
 
-interface Run { code: number | null; stdout: string; stderr: string }
+interface Run {
+  code: number | null
+  stdout: string
+  stderr: string
+}
 
 /** Runs the script with exactly this environment (plus PATH), from a folder that is not the project's. */
 function walkthrough(env: Record<string, string>): Promise<Run> {
   const cwd = mkdtempSync(join(tmpdir(), 'amis-walkthrough-'))
   return new Promise((resolve, reject) => {
-    const child = spawn('bash', [script], { cwd, env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
+    const child = spawn('bash', [script], {
+      cwd,
+      env: { PATH: process.env.PATH ?? '', ...env },
+      stdio: ['ignore', 'pipe', 'pipe']
+    })
     let stdout = ''
     let stderr = ''
-    child.stdout.on('data', (d: Buffer) => { stdout += d.toString() })
-    child.stderr.on('data', (d: Buffer) => { stderr += d.toString() })
+    child.stdout.on('data', (d: Buffer) => {
+      stdout += d.toString()
+    })
+    child.stderr.on('data', (d: Buffer) => {
+      stderr += d.toString()
+    })
     const timer = setTimeout(() => child.kill('SIGKILL'), 120_000)
     child.on('error', reject)
     child.on('close', (code) => {
@@ -80,7 +104,10 @@ if (missing) {
       const answer = await fetch(`${server.url}/graphql`, {
         method: 'POST',
         headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ query: 'mutation($k: String) { obtainToken(input: {APIKey: $k}) { token } }', variables: { k: operatorKey } })
+        body: JSON.stringify({
+          query: 'mutation($k: String) { obtainToken(input: {APIKey: $k}) { token } }',
+          variables: { k: operatorKey }
+        })
       })
       return ((await answer.json()) as { data: { obtainToken: { token: string } } }).data.obtainToken.token
     }
@@ -107,9 +134,17 @@ if (missing) {
       t.ok(done, `${round}: ends with the created account`)
       if (!done) continue
       const [, external, supplier, account] = done as unknown as [string, string, string, string]
-      t.match(run.stdout, new RegExp(`service account number ${account}, ENERGY ledger L-[0-9A-F]{8}`), `${round}: the create's answer`)
+      t.match(
+        run.stdout,
+        new RegExp(`service account number ${account}, ENERGY ledger L-[0-9A-F]{8}`),
+        `${round}: the create's answer`
+      )
       t.match(run.stdout, new RegExp(`→ COMPLETED ${account}$`, 'm'), `${round}: the status`)
-      t.match(run.stdout, new RegExp(`→ account_already_imported: ${escape(external)} is ${account}$`, 'm'), `${round}: the refusal names both numbers`)
+      t.match(
+        run.stdout,
+        new RegExp(`→ account_already_imported: ${escape(external)} is ${account}$`, 'm'),
+        `${round}: the refusal names both numbers`
+      )
       t.match(run.stdout, `${server.url}/dashboard`, `${round}: the dashboard's address`)
       t.match(run.stdout, `${server.url}/docs`, `${round}: the documentation's address`)
       t.notOk(seen.includes(supplier), `${round}: a supplier of its own`)
@@ -120,14 +155,26 @@ if (missing) {
         method: 'POST',
         headers: { 'content-type': 'application/json', authorization: `Bearer ${await operatorToken()}` },
         body: JSON.stringify({
-          query: 'query($s: String!, $e: String!) { importProcessEvents(importSupplierCode: $s, externalAccountNumber: $e) { type detail } }',
+          query:
+            'query($s: String!, $e: String!) { importProcessEvents(importSupplierCode: $s, externalAccountNumber: $e) { type detail } }',
           variables: { s: supplier, e: external }
         })
       })
-      const events = ((await answer.json()) as { data: { importProcessEvents: Array<{ type: string; detail: { service_account_number?: string } }> } })
-        .data.importProcessEvents
-      t.same(events.map((e) => e.type), ['STAGED', 'RESTAGED', 'DRY_RUN', 'CREATE_ATTEMPTED', 'CREATED', 'POST_IMPORT_WRITE'], `${round}: the events`)
-      t.equal(events.find((e) => e.type === 'CREATED')?.detail.service_account_number, account, `${round}: the number the service gave`)
+      const events = (
+        (await answer.json()) as {
+          data: { importProcessEvents: Array<{ type: string; detail: { service_account_number?: string } }> }
+        }
+      ).data.importProcessEvents
+      t.same(
+        events.map((e) => e.type),
+        ['STAGED', 'RESTAGED', 'DRY_RUN', 'CREATE_ATTEMPTED', 'CREATED', 'POST_IMPORT_WRITE'],
+        `${round}: the events`
+      )
+      t.equal(
+        events.find((e) => e.type === 'CREATED')?.detail.service_account_number,
+        account,
+        `${round}: the number the service gave`
+      )
     }
 
     t.test('it stops, naming the step, when a status is not the expected one', async (t) => {

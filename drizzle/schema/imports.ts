@@ -6,43 +6,67 @@ import { textC } from './types.js'
 export const importProcessState = pgEnum('import_process_state', ['STAGED', 'SKIPPED', 'IMPORTED'])
 
 /** One row per (supplier, external account number): the staging-to-created state machine. */
-export const importProcesses = pgTable('import_processes', {
-  id: bigint('id', { mode: 'number' }).primaryKey().generatedAlwaysAsIdentity(),
-  supplierId: uuid('supplier_id').notNull().references(() => importSuppliers.id),
-  externalAccountNumber: textC('external_account_number').notNull(),
-  state: importProcessState('state').notNull(),
-  stagedData: jsonb('staged_data'),
-  firstStagedAt: timestamp('first_staged_at', { withTimezone: true }),
-  serviceAccountNumber: text('service_account_number').unique(),
-  accountCreatedAt: timestamp('account_created_at', { withTimezone: true }),
-  /** When the operator skipped it; with `account_created_at`, when the retention period starts. */
-  skippedAt: timestamp('skipped_at', { withTimezone: true }),
-  /** When the staged data and error details were last erased (retention or an erasure request). */
-  stagedDataErasedAt: timestamp('staged_data_erased_at', { withTimezone: true }),
-  /** `{at, errors}` of the latest failed (non-dry-run) create, or null. */
-  latestError: jsonb('latest_error'),
-  createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
-  updatedAt: timestamp('updated_at', { withTimezone: true }).notNull().defaultNow()
-}, (t) => [
-  uniqueIndex('import_processes_pair_idx').on(t.supplierId, t.externalAccountNumber),
-  index('import_processes_state_idx').on(t.supplierId, t.state, t.externalAccountNumber),
-  // The retention job's queue: finished processes not yet erased, oldest first.
-  index('import_processes_retention_idx').on(sql`coalesce(${t.accountCreatedAt}, ${t.skippedAt})`).where(sql`${t.stagedDataErasedAt} is null`)
-])
+export const importProcesses = pgTable(
+  'import_processes',
+  {
+    id: bigint('id', { mode: 'number' }).primaryKey().generatedAlwaysAsIdentity(),
+    supplierId: uuid('supplier_id')
+      .notNull()
+      .references(() => importSuppliers.id),
+    externalAccountNumber: textC('external_account_number').notNull(),
+    state: importProcessState('state').notNull(),
+    stagedData: jsonb('staged_data'),
+    firstStagedAt: timestamp('first_staged_at', { withTimezone: true }),
+    serviceAccountNumber: text('service_account_number').unique(),
+    accountCreatedAt: timestamp('account_created_at', { withTimezone: true }),
+    /** When the operator skipped it; with `account_created_at`, when the retention period starts. */
+    skippedAt: timestamp('skipped_at', { withTimezone: true }),
+    /** When the staged data and error details were last erased (retention or an erasure request). */
+    stagedDataErasedAt: timestamp('staged_data_erased_at', { withTimezone: true }),
+    /** `{at, errors}` of the latest failed (non-dry-run) create, or null. */
+    latestError: jsonb('latest_error'),
+    createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
+    updatedAt: timestamp('updated_at', { withTimezone: true }).notNull().defaultNow()
+  },
+  (t) => [
+    uniqueIndex('import_processes_pair_idx').on(t.supplierId, t.externalAccountNumber),
+    index('import_processes_state_idx').on(t.supplierId, t.state, t.externalAccountNumber),
+    // The retention job's queue: finished processes not yet erased, oldest first.
+    index('import_processes_retention_idx')
+      .on(sql`coalesce(${t.accountCreatedAt}, ${t.skippedAt})`)
+      .where(sql`${t.stagedDataErasedAt} is null`)
+  ]
+)
 
 export const importEventType = pgEnum('import_event_type', [
-  'STAGED', 'RESTAGED', 'CREATE_ATTEMPTED', 'CREATED', 'DRY_RUN', 'CREATE_FAILED', 'SKIPPED', 'POST_IMPORT_WRITE', 'STAGED_DATA_ERASED'
+  'STAGED',
+  'RESTAGED',
+  'CREATE_ATTEMPTED',
+  'CREATED',
+  'DRY_RUN',
+  'CREATE_FAILED',
+  'SKIPPED',
+  'POST_IMPORT_WRITE',
+  'STAGED_DATA_ERASED'
 ])
 
 /** Append-only log of every change to an import process. */
-export const importEvents = pgTable('import_events', {
-  id: bigint('id', { mode: 'number' }).primaryKey().generatedAlwaysAsIdentity(),
-  importProcessId: bigint('import_process_id', { mode: 'number' }).notNull().references(() => importProcesses.id),
-  type: importEventType('type').notNull(),
-  at: timestamp('at', { withTimezone: true }).notNull().defaultNow(),
-  organisationId: uuid('organisation_id').references(() => organisations.id),
-  apiKeyId: uuid('api_key_id').references(() => apiKeys.id),
-  /** `operator` or `organisation:<name>`. */
-  actor: text('actor').notNull(),
-  detail: jsonb('detail').notNull().default(sql`'{}'::jsonb`)
-}, (t) => [index('import_events_process_idx').on(t.importProcessId, t.id)])
+export const importEvents = pgTable(
+  'import_events',
+  {
+    id: bigint('id', { mode: 'number' }).primaryKey().generatedAlwaysAsIdentity(),
+    importProcessId: bigint('import_process_id', { mode: 'number' })
+      .notNull()
+      .references(() => importProcesses.id),
+    type: importEventType('type').notNull(),
+    at: timestamp('at', { withTimezone: true }).notNull().defaultNow(),
+    organisationId: uuid('organisation_id').references(() => organisations.id),
+    apiKeyId: uuid('api_key_id').references(() => apiKeys.id),
+    /** `operator` or `organisation:<name>`. */
+    actor: text('actor').notNull(),
+    detail: jsonb('detail')
+      .notNull()
+      .default(sql`'{}'::jsonb`)
+  },
+  (t) => [index('import_events_process_idx').on(t.importProcessId, t.id)]
+)

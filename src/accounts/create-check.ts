@@ -10,7 +10,9 @@ import { checkAccountData } from './rules.js'
  * rows to write. Single creates and dry-run batches both judge through it. Errors are unsorted.
  */
 export function judgeStagedData(
-  staged: unknown, team: { id: string | null; name: string }, ctx: Omit<PlanContext, 'operationsTeamId'>
+  staged: unknown,
+  team: { id: string | null; name: string },
+  ctx: Omit<PlanContext, 'operationsTeamId'>
 ): { rows: AccountRows } | { errors: ErrorEntry[] } {
   const errors: ErrorEntry[] = []
   const problem = teamProblem(team.id, team.name)

@@ -1,7 +1,17 @@
 import { randomBytes, randomUUID } from 'node:crypto'
 import type {
-  accountMetadata, accounts, agreements, customers, emailOutbox, ledgers, ledgerTransactions, statements,
-  supplyAddresses, supplyPoints, transactionLineItems, transactionTaxItems
+  accountMetadata,
+  accounts,
+  agreements,
+  customers,
+  emailOutbox,
+  ledgers,
+  ledgerTransactions,
+  statements,
+  supplyAddresses,
+  supplyPoints,
+  transactionLineItems,
+  transactionTaxItems
 } from '../../drizzle/schema/index.js'
 import type { AccountData } from '../../schemas/account.js'
 import type { LineItem, TaxItem, Transaction } from '../../schemas/transactions.js'
@@ -50,7 +60,8 @@ const dayAfter = (date: string): string => {
   d.setUTCDate(d.getUTCDate() + 1)
   return d.toISOString().slice(0, 10)
 }
-const earliest = (dates: string[]): string | undefined => (dates.length === 0 ? undefined : dates.reduce((a, b) => (b < a ? b : a)))
+const earliest = (dates: string[]): string | undefined =>
+  dates.length === 0 ? undefined : dates.reduce((a, b) => (b < a ? b : a))
 
 export function planAccount(data: AccountData, ctx: PlanContext): AccountRows {
   const accountId = randomUUID()
@@ -77,14 +88,25 @@ export function planAccount(data: AccountData, ctx: PlanContext): AccountRows {
       transferBalance: String(data.transfer_balance),
       operationsTeamId: ctx.operationsTeamId
     },
-    customers: [], ledgers: [], statements: [], transactions: [], lineItems: [], taxItems: [],
-    supplyAddresses: [], supplyPoints: [], agreements: [], metadata: [], outbox: []
+    customers: [],
+    ledgers: [],
+    statements: [],
+    transactions: [],
+    lineItems: [],
+    taxItems: [],
+    supplyAddresses: [],
+    supplyPoints: [],
+    agreements: [],
+    metadata: [],
+    outbox: []
   }
 
   ;(data.customers ?? []).forEach((c, position) => {
     const id = randomUUID()
     rows.customers.push({
-      id, accountId, position,
+      id,
+      accountId,
+      position,
       title: c.title ?? null,
       givenName: c.given_name,
       familyName: c.family_name ?? null,
@@ -102,7 +124,9 @@ export function planAccount(data: AccountData, ctx: PlanContext): AccountRows {
   data.supply_addresses.forEach((sa, position) => {
     const supplyAddressId = randomUUID()
     rows.supplyAddresses.push({
-      id: supplyAddressId, accountId, position,
+      id: supplyAddressId,
+      accountId,
+      position,
       customerAtSupplyAddressFromDate: sa.customer_at_supply_address_from_date,
       streetAddress: sa.supply_address.street_address,
       locality: sa.supply_address.locality ?? null,
@@ -114,7 +138,9 @@ export function planAccount(data: AccountData, ctx: PlanContext): AccountRows {
       const supplyPointId = randomUUID()
       supplyStarts.push(sp.supply_start_date)
       rows.supplyPoints.push({
-        id: supplyPointId, accountId, supplyAddressId,
+        id: supplyPointId,
+        accountId,
+        supplyAddressId,
         identifier: sp.identifier,
         supplyType: sp.supply_type,
         supplyStartDate: sp.supply_start_date,
@@ -123,19 +149,27 @@ export function planAccount(data: AccountData, ctx: PlanContext): AccountRows {
       })
       // Sorted by start, each agreement runs until the next one starts; the last is open-ended.
       const sorted = [...sp.agreements].sort((a, b) => (a.effective_from < b.effective_from ? -1 : 1))
-      sorted.forEach((k, i) => rows.agreements.push({
-        supplyPointId,
-        tariffCode: k.tariff_code,
-        effectiveFrom: k.effective_from,
-        effectiveTo: sorted[i + 1]?.effective_from ?? null
-      }))
+      sorted.forEach((k, i) =>
+        rows.agreements.push({
+          supplyPointId,
+          tariffCode: k.tariff_code,
+          effectiveFrom: k.effective_from,
+          effectiveTo: sorted[i + 1]?.effective_from ?? null
+        })
+      )
     }
   })
   const earliestSupplyStart = earliest(supplyStarts)
 
   for (const ledger of data.ledgers) {
     const ledgerId = randomUUID()
-    rows.ledgers.push({ id: ledgerId, accountId, ledgerCode: ledger.ledger_code, ledgerNumber: newNumber('L'), balance: String(ledger.ledger_balance) })
+    rows.ledgers.push({
+      id: ledgerId,
+      accountId,
+      ledgerCode: ledger.ledger_code,
+      ledgerNumber: newNumber('L'),
+      balance: String(ledger.ledger_balance)
+    })
     const lastBalance = toBig(ledger.last_statement_balance ?? 0)
     const historical = ledger.historical_statement_transactions ?? []
     const current = ledger.current_statement_transactions ?? []
@@ -145,7 +179,10 @@ export function planAccount(data: AccountData, ctx: PlanContext): AccountRows {
       const closedId = randomUUID()
       const historicalSum = sumDecimals(historical.map((t) => signedAmount(t.type, t.amount)))
       rows.statements.push({
-        id: closedId, ledgerId, status: 'CLOSED', imported: true,
+        id: closedId,
+        ledgerId,
+        status: 'CLOSED',
+        imported: true,
         periodFrom: earliest(historical.map((t) => t.transaction_date)) ?? closing,
         periodTo: closing,
         openingBalance: formatDecimal(lastBalance.minus(historicalSum)),
@@ -153,15 +190,28 @@ export function planAccount(data: AccountData, ctx: PlanContext): AccountRows {
       })
       for (const t of historical) addTransaction(rows, t, ledgerId, closedId, 'ACCOUNT_IMPORT')
     }
-    const openFrom = closing !== undefined
-      ? dayAfter(closing)
-      : earliest([earliestSupplyStart, earliest(current.map((t) => t.transaction_date))].filter((d): d is string => d !== undefined))!
+    const openFrom =
+      closing !== undefined
+        ? dayAfter(closing)
+        : earliest(
+            [earliestSupplyStart, earliest(current.map((t) => t.transaction_date))].filter(
+              (d): d is string => d !== undefined
+            )
+          )!
     const openId = randomUUID()
-    rows.statements.push({ id: openId, ledgerId, status: 'OPEN', periodFrom: openFrom, openingBalance: formatDecimal(lastBalance) })
+    rows.statements.push({
+      id: openId,
+      ledgerId,
+      status: 'OPEN',
+      periodFrom: openFrom,
+      openingBalance: formatDecimal(lastBalance)
+    })
     for (const t of current) addTransaction(rows, t, ledgerId, openId, 'ACCOUNT_IMPORT')
   }
 
-  ;(data.metadata ?? []).forEach((m, position) => rows.metadata.push({ accountId, position, key: m.key, value: m.value }))
+  ;(data.metadata ?? []).forEach((m, position) =>
+    rows.metadata.push({ accountId, position, key: m.key, value: m.value })
+  )
   return rows
 }
 
@@ -187,7 +237,10 @@ export function addTransaction(
 ): string {
   const id = randomUUID()
   rows.transactions.push({
-    id, ledgerId, statementId, source,
+    id,
+    ledgerId,
+    statementId,
+    source,
     transactionId: t.transaction_id,
     type: t.type,
     transactionDate: t.transaction_date,
@@ -201,23 +254,29 @@ export function addTransaction(
     description: extra.description ?? null,
     originalTransactionDate: extra.originalTransactionDate ?? null
   })
-  ;(t.line_items ?? []).forEach((l, position) => rows.lineItems.push({
-    transactionId: id, position,
-    rateBand: l.rate_band,
-    startDate: l.start_date,
-    endDate: l.end_date,
-    numberOfUnits: String(l.number_of_units),
-    netAmount: String(l.net_amount),
-    pricePerUnit: String(l.price_per_unit),
-    units: l.units ? l.units.map(String) : null
-  }))
-  ;(t.tax_items ?? []).forEach((x, position) => rows.taxItems.push({
-    transactionId: id, position,
-    amount: String(x.amount),
-    taxType: x.tax_type,
-    valueTaxed: String(x.value_taxed),
-    rate: String(x.rate),
-    unitType: x.unit_type
-  }))
+  ;(t.line_items ?? []).forEach((l, position) =>
+    rows.lineItems.push({
+      transactionId: id,
+      position,
+      rateBand: l.rate_band,
+      startDate: l.start_date,
+      endDate: l.end_date,
+      numberOfUnits: String(l.number_of_units),
+      netAmount: String(l.net_amount),
+      pricePerUnit: String(l.price_per_unit),
+      units: l.units ? l.units.map(String) : null
+    })
+  )
+  ;(t.tax_items ?? []).forEach((x, position) =>
+    rows.taxItems.push({
+      transactionId: id,
+      position,
+      amount: String(x.amount),
+      taxType: x.tax_type,
+      valueTaxed: String(x.value_taxed),
+      rate: String(x.rate),
+      unitType: x.unit_type
+    })
+  )
   return id
 }

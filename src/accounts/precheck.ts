@@ -11,19 +11,26 @@ import { accountFailed, answer, problem, type AppError, type ErrorEntry } from '
 
 /** Where an account stands: open to be staged and created, or not. */
 export type AccountStanding =
-  | { kind: 'open' }
-  | { kind: 'already_imported'; serviceAccountNumber: string }
-  | { kind: 'skipped' }
+  { kind: 'open' } | { kind: 'already_imported'; serviceAccountNumber: string } | { kind: 'skipped' }
 
-export function standingOf(process: { state: string; serviceAccountNumber: string | null } | undefined): AccountStanding {
-  if (process?.state === 'IMPORTED') return { kind: 'already_imported', serviceAccountNumber: process.serviceAccountNumber! }
+export function standingOf(
+  process: { state: string; serviceAccountNumber: string | null } | undefined
+): AccountStanding {
+  if (process?.state === 'IMPORTED') {
+    return { kind: 'already_imported', serviceAccountNumber: process.serviceAccountNumber! }
+  }
   if (process?.state === 'SKIPPED') return { kind: 'skipped' }
   return { kind: 'open' }
 }
 
 export function alreadyImported(externalAccountNumber: string, serviceAccountNumber: string): AppError {
   const numbers = { external_account_number: externalAccountNumber, service_account_number: serviceAccountNumber }
-  return answer(CODE.account_already_imported, [problem(CODE.account_already_imported, 'external_account_number', numbers)], { extra: numbers }, numbers)
+  return answer(
+    CODE.account_already_imported,
+    [problem(CODE.account_already_imported, 'external_account_number', numbers)],
+    { extra: numbers },
+    numbers
+  )
 }
 
 export const skipped = (): AppError => accountFailed([problem(CODE.account_import_skipped, null)])
@@ -35,10 +42,17 @@ export function refusalOf(standing: Exclude<AccountStanding, { kind: 'open' }>, 
 
 /** The supplier's problem: unknown (or another organisation's), or its migration not Ongoing; reported at `attr`. */
 export function supplierProblem(
-  supplier: { code: string; status: string } | undefined, code: string, attr: 'import_supplier' | 'import_supplier_code'
+  supplier: { code: string; status: string } | undefined,
+  code: string,
+  attr: 'import_supplier' | 'import_supplier_code'
 ): ErrorEntry | undefined {
   if (!supplier) return problem(CODE.does_not_exist, attr, { supplier: code })
-  if (supplier.status !== 'Ongoing') return problem(CODE.import_supplier_migration_not_ongoing, attr, { supplier: supplier.code, status: supplier.status })
+  if (supplier.status !== 'Ongoing') {
+    return problem(CODE.import_supplier_migration_not_ongoing, attr, {
+      supplier: supplier.code,
+      status: supplier.status
+    })
+  }
   return undefined
 }
 

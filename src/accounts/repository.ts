@@ -1,8 +1,20 @@
 import { asc, count, eq, getTableColumns, inArray, sql } from 'drizzle-orm'
 import type { PgTable } from 'drizzle-orm/pg-core'
 import {
-  accountMetadata, accounts, agreements, customers, emailOutbox, importEvents, ledgers, ledgerTransactions, operationsTeams,
-  statements, supplyAddresses, supplyPoints, transactionLineItems, transactionTaxItems
+  accountMetadata,
+  accounts,
+  agreements,
+  customers,
+  emailOutbox,
+  importEvents,
+  ledgers,
+  ledgerTransactions,
+  operationsTeams,
+  statements,
+  supplyAddresses,
+  supplyPoints,
+  transactionLineItems,
+  transactionTaxItems
 } from '../../drizzle/schema/index.js'
 import { runInOrder, type Db, type Tx } from '../db/index.js'
 import { insertRows, type TableRows } from '../db/insert.js'
@@ -27,9 +39,20 @@ export interface Actor {
  * The statement that appends an event to an import process's log (imports, the post-import
  * sections); lazy, so it can be sent with others of its transaction.
  */
-export function eventStatement(executor: Db | Tx, processId: number, type: EventType, actor: Actor, detail: unknown = {}) {
+export function eventStatement(
+  executor: Db | Tx,
+  processId: number,
+  type: EventType,
+  actor: Actor,
+  detail: unknown = {}
+) {
   return executor.insert(importEvents).values({
-    importProcessId: processId, type, actor: actor.name, organisationId: actor.organisationId, apiKeyId: actor.apiKeyId, detail
+    importProcessId: processId,
+    type,
+    actor: actor.name,
+    organisationId: actor.organisationId,
+    apiKeyId: actor.apiKeyId,
+    detail
   })
 }
 
@@ -43,14 +66,19 @@ export function insertsOf(tx: Tx, table: PgTable, rows: Record<string, unknown>[
   return statements
 }
 
-const transactionInserts = (tx: Tx, rows: Pick<AccountRows, 'transactions' | 'lineItems' | 'taxItems'>): Statement[] => [
+const transactionInserts = (
+  tx: Tx,
+  rows: Pick<AccountRows, 'transactions' | 'lineItems' | 'taxItems'>
+): Statement[] => [
   ...insertsOf(tx, ledgerTransactions, rows.transactions),
   ...insertsOf(tx, transactionLineItems, rows.lineItems),
   ...insertsOf(tx, transactionTaxItems, rows.taxItems)
 ]
 
 /** Transactions with their line and tax items, to insert with an account a batch creates. */
-export const transactionTableRows = (rows: Pick<AccountRows, 'transactions' | 'lineItems' | 'taxItems'>): TableRows[] => [
+export const transactionTableRows = (
+  rows: Pick<AccountRows, 'transactions' | 'lineItems' | 'taxItems'>
+): TableRows[] => [
   { table: ledgerTransactions, rows: rows.transactions },
   { table: transactionLineItems, rows: rows.lineItems },
   { table: transactionTaxItems, rows: rows.taxItems }
@@ -75,7 +103,12 @@ export function createAccountsRepository(db: Db) {
    * `insertAccount` for many accounts at once: `rows` holds the child rows of all of them (the
    * `account` field is ignored), one multi-row insert per table.
    */
-  async function insertAccounts(tx: Tx, accountRows: Array<AccountRows['account']>, rows: AccountRows, then: Statement[] = []): Promise<unknown[]> {
+  async function insertAccounts(
+    tx: Tx,
+    accountRows: Array<AccountRows['account']>,
+    rows: AccountRows,
+    then: Statement[] = []
+  ): Promise<unknown[]> {
     const results = await runInOrder(db, [
       ...insertsOf(tx, accounts, accountRows),
       ...insertsOf(tx, customers, rows.customers),
@@ -94,7 +127,10 @@ export function createAccountsRepository(db: Db) {
 
   return {
     /** Writes transactions with their line and tax items (post-import writes, billing documents). */
-    async insertTransactions(tx: Tx, rows: Pick<AccountRows, 'transactions' | 'lineItems' | 'taxItems'>): Promise<void> {
+    async insertTransactions(
+      tx: Tx,
+      rows: Pick<AccountRows, 'transactions' | 'lineItems' | 'taxItems'>
+    ): Promise<void> {
       await runInOrder(db, transactionInserts(tx, rows))
     },
 
@@ -114,41 +150,63 @@ export function createAccountsRepository(db: Db) {
 
     /** The account created for an import process, with what the account summary shows. */
     async summary(importProcessId: number) {
-      const [account] = await db.select({
-        id: accounts.id,
-        serviceAccountNumber: accounts.serviceAccountNumber,
-        externalAccountNumber: accounts.externalAccountNumber,
-        createdAt: accounts.createdAt,
-        operationsTeamName: operationsTeams.name,
-        customers: sql<number>`(select count(*) from customers c where c.account_id = accounts.id)`.mapWith(Number),
-        supplyPoints: sql<number>`(select count(*) from supply_points p where p.account_id = accounts.id)`.mapWith(Number),
-        notes: sql<number>`(select count(*) from notes n where n.account_id = accounts.id and not n.by_system)`.mapWith(Number),
-        historicalStatements: sql<number>`(select count(*) from historical_statements h where h.account_id = accounts.id)`.mapWith(Number),
-        billingDocuments: sql<number>`(select count(*) from billing_documents d join ledgers l on l.id = d.ledger_id
+      const [account] = await db
+        .select({
+          id: accounts.id,
+          serviceAccountNumber: accounts.serviceAccountNumber,
+          externalAccountNumber: accounts.externalAccountNumber,
+          createdAt: accounts.createdAt,
+          operationsTeamName: operationsTeams.name,
+          customers: sql<number>`(select count(*) from customers c where c.account_id = accounts.id)`.mapWith(Number),
+          supplyPoints: sql<number>`(select count(*) from supply_points p where p.account_id = accounts.id)`.mapWith(
+            Number
+          ),
+          notes:
+            sql<number>`(select count(*) from notes n where n.account_id = accounts.id and not n.by_system)`.mapWith(
+              Number
+            ),
+          historicalStatements:
+            sql<number>`(select count(*) from historical_statements h where h.account_id = accounts.id)`.mapWith(
+              Number
+            ),
+          billingDocuments: sql<number>`(select count(*) from billing_documents d join ledgers l on l.id = d.ledger_id
           where l.account_id = accounts.id)`.mapWith(Number),
-        paymentInstructions: sql<number>`(select count(*) from payment_instructions i where i.account_id = accounts.id)`.mapWith(Number)
-      }).from(accounts)
+          paymentInstructions:
+            sql<number>`(select count(*) from payment_instructions i where i.account_id = accounts.id)`.mapWith(Number)
+        })
+        .from(accounts)
         .innerJoin(operationsTeams, eq(operationsTeams.id, accounts.operationsTeamId))
         .where(eq(accounts.importProcessId, importProcessId))
       if (!account) return undefined
-      const ledgerRows = await db.select({
-        id: ledgers.id,
-        ledgerCode: ledgers.ledgerCode,
-        ledgerNumber: ledgers.ledgerNumber,
-        balance: ledgers.balance,
-        // Written out in full: Drizzle leaves columns unqualified in a single-table select.
-        openStatementFrom: sql<string>`(select s.period_from::text from statements s
+      const ledgerRows = await db
+        .select({
+          id: ledgers.id,
+          ledgerCode: ledgers.ledgerCode,
+          ledgerNumber: ledgers.ledgerNumber,
+          balance: ledgers.balance,
+          // Written out in full: Drizzle leaves columns unqualified in a single-table select.
+          openStatementFrom: sql<string>`(select s.period_from::text from statements s
           where s.ledger_id = ledgers.id and s.status = 'OPEN' order by s.period_from desc limit 1)`
-      }).from(ledgers).where(eq(ledgers.accountId, account.id)).orderBy(asc(ledgers.ledgerCode))
-      const [agreementCounts] = await db.select({
-        current: sql<number>`count(*) filter (where not ${agreements.historical})`.mapWith(Number),
-        historical: sql<number>`count(*) filter (where ${agreements.historical})`.mapWith(Number)
-      }).from(agreements).innerJoin(supplyPoints, eq(supplyPoints.id, agreements.supplyPointId))
+        })
+        .from(ledgers)
+        .where(eq(ledgers.accountId, account.id))
+        .orderBy(asc(ledgers.ledgerCode))
+      const [agreementCounts] = await db
+        .select({
+          current: sql<number>`count(*) filter (where not ${agreements.historical})`.mapWith(Number),
+          historical: sql<number>`count(*) filter (where ${agreements.historical})`.mapWith(Number)
+        })
+        .from(agreements)
+        .innerJoin(supplyPoints, eq(supplyPoints.id, agreements.supplyPointId))
         .where(eq(supplyPoints.accountId, account.id))
       const ledgerIds = ledgerRows.map((l) => l.id)
-      const [transactionCount] = ledgerIds.length === 0
-        ? [{ n: 0 }]
-        : await db.select({ n: count() }).from(ledgerTransactions).where(inArray(ledgerTransactions.ledgerId, ledgerIds))
+      const [transactionCount] =
+        ledgerIds.length === 0
+          ? [{ n: 0 }]
+          : await db
+              .select({ n: count() })
+              .from(ledgerTransactions)
+              .where(inArray(ledgerTransactions.ledgerId, ledgerIds))
       return {
         ...account,
         ledgers: ledgerRows,

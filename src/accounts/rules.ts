@@ -20,10 +20,16 @@ export function accountSchemaErrors(data: unknown): ErrorEntry[] {
  * Every check of account data that needs no database: the schema, then the business rules on the
  * fields that passed it (as of `today`). Every problem, sorted; or, with none, the normalised account.
  */
-export function checkAccountData(data: unknown, today: string, schemaErrors = accountSchemaErrors(data)): { errors: ErrorEntry[]; data?: AccountData } {
+export function checkAccountData(
+  data: unknown,
+  today: string,
+  schemaErrors = accountSchemaErrors(data)
+): { errors: ErrorEntry[]; data?: AccountData } {
   const ctx = ruleContext(schemaErrors, today)
   accountRules(data, ctx)
-  return ctx.errors.length > 0 ? { errors: sortEntries(ctx.errors) } : { errors: [], data: normaliseAccount(data as AccountData) }
+  return ctx.errors.length > 0
+    ? { errors: sortEntries(ctx.errors) }
+    : { errors: [], data: normaliseAccount(data as AccountData) }
 }
 
 /**
@@ -38,14 +44,21 @@ export function accountRules(data: unknown, ctx: RuleContext): void {
   customerRules(data, billingCountry, ctx)
   supplyAddressRules(data, ctx)
   ledgerRules(data, ctx)
-  laterDuplicates(ctx, arrayOf(data.metadata).map((m, i) => [`metadata.${i}.key`, fieldOf(m, 'key')]),
-    (attr) => ctx.report(CODE.metadata_has_duplicate_keys, attr))
+  laterDuplicates(
+    ctx,
+    arrayOf(data.metadata).map((m, i) => [`metadata.${i}.key`, fieldOf(m, 'key')]),
+    (attr) => ctx.report(CODE.metadata_has_duplicate_keys, attr)
+  )
 }
 
 const arrayOf = (value: unknown): unknown[] => (Array.isArray(value) ? value : [])
 
 /** Reports, through `report`, every later occurrence of a value already seen (values read only where clean). */
-function laterDuplicates(ctx: RuleContext, items: Array<[attr: string, value: unknown]>, report: (attr: string, value: unknown) => void): void {
+function laterDuplicates(
+  ctx: RuleContext,
+  items: Array<[attr: string, value: unknown]>,
+  report: (attr: string, value: unknown) => void
+): void {
   const seen = new Set<unknown>()
   for (const [attr, value] of items) {
     if (value === undefined || !ctx.clean(attr)) continue
@@ -78,7 +91,11 @@ function addressRules(address: unknown, path: string, ctx: RuleContext): string 
     ctx.report(CODE.invalid_country, `${path}.country`, { country: sent })
     return undefined
   }
-  if (typeof postcode === 'string' && ctx.clean(`${path}.postal_code`) && normalisePostcode(country, postcode) === undefined) {
+  if (
+    typeof postcode === 'string' &&
+    ctx.clean(`${path}.postal_code`) &&
+    normalisePostcode(country, postcode) === undefined
+  ) {
     ctx.report(CODE.invalid_postcode, `${path}.postal_code`, { postcode, country })
   }
   return country
@@ -91,17 +108,25 @@ function customerRules(data: Record<string, unknown>, billingCountry: string | u
   // These read the list's length and (for the roles) each customer's roles, nothing else of them.
   if (occupierKnown && ctx.shallow('customers')) {
     if (!unknownOccupier && customers.length === 0) {
-      ctx.report(CODE.min_items, 'customers', { detail: 'At least one customer is required unless the occupier is unknown.' })
+      ctx.report(CODE.min_items, 'customers', {
+        detail: 'At least one customer is required unless the occupier is unknown.'
+      })
     }
     if (unknownOccupier && customers.length > 0) {
       ctx.report(CODE.customer_with_unknown_occupier, 'customers')
     }
     const rolesClean = customers.every((_, c) => ctx.clean(`customers.${c}.portfolio_roles`))
-    if (!unknownOccupier && customers.length > 0 && rolesClean && !customers.some((c) => arrayOf(fieldOf(c, 'portfolio_roles')).includes('ADMIN'))) {
+    if (
+      !unknownOccupier &&
+      customers.length > 0 &&
+      rolesClean &&
+      !customers.some((c) => arrayOf(fieldOf(c, 'portfolio_roles')).includes('ADMIN'))
+    ) {
       ctx.report(CODE.required_user_role, 'customers')
     }
   }
-  const domestic = ctx.clean('account_type') && typeof data.account_type === 'string' && data.account_type.startsWith('DOMESTIC')
+  const domestic =
+    ctx.clean('account_type') && typeof data.account_type === 'string' && data.account_type.startsWith('DOMESTIC')
   customers.forEach((customer, c) => {
     if (!isObject(customer)) return
     const path = `customers.${c}`
@@ -114,9 +139,13 @@ function customerRules(data: Record<string, unknown>, billingCountry: string | u
       if (problem !== undefined) ctx.report(problem, `${path}.email`)
     }
     // The billing country is the default region: an unknown or invalid country skips this rule.
-    if (typeof landline === 'string' && ctx.clean(`${path}.landline`) && ctx.clean('billing_address.country') &&
-        (billingCountry !== undefined || landline.startsWith('+')) &&
-        phoneE164(landline, billingCountry) === undefined) {
+    if (
+      typeof landline === 'string' &&
+      ctx.clean(`${path}.landline`) &&
+      ctx.clean('billing_address.country') &&
+      (billingCountry !== undefined || landline.startsWith('+')) &&
+      phoneE164(landline, billingCountry) === undefined
+    ) {
       ctx.report(CODE.invalid_phone_number, `${path}.landline`, { phone: landline })
     }
   })
@@ -124,7 +153,12 @@ function customerRules(data: Record<string, unknown>, billingCountry: string | u
 
 function supplyAddressRules(data: Record<string, unknown>, ctx: RuleContext): void {
   const addresses = arrayOf(data.supply_addresses)
-  if (ctx.clean('unknown_occupier') && ctx.shallow('supply_addresses') && data.unknown_occupier === true && addresses.length > 1) {
+  if (
+    ctx.clean('unknown_occupier') &&
+    ctx.shallow('supply_addresses') &&
+    data.unknown_occupier === true &&
+    addresses.length > 1
+  ) {
     ctx.report(CODE.occupier_account_with_multiple_supply_addresses, 'supply_addresses')
   }
   const identifiers: Array<[string, unknown]> = []
@@ -152,7 +186,10 @@ function supplyPointRules(point: Record<string, unknown>, path: string, ctx: Rul
   const start = ctx.clean(`${path}.supply_start_date`) && typeof sentStart === 'string' ? sentStart : undefined
   if (typeof lastBilled === 'string' && ctx.clean(`${path}.last_billed_to_date`)) {
     if (start !== undefined && lastBilled < start) {
-      ctx.report(CODE.start_date_later_than_end_date, `${path}.last_billed_to_date`, { end: 'last_billed_to_date', start: 'supply_start_date' })
+      ctx.report(CODE.start_date_later_than_end_date, `${path}.last_billed_to_date`, {
+        end: 'last_billed_to_date',
+        start: 'supply_start_date'
+      })
     }
     if (lastBilled > ctx.today) {
       ctx.report(CODE.date_in_future, `${path}.last_billed_to_date`, { field: 'last_billed_to_date' })
@@ -200,18 +237,25 @@ function ledgerRules(data: Record<string, unknown>, ctx: RuleContext): void {
   laterDuplicates(ctx, codes, (attr) => ctx.report(CODE.duplicate_ledger_entries_found, attr))
   // "Later" is by attr order, so the result does not depend on the order of keys in the payload.
   transactionIds.sort((a, b) => compareAttr(a[0], b[0]))
-  laterDuplicates(ctx, transactionIds, (attr, id) => ctx.report(CODE.duplicate_transaction_ids, attr, { transaction_id: String(id) }))
+  laterDuplicates(ctx, transactionIds, (attr, id) =>
+    ctx.report(CODE.duplicate_transaction_ids, attr, { transaction_id: String(id) })
+  )
 
   // Reads the ledger codes only: a problem elsewhere in a ledger does not hide it.
   const codesClean = ctx.shallow('ledgers') && ledgers.every((_, n) => ctx.clean(`ledgers.${n}.ledger_code`))
   if (ledgers.length > 0 && codesClean && !ledgers.some((l) => fieldOf(l, 'ledger_code') === 'ENERGY')) {
     ctx.report(CODE.energy_ledger_required, 'ledgers')
   }
-  const balancesClean = ctx.clean('transfer_balance') && ctx.shallow('ledgers') && ledgers.every((_, n) => ctx.clean(`ledgers.${n}.ledger_balance`))
+  const balancesClean =
+    ctx.clean('transfer_balance') &&
+    ctx.shallow('ledgers') &&
+    ledgers.every((_, n) => ctx.clean(`ledgers.${n}.ledger_balance`))
   if (ledgers.length > 0 && balancesClean) {
     const total = sumDecimals(ledgers.map((l) => fieldOf(l, 'ledger_balance')))
     if (!total.eq(toBig(data.transfer_balance))) {
-      ctx.report(CODE.ledger_balances_not_equal_to_transfer_balance, 'transfer_balance', { total: formatDecimal(total) })
+      ctx.report(CODE.ledger_balances_not_equal_to_transfer_balance, 'transfer_balance', {
+        total: formatDecimal(total)
+      })
     }
   }
 }
@@ -228,7 +272,8 @@ function singleLedgerRules(ledger: Record<string, unknown>, path: string, ctx: R
   const current = arrayOf(ledger.current_statement_transactions)
   const openingClean = ctx.clean(`${path}.last_statement_balance`)
   if (closingClean && closing === undefined && ctx.shallow(`${path}.historical_statement_transactions`)) {
-    const nonZeroOpening = openingClean && ledger.last_statement_balance !== undefined && !toBig(ledger.last_statement_balance).eq(0)
+    const nonZeroOpening =
+      openingClean && ledger.last_statement_balance !== undefined && !toBig(ledger.last_statement_balance).eq(0)
     if (historical.length > 0 || nonZeroOpening) {
       ctx.report(CODE.historical_statement_transactions_require_last_statement_closing_date, closingAttr)
     }
@@ -249,12 +294,24 @@ function singleLedgerRules(ledger: Record<string, unknown>, path: string, ctx: R
       }
     })
   }
-  const amountsClean = current.every((_, t) => ctx.clean(`${path}.current_statement_transactions.${t}.amount`, `${path}.current_statement_transactions.${t}.type`))
-  if (openingClean && amountsClean && ctx.clean(`${path}.ledger_balance`) && ctx.shallow(`${path}.current_statement_transactions`)) {
+  const amountsClean = current.every((_, t) =>
+    ctx.clean(`${path}.current_statement_transactions.${t}.amount`, `${path}.current_statement_transactions.${t}.type`)
+  )
+  if (
+    openingClean &&
+    amountsClean &&
+    ctx.clean(`${path}.ledger_balance`) &&
+    ctx.shallow(`${path}.current_statement_transactions`)
+  ) {
     const opening = toBig(ledger.last_statement_balance ?? 0)
-    const expected = current.reduce((sum: Big, tx) => sum.plus(signedAmount(String(fieldOf(tx, 'type')), fieldOf(tx, 'amount'))), opening)
+    const expected = current.reduce(
+      (sum: Big, tx) => sum.plus(signedAmount(String(fieldOf(tx, 'type')), fieldOf(tx, 'amount'))),
+      opening
+    )
     if (!expected.eq(toBig(ledger.ledger_balance))) {
-      ctx.report(CODE.balance_mismatch_on_ledger_balance, `${path}.ledger_balance`, { expected: formatDecimal(expected) })
+      ctx.report(CODE.balance_mismatch_on_ledger_balance, `${path}.ledger_balance`, {
+        expected: formatDecimal(expected)
+      })
     }
   }
 }

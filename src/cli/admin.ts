@@ -66,7 +66,10 @@ const OPTION_HELP: Record<OptionName, [string, string]> = {
   'document-root': ['--document-root <path>', 'Relative prefix in the document bucket ("" for the root).'],
   status: ['--status <Ongoing|Paused|Complete>', 'Migration status (create default: Ongoing).'],
   'send-migration-emails': ['--send-migration-emails <true|false>', 'Send migration e-mails (create default: false).'],
-  'max-concurrent-processing': ['--max-concurrent-processing <n|none>', 'Accounts processing at once; none = no limit (the create default).'],
+  'max-concurrent-processing': [
+    '--max-concurrent-processing <n|none>',
+    'Accounts processing at once; none = no limit (the create default).'
+  ],
   url: ['--url <url>', `Service URL (env ADMIN_URL, default ${DEFAULT_URL}).`],
   'operator-key': ['--operator-key <key>', 'Operator API key (env OPERATOR_API_KEY; prefer the env variable).'],
   json: ['--json', 'Print the raw GraphQL data object as JSON.'],
@@ -82,7 +85,9 @@ function integerFlag(flags: Flags, name: OptionName, min: number, max: number, f
   const value = stringFlag(flags, name)
   if (value === undefined) return fallback
   const n = /^[0-9]+$/.test(value.trim()) ? Number(value.trim()) : NaN
-  if (!Number.isSafeInteger(n) || n < min || n > max) throw new UsageError(`--${name} must be a whole number from ${min} to ${max}, not "${value}"`)
+  if (!Number.isSafeInteger(n) || n < min || n > max) {
+    throw new UsageError(`--${name} must be a whole number from ${min} to ${max}, not "${value}"`)
+  }
   return n
 }
 
@@ -202,7 +207,11 @@ function keyValues(title: string, rows: Array<[string, string]>): string {
 /** A plain text table: upper-case headers, columns padded to their widest cell. */
 function table(headers: string[], rows: string[][]): string {
   const widths = headers.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)))
-  const line = (cells: string[]) => cells.map((c, i) => c.padEnd(widths[i]!)).join('  ').trimEnd()
+  const line = (cells: string[]) =>
+    cells
+      .map((c, i) => c.padEnd(widths[i]!))
+      .join('  ')
+      .trimEnd()
   return [line(headers), ...rows.map(line)].join('\n') + '\n'
 }
 
@@ -223,17 +232,32 @@ function renderSupplier(title: string, s: Supplier): string {
 
 function renderSuppliers(suppliers: Supplier[]): string {
   if (suppliers.length === 0) return 'No import suppliers.\n'
-  return table(
-    ['CODE', 'ORGANISATION', 'STATUS', 'EMAILS', 'MAX CONCURRENT', 'DOCUMENT ROOT'],
-    suppliers.map((s) => [s.code, s.organisation, s.status, String(s.sendMigrationEmails), showLimit(s.maxConcurrentProcessing), showRoot(s.documentRoot)])
-  ) + `\n${plural(suppliers.length, 'import supplier')}\n`
+  return (
+    table(
+      ['CODE', 'ORGANISATION', 'STATUS', 'EMAILS', 'MAX CONCURRENT', 'DOCUMENT ROOT'],
+      suppliers.map((s) => [
+        s.code,
+        s.organisation,
+        s.status,
+        String(s.sendMigrationEmails),
+        showLimit(s.maxConcurrentProcessing),
+        showRoot(s.documentRoot)
+      ])
+    ) + `\n${plural(suppliers.length, 'import supplier')}\n`
+  )
 }
 
 function renderEvents(supplier: string, account: string, events: ImportEvent[]): string {
   const title = `Events of ${supplier} / ${account}`
   if (events.length === 0) return `${title}: none\n`
   const detail = (d: unknown) => (d === null || d === undefined ? '' : JSON.stringify(d))
-  return `${title}\n\n` + table(['AT', 'TYPE', 'ACTOR', 'DETAIL'], events.map((e) => [e.at, e.type, e.actor, detail(e.detail)]))
+  return (
+    `${title}\n\n` +
+    table(
+      ['AT', 'TYPE', 'ACTOR', 'DETAIL'],
+      events.map((e) => [e.at, e.type, e.actor, detail(e.detail)])
+    )
+  )
 }
 
 /** Progress as key/value lines; `at` adds when it was read (the watch mode). */
@@ -275,33 +299,60 @@ function renderFailures(supplier: string, data: FailuresData, flags: Flags, limi
   const failures = data.migrationFailures
   const step = stringFlag(flags, 'step')
   const code = stringFlag(flags, 'code')
-  if (summary.failingAccounts === 0) return `No failures on record for ${supplier}: every account passed its latest attempt.\n`
-  const codes = summary.byCode.filter((c) => (step === undefined || c.step === step) && (code === undefined || c.code === code))
+  if (summary.failingAccounts === 0) {
+    return `No failures on record for ${supplier}: every account passed its latest attempt.\n`
+  }
+  const codes = summary.byCode.filter(
+    (c) => (step === undefined || c.step === step) && (code === undefined || c.code === code)
+  )
   const filter = [step && `step ${step}`, code && `code ${code}`].filter(Boolean).join(', ')
-  const out = [`Failures of ${supplier}: ${plural(summary.failingAccounts, 'account')} failing${filter ? ` (showing ${filter})` : ''}`, '']
-  out.push(codes.length === 0
-    ? 'No failures match.\n'
-    : table(['STEP', 'CODE', 'ACCOUNTS', 'MEANING'], codes.map((c) => [c.step, c.code, String(c.accounts), meaningOf(c.code) ?? ''])))
+  const out = [
+    `Failures of ${supplier}: ${plural(summary.failingAccounts, 'account')} failing${filter ? ` (showing ${filter})` : ''}`,
+    ''
+  ]
+  out.push(
+    codes.length === 0
+      ? 'No failures match.\n'
+      : table(
+          ['STEP', 'CODE', 'ACCOUNTS', 'MEANING'],
+          codes.map((c) => [c.step, c.code, String(c.accounts), meaningOf(c.code) ?? ''])
+        )
+  )
   if (failures.length > 0) {
     const more = failures.length > limit ? ` (the first ${limit}; --limit for more, --json for every field)` : ''
     out.push(`Accounts${more}:`, '')
-    const attrs = (f: Failure) => f.errors.length === 0 ? f.code : f.errors.map((e) => `${e.code}${e.attr === null ? '' : ` at ${e.attr}`}`).join('; ')
-    out.push(table(['EXTERNAL ACCOUNT NUMBER', 'STEP', 'ATTEMPTS', 'FAILED AT', 'HTTP', 'PROBLEMS'],
-      failures.slice(0, limit).map((f) => [f.externalAccountNumber, f.step, String(f.attempts), f.failedAt, String(f.httpStatus), attrs(f)])))
+    const attrs = (f: Failure) =>
+      f.errors.length === 0
+        ? f.code
+        : f.errors.map((e) => `${e.code}${e.attr === null ? '' : ` at ${e.attr}`}`).join('; ')
+    out.push(
+      table(
+        ['EXTERNAL ACCOUNT NUMBER', 'STEP', 'ATTEMPTS', 'FAILED AT', 'HTTP', 'PROBLEMS'],
+        failures
+          .slice(0, limit)
+          .map((f) => [f.externalAccountNumber, f.step, String(f.attempts), f.failedAt, String(f.httpStatus), attrs(f)])
+      )
+    )
   }
   return out.join('\n')
 }
 
 function renderApiKey(key: CreatedApiKey): string {
-  return keyValues(`API key created for organisation ${key.organisation}`, [['id', key.id], ['organisation', key.organisation]]) + [
-    '',
-    '  API key (shown only once — store it securely now, it cannot be shown again):',
-    '',
-    `    ${key.key}`,
-    '',
-    `  Revoke it with: ${PROGRAM} revoke-api-key ${key.id}`,
-    ''
-  ].join('\n')
+  return (
+    keyValues(`API key created for organisation ${key.organisation}`, [
+      ['id', key.id],
+      ['organisation', key.organisation]
+    ]) +
+    [
+      '',
+      '  API key (shown only once — store it securely now, it cannot be shown again):',
+      '',
+      `    ${key.key}`,
+      '',
+      `  Revoke it with: ${PROGRAM} revoke-api-key ${key.id}`,
+      ''
+    ].join('\n')
+  )
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -332,10 +383,15 @@ const COMMANDS: Command[] = [
     options: [],
     summary: 'Create a client organisation (the name is unique).',
     build: ([name]) => ({
-      query: 'mutation CreateOrganisation($input: CreateOrganisationInput!) { createOrganisation(input: $input) { id name } }',
+      query:
+        'mutation CreateOrganisation($input: CreateOrganisationInput!) { createOrganisation(input: $input) { id name } }',
       variables: { input: { name } }
     }),
-    render: (data) => keyValues('Organisation created', [['id', data.createOrganisation.id], ['name', data.createOrganisation.name]])
+    render: (data) =>
+      keyValues('Organisation created', [
+        ['id', data.createOrganisation.id],
+        ['name', data.createOrganisation.name]
+      ])
   }),
   defineCommand<{ createApiKey: CreatedApiKey }>({
     name: 'create-api-key',
@@ -343,7 +399,8 @@ const COMMANDS: Command[] = [
     options: [],
     summary: 'Issue an API key for an organisation. The key is printed only this once.',
     build: ([organisation]) => ({
-      query: 'mutation CreateApiKey($input: CreateApiKeyInput!) { createApiKey(input: $input) { id key organisation } }',
+      query:
+        'mutation CreateApiKey($input: CreateApiKeyInput!) { createApiKey(input: $input) { id key organisation } }',
       variables: { input: { organisation } }
     }),
     render: (data) => renderApiKey(data.createApiKey)
@@ -352,16 +409,19 @@ const COMMANDS: Command[] = [
     name: 'revoke-api-key',
     args: ['<id>'],
     options: [],
-    summary: 'Revoke an API key by its id; its tokens stop working within 5 seconds (at once on the server that revoked it).',
+    summary:
+      'Revoke an API key by its id; its tokens stop working within 5 seconds (at once on the server that revoked it).',
     build: ([id]) => ({
-      query: 'mutation RevokeApiKey($input: RevokeApiKeyInput!) { revokeApiKey(input: $input) { id organisation revokedAt } }',
+      query:
+        'mutation RevokeApiKey($input: RevokeApiKeyInput!) { revokeApiKey(input: $input) { id organisation revokedAt } }',
       variables: { input: { id } }
     }),
-    render: (data) => keyValues('API key revoked', [
-      ['id', data.revokeApiKey.id],
-      ['organisation', data.revokeApiKey.organisation],
-      ['revoked at', data.revokeApiKey.revokedAt ?? '']
-    ])
+    render: (data) =>
+      keyValues('API key revoked', [
+        ['id', data.revokeApiKey.id],
+        ['organisation', data.revokeApiKey.organisation],
+        ['revoked at', data.revokeApiKey.revokedAt ?? '']
+      ])
   }),
   defineCommand<{ createImportSupplier: Supplier }>({
     name: 'create-supplier',
@@ -386,7 +446,9 @@ const COMMANDS: Command[] = [
     build([code], flags) {
       const fields = supplierFields(flags)
       if (Object.keys(fields).length === 0) {
-        throw new UsageError(`update-supplier needs at least one of ${SUPPLIER_OPTIONS.map((o) => '--' + o).join(', ')}`)
+        throw new UsageError(
+          `update-supplier needs at least one of ${SUPPLIER_OPTIONS.map((o) => '--' + o).join(', ')}`
+        )
       }
       return {
         query: `mutation UpdateImportSupplier($input: UpdateImportSupplierInput!) { updateImportSupplier(input: $input) { ${SUPPLIER_SELECTION} } }`,
@@ -409,10 +471,15 @@ const COMMANDS: Command[] = [
     options: [],
     summary: 'Create an operations team (the name is unique).',
     build: ([name]) => ({
-      query: 'mutation CreateOperationsTeam($input: CreateOperationsTeamInput!) { createOperationsTeam(input: $input) { id name } }',
+      query:
+        'mutation CreateOperationsTeam($input: CreateOperationsTeamInput!) { createOperationsTeam(input: $input) { id name } }',
       variables: { input: { name } }
     }),
-    render: (data) => keyValues('Operations team created', [['id', data.createOperationsTeam.id], ['name', data.createOperationsTeam.name]])
+    render: (data) =>
+      keyValues('Operations team created', [
+        ['id', data.createOperationsTeam.id],
+        ['name', data.createOperationsTeam.name]
+      ])
   }),
   defineCommand<{ skipImportProcess: ImportProcess }>({
     name: 'skip',
@@ -420,7 +487,8 @@ const COMMANDS: Command[] = [
     options: [],
     summary: 'Mark an import process as skipped: staging or creating it then fails.',
     build: ([importSupplierCode, externalAccountNumber]) => ({
-      query: 'mutation SkipImportProcess($input: SkipImportProcessInput!) { skipImportProcess(input: $input) { importSupplierCode externalAccountNumber state serviceAccountNumber } }',
+      query:
+        'mutation SkipImportProcess($input: SkipImportProcessInput!) { skipImportProcess(input: $input) { importSupplierCode externalAccountNumber state serviceAccountNumber } }',
       variables: { input: { importSupplierCode, externalAccountNumber } }
     }),
     render(data) {
@@ -439,7 +507,8 @@ const COMMANDS: Command[] = [
     options: [],
     summary: "Erase one account's staged data and error details now, whatever its state (a person's erasure request).",
     build: ([importSupplierCode, externalAccountNumber]) => ({
-      query: 'mutation EraseStagedData($input: EraseStagedDataInput!) { eraseStagedData(input: $input) { importSupplierCode externalAccountNumber state serviceAccountNumber } }',
+      query:
+        'mutation EraseStagedData($input: EraseStagedDataInput!) { eraseStagedData(input: $input) { importSupplierCode externalAccountNumber state serviceAccountNumber } }',
       variables: { input: { importSupplierCode, externalAccountNumber } }
     }),
     render(data) {
@@ -458,7 +527,8 @@ const COMMANDS: Command[] = [
     options: [],
     summary: 'Show the event history of one import process, oldest first.',
     build: ([importSupplierCode, externalAccountNumber]) => ({
-      query: 'query ImportProcessEvents($importSupplierCode: String!, $externalAccountNumber: String!) { importProcessEvents(importSupplierCode: $importSupplierCode, externalAccountNumber: $externalAccountNumber) { type at actor detail } }',
+      query:
+        'query ImportProcessEvents($importSupplierCode: String!, $externalAccountNumber: String!) { importProcessEvents(importSupplierCode: $importSupplierCode, externalAccountNumber: $externalAccountNumber) { type at actor detail } }',
       variables: { importSupplierCode, externalAccountNumber }
     }),
     render: (data, [supplier, account]) => renderEvents(supplier!, account!, data.importProcessEvents)
@@ -467,9 +537,11 @@ const COMMANDS: Command[] = [
     name: 'progress',
     args: ['<supplier-code>'],
     options: ['watch'],
-    summary: 'Show how far the migration of one import supplier has got (--watch: redraw every few seconds until Ctrl-C).',
+    summary:
+      'Show how far the migration of one import supplier has got (--watch: redraw every few seconds until Ctrl-C).',
     build: ([importSupplierCode]) => ({
-      query: 'query MigrationProgress($importSupplierCode: String!) { migrationProgress(importSupplierCode: $importSupplierCode) { staged pending imported skipped failed failing } }',
+      query:
+        'query MigrationProgress($importSupplierCode: String!) { migrationProgress(importSupplierCode: $importSupplierCode) { staged pending imported skipped failed failing } }',
       variables: { importSupplierCode }
     }),
     render: (data, [supplier]) => renderProgress(supplier!, data.migrationProgress)
@@ -481,7 +553,9 @@ const COMMANDS: Command[] = [
     summary: 'What fails for one import supplier: accounts by step and error code, then the failing accounts.',
     build([importSupplierCode], flags) {
       const step = stringFlag(flags, 'step')
-      if (step !== undefined && !(STEP_NAMES as readonly string[]).includes(step)) throw new UsageError(`--step must be one of ${STEP_NAMES.join(', ')}, not "${step}"`)
+      if (step !== undefined && !(STEP_NAMES as readonly string[]).includes(step)) {
+        throw new UsageError(`--step must be one of ${STEP_NAMES.join(', ')}, not "${step}"`)
+      }
       const limit = integerFlag(flags, 'limit', 1, 10_000, 50)
       return {
         query: `query MigrationFailures($s: String!, $step: String, $code: String, $first: Int) {
@@ -489,10 +563,16 @@ const COMMANDS: Command[] = [
           migrationFailures(importSupplierCode: $s, step: $step, code: $code, first: $first) { externalAccountNumber step failedAt attempts httpStatus code errors { code attr } }
         }`,
         // One more than shown says whether there are more.
-        variables: { s: importSupplierCode, step: step ?? null, code: stringFlag(flags, 'code') ?? null, first: Math.min(limit + 1, 10_000) }
+        variables: {
+          s: importSupplierCode,
+          step: step ?? null,
+          code: stringFlag(flags, 'code') ?? null,
+          first: Math.min(limit + 1, 10_000)
+        }
       }
     },
-    render: (data, [supplier], flags) => renderFailures(supplier!, data, flags, integerFlag(flags, 'limit', 1, 10_000, 50))
+    render: (data, [supplier], flags) =>
+      renderFailures(supplier!, data, flags, integerFlag(flags, 'limit', 1, 10_000, 50))
   }),
   defineCommand<{ organisations: Organisation[] }>({
     name: 'list-organisations',
@@ -500,23 +580,32 @@ const COMMANDS: Command[] = [
     options: [],
     summary: 'List the client organisations.',
     build: () => ({ query: 'query Organisations { organisations { id name } }', variables: {} }),
-    render: (data) => data.organisations.length === 0
-      ? 'No organisations.\n'
-      : table(['NAME', 'ID'], data.organisations.map((o) => [o.name, o.id])) + `\n${plural(data.organisations.length, 'organisation')}\n`
+    render: (data) =>
+      data.organisations.length === 0
+        ? 'No organisations.\n'
+        : table(
+            ['NAME', 'ID'],
+            data.organisations.map((o) => [o.name, o.id])
+          ) + `\n${plural(data.organisations.length, 'organisation')}\n`
   }),
   defineCommand<{ apiKeys: ApiKey[] }>({
     name: 'list-api-keys',
     args: [],
     options: ['organisation'],
-    summary: 'List API keys (their ids, for revoke-api-key; never the keys themselves), optionally of one organisation.',
+    summary:
+      'List API keys (their ids, for revoke-api-key; never the keys themselves), optionally of one organisation.',
     build: (_args, flags) => ({
       query: 'query ApiKeys($o: String) { apiKeys(organisation: $o) { id organisation createdAt revokedAt } }',
       variables: { o: stringFlag(flags, 'organisation') ?? null }
     }),
-    render: (data) => data.apiKeys.length === 0
-      ? 'No API keys.\n'
-      : table(['ID', 'ORGANISATION', 'CREATED', 'REVOKED'], data.apiKeys.map((k) => [k.id, k.organisation, k.createdAt ?? '', k.revokedAt ?? '-'])) +
-        `\n${plural(data.apiKeys.length, 'API key')}, ${data.apiKeys.filter((k) => k.revokedAt === null).length} active\n`
+    render: (data) =>
+      data.apiKeys.length === 0
+        ? 'No API keys.\n'
+        : table(
+            ['ID', 'ORGANISATION', 'CREATED', 'REVOKED'],
+            data.apiKeys.map((k) => [k.id, k.organisation, k.createdAt ?? '', k.revokedAt ?? '-'])
+          ) +
+          `\n${plural(data.apiKeys.length, 'API key')}, ${data.apiKeys.filter((k) => k.revokedAt === null).length} active\n`
   }),
   defineCommand<{ operationsTeams: OperationsTeam[] }>({
     name: 'list-teams',
@@ -524,9 +613,13 @@ const COMMANDS: Command[] = [
     options: [],
     summary: 'List the operations teams (accounts are assigned to one at creation).',
     build: () => ({ query: 'query OperationsTeams { operationsTeams { id name } }', variables: {} }),
-    render: (data) => data.operationsTeams.length === 0
-      ? `No operations teams (create one with: ${PROGRAM} create-team <name>).\n`
-      : table(['NAME', 'ID'], data.operationsTeams.map((o) => [o.name, o.id])) + `\n${plural(data.operationsTeams.length, 'operations team')}\n`
+    render: (data) =>
+      data.operationsTeams.length === 0
+        ? `No operations teams (create one with: ${PROGRAM} create-team <name>).\n`
+        : table(
+            ['NAME', 'ID'],
+            data.operationsTeams.map((o) => [o.name, o.id])
+          ) + `\n${plural(data.operationsTeams.length, 'operations team')}\n`
   })
 ]
 
@@ -534,7 +627,12 @@ const COMMANDS: Command[] = [
 // Help
 
 const usageLine = (c: Command) =>
-  [c.name, ...c.args, ...(c.name === 'create-supplier' ? ['--organisation <name>'] : []), ...(c.options.length > 0 ? ['[options]'] : [])].join(' ')
+  [
+    c.name,
+    ...c.args,
+    ...(c.name === 'create-supplier' ? ['--organisation <name>'] : []),
+    ...(c.options.length > 0 ? ['[options]'] : [])
+  ].join(' ')
 
 function optionLines(names: OptionName[]): string[] {
   const width = Math.max(...names.map((n) => OPTION_HELP[n][0].length))
@@ -595,12 +693,14 @@ function checkCommandLine(command: Command, args: string[], flags: Flags): void 
     }
   }
   if (args.length < command.args.length) {
-    throw new UsageError(`${command.name} needs ${command.args.slice(args.length).join(' ')} (usage: ${PROGRAM} ${usageLine(command)})`)
+    throw new UsageError(
+      `${command.name} needs ${command.args.slice(args.length).join(' ')} (usage: ${PROGRAM} ${usageLine(command)})`
+    )
   }
   if (args.length > command.args.length) {
     throw new UsageError(
       `${command.name} takes ${plural(command.args.length, 'argument')} but was given ${args.length}; ` +
-      'quote values that contain spaces'
+        'quote values that contain spaces'
     )
   }
 }
@@ -630,12 +730,16 @@ function serviceErrorLines(err: ServiceError, duringLogin: boolean): string {
   const facts = [...(err.status !== undefined ? [`HTTP ${err.status}`] : []), ...err.notes]
   const suffix = facts.length > 0 ? ` (${facts.join(', ')})` : ''
   const seen = new Set<string>()
-  return err.problems.filter((p) => !seen.has(`${p.code} ${p.message}`) && seen.add(`${p.code} ${p.message}`)).map((p) => {
-    const hint = duringLogin && p.code === CODE.authentication_failed
-      ? ' The operator key was refused: check --operator-key or OPERATOR_API_KEY.'
-      : ''
-    return `error: ${p.code}: ${p.message}${hint}${suffix}\n`
-  }).join('')
+  return err.problems
+    .filter((p) => !seen.has(`${p.code} ${p.message}`) && seen.add(`${p.code} ${p.message}`))
+    .map((p) => {
+      const hint =
+        duringLogin && p.code === CODE.authentication_failed
+          ? ' The operator key was refused: check --operator-key or OPERATOR_API_KEY.'
+          : ''
+      return `error: ${p.code}: ${p.message}${hint}${suffix}\n`
+    })
+    .join('')
 }
 
 /**
@@ -643,17 +747,28 @@ function serviceErrorLines(err: ServiceError, duringLogin: boolean): string {
  * On a terminal the screen is redrawn; otherwise each reading is appended.
  */
 async function watchProgress(
-  client: ReturnType<typeof createGraphQLClient>, request: { query: string; variables: Record<string, unknown> }, supplier: string, io: AdminIO
+  client: ReturnType<typeof createGraphQLClient>,
+  request: { query: string; variables: Record<string, unknown> },
+  supplier: string,
+  io: AdminIO
 ): Promise<number> {
   const intervalMs = (io.watchIntervalSeconds ?? 5) * 1000
   for (;;) {
     const data = await client.request<ProgressData>(request.query, request.variables)
-    const text = renderProgress(supplier, data.migrationProgress, new Date()) + `\nRefreshing every ${intervalMs / 1000} s; Ctrl-C to stop.\n`
+    const text =
+      renderProgress(supplier, data.migrationProgress, new Date()) +
+      `\nRefreshing every ${intervalMs / 1000} s; Ctrl-C to stop.\n`
     io.stdout(io.tty ? '\x1b[H\x1b[2J' + text : text + '\n')
     if (io.signal?.aborted) return 0
     const stopped = await new Promise<boolean>((resolve) => {
-      const timer = setTimeout(() => { io.signal?.removeEventListener('abort', stop); resolve(false) }, intervalMs)
-      function stop(): void { clearTimeout(timer); resolve(true) }
+      const timer = setTimeout(() => {
+        io.signal?.removeEventListener('abort', stop)
+        resolve(false)
+      }, intervalMs)
+      function stop(): void {
+        clearTimeout(timer)
+        resolve(true)
+      }
       io.signal?.addEventListener('abort', stop, { once: true })
     })
     if (stopped) return 0
@@ -717,11 +832,13 @@ export async function runAdmin(argv: string[], io: AdminIO): Promise<number> {
 if (isEntryPoint(import.meta.url)) {
   const interrupted = new AbortController()
   process.once('SIGINT', () => interrupted.abort())
-  process.exit(await runAdmin(process.argv.slice(2), {
-    env: process.env,
-    stdout: (s) => process.stdout.write(s),
-    stderr: (s) => process.stderr.write(s),
-    tty: process.stdout.isTTY === true,
-    signal: interrupted.signal
-  }))
+  process.exit(
+    await runAdmin(process.argv.slice(2), {
+      env: process.env,
+      stdout: (s) => process.stdout.write(s),
+      stderr: (s) => process.stderr.write(s),
+      tty: process.stdout.isTTY === true,
+      signal: interrupted.signal
+    })
+  )
 }

@@ -17,7 +17,11 @@ export function isEntryPoint(moduleUrl: string): boolean {
  * Splits a command line: every option must be known and take the right kind of value. A bad one
  * becomes `usage(message)`, the command's own usage error.
  */
-export function parseCommandLine<F>(argv: string[], options: NonNullable<ParseArgsConfig['options']>, usage: (message: string) => Error): { positionals: string[]; flags: F } {
+export function parseCommandLine<F>(
+  argv: string[],
+  options: NonNullable<ParseArgsConfig['options']>,
+  usage: (message: string) => Error
+): { positionals: string[]; flags: F } {
   try {
     const { values, positionals } = parseArgs({ args: argv, options, allowPositionals: true, strict: true })
     return { positionals, flags: values as F }

@@ -31,7 +31,10 @@ export class ServiceError extends Error {
 /** No usable answer at all: connection refused, DNS failure, timeout, or not GraphQL JSON. */
 export class UnreachableError extends Error {
   override name = 'UnreachableError'
-  constructor(readonly url: string, readonly reason: string) {
+  constructor(
+    readonly url: string,
+    readonly reason: string
+  ) {
     super(`cannot reach the service at ${url}: ${reason}`)
   }
 }
@@ -134,7 +137,10 @@ export function createGraphQLClient(options: GraphQLClientOptions): GraphQLClien
     if (!response.ok) throw httpFailure(response, body, text)
     if (!isObject(body) || !('data' in body || 'errors' in body)) {
       const type = response.headers.get('content-type') ?? 'no content type'
-      throw new UnreachableError(options.url, `the answer is not a GraphQL response (HTTP ${response.status}, ${type}); is this the import service?`)
+      throw new UnreachableError(
+        options.url,
+        `the answer is not a GraphQL response (HTTP ${response.status}, ${type}); is this the import service?`
+      )
     }
     if (Array.isArray(body.errors) && body.errors.length > 0) throw new ServiceError(graphqlProblems(body.errors))
     return body.data as T

@@ -136,7 +136,9 @@ async function migrateServer(client: postgres.Sql): Promise<void> {
     await tx`select pg_advisory_xact_lock(7318204511)`
     await tx`create schema if not exists drizzle`
     await tx`create table if not exists drizzle.__drizzle_migrations (id serial primary key, hash text not null, created_at bigint)`
-    const [last] = await tx<Array<{ created_at: string | null }>>`select created_at from drizzle.__drizzle_migrations order by created_at desc limit 1`
+    const [last] = await tx<
+      Array<{ created_at: string | null }>
+    >`select created_at from drizzle.__drizzle_migrations order by created_at desc limit 1`
     for (const migration of migrations) {
       if (last && Number(last.created_at) >= migration.folderMillis) continue
       for (const statement of migration.sql) await tx.unsafe(statement)
@@ -161,13 +163,19 @@ function preparing<T extends postgres.Sql | postgres.TransactionSql>(sql: T): T 
       const value = Reflect.get(target, property, receiver)
       if (property === 'unsafe') {
         return (query: string, parameters?: unknown[], queryOptions?: { prepare?: boolean }) =>
-          target.unsafe(query, parameters as never, { ...queryOptions, prepare: (parameters?.length ?? 0) <= PREPARE_MAX_PARAMETERS })
+          target.unsafe(query, parameters as never, {
+            ...queryOptions,
+            prepare: (parameters?.length ?? 0) <= PREPARE_MAX_PARAMETERS
+          })
       }
       if (property === 'begin' || property === 'savepoint') {
         return (...args: unknown[]) => {
           const last = args.length - 1
           const fn = args[last] as (tx: postgres.TransactionSql) => unknown
-          return (value as (...a: unknown[]) => unknown).apply(target, [...args.slice(0, last), (tx: postgres.TransactionSql) => fn(preparing(tx))])
+          return (value as (...a: unknown[]) => unknown).apply(target, [
+            ...args.slice(0, last),
+            (tx: postgres.TransactionSql) => fn(preparing(tx))
+          ])
         }
       }
       return typeof value === 'function' ? value.bind(target) : value
@@ -220,7 +228,12 @@ export function rowsOf<T = Record<string, unknown>>(result: unknown): T[] {
   return (Array.isArray(result) ? result : (result as { rows: T[] }).rows) as T[]
 }
 
-export function openDatabase(config: { databaseUrl: string | undefined; databasePoolSize: number; databasePrepare: boolean; dataDir: string }): Promise<Database> {
+export function openDatabase(config: {
+  databaseUrl: string | undefined
+  databasePoolSize: number
+  databasePrepare: boolean
+  dataDir: string
+}): Promise<Database> {
   return config.databaseUrl
     ? openPostgres(config.databaseUrl, config.databasePoolSize, { prepare: config.databasePrepare })
     : openPglite({ dataDir: config.dataDir })

@@ -61,5 +61,8 @@ export function insertStatement(table: PgTable, rows: Record<string, unknown>[])
     }
     tuples.push(`(${cells.join(', ')})`)
   }
-  return { sql: `insert into ${name} (${used.map(([, , quoted]) => quoted).join(', ')}) values ${tuples.join(', ')}`, params }
+  return {
+    sql: `insert into ${name} (${used.map(([, , quoted]) => quoted).join(', ')}) values ${tuples.join(', ')}`,
+    params
+  }
 }

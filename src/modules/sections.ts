@@ -15,40 +15,58 @@ import type { Section, SectionDeps, SectionModule } from './post-import/section.
  */
 export async function loadSections(db: Db, config: Config): Promise<Section[]> {
   const deps: SectionDeps = { db, config, base: createPostImportBase(db) }
-  return Promise.all(SECTIONS.map(async (listing) => {
-    const loaded = await import(`./${listing.folder}/section.js`) as { default?: SectionModule }
-    if (!loaded.default?.build) throw new Error(`src/modules/${listing.folder}/section.ts does not export a section (defineSection) as its default`)
-    return { ...listing, ...loaded.default.build(deps) }
-  }))
+  return Promise.all(
+    SECTIONS.map(async (listing) => {
+      const loaded = (await import(`./${listing.folder}/section.js`)) as { default?: SectionModule }
+      if (!loaded.default?.build) {
+        throw new Error(
+          `src/modules/${listing.folder}/section.ts does not export a section (defineSection) as its default`
+        )
+      }
+      return { ...listing, ...loaded.default.build(deps) }
+    })
+  )
 }
 
 /**
  * The sections' endpoints, one per section. Each answers for its step in the failure records;
  * those that take a turn of work (src/plugins/turns.ts) take it once their body has arrived.
  */
-export const sectionRoutes: FastifyPluginAsync<{ sections: Section[] }> = async function sectionRoutes(app, { sections }) {
+export const sectionRoutes: FastifyPluginAsync<{ sections: Section[] }> = async function sectionRoutes(
+  app,
+  { sections }
+) {
   for (const section of sections) {
     const { route } = section
-    app.post(section.path, {
-      config: postImportStep(section.name),
-      attachValidation: route.ownsSchemaErrors === true,
-      preValidation: route.takesTurn ? app.takeTurn : undefined,
-      schema: {
-        operationId: route.operationId ?? `create${section.name.split('_').map((w) => w[0]!.toUpperCase() + w.slice(1)).join('')}`,
-        tags: ['Post-import'],
-        summary: route.summary,
-        description: route.description,
-        body: route.body,
-        ...(route.querystring ? { querystring: route.querystring } : {}),
-        response: route.response
+    app.post(
+      section.path,
+      {
+        config: postImportStep(section.name),
+        attachValidation: route.ownsSchemaErrors === true,
+        preValidation: route.takesTurn ? app.takeTurn : undefined,
+        schema: {
+          operationId:
+            route.operationId ??
+            `create${section.name
+              .split('_')
+              .map((w) => w[0]!.toUpperCase() + w.slice(1))
+              .join('')}`,
+          tags: ['Post-import'],
+          summary: route.summary,
+          description: route.description,
+          body: route.body,
+          ...(route.querystring ? { querystring: route.querystring } : {}),
+          response: route.response
+        }
+      },
+      async function writeSection(request, reply) {
+        const body = await section.write(organisationOf(request.principal), attachedInput(request), {
+          query: (request.query ?? {}) as Record<string, unknown>,
+          log: request.log
+        })
+        // 201; an empty body for `undefined` (`null` would send the text "null").
+        return reply.code(201).send(body)
       }
-    }, async function writeSection(request, reply) {
-      const body = await section.write(organisationOf(request.principal), attachedInput(request), {
-        query: (request.query ?? {}) as Record<string, unknown>,
-        log: request.log
-      })
-      // 201; an empty body for `undefined` (`null` would send the text "null").
-      return reply.code(201).send(body)
-    })
+    )
   }
 }

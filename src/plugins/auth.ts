@@ -7,7 +7,13 @@ import type { Config } from '../config.js'
 import { AppError, notAuthenticated, permissionDenied } from '../errors.js'
 import { createAuthRepository } from '../modules/auth/repository.js'
 import { hashSecret, newSecret } from '../modules/auth/secrets.js'
-import { createAuthService, tokenFromHeader, type AuthService, type OrganisationPrincipal, type Principal } from '../modules/auth/service.js'
+import {
+  createAuthService,
+  tokenFromHeader,
+  type AuthService,
+  type OrganisationPrincipal,
+  type Principal
+} from '../modules/auth/service.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -53,50 +59,58 @@ function tokenSecret(config: Config): string {
 }
 
 /** Authentication: tokens, the operator key, and the request's principal. */
-export default fp(async function authPlugin(app: FastifyInstance, opts: AuthPluginOptions) {
-  const { config } = opts
-  const repo = createAuthRepository(app.db)
+export default fp(
+  async function authPlugin(app: FastifyInstance, opts: AuthPluginOptions) {
+    const { config } = opts
+    const repo = createAuthRepository(app.db)
 
-  let operatorKeyHash: string
-  if (config.operatorApiKey) {
-    operatorKeyHash = hashSecret(config.operatorApiKey)
-  } else {
-    // Development: generate the operator key on first start, keep only its hash, show it once.
-    const key = newSecret('amo')
-    if (await repo.insertSettingOnce(OPERATOR_KEY_SETTING, hashSecret(key))) {
-      opts.announce(`Operator API key (shown once, keep it safe; set OPERATOR_API_KEY to use your own): ${key}`)
+    let operatorKeyHash: string
+    if (config.operatorApiKey) {
+      operatorKeyHash = hashSecret(config.operatorApiKey)
+    } else {
+      // Development: generate the operator key on first start, keep only its hash, show it once.
+      const key = newSecret('amo')
+      if (await repo.insertSettingOnce(OPERATOR_KEY_SETTING, hashSecret(key))) {
+        opts.announce(`Operator API key (shown once, keep it safe; set OPERATOR_API_KEY to use your own): ${key}`)
+      }
+      operatorKeyHash = (await repo.getSetting(OPERATOR_KEY_SETTING)) as string
     }
-    operatorKeyHash = (await repo.getSetting(OPERATOR_KEY_SETTING)) as string
-  }
 
-  const auth = createAuthService(repo, {
-    tokenSecret: tokenSecret(config),
-    tokenTtlSeconds: config.tokenTtlSeconds,
-    refreshTokenTtlSeconds: config.refreshTokenTtlSeconds,
-    operatorKeyHash
-  })
-  app.decorate('auth', auth)
-  app.decorateRequest('principal', undefined)
+    const auth = createAuthService(repo, {
+      tokenSecret: tokenSecret(config),
+      tokenTtlSeconds: config.tokenTtlSeconds,
+      refreshTokenTtlSeconds: config.refreshTokenTtlSeconds,
+      operatorKeyHash
+    })
+    app.decorate('auth', auth)
+    app.decorateRequest('principal', undefined)
 
-  async function organisationPrincipal(request: FastifyRequest): Promise<OrganisationPrincipal> {
-    const token = tokenFromHeader(request.headers.authorization)
-    if (token === undefined) throw notAuthenticated()
-    const principal = await auth.authenticate(token)
-    if (principal.kind !== 'organisation') throw permissionDenied('Operator tokens cannot call data-import endpoints.')
-    return principal
-  }
-
-  app.decorate('requireOrganisation', async function requireOrganisation(request: FastifyRequest, reply: FastifyReply) {
-    let principal: OrganisationPrincipal
-    try {
-      principal = await organisationPrincipal(request)
-    } catch (err) {
-      // The body is never read: closing the connection ends its upload.
-      if (err instanceof AppError) reply.header('connection', 'close')
-      throw err
+    async function organisationPrincipal(request: FastifyRequest): Promise<OrganisationPrincipal> {
+      const token = tokenFromHeader(request.headers.authorization)
+      if (token === undefined) throw notAuthenticated()
+      const principal = await auth.authenticate(token)
+      if (principal.kind !== 'organisation') {
+        throw permissionDenied('Operator tokens cannot call data-import endpoints.')
+      }
+      return principal
     }
-    request.principal = principal
-    await app.limits.organisation(request)
-    await app.reserveBody(request, reply, principal.organisationId)
-  })
-}, { name: 'auth', dependencies: ['db', 'rate-limits', 'bodies'] })
+
+    app.decorate(
+      'requireOrganisation',
+      async function requireOrganisation(request: FastifyRequest, reply: FastifyReply) {
+        let principal: OrganisationPrincipal
+        try {
+          principal = await organisationPrincipal(request)
+        } catch (err) {
+          // The body is never read: closing the connection ends its upload.
+          if (err instanceof AppError) reply.header('connection', 'close')
+          throw err
+        }
+        request.principal = principal
+        await app.limits.organisation(request)
+        await app.reserveBody(request, reply, principal.organisationId)
+      }
+    )
+  },
+  { name: 'auth', dependencies: ['db', 'rate-limits', 'bodies'] }
+)

@@ -34,7 +34,11 @@ export const MAX_OBJECT_KEYS = 1000
  * Bytes of multi-byte UTF-8 characters are never ASCII, so the bytes are scanned as they are.
  * Stops at the first problem; about a tenth of JSON.parse's time for the same text.
  */
-export function shapeProblem(bytes: Uint8Array, maxDepth = MAX_BODY_DEPTH, maxKeys = MAX_OBJECT_KEYS): string | undefined {
+export function shapeProblem(
+  bytes: Uint8Array,
+  maxDepth = MAX_BODY_DEPTH,
+  maxKeys = MAX_OBJECT_KEYS
+): string | undefined {
   const keys = new Int32Array(maxDepth + 2)
   let depth = 0
   const n = bytes.length
@@ -64,57 +68,62 @@ export function shapeProblem(bytes: Uint8Array, maxDepth = MAX_BODY_DEPTH, maxKe
  * only for callers the route lets in: authentication runs on the headers, before the body is read);
  * the memory of bodies in flight shared between organisations.
  */
-export default fp(async function bodiesPlugin(app: FastifyInstance, opts: { config: Config }) {
-  const parseJson = app.getDefaultJsonParser('error', 'error')
-  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, function parseBody(request, body, done) {
-    const bytes = body as Buffer
-    // Decoding invalid UTF-8 would store replacement characters in place of what was sent.
-    if (!isUtf8(bytes)) return done(invalidBody('The request body is not valid UTF-8.'), undefined)
-    const problem = shapeProblem(bytes)
-    if (problem) return done(invalidBody(problem), undefined)
-    void parseJson(request, bytes.toString('utf8'), done)
-  })
+export default fp(
+  async function bodiesPlugin(app: FastifyInstance, opts: { config: Config }) {
+    const parseJson = app.getDefaultJsonParser('error', 'error')
+    app.addContentTypeParser('application/json', { parseAs: 'buffer' }, function parseBody(request, body, done) {
+      const bytes = body as Buffer
+      // Decoding invalid UTF-8 would store replacement characters in place of what was sent.
+      if (!isUtf8(bytes)) return done(invalidBody('The request body is not valid UTF-8.'), undefined)
+      const problem = shapeProblem(bytes)
+      if (problem) return done(invalidBody(problem), undefined)
+      void parseJson(request, bytes.toString('utf8'), done)
+    })
 
-  const budget = createByteBudget(opts.config.bodyMemoryBytes)
-  app.decorate('bodyBudget', budget)
+    const budget = createByteBudget(opts.config.bodyMemoryBytes)
+    app.decorate('bodyBudget', budget)
 
-  app.decorate('reserveBody', async function reserveBody(request: FastifyRequest, reply: FastifyReply, key: string) {
-    const declared = Number(request.headers['content-length'])
-    const chunked = request.headers['transfer-encoding'] !== undefined
-    // No body, or one over the limit (413 once parsing starts): nothing to hold.
-    if ((!chunked && !(declared > 0)) || declared > opts.config.bodyLimitBytes) return
-    // A body of unknown length may be as long as the limit.
-    const bytes = Number.isFinite(declared) && declared > 0 ? declared : opts.config.bodyLimitBytes
-    await holdWhileOpen(reply.raw, () => budget.acquire(key, bytes))
-  })
+    app.decorate('reserveBody', async function reserveBody(request: FastifyRequest, reply: FastifyReply, key: string) {
+      const declared = Number(request.headers['content-length'])
+      const chunked = request.headers['transfer-encoding'] !== undefined
+      // No body, or one over the limit (413 once parsing starts): nothing to hold.
+      if ((!chunked && !(declared > 0)) || declared > opts.config.bodyLimitBytes) return
+      // A body of unknown length may be as long as the limit.
+      const bytes = Number.isFinite(declared) && declared > 0 ? declared : opts.config.bodyLimitBytes
+      await holdWhileOpen(reply.raw, () => budget.acquire(key, bytes))
+    })
 
-  app.decorateRequest('bodyCap', undefined)
-  app.decorate('capBody', function capBody(request: FastifyRequest, limit: number) {
-    if (Number(request.headers['content-length']) > limit) throw payloadTooLarge()
-    request.bodyCap = limit
-  })
+    app.decorateRequest('bodyCap', undefined)
+    app.decorate('capBody', function capBody(request: FastifyRequest, limit: number) {
+      if (Number(request.headers['content-length']) > limit) throw payloadTooLarge()
+      request.bodyCap = limit
+    })
 
-  // A client that asks before sending its body (Expect: 100-continue, as curl does past 1 MB) is
-  // told to go on only once the request has passed its onRequest hooks (the token above all): a
-  // caller refused there never uploads. Node answers 100 itself unless the server listens for it.
-  app.server.on('checkContinue', function deferContinue(req, res) {
-    app.server.emit('request', req, res)
-  })
-  app.addHook('preParsing', async function sendContinue(request, reply, payload) {
-    if (/^100-continue$/i.test(request.headers.expect ?? '') && !reply.raw.headersSent) reply.raw.writeContinue()
-    return payload
-  })
+    // A client that asks before sending its body (Expect: 100-continue, as curl does past 1 MB) is
+    // told to go on only once the request has passed its onRequest hooks (the token above all): a
+    // caller refused there never uploads. Node answers 100 itself unless the server listens for it.
+    app.server.on('checkContinue', function deferContinue(req, res) {
+      app.server.emit('request', req, res)
+    })
+    app.addHook('preParsing', async function sendContinue(request, reply, payload) {
+      if (/^100-continue$/i.test(request.headers.expect ?? '') && !reply.raw.headersSent) reply.raw.writeContinue()
+      return payload
+    })
 
-  // A capped body of unknown length is counted as it arrives.
-  app.addHook('preParsing', async function countCappedBody(request, _reply, payload) {
-    const limit = request.bodyCap
-    if (limit === undefined) return payload
-    let seen = 0
-    return payload.pipe(new Transform({
-      transform(chunk: Buffer, _encoding, callback) {
-        seen += chunk.length
-        callback(seen > limit ? payloadTooLarge() : null, chunk)
-      }
-    }))
-  })
-}, { name: 'bodies' })
+    // A capped body of unknown length is counted as it arrives.
+    app.addHook('preParsing', async function countCappedBody(request, _reply, payload) {
+      const limit = request.bodyCap
+      if (limit === undefined) return payload
+      let seen = 0
+      return payload.pipe(
+        new Transform({
+          transform(chunk: Buffer, _encoding, callback) {
+            seen += chunk.length
+            callback(seen > limit ? payloadTooLarge() : null, chunk)
+          }
+        })
+      )
+    })
+  },
+  { name: 'bodies' }
+)

@@ -14,7 +14,8 @@ export const DASHBOARD_PREFIX = '/dashboard'
  * inline script or style (uPlot sizes its elements through the CSSOM, which a policy does not
  * restrict), and never inside a frame.
  */
-export const DASHBOARD_CSP = "default-src 'self'; base-uri 'self'; connect-src 'self'; form-action 'self'; " +
+export const DASHBOARD_CSP =
+  "default-src 'self'; base-uri 'self'; connect-src 'self'; form-action 'self'; " +
   "frame-ancestors 'none'; img-src 'self'; object-src 'none'; script-src 'self'; style-src 'self'"
 
 /** Every answer on a dashboard path (405 and 404 included) carries the policy. */
@@ -34,7 +35,10 @@ const ASSETS: Record<string, { path: () => string; type: string }> = {
   'dashboard.js': { path: () => join(folder, 'dashboard.js'), type: 'text/javascript; charset=utf-8' },
   'dashboard.css': { path: () => join(folder, 'dashboard.css'), type: 'text/css; charset=utf-8' },
   'favicon.svg': { path: () => join(folder, 'favicon.svg'), type: 'image/svg+xml' },
-  'uPlot.iife.min.js': { path: () => require.resolve('uplot/dist/uPlot.iife.min.js'), type: 'text/javascript; charset=utf-8' },
+  'uPlot.iife.min.js': {
+    path: () => require.resolve('uplot/dist/uPlot.iife.min.js'),
+    type: 'text/javascript; charset=utf-8'
+  },
   'uPlot.min.css': { path: () => require.resolve('uplot/dist/uPlot.min.css'), type: 'text/css; charset=utf-8' }
 }
 
@@ -67,25 +71,32 @@ function send(request: FastifyRequest, reply: FastifyReply, file: StaticFile) {
  * through `obtainToken` and reads everything else through `POST /graphql`, as any client would.
  * Loading it needs no token: it holds no data. Files are read once, at start.
  */
-export default fp(async function dashboardPlugin(app: FastifyInstance) {
-  const page = staticFile(join(folder, 'index.html'), 'text/html; charset=utf-8')
-  const assets = Object.entries(ASSETS).map(([name, { path, type }]) => [name, staticFile(path(), type)] as const)
+export default fp(
+  async function dashboardPlugin(app: FastifyInstance) {
+    const page = staticFile(join(folder, 'index.html'), 'text/html; charset=utf-8')
+    const assets = Object.entries(ASSETS).map(([name, { path, type }]) => [name, staticFile(path(), type)] as const)
 
-  app.addHook('onRequest', async function dashboardHeaders(request, reply) {
-    if (!DASHBOARD_PATH.test(request.url)) return
-    reply.header('content-security-policy', DASHBOARD_CSP)
-    reply.header('x-content-type-options', 'nosniff')
-    reply.header('referrer-policy', 'no-referrer')
-  })
-
-  // Not API operations: hidden from the OpenAPI document. `/dashboard/` is the same route
-  // (the router ignores a trailing slash).
-  app.get(DASHBOARD_PREFIX, { schema: { hide: true } }, async function dashboardPage(request, reply) {
-    return send(request, reply, page)
-  })
-  for (const [name, file] of assets) {
-    app.get(`${DASHBOARD_PREFIX}/assets/${name}`, { schema: { hide: true } }, async function dashboardAsset(request, reply) {
-      return send(request, reply, file)
+    app.addHook('onRequest', async function dashboardHeaders(request, reply) {
+      if (!DASHBOARD_PATH.test(request.url)) return
+      reply.header('content-security-policy', DASHBOARD_CSP)
+      reply.header('x-content-type-options', 'nosniff')
+      reply.header('referrer-policy', 'no-referrer')
     })
-  }
-}, { name: 'dashboard' })
+
+    // Not API operations: hidden from the OpenAPI document. `/dashboard/` is the same route
+    // (the router ignores a trailing slash).
+    app.get(DASHBOARD_PREFIX, { schema: { hide: true } }, async function dashboardPage(request, reply) {
+      return send(request, reply, page)
+    })
+    for (const [name, file] of assets) {
+      app.get(
+        `${DASHBOARD_PREFIX}/assets/${name}`,
+        { schema: { hide: true } },
+        async function dashboardAsset(request, reply) {
+          return send(request, reply, file)
+        }
+      )
+    }
+  },
+  { name: 'dashboard' }
+)

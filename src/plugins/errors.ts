@@ -20,25 +20,36 @@ function send(reply: FastifyReply, status: number, body: ErrorBody, headers: Rec
 
 /** Sends an `AppError` as the contract's body; 5xx also carry the request id. */
 export function sendError(reply: FastifyReply, request: FastifyRequest, error: AppError): void {
-  send(reply, error.statusCode, {
-    detail: error.message,
-    code: error.code,
-    errors: error.errors,
-    ...error.extra,
-    ...(error.statusCode >= 500 ? { request_id: request.id } : {})
-  }, error.headers)
+  send(
+    reply,
+    error.statusCode,
+    {
+      detail: error.message,
+      code: error.code,
+      errors: error.errors,
+      ...error.extra,
+      ...(error.statusCode >= 500 ? { request_id: request.id } : {})
+    },
+    error.headers
+  )
 }
 
 /** Body parsing, size and type errors (400/413/415): answered in the contract's body on every route. */
 export function bodyError(err: FastifyError): boolean {
-  return (typeof err.code === 'string' && err.code.startsWith('FST_ERR_CTP_')) || (err instanceof SyntaxError && err.statusCode === 400)
+  return (
+    (typeof err.code === 'string' && err.code.startsWith('FST_ERR_CTP_')) ||
+    (err instanceof SyntaxError && err.statusCode === 400)
+  )
 }
 
 /** Turns a Fastify or plugin error into our `AppError`, or undefined when it is unexpected. */
 export function toAppError(err: FastifyError, request: FastifyRequest): AppError | undefined {
   if (err instanceof AppError) return err
   if (err.validation) {
-    const top = request.routeOptions.config?.validationCode === CODE.account_failed_validation ? CODE.account_failed_validation : CODE.invalid_request
+    const top =
+      request.routeOptions.config?.validationCode === CODE.account_failed_validation
+        ? CODE.account_failed_validation
+        : CODE.invalid_request
     return answer(top, entriesFromAjv(err.validation as never))
   }
   switch (err.code) {
@@ -54,7 +65,9 @@ export function toAppError(err: FastifyError, request: FastifyRequest): AppError
   if (err instanceof SyntaxError && err.statusCode === 400) return invalidBody('The request body is not valid JSON.')
   // Text PostgreSQL cannot store (U+0000) that slipped past validation: the input is wrong, not the server.
   const sqlState = pgErrorCode(err)
-  if (sqlState === '22021' || sqlState === '22P05') return invalidBody('The request holds characters that cannot be stored (U+0000).')
+  if (sqlState === '22021' || sqlState === '22P05') {
+    return invalidBody('The request holds characters that cannot be stored (U+0000).')
+  }
   const status = err.statusCode ?? 500
   if (status >= 400 && status < 500) {
     // Another 4xx raised by Fastify or a plugin: its message is safe and says what was wrong.
@@ -77,9 +90,15 @@ export function frameworkError(error: FastifyError, request: FastifyRequest, rep
       sendError(reply, request, invalidBody('The URL is not valid percent-encoding.'))
       return
     case 'FST_ERR_MAX_PARAM_LENGTH':
-      sendError(reply, request, answer(CODE.invalid_request, [
-        problem(CODE.max_length, null, { detail: 'A path segment is longer than 1024 characters.' })
-      ], { status: 414 }))
+      sendError(
+        reply,
+        request,
+        answer(
+          CODE.invalid_request,
+          [problem(CODE.max_length, null, { detail: 'A path segment is longer than 1024 characters.' })],
+          { status: 414 }
+        )
+      )
       return
   }
   request.log.error({ err: error }, 'unexpected router error')
@@ -93,38 +112,48 @@ export function frameworkError(error: FastifyError, request: FastifyRequest, rep
  */
 export function clientError(this: FastifyInstance, err: NodeJS.ErrnoException, socket: Duplex): void {
   if (err.code === 'ECONNRESET' || socket.destroyed) return
-  const error = err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
-    ? answer(CODE.request_timeout)
-    : err.code === 'HPE_HEADER_OVERFLOW'
-      ? answer(CODE.request_header_fields_too_large)
-      : invalidRequest([problem(CODE.invalid, null, { detail: 'The request is not valid HTTP.' })])
+  const error =
+    err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+      ? answer(CODE.request_timeout)
+      : err.code === 'HPE_HEADER_OVERFLOW'
+        ? answer(CODE.request_header_fields_too_large)
+        : invalidRequest([problem(CODE.invalid, null, { detail: 'The request is not valid HTTP.' })])
   const status = error.statusCode
   const body: ErrorBody = { detail: error.message, code: error.code, errors: error.errors }
   this.log.debug({ err }, 'client error')
   if (socket.writable) {
     const text = JSON.stringify(body)
-    socket.write(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nConnection: close\r\nContent-Length: ${Buffer.byteLength(text)}\r\n` +
-      `Content-Type: application/json; charset=utf-8\r\n\r\n${text}`)
+    socket.write(
+      `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nConnection: close\r\nContent-Length: ${Buffer.byteLength(text)}\r\n` +
+        `Content-Type: application/json; charset=utf-8\r\n\r\n${text}`
+    )
   }
   socket.destroy()
 }
 
 /** The one place errors become the contract's body. 5xx are logged with the request id and masked. */
-export default fp(async function errorsPlugin(app: FastifyInstance) {
-  app.setErrorHandler(function handleError(error: unknown, request, reply) {
-    const appError = toAppError(error as FastifyError, request)
-    if (appError) {
-      if (appError.statusCode >= 500) request.log.error({ err: error }, 'request failed')
-      sendError(reply, request, appError)
-      return
-    }
-    request.log.error({ err: error }, 'unexpected error')
-    sendError(reply, request, answer(CODE.server_error))
-  })
+export default fp(
+  async function errorsPlugin(app: FastifyInstance) {
+    app.setErrorHandler(function handleError(error: unknown, request, reply) {
+      const appError = toAppError(error as FastifyError, request)
+      if (appError) {
+        if (appError.statusCode >= 500) request.log.error({ err: error }, 'request failed')
+        sendError(reply, request, appError)
+        return
+      }
+      request.log.error({ err: error }, 'unexpected error')
+      sendError(reply, request, answer(CODE.server_error))
+    })
 
-  app.setNotFoundHandler(function handleNotFound(request, reply) {
-    sendError(reply, request, answer(CODE.not_found, [
-      problem(CODE.route_not_found, null, { method: request.method, path: request.url.split('?')[0]! })
-    ]))
-  })
-}, { name: 'errors' })
+    app.setNotFoundHandler(function handleNotFound(request, reply) {
+      sendError(
+        reply,
+        request,
+        answer(CODE.not_found, [
+          problem(CODE.route_not_found, null, { method: request.method, path: request.url.split('?')[0]! })
+        ])
+      )
+    })
+  },
+  { name: 'errors' }
+)

@@ -54,7 +54,9 @@ export function countTokenFields(document: DocumentNode): number {
   }
   let total = 0
   for (const def of document.definitions) {
-    if (def.kind === Kind.OPERATION_DEFINITION && def.operation === 'mutation') total += count(def.selectionSet, new Set())
+    if (def.kind === Kind.OPERATION_DEFINITION && def.operation === 'mutation') {
+      total += count(def.selectionSet, new Set())
+    }
   }
   return total
 }
@@ -75,7 +77,9 @@ export function graphqlDocuments(body: unknown): DocumentNode[] | string {
   if (requests.length === 0) return 'An empty batch holds no request.'
   const documents: DocumentNode[] = []
   for (const request of requests) {
-    if (request === null || typeof request !== 'object' || Array.isArray(request)) return 'Each request must be an object with a query.'
+    if (request === null || typeof request !== 'object' || Array.isArray(request)) {
+      return 'Each request must be an object with a query.'
+    }
     const query = (request as { query?: unknown }).query
     if (typeof query !== 'string') return 'query must be a string holding a GraphQL document.'
     try {
@@ -97,202 +101,262 @@ const JSONScalar = new GraphQLScalarType({
 })
 
 /** `POST /graphql` (mercurius): obtainToken and the operator surface. */
-export default fp(async function graphqlPlugin(app: FastifyInstance) {
-  const operator = createOperatorService(createOperatorRepository(app.db), app.auth)
+export default fp(
+  async function graphqlPlugin(app: FastifyInstance) {
+    const operator = createOperatorService(createOperatorRepository(app.db), app.auth)
 
-  async function principal(ctx: MercuriusContext): Promise<Principal> {
-    const token = tokenFromHeader(ctx.reply.request.headers.authorization)
-    if (token === undefined) throw fieldError(CODE.not_authenticated)
-    return app.auth.authenticate(token)
-  }
+    async function principal(ctx: MercuriusContext): Promise<Principal> {
+      const token = tokenFromHeader(ctx.reply.request.headers.authorization)
+      if (token === undefined) throw fieldError(CODE.not_authenticated)
+      return app.auth.authenticate(token)
+    }
 
-  /** Resolver for operator-only fields. */
-  function forOperator<A, T>(run: (args: A) => Promise<T>) {
-    return (_root: unknown, args: A, ctx: MercuriusContext) => guarded(async () => {
-      if ((await principal(ctx)).kind !== 'operator') {
-        throw fieldError(CODE.permission_denied, { detail: 'Only the service operator may use this field.' })
-      }
-      if (!isWellFormedJson(args)) throw invalid('Strings must be well-formed Unicode without U+0000.')
-      return run(args)
-    })
-  }
-
-  /**
-   * Resolver for the fields organisations may read for their own suppliers: `owner` is the
-   * organisation's name, undefined for the operator (every supplier).
-   */
-  function forOwnerOrOperator<A, T>(run: (args: A, owner: string | undefined) => Promise<T>) {
-    return (_root: unknown, args: A, ctx: MercuriusContext) => guarded(async () => {
-      const caller = await principal(ctx)
-      if (!isWellFormedJson(args)) throw invalid('Strings must be well-formed Unicode without U+0000.')
-      return run(args, caller.kind === 'organisation' ? caller.organisationName : undefined)
-    })
-  }
-
-  const { failures } = app
-  const supplierIdOf = async (code: string, owner: string | undefined) => (await operator.supplier(code, owner)).id
-
-  const resolvers: IResolvers = {
-    JSON: JSONScalar,
-    Mutation: {
-      obtainToken: (_root: unknown, { input }: { input: { APIKey?: string | null; refreshToken?: string | null } }) =>
+    /** Resolver for operator-only fields. */
+    function forOperator<A, T>(run: (args: A) => Promise<T>) {
+      return (_root: unknown, args: A, ctx: MercuriusContext) =>
         guarded(async () => {
-          const hasKey = input.APIKey !== undefined && input.APIKey !== null
-          const hasRefresh = input.refreshToken !== undefined && input.refreshToken !== null
-          if (hasKey === hasRefresh) throw invalid('Give exactly one of APIKey and refreshToken.')
-          return hasKey ? app.auth.tokenFromApiKey(input.APIKey!) : app.auth.tokenFromRefreshToken(input.refreshToken!)
-        }),
-      createOrganisation: forOperator(({ input }: { input: { name: string } }) => operator.createOrganisation(input.name)),
-      createApiKey: forOperator(({ input }: { input: { organisation: string } }) => operator.createApiKey(input.organisation)),
-      revokeApiKey: forOperator(async ({ input }: { input: { id: string } }) => {
-        const key = await operator.revokeApiKey(input.id)
-        return { ...key, revokedAt: formatNullableDateTime(key.revokedAt) }
-      }),
-      createImportSupplier: forOperator(({ input }: { input: Parameters<typeof operator.createImportSupplier>[0] }) =>
-        operator.createImportSupplier(input)),
-      updateImportSupplier: forOperator(({ input }: { input: UpdateSupplierInput }) => operator.updateImportSupplier(input)),
-      createOperationsTeam: forOperator(({ input }: { input: { name: string } }) => operator.createOperationsTeam(input.name)),
-      skipImportProcess: forOperator(({ input }: { input: { importSupplierCode: string; externalAccountNumber: string } }) =>
-        operator.skipImportProcess(input.importSupplierCode, input.externalAccountNumber)),
-      eraseStagedData: forOperator(async ({ input }: { input: { importSupplierCode: string; externalAccountNumber: string } }) =>
-        app.retention.eraseStagedData(await operator.supplier(input.importSupplierCode), input.externalAccountNumber))
-    },
-    Query: {
-      importSuppliers: forOwnerOrOperator((_args: unknown, owner) => operator.listImportSuppliers(owner)),
-      organisations: forOperator(() => operator.listOrganisations()),
-      apiKeys: forOperator(async (args: { organisation?: string | null }) => {
-        const keys = await operator.listApiKeys(args.organisation ?? undefined)
-        return keys.map((k) => ({ ...k, createdAt: formatDateTime(k.createdAt), revokedAt: formatNullableDateTime(k.revokedAt) }))
-      }),
-      operationsTeams: forOperator(() => operator.listOperationsTeams()),
-      operationsTeamExists: forOwnerOrOperator((args: { name: string }) => operator.operationsTeamExists(args.name)),
-      importProcessEvents: forOwnerOrOperator(async (args: { importSupplierCode: string; externalAccountNumber: string }, owner) => {
-        const events = await operator.importProcessEvents(args.importSupplierCode, args.externalAccountNumber, owner)
-        return events.map((e) => ({ ...e, at: formatDateTime(e.at) }))
-      }),
-      migrationProgress: forOwnerOrOperator(async (args: { importSupplierCode: string }, owner) => {
-        const supplierId = await supplierIdOf(args.importSupplierCode, owner)
-        const [progress, failing] = await Promise.all([operator.migrationProgress(args.importSupplierCode, owner), failures.failingAccounts(supplierId)])
-        return { ...progress, failing }
-      }),
-      migrationFailureSummary: forOwnerOrOperator(async (args: { importSupplierCode: string }, owner) => {
-        const summary = await failures.summary(await supplierIdOf(args.importSupplierCode, owner))
-        return {
-          failingAccounts: summary.failing_accounts,
-          byStep: Object.fromEntries(Object.entries(summary.by_step).map(([step, n]) => [camelCase(step), n])),
-          byCode: summary.by_code
-        }
-      }),
-      migrationFailures: forOwnerOrOperator(async (args: { importSupplierCode: string; step?: string | null; code?: string | null; first?: number | null; after?: string | null }, owner) => {
-        const first = args.first ?? 100
-        if (!Number.isInteger(first) || first < 1 || first > 10_000) throw invalid('first must be 1–10000.')
-        if (args.step != null && !STEPS.includes(args.step as Step)) throw invalid(`step must be one of ${STEPS.join(', ')}.`)
-        const items = await failures.list(await supplierIdOf(args.importSupplierCode, owner), {
-          ...(args.step != null ? { step: args.step as Step } : {}),
-          ...(args.code != null ? { code: args.code } : {}),
-          ...(args.after != null ? { after: parseAfter(args.after) } : {}),
-          limit: first
+          if ((await principal(ctx)).kind !== 'operator') {
+            throw fieldError(CODE.permission_denied, { detail: 'Only the service operator may use this field.' })
+          }
+          if (!isWellFormedJson(args)) throw invalid('Strings must be well-formed Unicode without U+0000.')
+          return run(args)
         })
-        return items.map((f) => ({
-          externalAccountNumber: f.external_account_number, step: f.step, failedAt: f.failed_at, attempts: f.attempts,
-          httpStatus: f.http_status, code: f.code, errors: f.errors
-        }))
-      }),
-      migrationTimeline: forOwnerOrOperator(async (args: { importSupplierCode: string; minutes?: number | null }, owner) => {
-        const minutes = args.minutes ?? 60
-        if (!Number.isInteger(minutes) || minutes < 1 || minutes > 10_080) throw invalid('minutes must be 1–10080.')
-        return failures.readTimeline(await supplierIdOf(args.importSupplierCode, owner), minutes)
-      })
     }
-  }
 
-  async function hasValidToken(request: FastifyRequest): Promise<boolean> {
-    try {
-      const token = tokenFromHeader(request.headers.authorization)
-      if (token === undefined) return false
-      await app.auth.authenticate(token) // throws for a token that is not valid
-      return true
-    } catch {
-      return false
+    /**
+     * Resolver for the fields organisations may read for their own suppliers: `owner` is the
+     * organisation's name, undefined for the operator (every supplier).
+     */
+    function forOwnerOrOperator<A, T>(run: (args: A, owner: string | undefined) => Promise<T>) {
+      return (_root: unknown, args: A, ctx: MercuriusContext) =>
+        guarded(async () => {
+          const caller = await principal(ctx)
+          if (!isWellFormedJson(args)) throw invalid('Strings must be well-formed Unicode without U+0000.')
+          return run(args, caller.kind === 'organisation' ? caller.organisationName : undefined)
+        })
     }
-  }
 
-  await app.register(async function graphqlScope(scope) {
-    // GraphQL is POST only: mercurius's GET route (and its HEAD) answers 405.
-    scope.addHook('onRoute', function postOnly(route) {
-      const method = [route.method].flat()
-      if (method.includes('GET') || method.includes('HEAD')) {
-        route.config = { ...route.config, methodNotAllowed: true }
-        route.onRequest = [refuseMethod(['POST'])]
-      }
-    })
+    const { failures } = app
+    const supplierIdOf = async (code: string, owner: string | undefined) => (await operator.supplier(code, owner)).id
 
-    // A caller without a valid token (obtainToken) sends little: its body is capped before it is read.
-    scope.addHook('onRequest', async function capAnonymousBody(request) {
-      if (!(await hasValidToken(request))) app.capBody(request, ANONYMOUS_BODY_LIMIT)
-    })
-
-    // Only well-formed GraphQL requests go on; token issuing is limited per client address,
-    // counting every obtainToken field of the documents that will run.
-    scope.addHook('preHandler', async function checkRequests(request: FastifyRequest, reply: FastifyReply) {
-      if (!/^application\/json\s*(;|$)/i.test(request.headers['content-type'] ?? '')) {
-        sendError(reply, request, answer(CODE.unsupported_media_type))
-        return reply
-      }
-      const documents = graphqlDocuments(request.body)
-      if (typeof documents === 'string') {
-        const error = fieldError(CODE.invalid, { detail: documents })
-        throw new mercurius.ErrorWithProps(error.message, { code: error.code }, error.statusCode)
-      }
-      const fields = documents.reduce((n, document) => n + countTokenFields(document), 0)
-      if (fields === 0) return
-      try {
-        await app.limits.tokens(request, fields)
-      } catch (err) {
-        if (!(err instanceof AppError)) throw err
-        sendError(reply, request, err)
-        return reply
-      }
-    })
-
-    await scope.register(mercurius, {
-      schema: graphqlSchema,
-      resolvers,
-      path: '/graphql',
-      graphiql: false,
-      allowBatchedQueries: true,
-      graphql: { parseOptions: { maxTokens: MAX_TOKENS } },
-      errorHandler: async (error, request, reply) => {
-        // Body parse, size and type problems get the contract's body like everywhere else.
-        const known = error instanceof AppError ? error : bodyError(error) ? toAppError(error, request) : undefined
-        if (known) return sendError(reply, request, known)
-        // Keep the error's own status (400 for invalid documents) however many errors it expands to.
-        const status = typeof error.statusCode === 'number' ? error.statusCode : 500
-        const { statusCode, response } = formatErrors(
-          { errors: [new GraphQLError(error.message, { originalError: error })], statusCode: status } as never,
-          { reply, app } as unknown as MercuriusContext
+    const resolvers: IResolvers = {
+      JSON: JSONScalar,
+      Mutation: {
+        obtainToken: (_root: unknown, { input }: { input: { APIKey?: string | null; refreshToken?: string | null } }) =>
+          guarded(async () => {
+            const hasKey = input.APIKey !== undefined && input.APIKey !== null
+            const hasRefresh = input.refreshToken !== undefined && input.refreshToken !== null
+            if (hasKey === hasRefresh) throw invalid('Give exactly one of APIKey and refreshToken.')
+            return hasKey
+              ? app.auth.tokenFromApiKey(input.APIKey!)
+              : app.auth.tokenFromRefreshToken(input.refreshToken!)
+          }),
+        createOrganisation: forOperator(({ input }: { input: { name: string } }) =>
+          operator.createOrganisation(input.name)
+        ),
+        createApiKey: forOperator(({ input }: { input: { organisation: string } }) =>
+          operator.createApiKey(input.organisation)
+        ),
+        revokeApiKey: forOperator(async ({ input }: { input: { id: string } }) => {
+          const key = await operator.revokeApiKey(input.id)
+          return { ...key, revokedAt: formatNullableDateTime(key.revokedAt) }
+        }),
+        createImportSupplier: forOperator(({ input }: { input: Parameters<typeof operator.createImportSupplier>[0] }) =>
+          operator.createImportSupplier(input)
+        ),
+        updateImportSupplier: forOperator(({ input }: { input: UpdateSupplierInput }) =>
+          operator.updateImportSupplier(input)
+        ),
+        createOperationsTeam: forOperator(({ input }: { input: { name: string } }) =>
+          operator.createOperationsTeam(input.name)
+        ),
+        skipImportProcess: forOperator(
+          ({ input }: { input: { importSupplierCode: string; externalAccountNumber: string } }) =>
+            operator.skipImportProcess(input.importSupplierCode, input.externalAccountNumber)
+        ),
+        eraseStagedData: forOperator(
+          async ({ input }: { input: { importSupplierCode: string; externalAccountNumber: string } }) =>
+            app.retention.eraseStagedData(
+              await operator.supplier(input.importSupplierCode),
+              input.externalAccountNumber
+            )
         )
-        reply.code(statusCode).send(response)
       },
-      errorFormatter: formatErrors
-    })
-  })
+      Query: {
+        importSuppliers: forOwnerOrOperator((_args: unknown, owner) => operator.listImportSuppliers(owner)),
+        organisations: forOperator(() => operator.listOrganisations()),
+        apiKeys: forOperator(async (args: { organisation?: string | null }) => {
+          const keys = await operator.listApiKeys(args.organisation ?? undefined)
+          return keys.map((k) => ({
+            ...k,
+            createdAt: formatDateTime(k.createdAt),
+            revokedAt: formatNullableDateTime(k.revokedAt)
+          }))
+        }),
+        operationsTeams: forOperator(() => operator.listOperationsTeams()),
+        operationsTeamExists: forOwnerOrOperator((args: { name: string }) => operator.operationsTeamExists(args.name)),
+        importProcessEvents: forOwnerOrOperator(
+          async (args: { importSupplierCode: string; externalAccountNumber: string }, owner) => {
+            const events = await operator.importProcessEvents(
+              args.importSupplierCode,
+              args.externalAccountNumber,
+              owner
+            )
+            return events.map((e) => ({ ...e, at: formatDateTime(e.at) }))
+          }
+        ),
+        migrationProgress: forOwnerOrOperator(async (args: { importSupplierCode: string }, owner) => {
+          const supplierId = await supplierIdOf(args.importSupplierCode, owner)
+          const [progress, failing] = await Promise.all([
+            operator.migrationProgress(args.importSupplierCode, owner),
+            failures.failingAccounts(supplierId)
+          ])
+          return { ...progress, failing }
+        }),
+        migrationFailureSummary: forOwnerOrOperator(async (args: { importSupplierCode: string }, owner) => {
+          const summary = await failures.summary(await supplierIdOf(args.importSupplierCode, owner))
+          return {
+            failingAccounts: summary.failing_accounts,
+            byStep: Object.fromEntries(Object.entries(summary.by_step).map(([step, n]) => [camelCase(step), n])),
+            byCode: summary.by_code
+          }
+        }),
+        migrationFailures: forOwnerOrOperator(
+          async (
+            args: {
+              importSupplierCode: string
+              step?: string | null
+              code?: string | null
+              first?: number | null
+              after?: string | null
+            },
+            owner
+          ) => {
+            const first = args.first ?? 100
+            if (!Number.isInteger(first) || first < 1 || first > 10_000) throw invalid('first must be 1–10000.')
+            if (args.step != null && !STEPS.includes(args.step as Step)) {
+              throw invalid(`step must be one of ${STEPS.join(', ')}.`)
+            }
+            const items = await failures.list(await supplierIdOf(args.importSupplierCode, owner), {
+              ...(args.step != null ? { step: args.step as Step } : {}),
+              ...(args.code != null ? { code: args.code } : {}),
+              ...(args.after != null ? { after: parseAfter(args.after) } : {}),
+              limit: first
+            })
+            return items.map((f) => ({
+              externalAccountNumber: f.external_account_number,
+              step: f.step,
+              failedAt: f.failed_at,
+              attempts: f.attempts,
+              httpStatus: f.http_status,
+              code: f.code,
+              errors: f.errors
+            }))
+          }
+        ),
+        migrationTimeline: forOwnerOrOperator(
+          async (args: { importSupplierCode: string; minutes?: number | null }, owner) => {
+            const minutes = args.minutes ?? 60
+            if (!Number.isInteger(minutes) || minutes < 1 || minutes > 10_080) throw invalid('minutes must be 1–10080.')
+            return failures.readTimeline(await supplierIdOf(args.importSupplierCode, owner), minutes)
+          }
+        )
+      }
+    }
 
-  /** mercurius' formatting, with unexpected errors logged and masked. */
-  function formatErrors(execution: Parameters<typeof mercurius.defaultErrorFormatter>[0], ctx: MercuriusContext) {
-    const errors = execution.errors.map((error) => {
-      const original = error.originalError as (Error & { statusCode?: unknown; errors?: unknown }) | undefined | null
-      const expected = original === undefined || original === null || original instanceof mercurius.ErrorWithProps ||
-        Array.isArray(original.errors) || (typeof original.statusCode === 'number' && original.statusCode < 500)
-      if (expected) return error
-      // Unexpected: logged in full, answered without internals.
-      ctx.reply.log.error({ err: original }, 'graphql request failed')
-      const masked = answer(CODE.server_error)
-      return new GraphQLError(masked.message, {
-        path: error.path,
-        extensions: { code: masked.code, request_id: ctx.reply.request.id }
+    async function hasValidToken(request: FastifyRequest): Promise<boolean> {
+      try {
+        const token = tokenFromHeader(request.headers.authorization)
+        if (token === undefined) return false
+        await app.auth.authenticate(token) // throws for a token that is not valid
+        return true
+      } catch {
+        return false
+      }
+    }
+
+    await app.register(async function graphqlScope(scope) {
+      // GraphQL is POST only: mercurius's GET route (and its HEAD) answers 405.
+      scope.addHook('onRoute', function postOnly(route) {
+        const method = [route.method].flat()
+        if (method.includes('GET') || method.includes('HEAD')) {
+          route.config = { ...route.config, methodNotAllowed: true }
+          route.onRequest = [refuseMethod(['POST'])]
+        }
+      })
+
+      // A caller without a valid token (obtainToken) sends little: its body is capped before it is read.
+      scope.addHook('onRequest', async function capAnonymousBody(request) {
+        if (!(await hasValidToken(request))) app.capBody(request, ANONYMOUS_BODY_LIMIT)
+      })
+
+      // Only well-formed GraphQL requests go on; token issuing is limited per client address,
+      // counting every obtainToken field of the documents that will run.
+      scope.addHook('preHandler', async function checkRequests(request: FastifyRequest, reply: FastifyReply) {
+        if (!/^application\/json\s*(;|$)/i.test(request.headers['content-type'] ?? '')) {
+          sendError(reply, request, answer(CODE.unsupported_media_type))
+          return reply
+        }
+        const documents = graphqlDocuments(request.body)
+        if (typeof documents === 'string') {
+          const error = fieldError(CODE.invalid, { detail: documents })
+          throw new mercurius.ErrorWithProps(error.message, { code: error.code }, error.statusCode)
+        }
+        const fields = documents.reduce((n, document) => n + countTokenFields(document), 0)
+        if (fields === 0) return
+        try {
+          await app.limits.tokens(request, fields)
+        } catch (err) {
+          if (!(err instanceof AppError)) throw err
+          sendError(reply, request, err)
+          return reply
+        }
+      })
+
+      await scope.register(mercurius, {
+        schema: graphqlSchema,
+        resolvers,
+        path: '/graphql',
+        graphiql: false,
+        allowBatchedQueries: true,
+        graphql: { parseOptions: { maxTokens: MAX_TOKENS } },
+        errorHandler: async (error, request, reply) => {
+          // Body parse, size and type problems get the contract's body like everywhere else.
+          const known = error instanceof AppError ? error : bodyError(error) ? toAppError(error, request) : undefined
+          if (known) return sendError(reply, request, known)
+          // Keep the error's own status (400 for invalid documents) however many errors it expands to.
+          const status = typeof error.statusCode === 'number' ? error.statusCode : 500
+          const { statusCode, response } = formatErrors(
+            { errors: [new GraphQLError(error.message, { originalError: error })], statusCode: status } as never,
+            { reply, app } as unknown as MercuriusContext
+          )
+          reply.code(statusCode).send(response)
+        },
+        errorFormatter: formatErrors
       })
     })
-    return mercurius.defaultErrorFormatter({ ...execution, errors }, ctx)
-  }
-}, { name: 'graphql', dependencies: ['db', 'auth', 'bodies', 'rate-limits', 'errors', 'failures', 'retention'] })
+
+    /** mercurius' formatting, with unexpected errors logged and masked. */
+    function formatErrors(execution: Parameters<typeof mercurius.defaultErrorFormatter>[0], ctx: MercuriusContext) {
+      const errors = execution.errors.map((error) => {
+        const original = error.originalError as (Error & { statusCode?: unknown; errors?: unknown }) | undefined | null
+        const expected =
+          original === undefined ||
+          original === null ||
+          original instanceof mercurius.ErrorWithProps ||
+          Array.isArray(original.errors) ||
+          (typeof original.statusCode === 'number' && original.statusCode < 500)
+        if (expected) return error
+        // Unexpected: logged in full, answered without internals.
+        ctx.reply.log.error({ err: original }, 'graphql request failed')
+        const masked = answer(CODE.server_error)
+        return new GraphQLError(masked.message, {
+          path: error.path,
+          extensions: { code: masked.code, request_id: ctx.reply.request.id }
+        })
+      })
+      return mercurius.defaultErrorFormatter({ ...execution, errors }, ctx)
+    }
+  },
+  { name: 'graphql', dependencies: ['db', 'auth', 'bodies', 'rate-limits', 'errors', 'failures', 'retention'] }
+)

@@ -44,58 +44,63 @@ export function refuseMethod(allow: string[]) {
  * onRequest hook: it comes before a body is read, so a QUERY or PATCH with a body (of any type,
  * or still arriving) is 405, never 400 or 415.
  */
-export default fp(async function methodsPlugin(app: FastifyInstance) {
-  // Fastify routes only some methods; the router must know every other one to find the path (405)
-  // rather than nothing (404). No route here serves them, so none takes a body. QUERY is one of
-  // Fastify's, with a body it parses (and a Content-Type it demands) before any hook could answer
-  // an unknown path with 404: here it takes none either.
-  for (const method of METHODS) {
-    if (!app.supportedMethods.includes(method)) app.addHttpMethod(method)
-  }
-  app.addHttpMethod('QUERY', { overrideExisting: true })
-  // Node hands a CONNECT request to the server's 'connect' event, never to the request handler:
-  // it is routed like any other request here, answered, and its connection closed.
-  app.server.on('connect', function answerConnect(request: IncomingMessage, socket: Socket) {
-    socket.on('error', () => socket.destroy())
-    const response = new ServerResponse(request)
-    response.shouldKeepAlive = false
-    response.assignSocket(socket)
-    response.on('finish', () => {
-      response.detachSocket(socket)
-      socket.end()
-    })
-    app.routing(request, response)
-  })
-
-  const routesByUrl = new Map<string, RouteOptions[]>()
-  app.addHook('onRoute', function recordRoute(route) {
-    if (route.config?.methodNotAllowed === true) return
-    const routes = routesByUrl.get(route.url) ?? []
-    routes.push(route)
-    routesByUrl.set(route.url, routes)
-  })
-
-  app.decorate('answerOtherMethods', function answerOtherMethods() {
-    for (const [url, routes] of routesByUrl) {
-      // Read now: a route's config may have been marked by a later onRoute hook (GET /graphql).
-      const served = new Set(routes.filter((r) => r.config?.methodNotAllowed !== true).flatMap((r) => [r.method].flat()))
-      if (served.has('GET')) served.add('HEAD')
-      const allow = METHODS.filter((m) => served.has(m))
-      const others = METHODS.filter((m) => !served.has(m))
-      if (allow.length === 0 || others.length === 0) continue
-      // Marked routes keep their own method but answer 405 (their handler was replaced).
-      const missing = others.filter((m) => !routes.some((r) => [r.method].flat().includes(m)))
-      if (missing.length === 0) continue
-      app.route({
-        method: missing,
-        url,
-        exposeHeadRoute: false,
-        config: { methodNotAllowed: true },
-        schema: { hide: true },
-        onRequest: refuseMethod(allow),
-        handler: refuseMethod(allow)
-      })
+export default fp(
+  async function methodsPlugin(app: FastifyInstance) {
+    // Fastify routes only some methods; the router must know every other one to find the path (405)
+    // rather than nothing (404). No route here serves them, so none takes a body. QUERY is one of
+    // Fastify's, with a body it parses (and a Content-Type it demands) before any hook could answer
+    // an unknown path with 404: here it takes none either.
+    for (const method of METHODS) {
+      if (!app.supportedMethods.includes(method)) app.addHttpMethod(method)
     }
-    routesByUrl.clear()
-  })
-}, { name: 'methods' })
+    app.addHttpMethod('QUERY', { overrideExisting: true })
+    // Node hands a CONNECT request to the server's 'connect' event, never to the request handler:
+    // it is routed like any other request here, answered, and its connection closed.
+    app.server.on('connect', function answerConnect(request: IncomingMessage, socket: Socket) {
+      socket.on('error', () => socket.destroy())
+      const response = new ServerResponse(request)
+      response.shouldKeepAlive = false
+      response.assignSocket(socket)
+      response.on('finish', () => {
+        response.detachSocket(socket)
+        socket.end()
+      })
+      app.routing(request, response)
+    })
+
+    const routesByUrl = new Map<string, RouteOptions[]>()
+    app.addHook('onRoute', function recordRoute(route) {
+      if (route.config?.methodNotAllowed === true) return
+      const routes = routesByUrl.get(route.url) ?? []
+      routes.push(route)
+      routesByUrl.set(route.url, routes)
+    })
+
+    app.decorate('answerOtherMethods', function answerOtherMethods() {
+      for (const [url, routes] of routesByUrl) {
+        // Read now: a route's config may have been marked by a later onRoute hook (GET /graphql).
+        const served = new Set(
+          routes.filter((r) => r.config?.methodNotAllowed !== true).flatMap((r) => [r.method].flat())
+        )
+        if (served.has('GET')) served.add('HEAD')
+        const allow = METHODS.filter((m) => served.has(m))
+        const others = METHODS.filter((m) => !served.has(m))
+        if (allow.length === 0 || others.length === 0) continue
+        // Marked routes keep their own method but answer 405 (their handler was replaced).
+        const missing = others.filter((m) => !routes.some((r) => [r.method].flat().includes(m)))
+        if (missing.length === 0) continue
+        app.route({
+          method: missing,
+          url,
+          exposeHeadRoute: false,
+          config: { methodNotAllowed: true },
+          schema: { hide: true },
+          onRequest: refuseMethod(allow),
+          handler: refuseMethod(allow)
+        })
+      }
+      routesByUrl.clear()
+    })
+  },
+  { name: 'methods' }
+)

@@ -30,141 +30,166 @@ const UNMATCHED = 'unmatched'
  * metrics are counted in memory per server process; import counts are read from the database at
  * scrape time, so every server reports the same totals.
  */
-export default fp(async function metricsPlugin(app: FastifyInstance, opts: { config: Config }) {
-  const register = new Registry()
-  const repo = createMetricsRepository(app.db)
+export default fp(
+  async function metricsPlugin(app: FastifyInstance, opts: { config: Config }) {
+    const register = new Registry()
+    const repo = createMetricsRepository(app.db)
 
-  const labelNames = ['method', 'route', 'status'] as const
-  const requests = new Counter({
-    name: 'amis_http_requests_total',
-    help: 'HTTP requests answered, by method, route pattern and status.',
-    labelNames,
-    registers: [register]
-  })
-  const duration = new Histogram({
-    name: 'amis_http_request_duration_seconds',
-    help: 'Time to answer HTTP requests, by method, route pattern and status.',
-    labelNames,
-    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
-    registers: [register]
-  })
-  app.addHook('onResponse', async function countRequest(request, reply) {
-    const route = request.is404 ? UNMATCHED : (request.routeOptions.url ?? UNMATCHED)
-    const labels = { method: request.method, route, status: String(reply.statusCode) }
-    requests.inc(labels)
-    duration.observe(labels, reply.elapsedTime / 1000)
-  })
+    const labelNames = ['method', 'route', 'status'] as const
+    const requests = new Counter({
+      name: 'amis_http_requests_total',
+      help: 'HTTP requests answered, by method, route pattern and status.',
+      labelNames,
+      registers: [register]
+    })
+    const duration = new Histogram({
+      name: 'amis_http_request_duration_seconds',
+      help: 'Time to answer HTTP requests, by method, route pattern and status.',
+      labelNames,
+      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+      registers: [register]
+    })
+    app.addHook('onResponse', async function countRequest(request, reply) {
+      const route = request.is404 ? UNMATCHED : (request.routeOptions.url ?? UNMATCHED)
+      const labels = { method: request.method, route, status: String(reply.statusCode) }
+      requests.inc(labels)
+      duration.observe(labels, reply.elapsedTime / 1000)
+    })
 
-  // One query per scrape, shared by the gauges below (a scrape collects them all at once).
-  let counting: Promise<SupplierCounts[]> | undefined
-  function supplierCounts(): Promise<SupplierCounts[]> {
-    counting ??= repo.supplierCounts().finally(() => { counting = undefined })
-    return counting
-  }
+    // One query per scrape, shared by the gauges below (a scrape collects them all at once).
+    let counting: Promise<SupplierCounts[]> | undefined
+    function supplierCounts(): Promise<SupplierCounts[]> {
+      counting ??= repo.supplierCounts().finally(() => {
+        counting = undefined
+      })
+      return counting
+    }
 
-  function supplierGauge(name: string, help: string, value: (row: SupplierCounts) => number): void {
-    const gauge: Gauge<'supplier'> = new Gauge({
-      name,
-      help,
+    function supplierGauge(name: string, help: string, value: (row: SupplierCounts) => number): void {
+      const gauge: Gauge<'supplier'> = new Gauge({
+        name,
+        help,
+        labelNames: ['supplier'],
+        registers: [register],
+        async collect() {
+          const rows = await supplierCounts()
+          gauge.reset()
+          for (const row of rows) gauge.set({ supplier: row.supplier }, value(row))
+        }
+      })
+    }
+    supplierGauge(
+      'amis_accounts_staged',
+      'Accounts ever staged (created and skipped ones included), by supplier.',
+      (r) => r.staged
+    )
+    supplierGauge(
+      'amis_accounts_pending',
+      'Accounts staged and not yet created or skipped (failed ones included), by supplier.',
+      (r) => r.pending
+    )
+    supplierGauge('amis_accounts_created', 'Accounts created, by supplier.', (r) => r.created)
+    supplierGauge(
+      'amis_accounts_failed',
+      'Accounts staged, not created, whose latest create failed, by supplier.',
+      (r) => r.failed
+    )
+    supplierGauge('amis_accounts_skipped', 'Accounts skipped, by supplier.', (r) => r.skipped)
+
+    const inFlight: Gauge<'supplier'> = new Gauge({
+      name: 'amis_creates_in_flight',
+      help: 'Creates and dry runs running now on any server, by supplier.',
       labelNames: ['supplier'],
       registers: [register],
       async collect() {
-        const rows = await supplierCounts()
-        gauge.reset()
-        for (const row of rows) gauge.set({ supplier: row.supplier }, value(row))
+        const [suppliers, running] = await Promise.all([supplierCounts(), repo.createsInFlight()])
+        inFlight.reset()
+        for (const row of suppliers) inFlight.set({ supplier: row.supplier }, 0)
+        for (const row of running) inFlight.set({ supplier: row.supplier }, row.creates)
       }
     })
-  }
-  supplierGauge('amis_accounts_staged', 'Accounts ever staged (created and skipped ones included), by supplier.', (r) => r.staged)
-  supplierGauge('amis_accounts_pending', 'Accounts staged and not yet created or skipped (failed ones included), by supplier.', (r) => r.pending)
-  supplierGauge('amis_accounts_created', 'Accounts created, by supplier.', (r) => r.created)
-  supplierGauge('amis_accounts_failed', 'Accounts staged, not created, whose latest create failed, by supplier.', (r) => r.failed)
-  supplierGauge('amis_accounts_skipped', 'Accounts skipped, by supplier.', (r) => r.skipped)
 
-  const inFlight: Gauge<'supplier'> = new Gauge({
-    name: 'amis_creates_in_flight',
-    help: 'Creates and dry runs running now on any server, by supplier.',
-    labelNames: ['supplier'],
-    registers: [register],
-    async collect() {
-      const [suppliers, running] = await Promise.all([supplierCounts(), repo.createsInFlight()])
-      inFlight.reset()
-      for (const row of suppliers) inFlight.set({ supplier: row.supplier }, 0)
-      for (const row of running) inFlight.set({ supplier: row.supplier }, row.creates)
+    const active = new Gauge({
+      name: 'amis_write_requests_active',
+      help: 'Requests of the write endpoints this process is working on (at most DATABASE_POOL_SIZE).',
+      registers: [register],
+      collect() {
+        active.set(app.turns.active)
+      }
+    })
+    const waiting = new Gauge({
+      name: 'amis_write_requests_waiting',
+      help: 'Requests of the write endpoints waiting for their turn in this process (body read).',
+      registers: [register],
+      collect() {
+        waiting.set(app.turns.waiting)
+      }
+    })
+    const bodyBytes = new Gauge({
+      name: 'amis_request_body_bytes_held',
+      help: 'Bytes of authenticated request bodies this process holds (at most BODY_MEMORY_BYTES, one organisation at most half).',
+      registers: [register],
+      collect() {
+        bodyBytes.set(app.bodyBudget.held)
+      }
+    })
+    const bodyWaiting = new Gauge({
+      name: 'amis_request_bodies_waiting',
+      help: "Authenticated requests waiting, body not read yet, for their organisation's share of BODY_MEMORY_BYTES.",
+      registers: [register],
+      collect() {
+        bodyWaiting.set(app.bodyBudget.waiting)
+      }
+    })
+
+    // postgres.js does not expose how many of its connections are busy: the configured size is.
+    if (app.database.kind === 'postgres') {
+      new Gauge({
+        name: 'amis_database_pool_size',
+        help: 'Connections this server process may open to the PostgreSQL server (DATABASE_POOL_SIZE).',
+        registers: [register]
+      }).set(opts.config.databasePoolSize)
     }
-  })
 
-  const active = new Gauge({
-    name: 'amis_write_requests_active',
-    help: 'Requests of the write endpoints this process is working on (at most DATABASE_POOL_SIZE).',
-    registers: [register],
-    collect() { active.set(app.turns.active) }
-  })
-  const waiting = new Gauge({
-    name: 'amis_write_requests_waiting',
-    help: 'Requests of the write endpoints waiting for their turn in this process (body read).',
-    registers: [register],
-    collect() { waiting.set(app.turns.waiting) }
-  })
-  const bodyBytes = new Gauge({
-    name: 'amis_request_body_bytes_held',
-    help: 'Bytes of authenticated request bodies this process holds (at most BODY_MEMORY_BYTES, one organisation at most half).',
-    registers: [register],
-    collect() { bodyBytes.set(app.bodyBudget.held) }
-  })
-  const bodyWaiting = new Gauge({
-    name: 'amis_request_bodies_waiting',
-    help: 'Authenticated requests waiting, body not read yet, for their organisation\'s share of BODY_MEMORY_BYTES.',
-    registers: [register],
-    collect() { bodyWaiting.set(app.bodyBudget.waiting) }
-  })
-
-  // postgres.js does not expose how many of its connections are busy: the configured size is.
-  if (app.database.kind === 'postgres') {
-    new Gauge({
-      name: 'amis_database_pool_size',
-      help: 'Connections this server process may open to the PostgreSQL server (DATABASE_POOL_SIZE).',
+    const failuresRecorded = new Counter({
+      name: 'amis_failures_recorded_total',
+      help: 'Failures recorded (failure records written), by supplier, step and error code; a failure holding several codes counts once for each.',
+      labelNames: ['supplier', 'step', 'code'],
       registers: [register]
-    }).set(opts.config.databasePoolSize)
-  }
+    })
+    app.failures.onFailure(({ supplierCode, step, codes }) => {
+      for (const code of codes) failuresRecorded.inc({ supplier: supplierCode, step, code })
+    })
 
-  const failuresRecorded = new Counter({
-    name: 'amis_failures_recorded_total',
-    help: 'Failures recorded (failure records written), by supplier, step and error code; a failure holding several codes counts once for each.',
-    labelNames: ['supplier', 'step', 'code'],
-    registers: [register]
-  })
-  app.failures.onFailure(({ supplierCode, step, codes }) => {
-    for (const code of codes) failuresRecorded.inc({ supplier: supplierCode, step, code })
-  })
+    const stagedDataErased = new Counter({
+      name: 'amis_staged_data_erased_total',
+      help: 'Staged payloads erased by this server process: by the retention job after the period (reason "retention"), or by the operator\'s eraseStagedData (reason "request").',
+      labelNames: ['reason'],
+      registers: [register]
+    })
+    for (const reason of ['retention', 'request']) stagedDataErased.inc({ reason }, 0)
+    app.retention.onErased(({ reason, payloads }) => stagedDataErased.inc({ reason }, payloads))
 
-  const stagedDataErased = new Counter({
-    name: 'amis_staged_data_erased_total',
-    help: 'Staged payloads erased by this server process: by the retention job after the period (reason "retention"), or by the operator\'s eraseStagedData (reason "request").',
-    labelNames: ['reason'],
-    registers: [register]
-  })
-  for (const reason of ['retention', 'request']) stagedDataErased.inc({ reason }, 0)
-  app.retention.onErased(({ reason, payloads }) => stagedDataErased.inc({ reason }, payloads))
+    // What a scrape reads: this app's metrics and the process's.
+    const scraped = Registry.merge([register, processRegistry()])
 
-  // What a scrape reads: this app's metrics and the process's.
-  const scraped = Registry.merge([register, processRegistry()])
+    const metricsToken = opts.config.metricsToken === undefined ? undefined : hashSecret(opts.config.metricsToken)
 
-  const metricsToken = opts.config.metricsToken === undefined ? undefined : hashSecret(opts.config.metricsToken)
+    /** An operator token, or the configured METRICS_TOKEN (a scrape job needs no token renewal). */
+    async function requireOperator(request: FastifyRequest): Promise<void> {
+      const token = tokenFromHeader(request.headers.authorization)
+      if (token === undefined) throw notAuthenticated()
+      if (metricsToken !== undefined && sameHash(hashSecret(token), metricsToken)) return
+      const principal = await app.auth.authenticate(token)
+      if (principal.kind !== 'operator') throw permissionDenied('Only the operator can read metrics.')
+      request.principal = principal
+    }
 
-  /** An operator token, or the configured METRICS_TOKEN (a scrape job needs no token renewal). */
-  async function requireOperator(request: FastifyRequest): Promise<void> {
-    const token = tokenFromHeader(request.headers.authorization)
-    if (token === undefined) throw notAuthenticated()
-    if (metricsToken !== undefined && sameHash(hashSecret(token), metricsToken)) return
-    const principal = await app.auth.authenticate(token)
-    if (principal.kind !== 'operator') throw permissionDenied('Only the operator can read metrics.')
-    request.principal = principal
-  }
-
-  // Scrapes come every few seconds: logged only when something is wrong, like the health probes.
-  app.get('/metrics', { onRequest: requireOperator, logLevel: 'warn' }, async function metrics(_request, reply) {
-    const text = await scraped.metrics()
-    return reply.type(scraped.contentType).send(text)
-  })
-}, { name: 'metrics', dependencies: ['db', 'auth', 'bodies', 'turns', 'failures', 'retention'] })
+    // Scrapes come every few seconds: logged only when something is wrong, like the health probes.
+    app.get('/metrics', { onRequest: requireOperator, logLevel: 'warn' }, async function metrics(_request, reply) {
+      const text = await scraped.metrics()
+      return reply.type(scraped.contentType).send(text)
+    })
+  },
+  { name: 'metrics', dependencies: ['db', 'auth', 'bodies', 'turns', 'failures', 'retention'] }
+)

@@ -7,8 +7,17 @@ import type { FastifyInstance, FastifySchema, RouteOptions } from 'fastify'
 import fp from 'fastify-plugin'
 import { ErrorBody } from '../../schemas/common.js'
 import {
-  COMPONENT_SCHEMAS, DOCUMENTED_RULES, ERROR_RESPONSES, EVERY_OPERATION_STATUSES, GraphqlDocumentation, NAMED_BRANCHES, PATH_PARAMETER_STATUSES,
-  MetricsDocumentation, OpenApiDocumentResponses, SECURITY_SCHEMES, TAGS
+  COMPONENT_SCHEMAS,
+  DOCUMENTED_RULES,
+  ERROR_RESPONSES,
+  EVERY_OPERATION_STATUSES,
+  GraphqlDocumentation,
+  NAMED_BRANCHES,
+  PATH_PARAMETER_STATUSES,
+  MetricsDocumentation,
+  OpenApiDocumentResponses,
+  SECURITY_SCHEMES,
+  TAGS
 } from '../../schemas/openapi.js'
 import { REQUEST_EXAMPLES } from '../../schemas/examples.js'
 import { DECIMAL_TEXT } from '../decimal.js'
@@ -21,27 +30,97 @@ export const DOCS_PREFIX = '/docs'
  * The page's Content-Security-Policy: everything from this server only (the UI's assets come from
  * node_modules, never a CDN). Inline styles are allowed: the UI sets style attributes.
  */
-export const DOCS_CSP = "default-src 'self'; base-uri 'self'; connect-src 'self'; font-src 'self' data:; " +
+export const DOCS_CSP =
+  "default-src 'self'; base-uri 'self'; connect-src 'self'; font-src 'self' data:; " +
   "form-action 'self'; frame-ancestors 'none'; img-src 'self' data:; object-src 'none'; script-src 'self'; " +
   "style-src 'self' 'unsafe-inline'"
 
 /** Keywords of JSON Schema 2020-12 (and draft-07, which Ajv reads) and of OpenAPI's Schema Object. */
 const STANDARD_KEYWORDS = new Set([
-  '$schema', '$id', '$ref', '$anchor', '$dynamicRef', '$dynamicAnchor', '$vocabulary', '$comment', '$defs', 'definitions',
-  'allOf', 'anyOf', 'oneOf', 'not', 'if', 'then', 'else', 'dependentSchemas', 'prefixItems', 'items', 'additionalItems',
-  'contains', 'properties', 'patternProperties', 'additionalProperties', 'propertyNames', 'unevaluatedItems',
-  'unevaluatedProperties', 'type', 'enum', 'const', 'multipleOf', 'maximum', 'exclusiveMaximum', 'minimum',
-  'exclusiveMinimum', 'maxLength', 'minLength', 'pattern', 'maxItems', 'minItems', 'uniqueItems', 'maxContains',
-  'minContains', 'maxProperties', 'minProperties', 'required', 'dependentRequired', 'title', 'description', 'default',
-  'deprecated', 'readOnly', 'writeOnly', 'examples', 'format', 'contentEncoding', 'contentMediaType', 'contentSchema',
-  'discriminator', 'xml', 'externalDocs', 'example'
+  '$schema',
+  '$id',
+  '$ref',
+  '$anchor',
+  '$dynamicRef',
+  '$dynamicAnchor',
+  '$vocabulary',
+  '$comment',
+  '$defs',
+  'definitions',
+  'allOf',
+  'anyOf',
+  'oneOf',
+  'not',
+  'if',
+  'then',
+  'else',
+  'dependentSchemas',
+  'prefixItems',
+  'items',
+  'additionalItems',
+  'contains',
+  'properties',
+  'patternProperties',
+  'additionalProperties',
+  'propertyNames',
+  'unevaluatedItems',
+  'unevaluatedProperties',
+  'type',
+  'enum',
+  'const',
+  'multipleOf',
+  'maximum',
+  'exclusiveMaximum',
+  'minimum',
+  'exclusiveMinimum',
+  'maxLength',
+  'minLength',
+  'pattern',
+  'maxItems',
+  'minItems',
+  'uniqueItems',
+  'maxContains',
+  'minContains',
+  'maxProperties',
+  'minProperties',
+  'required',
+  'dependentRequired',
+  'title',
+  'description',
+  'default',
+  'deprecated',
+  'readOnly',
+  'writeOnly',
+  'examples',
+  'format',
+  'contentEncoding',
+  'contentMediaType',
+  'contentSchema',
+  'discriminator',
+  'xml',
+  'externalDocs',
+  'example'
 ])
 /** Keywords whose value is a map of name → schema. */
 const SCHEMA_MAPS = new Set(['properties', 'patternProperties', '$defs', 'definitions', 'dependentSchemas'])
 /** Keywords whose value is a schema or a list of schemas. */
 const SUBSCHEMAS = new Set([
-  'allOf', 'anyOf', 'oneOf', 'not', 'if', 'then', 'else', 'prefixItems', 'items', 'additionalItems', 'contains',
-  'additionalProperties', 'propertyNames', 'unevaluatedItems', 'unevaluatedProperties', 'contentSchema'
+  'allOf',
+  'anyOf',
+  'oneOf',
+  'not',
+  'if',
+  'then',
+  'else',
+  'prefixItems',
+  'items',
+  'additionalItems',
+  'contains',
+  'additionalProperties',
+  'propertyNames',
+  'unevaluatedItems',
+  'unevaluatedProperties',
+  'contentSchema'
 ])
 
 type Json = null | boolean | number | string | Json[] | { [key: string]: Json }
@@ -65,7 +144,9 @@ function toOpenApiResponse(response: unknown): unknown {
   if (!content) return toOpenApiSchema(response)
   return {
     ...(response as SchemaObject),
-    content: Object.fromEntries(Object.entries(content).map(([type, media]) => [type, { ...media, schema: toOpenApiSchema(media.schema) }]))
+    content: Object.fromEntries(
+      Object.entries(content).map(([type, media]) => [type, { ...media, schema: toOpenApiSchema(media.schema) }])
+    )
   }
 }
 
@@ -81,7 +162,8 @@ function emptyValue(): SchemaObject {
   return {
     type: ['null', 'string'],
     pattern: BLANK_PATTERN,
-    description: '`null`, or a string that is empty or only whitespace: taken as if the field were not sent (its default, if any, applies).',
+    description:
+      '`null`, or a string that is empty or only whitespace: taken as if the field were not sent (its default, if any, applies).',
     [COMPONENT]: 'EmptyValue'
   }
 }
@@ -123,20 +205,30 @@ export function toOpenApiSchema(schema: unknown, options: { request?: boolean } 
   const decimal = out['x-decimal'] as { integer: number; scale: number; positive?: boolean } | undefined
   if (decimal) {
     out.pattern ??= DECIMAL_TEXT.source // applies to the string form only
-    appendDescription(out, 'Exact decimal: a decimal string, or a JSON number of at most 15 significant digits; ' +
-      `at most ${decimal.integer} digits before the point and ${decimal.scale} after` +
-      `${decimal.positive ? ', greater than zero' : ''}. Returned as a decimal string.`)
+    appendDescription(
+      out,
+      'Exact decimal: a decimal string, or a JSON number of at most 15 significant digits; ' +
+        `at most ${decimal.integer} digits before the point and ${decimal.scale} after` +
+        `${decimal.positive ? ', greater than zero' : ''}. Returned as a decimal string.`
+    )
   }
   const jsonValue = out['x-json-value'] as { maxBytes: number; maxDepth: number } | undefined
   if (jsonValue) {
     out.not ??= { type: 'null' } // the keyword refuses null (`null`)
-    appendDescription(out, `Any JSON value but null, at most ${jsonValue.maxBytes} bytes serialised and ${jsonValue.maxDepth} levels deep.`)
+    appendDescription(
+      out,
+      `Any JSON value but null, at most ${jsonValue.maxBytes} bytes serialised and ${jsonValue.maxDepth} levels deep.`
+    )
   }
   const source = schema as SchemaObject
   if (options.request && source.omitEmpty === true && out.properties) {
     const required = new Set((source.required ?? []) as string[])
-    out.properties = Object.fromEntries(Object.entries(out.properties as Record<string, SchemaObject>)
-      .map(([name, property]) => [name, required.has(name) ? property : omittable(property)]))
+    out.properties = Object.fromEntries(
+      Object.entries(out.properties as Record<string, SchemaObject>).map(([name, property]) => [
+        name,
+        required.has(name) ? property : omittable(property)
+      ])
+    )
   }
   // Rules a service checks that JSON Schema can state (schemas/openapi.ts).
   Object.assign(out, structuredClone(DOCUMENTED_RULES.get(source)))
@@ -146,7 +238,7 @@ export function toOpenApiSchema(schema: unknown, options: { request?: boolean } 
     const mapping: Record<string, string> = {}
     for (const branch of source.oneOf as SchemaObject[]) {
       const name = NAMED_BRANCHES.get(branch)
-      const value = ((branch.properties as Record<string, SchemaObject> | undefined)?.[discriminator.propertyName])?.const
+      const value = (branch.properties as Record<string, SchemaObject> | undefined)?.[discriminator.propertyName]?.const
       if (name && typeof value === 'string') mapping[value] = `#/components/schemas/${name}`
     }
     out.discriminator = { ...discriminator, mapping }
@@ -209,7 +301,10 @@ function documentRoute({ schema, url, route }: { schema: FastifySchema; url: str
   return { schema: out as FastifySchema, url: withoutSlash(url) }
 }
 
-type Operation = { responses: Record<string, { description: string; content?: unknown } | { $ref: string }>; [key: string]: unknown }
+type Operation = {
+  responses: Record<string, { description: string; content?: unknown } | { $ref: string }>
+  [key: string]: unknown
+}
 type Paths = Record<string, Record<string, Operation>>
 
 /** The document @fastify/swagger made: the parts finishDocument reads and changes. */
@@ -225,7 +320,8 @@ function finishDocument({ openapiObject }: { openapiObject: OpenApiDocument }) {
     for (const operation of Object.values(pathItem)) {
       for (const [status, response] of Object.entries(operation.responses)) {
         if ('description' in response && response.description === 'Default Response') {
-          response.description = status === '201' && !response.content ? 'Created (empty body).' : `${STATUS_CODES[status] ?? status}.`
+          response.description =
+            status === '201' && !response.content ? 'Created (empty body).' : `${STATUS_CODES[status] ?? status}.`
         }
       }
       const statuses = (operation[ERROR_STATUSES] ?? []) as string[]
@@ -237,7 +333,9 @@ function finishDocument({ openapiObject }: { openapiObject: OpenApiDocument }) {
       for (const status of statuses) {
         operation.responses[status] = { $ref: `#/components/responses/${ERROR_RESPONSES[status]!.name}` }
       }
-      operation.responses = Object.fromEntries(Object.entries(operation.responses).sort(([a], [b]) => a.localeCompare(b)))
+      operation.responses = Object.fromEntries(
+        Object.entries(operation.responses).sort(([a], [b]) => a.localeCompare(b))
+      )
     }
   }
   const schemas = openapiObject.components.schemas
@@ -249,18 +347,39 @@ function finishDocument({ openapiObject }: { openapiObject: OpenApiDocument }) {
 
 /** `components.responses`: one per error status, all with the contract's error body. */
 function errorResponses() {
-  return Object.fromEntries(Object.values(ERROR_RESPONSES).map(({ name, description, retryAfter, allow }) => [name, {
-    description,
-    ...(retryAfter ? { headers: { 'Retry-After': { description: 'Seconds to wait before retrying.', schema: { type: 'integer' } } } } : {}),
-    ...(allow ? { headers: { Allow: { description: 'The methods the path serves.', schema: { type: 'string' } } } } : {}),
-    content: { 'application/json': { schema: { $ref: '#/components/schemas/ErrorBody' } } }
-  }]))
+  return Object.fromEntries(
+    Object.values(ERROR_RESPONSES).map(({ name, description, retryAfter, allow }) => [
+      name,
+      {
+        description,
+        ...(retryAfter
+          ? {
+              headers: {
+                'Retry-After': { description: 'Seconds to wait before retrying.', schema: { type: 'integer' } }
+              }
+            }
+          : {}),
+        ...(allow
+          ? { headers: { Allow: { description: 'The methods the path serves.', schema: { type: 'string' } } } }
+          : {}),
+        content: { 'application/json': { schema: { $ref: '#/components/schemas/ErrorBody' } } }
+      }
+    ])
+  )
 }
 
 function componentSchemas() {
-  const schemas = Object.fromEntries(Object.entries(COMPONENT_SCHEMAS).map(([name, schema]) => [name, toOpenApiSchema(schema) as SchemaObject]))
+  const schemas = Object.fromEntries(
+    Object.entries(COMPONENT_SCHEMAS).map(([name, schema]) => [name, toOpenApiSchema(schema) as SchemaObject])
+  )
   // ErrorBody refers to its entries by name.
-  schemas.ErrorBody = { ...schemas.ErrorBody, properties: { ...(schemas.ErrorBody!.properties as SchemaObject), errors: { type: 'array', items: { $ref: '#/components/schemas/ErrorEntry' } } } }
+  schemas.ErrorBody = {
+    ...schemas.ErrorBody,
+    properties: {
+      ...(schemas.ErrorBody!.properties as SchemaObject),
+      errors: { type: 'array', items: { $ref: '#/components/schemas/ErrorEntry' } }
+    }
+  }
   return schemas
 }
 
@@ -273,59 +392,67 @@ function packageVersion(): string {
  * schemas (`GET /openapi.json`), and the interactive documentation on it (`GET /docs`, Swagger UI
  * served from node_modules). Registered before the routes, so its onRoute hook sees them all.
  */
-export default fp(async function openapiPlugin(app: FastifyInstance) {
-  const options: FastifyDynamicSwaggerOptions = {
-    openapi: {
-      openapi: '3.1.0',
-      info: {
-        title: 'Account Migration Import Service',
-        version: packageVersion(),
-        description: 'Moves energy customer accounts from a previous supplier\'s system into the platform: validate, ' +
-          'stage and create accounts (one by one, or many per request with `POST /v1/data-import/batches`), add their ' +
-          'history, and follow the migration (progress, failures by code, a per-minute timeline).\n\n' +
-          '## How to authenticate\n' +
-          '1. Exchange your API key for a token: `POST /graphql` with ' +
-          '`{"query": "mutation { obtainToken(input: {APIKey: \\"amk_…\\"}) { token expiresIn refreshToken } }"}`.\n' +
-          '2. Send the token on every call: `Authorization: Bearer <token>` (here: the **Authorize** button, `clientToken`).\n' +
-          '3. Before it expires (`expiresIn` seconds), trade the `refreshToken` for a new pair with `obtainToken(input: {refreshToken: …})`.\n\n' +
-          'Every 4xx/5xx body is `ErrorBody`: `code` is stable, `errors[].attr` is the path of the input at fault. ' +
-          'Paths accept a trailing slash or none. In objects marked `x-omit-empty`, an optional field sent as `null` ' +
-          'or blank is treated as omitted. Money and other decimals are exact: decimal strings (or JSON numbers of at ' +
-          'most 15 significant digits) in major units (`"53.24"` is 53 pounds 24 pence), answered as decimal strings.'
+export default fp(
+  async function openapiPlugin(app: FastifyInstance) {
+    const options: FastifyDynamicSwaggerOptions = {
+      openapi: {
+        openapi: '3.1.0',
+        info: {
+          title: 'Account Migration Import Service',
+          version: packageVersion(),
+          description:
+            "Moves energy customer accounts from a previous supplier's system into the platform: validate, " +
+            'stage and create accounts (one by one, or many per request with `POST /v1/data-import/batches`), add their ' +
+            'history, and follow the migration (progress, failures by code, a per-minute timeline).\n\n' +
+            '## How to authenticate\n' +
+            '1. Exchange your API key for a token: `POST /graphql` with ' +
+            '`{"query": "mutation { obtainToken(input: {APIKey: \\"amk_…\\"}) { token expiresIn refreshToken } }"}`.\n' +
+            '2. Send the token on every call: `Authorization: Bearer <token>` (here: the **Authorize** button, `clientToken`).\n' +
+            '3. Before it expires (`expiresIn` seconds), trade the `refreshToken` for a new pair with `obtainToken(input: {refreshToken: …})`.\n\n' +
+            'Every 4xx/5xx body is `ErrorBody`: `code` is stable, `errors[].attr` is the path of the input at fault. ' +
+            'Paths accept a trailing slash or none. In objects marked `x-omit-empty`, an optional field sent as `null` ' +
+            'or blank is treated as omitted. Money and other decimals are exact: decimal strings (or JSON numbers of at ' +
+            'most 15 significant digits) in major units (`"53.24"` is 53 pounds 24 pence), answered as decimal strings.'
+        },
+        servers: [{ url: '/', description: 'This service' }],
+        tags: TAGS,
+        components: {
+          securitySchemes: SECURITY_SCHEMES as never,
+          schemas: componentSchemas() as never,
+          responses: errorResponses() as never
+        }
       },
-      servers: [{ url: '/', description: 'This service' }],
-      tags: TAGS,
-      components: {
-        securitySchemes: SECURITY_SCHEMES as never,
-        schemas: componentSchemas() as never,
-        responses: errorResponses() as never
-      }
-    },
-    transform: documentRoute as never,
-    transformObject: finishDocument as never
-  }
-  await app.register(swagger, options)
-
-  app.get('/openapi.json', {
-    schema: {
-      summary: 'This OpenAPI document',
-      tags: ['Operations'],
-      operationId: 'openapi',
-      response: OpenApiDocumentResponses
-    },
-    logLevel: 'warn'
-  }, async function openapiDocument() {
-    return app.swagger() as { openapi: string }
-  })
-
-  await app.register(swaggerUi, {
-    routePrefix: DOCS_PREFIX,
-    staticCSP: DOCS_CSP,
-    uiConfig: { deepLinking: true, docExpansion: 'list', defaultModelsExpandDepth: 0 },
-    theme: {
-      title: 'Account Migration Import Service: API',
-      // The page is this service's documentation: no "explore any URL" bar.
-      css: [{ filename: 'theme.css', content: '.swagger-ui .topbar { display: none }' }]
+      transform: documentRoute as never,
+      transformObject: finishDocument as never
     }
-  })
-}, { name: 'openapi' })
+    await app.register(swagger, options)
+
+    app.get(
+      '/openapi.json',
+      {
+        schema: {
+          summary: 'This OpenAPI document',
+          tags: ['Operations'],
+          operationId: 'openapi',
+          response: OpenApiDocumentResponses
+        },
+        logLevel: 'warn'
+      },
+      async function openapiDocument() {
+        return app.swagger() as { openapi: string }
+      }
+    )
+
+    await app.register(swaggerUi, {
+      routePrefix: DOCS_PREFIX,
+      staticCSP: DOCS_CSP,
+      uiConfig: { deepLinking: true, docExpansion: 'list', defaultModelsExpandDepth: 0 },
+      theme: {
+        title: 'Account Migration Import Service: API',
+        // The page is this service's documentation: no "explore any URL" bar.
+        css: [{ filename: 'theme.css', content: '.swagger-ui .topbar { display: none }' }]
+      }
+    })
+  },
+  { name: 'openapi' }
+)

@@ -24,26 +24,32 @@ function organisationKey(request: FastifyRequest): string {
  * Rate limits on @fastify/rate-limit's in-process store: limits hold per server process.
  * A 429 carries `Retry-After` and the contract's body.
  */
-export default fp(async function rateLimitsPlugin(app: FastifyInstance, opts: { config: Config }) {
-  await app.register(rateLimit, { global: false })
-  const perMinute = { timeWindow: 60_000 }
-  const tokenLimiter = app.createRateLimit({ ...perMinute, max: opts.config.tokenRateLimitPerMinute, keyGenerator: (req) => `token:${req.ip}` })
-  const orgMax = opts.config.orgRateLimitPerMinute
-  const orgLimiter = orgMax > 0
-    ? app.createRateLimit({ ...perMinute, max: orgMax, keyGenerator: organisationKey })
-    : undefined
+export default fp(
+  async function rateLimitsPlugin(app: FastifyInstance, opts: { config: Config }) {
+    await app.register(rateLimit, { global: false })
+    const perMinute = { timeWindow: 60_000 }
+    const tokenLimiter = app.createRateLimit({
+      ...perMinute,
+      max: opts.config.tokenRateLimitPerMinute,
+      keyGenerator: (req) => `token:${req.ip}`
+    })
+    const orgMax = opts.config.orgRateLimitPerMinute
+    const orgLimiter =
+      orgMax > 0 ? app.createRateLimit({ ...perMinute, max: orgMax, keyGenerator: organisationKey }) : undefined
 
-  app.decorate('limits', {
-    async tokens(request: FastifyRequest, fields: number) {
-      for (let i = 0; i < fields; i++) {
-        const result = await tokenLimiter(request)
+    app.decorate('limits', {
+      async tokens(request: FastifyRequest, fields: number) {
+        for (let i = 0; i < fields; i++) {
+          const result = await tokenLimiter(request)
+          if (!result.isAllowed && result.isExceeded) throw throttled(result.ttlInSeconds)
+        }
+      },
+      async organisation(request: FastifyRequest) {
+        if (!orgLimiter) return
+        const result = await orgLimiter(request)
         if (!result.isAllowed && result.isExceeded) throw throttled(result.ttlInSeconds)
       }
-    },
-    async organisation(request: FastifyRequest) {
-      if (!orgLimiter) return
-      const result = await orgLimiter(request)
-      if (!result.isAllowed && result.isExceeded) throw throttled(result.ttlInSeconds)
-    }
-  })
-}, { name: 'rate-limits' })
+    })
+  },
+  { name: 'rate-limits' }
+)

@@ -11,14 +11,17 @@ declare module 'fastify' {
 }
 
 /** Personal-data retention: the erasure runs in every server process, at start and then regularly. */
-export default fp(async function retentionPlugin(app: FastifyInstance, opts: { config: Config }) {
-  const retention = createRetentionService(app.db, { retentionDays: opts.config.stagedDataRetentionDays })
-  app.decorate('retention', retention)
-  const worker = createRetentionWorker(retention, app.log.child({ component: 'retention' }))
-  app.addHook('onReady', async function startRetention() {
-    worker.start()
-  })
-  app.addHook('preClose', async function stopRetention() {
-    await worker.stop()
-  })
-}, { name: 'retention', dependencies: ['db'] })
+export default fp(
+  async function retentionPlugin(app: FastifyInstance, opts: { config: Config }) {
+    const retention = createRetentionService(app.db, { retentionDays: opts.config.stagedDataRetentionDays })
+    app.decorate('retention', retention)
+    const worker = createRetentionWorker(retention, app.log.child({ component: 'retention' }))
+    app.addHook('onReady', async function startRetention() {
+      worker.start()
+    })
+    app.addHook('preClose', async function stopRetention() {
+      await worker.stop()
+    })
+  },
+  { name: 'retention', dependencies: ['db'] }
+)

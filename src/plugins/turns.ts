@@ -19,13 +19,16 @@ declare module 'fastify' {
 }
 
 /** Turns of work: as many as the process has database connections. */
-export default fp(async function turnsPlugin(app: FastifyInstance, opts: { config: Config }) {
-  const limiter = createLimiter(opts.config.databasePoolSize)
-  app.decorate('turns', limiter)
+export default fp(
+  async function turnsPlugin(app: FastifyInstance, opts: { config: Config }) {
+    const limiter = createLimiter(opts.config.databasePoolSize)
+    app.decorate('turns', limiter)
 
-  app.decorate('takeTurn', async function takeTurn(request: FastifyRequest, reply: FastifyReply) {
-    const key = organisationOf(request.principal).organisationId
-    // The client left while waiting: its turn is given on at once, and the request goes no further.
-    if (!(await holdWhileOpen(reply.raw, () => limiter.acquire(key)))) reply.hijack()
-  })
-}, { name: 'turns', dependencies: ['auth'] })
+    app.decorate('takeTurn', async function takeTurn(request: FastifyRequest, reply: FastifyReply) {
+      const key = organisationOf(request.principal).organisationId
+      // The client left while waiting: its turn is given on at once, and the request goes no further.
+      if (!(await holdWhileOpen(reply.raw, () => limiter.acquire(key)))) reply.hijack()
+    })
+  },
+  { name: 'turns', dependencies: ['auth'] }
+)

@@ -4,7 +4,8 @@ import { CODE } from '../../schemas/error-codes.js'
 /** Contact rules: e-mail addresses and phone numbers. */
 
 /** The HTML e-mail grammar, with a dotted domain. */
-const EMAIL = /^[a-zA-Z0-9.!#$%&'*+/=?^_`{|}~-]+@[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?(?:\.[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?)+$/
+const EMAIL =
+  /^[a-zA-Z0-9.!#$%&'*+/=?^_`{|}~-]+@[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?(?:\.[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?)+$/
 
 const TEST_DOMAINS = ['example.com', 'example.org', 'example.net', 'test.com']
 const TEST_TLDS = ['test', 'example', 'invalid', 'localhost']

@@ -56,6 +56,8 @@ export function ruleContext(schemaErrors: ErrorEntry[], today: string): RuleCont
     // Without schema errors everything is clean: the common case costs nothing.
     clean: schemaErrors.length === 0 ? () => true : (...paths) => paths.every(cleanOne),
     shallow: schemaErrors.length === 0 ? () => true : (...paths) => paths.every(shallowOne),
-    report: (code, attr, ...args) => { errors.push(problem(code, attr, ...args)) }
+    report: (code, attr, ...args) => {
+      errors.push(problem(code, attr, ...args))
+    }
   }
 }

@@ -38,9 +38,19 @@ function tooLong(path: string): boolean {
 /** The path without its one optional leading slash, or undefined when it breaks a rule. */
 export function relativeDocumentPath(path: string): string | undefined {
   const relative = path.startsWith('/') ? path.slice(1) : path
-  if (relative === '' || tooLong(relative) || CONTROL.test(relative) || relative.includes('\\') || SCHEME.test(relative)) return undefined
+  if (
+    relative === '' ||
+    tooLong(relative) ||
+    CONTROL.test(relative) ||
+    relative.includes('\\') ||
+    SCHEME.test(relative)
+  ) {
+    return undefined
+  }
   const segments = relative.split('/')
-  if (segments.some((s) => s === '' || s === '..' || s === '.' || s.trim() === '' || hidesTraversal(s))) return undefined
+  if (segments.some((s) => s === '' || s === '..' || s === '.' || s.trim() === '' || hidesTraversal(s))) {
+    return undefined
+  }
   return relative
 }
 

@@ -22,7 +22,11 @@ export function signedAmount(type: string, amount: unknown): Big {
  */
 export function transactionRules(tx: unknown, path: string, ctx: RuleContext): void {
   if (!isObject(tx)) return
-  if (ctx.clean(`${path}.transaction_date`) && typeof tx.transaction_date === 'string' && tx.transaction_date > ctx.today) {
+  if (
+    ctx.clean(`${path}.transaction_date`) &&
+    typeof tx.transaction_date === 'string' &&
+    tx.transaction_date > ctx.today
+  ) {
     ctx.report(CODE.transaction_in_future, `${path}.transaction_date`)
   }
   const lineItems = arrayOf(tx.line_items)
@@ -33,11 +37,21 @@ export function transactionRules(tx: unknown, path: string, ctx: RuleContext): v
   // Reads the amounts only: a bad rate band or tax type does not hide a wrong total.
   const itemsClean = (list: string, items: unknown[], field: string) =>
     ctx.shallow(`${path}.${list}`) && items.every((_, i) => ctx.clean(`${path}.${list}.${i}.${field}`))
-  if (tx.type === 'SUPPLY_CHARGE' && ctx.clean(`${path}.type`, `${path}.amount`) && itemsClean('line_items', lineItems, 'net_amount') &&
-      (tx.tax_items === undefined || itemsClean('tax_items', taxItems, 'amount'))) {
-    const expected = sumDecimals(lineItems.map((i) => fieldOf(i, 'net_amount'))).plus(sumDecimals(taxItems.map((i) => fieldOf(i, 'amount'))))
+  if (
+    tx.type === 'SUPPLY_CHARGE' &&
+    ctx.clean(`${path}.type`, `${path}.amount`) &&
+    itemsClean('line_items', lineItems, 'net_amount') &&
+    (tx.tax_items === undefined || itemsClean('tax_items', taxItems, 'amount'))
+  ) {
+    const expected = sumDecimals(lineItems.map((i) => fieldOf(i, 'net_amount'))).plus(
+      sumDecimals(taxItems.map((i) => fieldOf(i, 'amount')))
+    )
     if (!toBig(tx.amount).eq(expected)) {
-      ctx.report(CODE.ledger_transaction_amount_does_not_match_with_line_item_net_amount_and_tax_amount, `${path}.amount`, { expected: expected.toFixed() })
+      ctx.report(
+        CODE.ledger_transaction_amount_does_not_match_with_line_item_net_amount_and_tax_amount,
+        `${path}.amount`,
+        { expected: expected.toFixed() }
+      )
     }
   }
 }
@@ -45,7 +59,12 @@ export function transactionRules(tx: unknown, path: string, ctx: RuleContext): v
 function lineItemRules(item: unknown, path: string, ctx: RuleContext): void {
   if (!isObject(item)) return
   const { start_date: start, end_date: end, units } = item
-  if (ctx.clean(`${path}.start_date`, `${path}.end_date`) && typeof start === 'string' && typeof end === 'string' && start > end) {
+  if (
+    ctx.clean(`${path}.start_date`, `${path}.end_date`) &&
+    typeof start === 'string' &&
+    typeof end === 'string' &&
+    start > end
+  ) {
     ctx.report(CODE.start_date_later_than_end_date, `${path}.end_date`, { end: 'end_date', start: 'start_date' })
   }
   if (Array.isArray(units) && ctx.clean(`${path}.units`) && units.length !== 2) {
@@ -61,7 +80,10 @@ function lineItemRules(item: unknown, path: string, ctx: RuleContext): void {
 
 function taxItemRules(item: unknown, path: string, ctx: RuleContext): void {
   if (!isObject(item)) return
-  if (item.unit_type === 'PROPORTION' && ctx.clean(`${path}.unit_type`, `${path}.amount`, `${path}.value_taxed`, `${path}.rate`)) {
+  if (
+    item.unit_type === 'PROPORTION' &&
+    ctx.clean(`${path}.unit_type`, `${path}.amount`, `${path}.value_taxed`, `${path}.rate`)
+  ) {
     const expected = toBig(item.value_taxed).times(toBig(item.rate))
     if (!withinCent(toBig(item.amount), expected)) {
       ctx.report(CODE.incorrect_tax_amount, `${path}.amount`, { expected: expected.toFixed() })

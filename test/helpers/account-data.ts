@@ -72,14 +72,27 @@ export function withLedgers(ledgers: Account[], transfer: unknown, edit: (a: Acc
 }
 
 /** An ENERGY ledger without transactions or a last statement. */
-export const bareLedger = (changes: Account = {}): Account => ({ ledger_code: 'ENERGY', ledger_balance: '0.00', ...changes })
+export const bareLedger = (changes: Account = {}): Account => ({
+  ledger_code: 'ENERGY',
+  ledger_balance: '0.00',
+  ...changes
+})
 
 /** A ledger without transactions whose balance is its last statement's. */
-export const settledLedger = (ledger_code: string, balance: unknown): Account =>
-  ({ ledger_code, last_statement_balance: balance, last_statement_closing_date: '2026-09-30', ledger_balance: balance })
+export const settledLedger = (ledger_code: string, balance: unknown): Account => ({
+  ledger_code,
+  last_statement_balance: balance,
+  last_statement_closing_date: '2026-09-30',
+  ledger_balance: balance
+})
 
-export const base = (id: string, type: string, amount: unknown, extra: Account) =>
-  ({ transaction_id: id, transaction_date: DAY, amount, type, ...extra })
+export const base = (id: string, type: string, amount: unknown, extra: Account) => ({
+  transaction_id: id,
+  transaction_date: DAY,
+  amount,
+  type,
+  ...extra
+})
 export const tx = {
   charge: (id: string, amount: unknown, extra: Account = {}) => base(id, 'CHARGE', amount, extra),
   credit: (id: string, amount: unknown, extra: Account = {}) => base(id, 'CREDIT', amount, extra),
@@ -92,13 +105,21 @@ export const tx = {
 /** A second supply address, different from the example's, with its own supply point. */
 export const otherSupplyAddress = (identifier = 'SP-2', address: Account = {}): Account => ({
   customer_at_supply_address_from_date: '2022-01-01',
-  supply_address: { street_address: '1 Quay Street', locality: 'Bristol', postal_code: 'BS1 4DJ', country: 'GB', ...address },
-  supply_points: [{
-    identifier,
-    supply_type: 'GAS',
-    supply_start_date: '2022-01-01',
-    agreements: [{ effective_from: '2022-01-01', tariff_code: 'G-1R-VAR-22-01-01' }]
-  }]
+  supply_address: {
+    street_address: '1 Quay Street',
+    locality: 'Bristol',
+    postal_code: 'BS1 4DJ',
+    country: 'GB',
+    ...address
+  },
+  supply_points: [
+    {
+      identifier,
+      supply_type: 'GAS',
+      supply_start_date: '2022-01-01',
+      agreements: [{ effective_from: '2022-01-01', tariff_code: 'G-1R-VAR-22-01-01' }]
+    }
+  ]
 })
 
 export const customer = (changes: Account = {}): Account => ({ given_name: 'Grace', family_name: 'Hopper', ...changes })

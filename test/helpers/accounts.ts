@@ -10,28 +10,35 @@ export const TEAM = 'Migrations'
 /** Calls of the account import endpoints with one tenant's token. */
 export function importClient(app: FastifyInstance, tenant: Tenant) {
   const headers = { authorization: `Token ${tenant.token}` }
-  const post = (url: string, payload: unknown) => app.inject({ method: 'POST', url: `/v1/data-import/${url}`, headers, payload: payload as object })
+  const post = (url: string, payload: unknown) =>
+    app.inject({ method: 'POST', url: `/v1/data-import/${url}`, headers, payload: payload as object })
   const get = (url: string) => app.inject({ method: 'GET', url: `/v1/data-import/${url}`, headers })
   const enc = encodeURIComponent
   return {
     validate: (account: unknown) => post('validate-account/', account),
     stage: (account: unknown) => post('account-import-process/create-or-update/', account),
-    create: (external: string, options: { team?: string; dryRun?: boolean; supplier?: string } = {}) => post('account-import-process/process/', {
-      external_account_number: external,
-      import_supplier_code: options.supplier ?? tenant.supplier,
-      operations_team_name: options.team ?? TEAM,
-      ...(options.dryRun !== undefined ? { dry_run: options.dryRun } : {})
-    }),
-    status: (external: string, supplier = tenant.supplier) => get(`account-transfer-status/${enc(supplier)}/${enc(external)}/`),
+    create: (external: string, options: { team?: string; dryRun?: boolean; supplier?: string } = {}) =>
+      post('account-import-process/process/', {
+        external_account_number: external,
+        import_supplier_code: options.supplier ?? tenant.supplier,
+        operations_team_name: options.team ?? TEAM,
+        ...(options.dryRun !== undefined ? { dry_run: options.dryRun } : {})
+      }),
+    status: (external: string, supplier = tenant.supplier) =>
+      get(`account-transfer-status/${enc(supplier)}/${enc(external)}/`),
     summary: (external: string, supplier = tenant.supplier) => get(`accounts/${enc(supplier)}/${enc(external)}/`),
-    list: (kind: 'all' | 'pending' | 'imported', query = '', supplier = tenant.supplier) => get(`${kind}-account-import-processes/${enc(supplier)}/${query}`)
+    list: (kind: 'all' | 'pending' | 'imported', query = '', supplier = tenant.supplier) =>
+      get(`${kind}-account-import-processes/${enc(supplier)}/${query}`)
   }
 }
 
 export type ImportClient = ReturnType<typeof importClient>
 
 /** An app with one tenant (Acme, supplier ACME_ENERGY) and the operations team `Migrations`. */
-export async function importSetup(t: Parameters<typeof buildTestApp>[0], options: Parameters<typeof buildTestApp>[1] = {}) {
+export async function importSetup(
+  t: Parameters<typeof buildTestApp>[0],
+  options: Parameters<typeof buildTestApp>[1] = {}
+) {
   const testApp: TestApp = await buildTestApp(t, options)
   const tenant = await createTenant(testApp.app, 'Acme', 'ACME_ENERGY')
   await asOperator(testApp.app, 'mutation($n: String!) { createOperationsTeam(input: {name: $n}) { id } }', { n: TEAM })
@@ -47,19 +54,23 @@ export function codes(res: LightMyRequestResponse): Array<[string, string | null
  * `importSetup` plus the example account staged and created, and `post(path, fields)` for the
  * post-import endpoints (the account reference is added to `fields`).
  */
-export async function importedSetup(t: Parameters<typeof buildTestApp>[0], options: Parameters<typeof buildTestApp>[1] = {}) {
+export async function importedSetup(
+  t: Parameters<typeof buildTestApp>[0],
+  options: Parameters<typeof buildTestApp>[1] = {}
+) {
   const setup = await importSetup(t, options)
   const staged = await setup.client.stage(exampleAccount())
   if (staged.statusCode !== 201) throw new Error('stage failed: ' + staged.body)
   const created = await setup.client.create('EXT-000123')
   if (created.statusCode !== 201) throw new Error('create failed: ' + created.body)
   const ref = { import_supplier: 'ACME_ENERGY', external_account_number: 'EXT-000123' }
-  const post = (path: string, fields: Record<string, unknown>, query = '') => setup.app.inject({
-    method: 'POST',
-    url: `/v1/data-import/${path}${query}`,
-    headers: { authorization: `Token ${setup.tenant.token}` },
-    payload: { ...ref, ...fields }
-  })
+  const post = (path: string, fields: Record<string, unknown>, query = '') =>
+    setup.app.inject({
+      method: 'POST',
+      url: `/v1/data-import/${path}${query}`,
+      headers: { authorization: `Token ${setup.tenant.token}` },
+      payload: { ...ref, ...fields }
+    })
   return {
     ...setup,
     ref,

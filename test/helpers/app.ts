@@ -40,14 +40,21 @@ export interface TestApp {
  */
 export async function buildTestApp(
   t: Teardown,
-  options: { env?: Record<string, string>; captureLogs?: boolean; database?: Database; onRoute?: (route: RouteOptions) => void } = {}
+  options: {
+    env?: Record<string, string>
+    captureLogs?: boolean
+    database?: Database
+    onRoute?: (route: RouteOptions) => void
+  } = {}
 ): Promise<TestApp> {
   const fresh = options.database ? undefined : await freshDatabase()
   const database = options.database ?? fresh!.database
   const config = testConfig({ ...(options.captureLogs ? { LOG_LEVEL: 'trace' } : {}), ...options.env })
   let logged = ''
   const logStream = new PassThrough()
-  logStream.on('data', (chunk: Buffer) => { logged += chunk.toString('utf8') })
+  logStream.on('data', (chunk: Buffer) => {
+    logged += chunk.toString('utf8')
+  })
   const announced: string[] = []
   const app = await buildApp(config, {
     database: options.database ? sharedHandle(database) : database,

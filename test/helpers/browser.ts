@@ -30,7 +30,12 @@ interface Teardown {
  * Headless Chromium on a throwaway profile, closed at teardown, with every request to another
  * origin than `base` refused and recorded in `foreign` (a page must need nothing from a CDN).
  */
-export async function launchBrowser(t: Teardown, executablePath: string, base: string, viewport = { width: 1280, height: 800 }) {
+export async function launchBrowser(
+  t: Teardown,
+  executablePath: string,
+  base: string,
+  viewport = { width: 1280, height: 800 }
+) {
   const profile = mkdtempSync(join(tmpdir(), 'amis-chromium-'))
   t.teardown(() => rmSync(profile, { recursive: true, force: true }))
   const browser: BrowserContext = await chromium.launchPersistentContext(profile, {
@@ -38,8 +43,13 @@ export async function launchBrowser(t: Teardown, executablePath: string, base: s
     headless: true,
     viewport,
     args: [
-      '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-quic', '--no-first-run',
-      '--disable-component-update', '--disable-sync'
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-background-networking',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-component-update',
+      '--disable-sync'
     ]
   })
   t.teardown(() => browser.close())

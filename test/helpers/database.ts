@@ -79,12 +79,12 @@ async function leasePglite(): Promise<Database> {
   let reused: { database: Database; schema: string } | undefined
   while (!reused && idlePglite.length > 0) {
     const idle = idlePglite.pop()!
-    if (await schemaOf(idle.database) === idle.schema) reused = idle
+    if ((await schemaOf(idle.database)) === idle.schema) reused = idle
     else await idle.database.close()
   }
   if (reused) await emptyTables(reused.database)
-  const database = reused?.database ?? await openPglite({ dataDir: 'memory://', loadDataDir: await pgliteSnapshot() })
-  const schema = reused?.schema ?? await schemaOf(database)
+  const database = reused?.database ?? (await openPglite({ dataDir: 'memory://', loadDataDir: await pgliteSnapshot() }))
+  const schema = reused?.schema ?? (await schemaOf(database))
   let closed = false
   return {
     ...database,
@@ -103,7 +103,8 @@ async function leasePglite(): Promise<Database> {
 
 /** Every object a test could add or change, as text: tables and their columns, constraints, indexes, triggers, functions, schemas. */
 async function schemaOf(database: Database): Promise<string> {
-  const [row] = rowsOf<{ schema: string }>(await database.db.execute(sql`
+  const [row] = rowsOf<{ schema: string }>(
+    await database.db.execute(sql`
     with spaces as (select oid, nspname from pg_namespace where nspname not in ('pg_catalog', 'information_schema') and nspname not like 'pg\_toast%' and nspname not like 'pg\_temp%')
     select md5(string_agg(entry, ';' order by entry)) as schema from (
       select format('ns %s', nspname) as entry from spaces
@@ -114,13 +115,20 @@ async function schemaOf(database: Database): Promise<string> {
       union all select format('idx %s', pg_get_indexdef(indexrelid)) from pg_index i join pg_class c on c.oid = i.indexrelid join spaces s on s.oid = c.relnamespace
       union all select format('trg %s %s %s', tgrelid::regclass, tgname, tgenabled) from pg_trigger where not tgisinternal
       union all select format('fn %s %s', p.oid::regprocedure, md5(p.prosrc)) from pg_proc p join spaces s on s.oid = p.pronamespace
-    ) entries`))
+    ) entries`)
+  )
   return row!.schema
 }
 
 async function emptyTables(database: Database): Promise<void> {
-  const tables = rowsOf<{ name: string }>(await database.db.execute(sql`select tablename as name from pg_tables where schemaname = 'public'`))
-  if (tables.length > 0) await database.db.execute(sql.raw(`truncate ${tables.map(({ name }) => `"${name}"`).join(', ')} restart identity cascade`))
+  const tables = rowsOf<{ name: string }>(
+    await database.db.execute(sql`select tablename as name from pg_tables where schemaname = 'public'`)
+  )
+  if (tables.length > 0) {
+    await database.db.execute(
+      sql.raw(`truncate ${tables.map(({ name }) => `"${name}"`).join(', ')} restart identity cascade`)
+    )
+  }
   await database.db.execute(sql`discard all`)
 }
 
@@ -186,18 +194,26 @@ export const REPORT_TABLES = ['import_failures', 'migration_minutes']
 
 /** Row counts of every data table of the service (reports left out), by table name. */
 export async function tableCounts(database: Database): Promise<Record<string, number>> {
-  const tables = rowsOf<{ name: string }>(await database.db.execute(sql`select table_name as name from information_schema.tables
-    where table_schema = 'public' and table_type = 'BASE TABLE' order by table_name`)).filter(({ name }) => !REPORT_TABLES.includes(name))
+  const tables = rowsOf<{ name: string }>(
+    await database.db.execute(sql`select table_name as name from information_schema.tables
+    where table_schema = 'public' and table_type = 'BASE TABLE' order by table_name`)
+  ).filter(({ name }) => !REPORT_TABLES.includes(name))
   const counts: Record<string, number> = {}
   for (const { name } of tables) {
-    const [row] = rowsOf<{ n: number | string }>(await database.db.execute(sql.raw(`select count(*) as n from "${name}"`)))
+    const [row] = rowsOf<{ n: number | string }>(
+      await database.db.execute(sql.raw(`select count(*) as n from "${name}"`))
+    )
     counts[name] = Number(row!.n)
   }
   return counts
 }
 
 /** Holds row locks from a connection of its own (`statement` runs in an open transaction) until `release()`. */
-export async function holdLocks(t: { teardown(fn: () => unknown): void }, url: string, statement: (sql: postgres.ReservedSql) => Promise<unknown>) {
+export async function holdLocks(
+  t: { teardown(fn: () => unknown): void },
+  url: string,
+  statement: (sql: postgres.ReservedSql) => Promise<unknown>
+) {
   const sql = postgres(url, { max: 1, onnotice: () => {} })
   const reserved = await sql.reserve()
   await reserved`begin`

@@ -9,7 +9,11 @@ export type Fault = 'throttle' | 'fail' | 'drop' | 'lose-answer'
  * or pass it on and then answer 502 instead of the real answer (the work is done, the answer lost).
  * `seen` counts the requests by what was done to them, `paths` by path.
  */
-export async function faultyProxy(t: Test, target: string, decide: (n: number, req: IncomingMessage) => Fault | undefined = () => undefined) {
+export async function faultyProxy(
+  t: Test,
+  target: string,
+  decide: (n: number, req: IncomingMessage) => Fault | undefined = () => undefined
+) {
   const { hostname, port } = new URL(target)
   const seen: Record<Fault | 'passed', number> = { throttle: 0, fail: 0, drop: 0, 'lose-answer': 0, passed: 0 }
   const paths: Record<string, number> = {}
@@ -26,22 +30,28 @@ export async function faultyProxy(t: Test, target: string, decide: (n: number, r
     if (fault === 'throttle') return error(429, 'throttled', { 'retry-after': '1' })
     if (fault === 'fail') return error(500, 'server_error')
     if (fault === 'drop') return req.socket.destroy()
-    const upstream = httpRequest({ hostname, port, method: req.method, path: req.url, headers: req.headers }, (answer) => {
-      if (fault === 'lose-answer') {
-        answer.resume()
-        answer.on('end', () => error(502, 'http_502'))
-        return
+    const upstream = httpRequest(
+      { hostname, port, method: req.method, path: req.url, headers: req.headers },
+      (answer) => {
+        if (fault === 'lose-answer') {
+          answer.resume()
+          answer.on('end', () => error(502, 'http_502'))
+          return
+        }
+        res.writeHead(answer.statusCode ?? 502, answer.headers)
+        answer.pipe(res)
       }
-      res.writeHead(answer.statusCode ?? 502, answer.headers)
-      answer.pipe(res)
-    })
+    )
     upstream.on('error', () => res.destroy())
     req.pipe(upstream)
   })
   await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve))
-  t.teardown(() => new Promise<void>((resolve) => {
-    proxy.closeAllConnections()
-    proxy.close(() => resolve())
-  }))
+  t.teardown(
+    () =>
+      new Promise<void>((resolve) => {
+        proxy.closeAllConnections()
+        proxy.close(() => resolve())
+      })
+  )
   return { url: `http://127.0.0.1:${(proxy.address() as { port: number }).port}`, seen, paths }
 }

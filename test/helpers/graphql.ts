@@ -56,11 +56,17 @@ export interface Tenant {
 /** An organisation with an API key, a token and one Ongoing import supplier. */
 export async function createTenant(app: FastifyInstance, organisation: string, supplier: string): Promise<Tenant> {
   await asOperator(app, 'mutation($n: String!) { createOrganisation(input: {name: $n}) { id } }', { n: organisation })
-  const key = await asOperator(app, 'mutation($o: String!) { createApiKey(input: {organisation: $o}) { id key } }', { o: organisation })
-  await asOperator(app, 'mutation($c: String!, $o: String!) { createImportSupplier(input: {code: $c, organisation: $o}) { code } }', {
-    c: supplier,
+  const key = await asOperator(app, 'mutation($o: String!) { createApiKey(input: {organisation: $o}) { id key } }', {
     o: organisation
   })
+  await asOperator(
+    app,
+    'mutation($c: String!, $o: String!) { createImportSupplier(input: {code: $c, organisation: $o}) { code } }',
+    {
+      c: supplier,
+      o: organisation
+    }
+  )
   const apiKey = key.createApiKey.key as string
   return { organisation, supplier, apiKey, apiKeyId: key.createApiKey.id as string, token: await tokenFor(app, apiKey) }
 }

@@ -16,9 +16,17 @@ export async function migrationServer(t: Setup[0], options: Setup[1] = {}) {
 
 /** Generator options for tests: the accounts of ACME_ENERGY made for today. */
 export function generated(count: number, seed: string, changes: Partial<GenerateOptions> = {}) {
-  return [...generateAccounts({
-    count, seed, invalidShare: 0, postImportShare: 1, supplier: 'ACME_ENERGY', today: new Date().toISOString().slice(0, 10), ...changes
-  })]
+  return [
+    ...generateAccounts({
+      count,
+      seed,
+      invalidShare: 0,
+      postImportShare: 1,
+      supplier: 'ACME_ENERGY',
+      today: new Date().toISOString().slice(0, 10),
+      ...changes
+    })
+  ]
 }
 
 /** Writes lines (objects as JSON, strings as they are) to `name` in the test's own folder. */
@@ -35,12 +43,20 @@ export interface ClientRun {
 }
 
 /** Runs the migration client in this process (real fetch, real server) and records its output. */
-export async function runClient(argv: string[], env: Record<string, string>, io: Partial<MigrateCliIO> = {}): Promise<ClientRun> {
+export async function runClient(
+  argv: string[],
+  env: Record<string, string>,
+  io: Partial<MigrateCliIO> = {}
+): Promise<ClientRun> {
   const run: ClientRun = { code: -1, stdout: '', stderr: '' }
   run.code = await runMigrateCli(argv, {
     env,
-    stdout: (s) => { run.stdout += s },
-    stderr: (s) => { run.stderr += s },
+    stdout: (s) => {
+      run.stdout += s
+    },
+    stderr: (s) => {
+      run.stderr += s
+    },
     progressIntervalMs: 200,
     ...io
   })
@@ -51,9 +67,22 @@ export async function runClient(argv: string[], env: Record<string, string>, io:
  * The common options of a run against `url` with `report` as the report file, account by account
  * (`--batch-size 1`, the single endpoints) unless `more` gives another batch size (the last wins).
  */
-export const clientArgs = (file: string, url: string, report: string, ...more: string[]) =>
-  [file, '--url', url, '--team', TEAM, '--report', report, '--batch-size', '1', ...more]
+export const clientArgs = (file: string, url: string, report: string, ...more: string[]) => [
+  file,
+  '--url',
+  url,
+  '--team',
+  TEAM,
+  '--report',
+  report,
+  '--batch-size',
+  '1',
+  ...more
+]
 
 export function readReport(path: string): ReportEntry[] {
-  return readFileSync(path, 'utf8').split('\n').filter((l) => l !== '').map((l) => JSON.parse(l) as ReportEntry)
+  return readFileSync(path, 'utf8')
+    .split('\n')
+    .filter((l) => l !== '')
+    .map((l) => JSON.parse(l) as ReportEntry)
 }

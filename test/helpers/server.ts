@@ -17,17 +17,25 @@ const quoted = (arg: string) => `'${arg.replaceAll("'", "'\\''")}'`
  * output is a pseudo-terminal (util-linux `script`), as when a person starts it.
  */
 export function spawnServer(env: Record<string, string>, options: { terminal?: boolean } = {}) {
-  const [command, args] = options.terminal === true
-    ? ['script', ['-qfec', [process.execPath, ...nodeArgs('src/server.ts')].map(quoted).join(' '), '/dev/null']] as const
-    : [process.execPath, nodeArgs('src/server.ts')] as const
+  const [command, args] =
+    options.terminal === true
+      ? ([
+          'script',
+          ['-qfec', [process.execPath, ...nodeArgs('src/server.ts')].map(quoted).join(' '), '/dev/null']
+        ] as const)
+      : ([process.execPath, nodeArgs('src/server.ts')] as const)
   const child = spawn(command, args, {
     cwd: projectRoot,
     env: { PATH: process.env.PATH ?? '', HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'pipe']
   })
   let out = ''
-  child.stdout!.on('data', (d: Buffer) => { out += d.toString() })
-  child.stderr!.on('data', (d: Buffer) => { out += d.toString() })
+  child.stdout!.on('data', (d: Buffer) => {
+    out += d.toString()
+  })
+  child.stderr!.on('data', (d: Buffer) => {
+    out += d.toString()
+  })
   const exit = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)))
   return { child, output: () => out, exit }
 }
@@ -56,15 +64,29 @@ export async function refusedStart(env: Record<string, string>) {
 }
 
 /** `n` server processes on one PostgreSQL database (`url`), each with a DATA_DIR of its own; killed at teardown. */
-export async function startServers(t: { teardown(fn: () => unknown): void }, url: string, n: number, env: Record<string, string> = {}): Promise<Running[]> {
+export async function startServers(
+  t: { teardown(fn: () => unknown): void },
+  url: string,
+  n: number,
+  env: Record<string, string> = {}
+): Promise<Running[]> {
   const { mkdtempSync, rmSync } = await import('node:fs')
   const { tmpdir } = await import('node:os')
   const { join } = await import('node:path')
   const { TEST_OPERATOR_KEY, TEST_TOKEN_SECRET } = await import('./app.js')
   const dir = mkdtempSync(join(tmpdir(), 'amis-servers-'))
-  const servers = await Promise.all(Array.from({ length: n }, (_, i) => startServer({
-    DATABASE_URL: url, DATA_DIR: join(dir, String(i)), TOKEN_SECRET: TEST_TOKEN_SECRET, OPERATOR_API_KEY: TEST_OPERATOR_KEY, NODE_ENV: 'test', ...env
-  })))
+  const servers = await Promise.all(
+    Array.from({ length: n }, (_, i) =>
+      startServer({
+        DATABASE_URL: url,
+        DATA_DIR: join(dir, String(i)),
+        TOKEN_SECRET: TEST_TOKEN_SECRET,
+        OPERATOR_API_KEY: TEST_OPERATOR_KEY,
+        NODE_ENV: 'test',
+        ...env
+      })
+    )
+  )
   t.teardown(async () => {
     for (const s of servers) if (s.child.exitCode === null && s.child.signalCode === null) s.child.kill('SIGKILL')
     await Promise.all(servers.map((s) => s.exit))

@@ -5,7 +5,12 @@ import { exampleAccount } from '../helpers/account-data.js'
 
 /** The rows a create writes for an account, planned without a database. */
 
-const context = { importProcessId: 7, supplierId: 'supplier-id', operationsTeamId: 'team-id', sendMigrationEmails: true }
+const context = {
+  importProcessId: 7,
+  supplierId: 'supplier-id',
+  operationsTeamId: 'team-id',
+  sendMigrationEmails: true
+}
 
 function plan(changes: Record<string, unknown> = {}, ctx = context) {
   const { data, errors } = checkAccountData(exampleAccount(changes), '2026-11-24')
@@ -22,22 +27,39 @@ t.test('the example account: one row per thing it holds, linked by the ids the p
   t.match(rows.ledgers[0], { ledgerCode: 'ENERGY', balance: '6.26' })
   t.match(rows.ledgers[0]!.ledgerNumber, /^L-[0-9A-F]{8}$/)
   const ledger = data.ledgers[0]!
-  t.equal(rows.transactions.length, ledger.current_statement_transactions!.length + ledger.historical_statement_transactions!.length)
-  t.ok(rows.transactions.every((x) => x.ledgerId === rows.ledgers[0]!.id && x.source === 'ACCOUNT_IMPORT'), 'every transaction on its ledger')
+  t.equal(
+    rows.transactions.length,
+    ledger.current_statement_transactions!.length + ledger.historical_statement_transactions!.length
+  )
+  t.ok(
+    rows.transactions.every((x) => x.ledgerId === rows.ledgers[0]!.id && x.source === 'ACCOUNT_IMPORT'),
+    'every transaction on its ledger'
+  )
   const statementIds = new Set(rows.statements.map((s) => s.id))
-  t.ok(rows.transactions.every((x) => statementIds.has(x.statementId!)), 'every transaction in a planned statement')
+  t.ok(
+    rows.transactions.every((x) => statementIds.has(x.statementId!)),
+    'every transaction in a planned statement'
+  )
   t.equal(rows.statements.filter((s) => s.status === 'CLOSED').length, 1, 'the last statement, closed')
   t.equal(rows.lineItems.length, 1)
   t.equal(rows.taxItems.length, 1)
   t.equal(rows.supplyPoints[0]!.supplyAddressId, rows.supplyAddresses[0]!.id)
   t.equal(rows.agreements.length, 2)
-  const ids = [rows.account.id, ...rows.customers.map((c) => c.id), ...rows.ledgers.map((l) => l.id), ...rows.transactions.map((x) => x.id)]
+  const ids = [
+    rows.account.id,
+    ...rows.customers.map((c) => c.id),
+    ...rows.ledgers.map((l) => l.id),
+    ...rows.transactions.map((x) => x.id)
+  ]
   t.equal(new Set(ids).size, ids.length, 'ids are unique')
 })
 
 t.test('migration e-mails: one per customer with an address, only when the supplier sends them', async (t) => {
   const { rows } = plan()
-  t.strictSame(rows.outbox.map((o) => [o.template, o.recipient, o.customerId]), [[MIGRATION_EMAIL_TEMPLATE, 'ada.lovelace@mailbox.org', rows.customers[0]!.id]])
+  t.strictSame(
+    rows.outbox.map((o) => [o.template, o.recipient, o.customerId]),
+    [[MIGRATION_EMAIL_TEMPLATE, 'ada.lovelace@mailbox.org', rows.customers[0]!.id]]
+  )
   t.equal(plan({}, { ...context, sendMigrationEmails: false }).rows.outbox.length, 0)
 })
 

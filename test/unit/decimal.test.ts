@@ -18,13 +18,24 @@ t.test('bounds: integer digits and decimal places, trailing zeros free', async (
   t.strictSame(decimalProblems('1234567890.0123456789', money), [])
   t.strictSame(decimalProblems('12345678901', money), ['max_digits'])
   t.strictSame(decimalProblems('0.01234567891', money), ['max_decimal_places'])
-  t.strictSame(decimalProblems('12345678901.12345678901', money), ['max_digits', 'max_decimal_places'], 'both when both')
+  t.strictSame(
+    decimalProblems('12345678901.12345678901', money),
+    ['max_digits', 'max_decimal_places'],
+    'both when both'
+  )
   t.strictSame(decimalProblems('1.5000000000000', money), [], 'trailing zeros carry no value')
   t.strictSame(decimalProblems('x', money), ['invalid_decimal'])
 })
 
 t.test('formatting: at least two places, no trailing zeros beyond them', async (t) => {
-  const cases: Array<[unknown, string]> = [[10, '10.00'], ['-0.5', '-0.50'], ['0.000', '0.00'], ['-0', '0.00'], ['1.23400', '1.234'], [53.24, '53.24']]
+  const cases: Array<[unknown, string]> = [
+    [10, '10.00'],
+    ['-0.5', '-0.50'],
+    ['0.000', '0.00'],
+    ['-0', '0.00'],
+    ['1.23400', '1.234'],
+    [53.24, '53.24']
+  ]
   for (const [value, text] of cases) t.equal(formatDecimal(value), text, `${JSON.stringify(value)} → ${text}`)
   t.throws(() => toBig('abc'), TypeError, 'an invalid decimal is never silently a number')
 })

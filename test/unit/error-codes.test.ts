@@ -2,7 +2,15 @@ import t from 'tap'
 import { readdirSync, readFileSync, statSync } from 'node:fs'
 import { join, relative, sep } from 'node:path'
 import ts from 'typescript'
-import { CLIENT_CODES, CODE, ERROR_CODES, formatDetail, meaningOf, type DetailParams, type ErrorCode } from '../../schemas/error-codes.js'
+import {
+  CLIENT_CODES,
+  CODE,
+  ERROR_CODES,
+  formatDetail,
+  meaningOf,
+  type DetailParams,
+  type ErrorCode
+} from '../../schemas/error-codes.js'
 import { STEP_NAMES } from '../../schemas/failures.js'
 
 /**
@@ -10,8 +18,16 @@ import { STEP_NAMES } from '../../schemas/failures.js'
  * literal is a code, and is named through CODE (or CLIENT_CODE) so that it comes from the catalogue.
  */
 const NOT_CODES: ReadonlyArray<{ file: string; literal: string; why: string }> = [
-  { file: 'src/errors.ts', literal: 'required', why: 'the Ajv keyword `required` (a missing property), tested and described; its code is CODE.required' },
-  { file: 'src/validation.ts', literal: 'required', why: 'the Ajv keyword `omitEmpty` runs before (`before: \'required\'`)' },
+  {
+    file: 'src/errors.ts',
+    literal: 'required',
+    why: 'the Ajv keyword `required` (a missing property), tested and described; its code is CODE.required'
+  },
+  {
+    file: 'src/validation.ts',
+    literal: 'required',
+    why: "the Ajv keyword `omitEmpty` runs before (`before: 'required'`)"
+  },
   { file: 'src/plugins/openapi.ts', literal: 'required', why: 'a JSON Schema keyword the OpenAPI document keeps' },
   { file: 'src/plugins/openapi.ts', literal: 'null', why: 'the JSON Schema type null' },
   { file: 'src/rules/contact.ts', literal: 'invalid', why: 'the .invalid top-level domain of test e-mail addresses' }
@@ -23,14 +39,21 @@ const CATALOGUE = 'schemas/error-codes.ts'
 const codes = Object.keys(ERROR_CODES) as ErrorCode[]
 
 t.test('a wording is filled in from its placeholders, typed by them', async (t) => {
-  t.equal(formatDetail('invalid_postcode', { postcode: 'BS1 5T', country: 'GB' }), 'BS1 5T is not a valid postcode in GB.')
+  t.equal(
+    formatDetail('invalid_postcode', { postcode: 'BS1 5T', country: 'GB' }),
+    'BS1 5T is not a valid postcode in GB.'
+  )
   t.equal(formatDetail('throttled', { seconds: 12 }), 'Request was throttled. Expected available in 12 seconds.')
   t.equal(formatDetail('date_in_future', { field: 'bill_period_to_date' }), 'bill_period_to_date is in the future.')
   t.equal(formatDetail('energy_ledger_required', {}), 'An ENERGY ledger is required.')
   t.equal(formatDetail('invalid', { detail: 'A string is required.' }), 'A string is required.')
   // A value holding a placeholder's spelling is not filled in again.
   t.equal(formatDetail('does_not_exist', { supplier: '{supplier}' }), 'Import supplier {supplier} does not exist.')
-  t.equal(formatDetail('invalid_postcode', { postcode: '$& $1', country: 'GB' }), '$& $1 is not a valid postcode in GB.', 'replacement patterns stay text')
+  t.equal(
+    formatDetail('invalid_postcode', { postcode: '$& $1', country: 'GB' }),
+    '$& $1 is not a valid postcode in GB.',
+    'replacement patterns stay text'
+  )
 
   const fixed: DetailParams<'energy_ledger_required'> = {}
   const two: DetailParams<'invalid_postcode'> = { postcode: 'x', country: 'GB' }
@@ -45,7 +68,11 @@ t.test('a wording is filled in from its placeholders, typed by them', async (t) 
     formatDetail('no_such_code', {})
   ]
   t.type(typeErrors, 'function')
-  t.equal(formatDetail('invalid_postcode', { postcode: 'x' } as never), 'x is not a valid postcode in {country}.', 'a value missing at run time leaves its placeholder')
+  t.equal(
+    formatDetail('invalid_postcode', { postcode: 'x' } as never),
+    'x is not a valid postcode in {country}.',
+    'a value missing at run time leaves its placeholder'
+  )
 })
 
 t.test('CODE names each code by itself', async (t) => {
@@ -59,12 +86,17 @@ t.test('every entry is complete: a status, a kind, steps of STEP_NAMES, one fixe
     const spec = ERROR_CODES[code] as (typeof ERROR_CODES)[ErrorCode] & { answerDetail?: string }
     t.match(code, /^[a-z][a-z_]*$/, `${code}: snake_case`)
     t.ok(Number.isInteger(spec.status) && spec.status >= 400 && spec.status < 600, `${code}: an error status`)
-    t.ok(spec.steps.every((s) => (STEP_NAMES as readonly string[]).includes(s)), `${code}: steps are step names`)
+    t.ok(
+      spec.steps.every((s) => (STEP_NAMES as readonly string[]).includes(s)),
+      `${code}: steps are step names`
+    )
     t.equal(new Set(spec.steps).size, spec.steps.length, `${code}: each step once`)
     t.match(spec.meaning, /^[A-Z].{20,220}\.$/, `${code}: a sentence`)
     t.notMatch(spec.meaning, /[{}]/, `${code}: no placeholder in the meaning`)
     if (spec.answerDetail !== undefined) t.notMatch(spec.answerDetail, /[{}]/, `${code}: the answer's detail is fixed`)
-    if (spec.kind === 'top' || spec.kind === 'graphql') t.equal(spec.answerDetail, undefined, `${code}: a top-level code has one detail`)
+    if (spec.kind === 'top' || spec.kind === 'graphql') {
+      t.equal(spec.answerDetail, undefined, `${code}: a top-level code has one detail`)
+    }
   }
   for (const [code, { meaning }] of Object.entries(CLIENT_CODES)) {
     t.notOk(code in ERROR_CODES, `${code}: the client's code is not also a service code`)
@@ -73,7 +105,7 @@ t.test('every entry is complete: a status, a kind, steps of STEP_NAMES, one fixe
   t.equal(meaningOf('invalid_postcode'), ERROR_CODES.invalid_postcode.meaning)
   t.equal(meaningOf('network_error'), CLIENT_CODES.network_error.meaning)
   t.match(meaningOf('http_502'), /HTTP status/)
-  t.equal(meaningOf('toString'), undefined, 'only the catalogue\'s own keys')
+  t.equal(meaningOf('toString'), undefined, "only the catalogue's own keys")
   t.equal(meaningOf('no_such_code'), undefined)
 })
 
@@ -95,13 +127,17 @@ const RAISED = [
 
 t.test('every code the service raises by name is in the catalogue', async (t) => {
   const found = new Map<string, string>()
-  const add = (code: string, where: string) => { if (!found.has(code)) found.set(code, where) }
+  const add = (code: string, where: string) => {
+    if (!found.has(code)) found.set(code, where)
+  }
   for (const file of [...sources('src'), ...sources('schemas')]) {
     if (file.startsWith(join('src', 'cli'))) continue
     const text = readFileSync(file, 'utf8')
     for (const pattern of RAISED) for (const m of text.matchAll(pattern)) add(m[1]!, file)
     // Schema-named codes (`errorCodes: {keyword: code}`).
-    for (const m of text.matchAll(/errorCodes: \{([^}]*)\}/g)) for (const v of m[1]!.matchAll(/(?:'|CODE\.)([a-z_]+)/g)) add(v[1]!, file)
+    for (const m of text.matchAll(/errorCodes: \{([^}]*)\}/g)) {
+      for (const v of m[1]!.matchAll(/(?:'|CODE\.)([a-z_]+)/g)) add(v[1]!, file)
+    }
   }
   // The keyword mapping and the project's own keywords' codes.
   const errors = readFileSync(join('src', 'errors.ts'), 'utf8')
@@ -143,12 +179,23 @@ t.test('no error-code literal outside the catalogue', async (t) => {
       else hits.push(`${file}:${line} ${literal}`)
     }
   }
-  t.same(hits, [], 'every code is named through CODE or CLIENT_CODE (or, not being a code, listed in NOT_CODES with why)')
-  t.same(NOT_CODES.filter((a) => !used.has(a)).map((a) => `${a.file} ${a.literal}`), [], 'every NOT_CODES entry still matches a literal')
-  t.ok(NOT_CODES.every((a) => a.why.length > 0), 'each with its reason')
+  t.same(
+    hits,
+    [],
+    'every code is named through CODE or CLIENT_CODE (or, not being a code, listed in NOT_CODES with why)'
+  )
+  t.same(
+    NOT_CODES.filter((a) => !used.has(a)).map((a) => `${a.file} ${a.literal}`),
+    [],
+    'every NOT_CODES entry still matches a literal'
+  )
+  t.ok(
+    NOT_CODES.every((a) => a.why.length > 0),
+    'each with its reason'
+  )
 })
 
-t.test('every code the migration client writes itself is the service\'s or its own', async (t) => {
+t.test("every code the migration client writes itself is the service's or its own", async (t) => {
   for (const file of sources(join('src', 'cli'))) {
     if (file.endsWith('generate.ts')) continue // the codes its invalid accounts are meant to get
     const text = readFileSync(file, 'utf8')

@@ -20,12 +20,25 @@ function plan(notes: Note[], stored: Identity[] = [], locations: string[][] = no
 }
 
 t.test('a new note is stored and answered as created', async (t) => {
-  const p = plan([{ body: 'Paper bills until March.', created_at: '2026-09-12T09:30:00Z', is_pinned: true, unpin_at: '2027-03-31T00:00:00Z' }])
-  t.strictSame(p.results, [{ created_at: '2026-09-12T09:30:00Z', body: 'Paper bills until March.', status: 'NOTE_CREATION_SUCCESS' }])
+  const p = plan([
+    {
+      body: 'Paper bills until March.',
+      created_at: '2026-09-12T09:30:00Z',
+      is_pinned: true,
+      unpin_at: '2027-03-31T00:00:00Z'
+    }
+  ])
+  t.strictSame(p.results, [
+    { created_at: '2026-09-12T09:30:00Z', body: 'Paper bills until March.', status: 'NOTE_CREATION_SUCCESS' }
+  ])
   t.equal(p.rows.length, 1)
   t.match(p.rows[0], {
-    accountId: 'account-1', body: 'Paper bills until March.', documentLocations: [], noteCreatedAt: at('2026-09-12T09:30:00Z'),
-    isPinned: true, unpinAt: at('2027-03-31T00:00:00Z')
+    accountId: 'account-1',
+    body: 'Paper bills until March.',
+    documentLocations: [],
+    noteCreatedAt: at('2026-09-12T09:30:00Z'),
+    isPinned: true,
+    unpinAt: at('2027-03-31T00:00:00Z')
   })
   t.type(p.rows[0]!.id, 'string')
   t.strictSame(p.detail, { endpoint: 'notes', created: 1 })
@@ -48,13 +61,19 @@ t.test('a duplicate of a stored note: nothing stored, answered with the stored t
   const stored: Identity[] = [{ body: 'A', locations: [], createdAt: at('2026-09-12T09:30:00Z') }]
 
   const untimed = plan([{ body: 'A' }], stored)
-  t.strictSame(untimed.results, [{ created_at: '2026-09-12T09:30:00Z', body: 'A', status: 'NOTE_ALREADY_EXISTS' }],
-    'without a time, the same body and locations match whenever it was created')
+  t.strictSame(
+    untimed.results,
+    [{ created_at: '2026-09-12T09:30:00Z', body: 'A', status: 'NOTE_ALREADY_EXISTS' }],
+    'without a time, the same body and locations match whenever it was created'
+  )
   t.strictSame(untimed.rows, [])
   t.equal(untimed.detail, undefined, 'no write to record')
 
-  t.equal(plan([{ body: 'A', created_at: '2026-09-12T09:30:00.400Z' }], stored).results[0]!.status, 'NOTE_ALREADY_EXISTS',
-    'the same time to the second')
+  t.equal(
+    plan([{ body: 'A', created_at: '2026-09-12T09:30:00.400Z' }], stored).results[0]!.status,
+    'NOTE_ALREADY_EXISTS',
+    'the same time to the second'
+  )
   const later = plan([{ body: 'A', created_at: '2026-09-12T09:30:01Z' }], stored)
   t.equal(later.results[0]!.status, 'NOTE_CREATION_SUCCESS', 'one second later is another note')
   t.equal(later.rows.length, 1)
@@ -63,14 +82,24 @@ t.test('a duplicate of a stored note: nothing stored, answered with the stored t
 
 t.test('duplicates inside the request: the first is created, the repeats are answered as existing', async (t) => {
   const p = plan([{ body: 'A' }, { body: 'A' }, { body: 'B' }, { body: 'A', created_at: '2026-01-01T00:00:00Z' }])
-  t.strictSame(p.results.map((r) => r.status), ['NOTE_CREATION_SUCCESS', 'NOTE_ALREADY_EXISTS', 'NOTE_CREATION_SUCCESS', 'NOTE_CREATION_SUCCESS'])
+  t.strictSame(
+    p.results.map((r) => r.status),
+    ['NOTE_CREATION_SUCCESS', 'NOTE_ALREADY_EXISTS', 'NOTE_CREATION_SUCCESS', 'NOTE_CREATION_SUCCESS']
+  )
   t.equal(p.results[1]!.created_at, '2026-11-24T10:20:30Z', 'the repeat answers the time of the first')
-  t.strictSame(p.rows.map((r) => r.body), ['A', 'B', 'A'], 'the same body at another given time is another note')
+  t.strictSame(
+    p.rows.map((r) => r.body),
+    ['A', 'B', 'A'],
+    'the same body at another given time is another note'
+  )
   t.strictSame(p.detail, { endpoint: 'notes', created: 3 })
 
   const timed = plan([{ body: 'A', created_at: '2026-01-01T00:00:00Z' }, { body: 'A' }])
-  t.strictSame(timed.results.map((r) => r.status), ['NOTE_CREATION_SUCCESS', 'NOTE_ALREADY_EXISTS'],
-    'an untimed repeat matches a timed note of the same request')
+  t.strictSame(
+    timed.results.map((r) => r.status),
+    ['NOTE_CREATION_SUCCESS', 'NOTE_ALREADY_EXISTS'],
+    'an untimed repeat matches a timed note of the same request'
+  )
 })
 
 t.test('document locations: stored with the note, and part of what makes it the same note', async (t) => {
@@ -78,14 +107,26 @@ t.test('document locations: stored with the note, and part of what makes it the 
   const bill = location('bills/2026-10.pdf')
   t.equal(letter, 'bucket/acme/letters/welcome.pdf')
 
-  const p = plan([{ document_paths: [{ document_path: 'letters/welcome.pdf' }, { document_path: 'bills/2026-10.pdf' }] }], [], [[bill, letter]])
+  const p = plan(
+    [{ document_paths: [{ document_path: 'letters/welcome.pdf' }, { document_path: 'bills/2026-10.pdf' }] }],
+    [],
+    [[bill, letter]]
+  )
   t.strictSame(p.rows[0]!.documentLocations, [bill, letter])
   t.equal(p.rows[0]!.body, null, 'a note of documents only has no body')
   t.equal(p.results[0]!.body, null)
 
   const stored: Identity[] = [{ body: 'A', locations: [bill, letter], createdAt: at('2026-09-12T09:30:00Z') }]
-  t.equal(plan([{ body: 'A' }], stored, [[bill, letter]]).results[0]!.status, 'NOTE_ALREADY_EXISTS', 'the same body and locations')
+  t.equal(
+    plan([{ body: 'A' }], stored, [[bill, letter]]).results[0]!.status,
+    'NOTE_ALREADY_EXISTS',
+    'the same body and locations'
+  )
   t.equal(plan([{ body: 'A' }], stored, [[letter]]).results[0]!.status, 'NOTE_CREATION_SUCCESS', 'one location fewer')
-  t.equal(plan([{ body: 'A' }], stored, [[bill, letter, location('x.pdf')]]).results[0]!.status, 'NOTE_CREATION_SUCCESS', 'one location more')
+  t.equal(
+    plan([{ body: 'A' }], stored, [[bill, letter, location('x.pdf')]]).results[0]!.status,
+    'NOTE_CREATION_SUCCESS',
+    'one location more'
+  )
   t.equal(plan([{ body: 'A' }], stored, [[]]).results[0]!.status, 'NOTE_CREATION_SUCCESS', 'no locations')
 })

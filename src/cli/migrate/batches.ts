@@ -6,7 +6,12 @@ import type { ReportEntry, Step } from './report.js'
 import type { Answer, ServiceClient } from './service-client.js'
 
 /** Largest lists one request of a section takes; a longer list is sent account by account (in several requests). */
-const LIMITS: Partial<Record<Section, number>> = { notes: 500, transactions: 1000, historical_agreements: 500, historical_statements: 1000 }
+const LIMITS: Partial<Record<Section, number>> = {
+  notes: 500,
+  transactions: 1000,
+  historical_agreements: 500,
+  historical_statements: 1000
+}
 
 /** A line ready for a batch. */
 export interface BatchLine {
@@ -28,8 +33,14 @@ export function batchable(item: Item): boolean {
 /** Items the report counts per section (documents for billing documents, one for a payment instruction). */
 function sizeOf(section: Section, value: unknown): number {
   if (section === 'historical_billing_documents') {
-    return (Array.isArray(value) ? value : [value]).reduce((n: number, doc) =>
-      n + (isObject(doc) && Array.isArray(doc.historical_billing_documents) ? doc.historical_billing_documents.length : 0), 0)
+    return (Array.isArray(value) ? value : [value]).reduce(
+      (n: number, doc) =>
+        n +
+        (isObject(doc) && Array.isArray(doc.historical_billing_documents)
+          ? doc.historical_billing_documents.length
+          : 0),
+      0
+    )
   }
   if (Array.isArray(value)) return value.length
   return isObject(value) ? 1 : 0
@@ -52,7 +63,9 @@ function sent(item: Item, failedStep: string | null): Partial<Record<Section, nu
  * too large goes back to the caller (`tooLarge`) for the account-by-account path.
  */
 export async function sendBatch(
-  client: ServiceClient, lines: BatchLine[], options: { team: string; dryRun: boolean }
+  client: ServiceClient,
+  lines: BatchLine[],
+  options: { team: string; dryRun: boolean }
 ): Promise<{ entries: ReportEntry[]; tooLarge: BatchLine[] }> {
   if (lines.length === 0) return { entries: [], tooLarge: [] }
   const body = {
@@ -64,7 +77,10 @@ export async function sendBatch(
   const answer = await client.post('batches/', body)
   if (answer.status === 413 && lines.length > 1) {
     const half = Math.ceil(lines.length / 2)
-    const [a, b] = await Promise.all([sendBatch(client, lines.slice(0, half), options), sendBatch(client, lines.slice(half), options)])
+    const [a, b] = await Promise.all([
+      sendBatch(client, lines.slice(0, half), options),
+      sendBatch(client, lines.slice(half), options)
+    ])
     return { entries: [...a.entries, ...b.entries], tooLarge: [...a.tooLarge, ...b.tooLarge] }
   }
   if (answer.status === 413) return { entries: [], tooLarge: lines }
@@ -78,9 +94,16 @@ export async function sendBatch(
 /** Every line of a batch the service refused as a whole (its supplier, its team, or no answer). */
 function wholeBatchFailed(l: BatchLine, answer: Answer): ReportEntry {
   const body = answer.body
-  const errors: Problem[] = isObject(body) && Array.isArray(body.errors) && body.errors.length > 0
-    ? (body.errors as Problem[]).map((e) => ({ code: e.code, attr: e.attr, detail: e.detail }))
-    : [{ code: isObject(body) && typeof body.code === 'string' ? body.code : CLIENT_CODE.network_error, attr: null, detail: isObject(body) && typeof body.detail === 'string' ? body.detail : 'No answer from the service.' }]
+  const errors: Problem[] =
+    isObject(body) && Array.isArray(body.errors) && body.errors.length > 0
+      ? (body.errors as Problem[]).map((e) => ({ code: e.code, attr: e.attr, detail: e.detail }))
+      : [
+          {
+            code: isObject(body) && typeof body.code === 'string' ? body.code : CLIENT_CODE.network_error,
+            attr: null,
+            detail: isObject(body) && typeof body.detail === 'string' ? body.detail : 'No answer from the service.'
+          }
+        ]
   return {
     line: l.line,
     external_account_number: l.external,
@@ -97,20 +120,35 @@ function wholeBatchFailed(l: BatchLine, answer: Answer): ReportEntry {
 function entryOf(l: BatchLine, result: Json | undefined, dryRun: boolean): ReportEntry {
   const base = { line: l.line, external_account_number: l.external }
   if (!isObject(result)) {
-    return { ...base, outcome: 'failed', service_account_number: null, step: 'stage', status: 0, code: CLIENT_CODE.client_error, errors: [{ code: CLIENT_CODE.client_error, attr: null, detail: 'The batch answer had no result for this line.' }] }
+    return {
+      ...base,
+      outcome: 'failed',
+      service_account_number: null,
+      step: 'stage',
+      status: 0,
+      code: CLIENT_CODE.client_error,
+      errors: [{ code: CLIENT_CODE.client_error, attr: null, detail: 'The batch answer had no result for this line.' }]
+    }
   }
   const serviceAccountNumber = typeof result.service_account_number === 'string' ? result.service_account_number : null
   switch (result.outcome) {
     case 'created':
     case 'already_imported': {
       const postImport = dryRun ? undefined : sent(l.item, null)
-      return { ...base, outcome: result.outcome === 'created' ? 'created' : 'already_completed', service_account_number: serviceAccountNumber, ...(postImport ? { post_import: postImport } : {}) }
+      return {
+        ...base,
+        outcome: result.outcome === 'created' ? 'created' : 'already_completed',
+        service_account_number: serviceAccountNumber,
+        ...(postImport ? { post_import: postImport } : {})
+      }
     }
     case 'would_create':
       return { ...base, outcome: 'would_create', service_account_number: null }
     default: {
       const step = String(result.step) as Step
-      const errors = Array.isArray(result.errors) ? (result.errors as Problem[]).map((e) => ({ code: e.code, attr: e.attr, detail: e.detail })) : []
+      const errors = Array.isArray(result.errors)
+        ? (result.errors as Problem[]).map((e) => ({ code: e.code, attr: e.attr, detail: e.detail }))
+        : []
       const postImport = sent(l.item, step)
       return {
         ...base,
@@ -118,7 +156,7 @@ function entryOf(l: BatchLine, result: Json | undefined, dryRun: boolean): Repor
         service_account_number: serviceAccountNumber,
         step: dryRun && step === 'create' ? 'dry_run' : step,
         status: typeof result.status === 'number' ? result.status : 0,
-        code: typeof result.code === 'string' ? result.code : errors[0]?.code ?? 'failed',
+        code: typeof result.code === 'string' ? result.code : (errors[0]?.code ?? 'failed'),
         errors,
         ...(postImport && (SERVER_ORDER as readonly string[]).includes(step) ? { post_import: postImport } : {})
       }

@@ -66,19 +66,99 @@ function amount(rng: Random, pence: number): string | number {
 // ---------------------------------------------------------------------------------------------
 // People and places
 
-const GIVEN = ['Ada', 'Alan', 'Grace', 'Tim', 'Mary', 'Charles', 'Rosalind', 'Isambard', 'Dorothy', 'Florence', 'Karen', 'Sophie', 'Rahul', 'Amara', 'Wei', 'Niamh', 'Oluwaseun', 'Zofia', 'Mateo', 'Aisha']
-const FAMILY = ['Lovelace', 'Turing', 'Hopper', 'Berners-Lee', 'Somerville', 'Babbage', 'Franklin', 'Brunel', 'Hodgkin', 'Nightingale', 'Jones', 'Wilson', 'Patel', 'Okafor', 'Chen', 'Murphy', 'Adeyemi', 'Nowak', 'Garcia', 'Khan']
+const GIVEN = [
+  'Ada',
+  'Alan',
+  'Grace',
+  'Tim',
+  'Mary',
+  'Charles',
+  'Rosalind',
+  'Isambard',
+  'Dorothy',
+  'Florence',
+  'Karen',
+  'Sophie',
+  'Rahul',
+  'Amara',
+  'Wei',
+  'Niamh',
+  'Oluwaseun',
+  'Zofia',
+  'Mateo',
+  'Aisha'
+]
+const FAMILY = [
+  'Lovelace',
+  'Turing',
+  'Hopper',
+  'Berners-Lee',
+  'Somerville',
+  'Babbage',
+  'Franklin',
+  'Brunel',
+  'Hodgkin',
+  'Nightingale',
+  'Jones',
+  'Wilson',
+  'Patel',
+  'Okafor',
+  'Chen',
+  'Murphy',
+  'Adeyemi',
+  'Nowak',
+  'Garcia',
+  'Khan'
+]
 const TITLES = ['Mr', 'Mrs', 'Ms', 'Miss', 'Mx', 'Dr', 'Prof']
 const MAIL_DOMAINS = ['mailbox.org', 'posteo.net', 'fastmail.com', 'outlook.com']
 /** Ofcom's drama ranges: numbers that are valid but never in use. */
-const PHONE_PREFIXES = ['0117 496 0', '0113 496 0', '0114 496 0', '0116 496 0', '0118 496 0', '0121 496 0', '0131 496 0', '0141 496 0', '0151 496 0', '0161 496 0', '020 7946 0']
-const STREETS = ['Harbour Row', 'Station Road', 'Mill Lane', 'Church Street', 'Victoria Terrace', 'Park Avenue', 'Queen Street', 'Orchard Close', 'Canal Walk', 'Chapel Hill']
+const PHONE_PREFIXES = [
+  '0117 496 0',
+  '0113 496 0',
+  '0114 496 0',
+  '0116 496 0',
+  '0118 496 0',
+  '0121 496 0',
+  '0131 496 0',
+  '0141 496 0',
+  '0151 496 0',
+  '0161 496 0',
+  '020 7946 0'
+]
+const STREETS = [
+  'Harbour Row',
+  'Station Road',
+  'Mill Lane',
+  'Church Street',
+  'Victoria Terrace',
+  'Park Avenue',
+  'Queen Street',
+  'Orchard Close',
+  'Canal Walk',
+  'Chapel Hill'
+]
 const TOWNS: Array<[string, string]> = [
-  ['Bristol', 'BS'], ['Leeds', 'LS'], ['Manchester', 'M'], ['Birmingham', 'B'], ['Glasgow', 'G'],
-  ['Edinburgh', 'EH'], ['Cardiff', 'CF'], ['Sheffield', 'S'], ['Nottingham', 'NG'], ['Liverpool', 'L']
+  ['Bristol', 'BS'],
+  ['Leeds', 'LS'],
+  ['Manchester', 'M'],
+  ['Birmingham', 'B'],
+  ['Glasgow', 'G'],
+  ['Edinburgh', 'EH'],
+  ['Cardiff', 'CF'],
+  ['Sheffield', 'S'],
+  ['Nottingham', 'NG'],
+  ['Liverpool', 'L']
 ]
 const INWARD_LETTERS = 'ABDEFGHJLNPQRSTUWXYZ'
-const PAYMENT_TYPES = ['DD_REGULAR_COLLECTION', 'DD_FIRST_COLLECTION', 'DEBIT_CARD', 'CREDIT_CARD', 'BACS_DEPOSIT', 'CHEQUE']
+const PAYMENT_TYPES = [
+  'DD_REGULAR_COLLECTION',
+  'DD_FIRST_COLLECTION',
+  'DEBIT_CARD',
+  'CREDIT_CARD',
+  'BACS_DEPOSIT',
+  'CHEQUE'
+]
 const REPAYMENT_TYPES = ['DIRECT_CREDIT', 'CARD_REFUND', 'BACS']
 const SALES_CHANNELS = ['DIRECT', 'ACQUISITION', 'BROKER', 'EVENTS', 'PRICE_COMPARISON', 'REFERRAL', 'TELESALES']
 
@@ -102,7 +182,13 @@ function customer(rng: Random, roles: string[] | undefined): Json {
     ...(rng.chance(0.7) ? { title: rng.pick(TITLES) } : {}),
     given_name: given,
     family_name: family,
-    ...(rng.chance(0.85) ? { email: `${given}.${family}${rng.int(1, 999)}@${rng.pick(MAIL_DOMAINS)}`.toLowerCase().replace(/[^a-z0-9.@-]/g, '') } : {}),
+    ...(rng.chance(0.85)
+      ? {
+          email: `${given}.${family}${rng.int(1, 999)}@${rng.pick(MAIL_DOMAINS)}`
+            .toLowerCase()
+            .replace(/[^a-z0-9.@-]/g, '')
+        }
+      : {}),
     ...(rng.chance(0.7) ? { landline: rng.pick(PHONE_PREFIXES) + String(rng.int(0, 999)).padStart(3, '0') } : {}),
     ...(roles ? { portfolio_roles: roles } : {}),
     ...(rng.chance(0.2) ? { unable_to_read_meters: rng.chance(0.3) } : {})
@@ -122,60 +208,109 @@ function supplyCharge(rng: Random, id: string, date: string): Money {
   const units = rng.int(50, 900)
   const pricePerUnit = rng.int(1500, 3500) // £0.15–£0.35 in ten-thousandths of a pound
   const netPence = Math.round((units * pricePerUnit) / 100)
-  const lineItems: Json[] = [{
-    rate_band: 'CONSUMPTION_STANDARD', start_date: addDays(date, -29), end_date: date,
-    number_of_units: units, net_amount: money(netPence), price_per_unit: tenThousandths(pricePerUnit),
-    ...(rng.chance(0.5) ? { units: [rng.int(1000, 40000), rng.int(40001, 90000)] } : {})
-  }]
+  const lineItems: Json[] = [
+    {
+      rate_band: 'CONSUMPTION_STANDARD',
+      start_date: addDays(date, -29),
+      end_date: date,
+      number_of_units: units,
+      net_amount: money(netPence),
+      price_per_unit: tenThousandths(pricePerUnit),
+      ...(rng.chance(0.5) ? { units: [rng.int(1000, 40000), rng.int(40001, 90000)] } : {})
+    }
+  ]
   let net = netPence
   if (rng.chance(0.5)) {
     const days = 30
     const dailyPence = rng.int(25, 65)
     lineItems.push({
-      rate_band: 'STANDING_CHARGE', start_date: addDays(date, -29), end_date: date,
-      number_of_units: days, net_amount: money(days * dailyPence), price_per_unit: money(dailyPence)
+      rate_band: 'STANDING_CHARGE',
+      start_date: addDays(date, -29),
+      end_date: date,
+      number_of_units: days,
+      net_amount: money(days * dailyPence),
+      price_per_unit: money(dailyPence)
     })
     net += days * dailyPence
   }
   const taxPence = Math.round((net * 5) / 100)
   const tx: Json = {
-    transaction_id: id, transaction_date: date, amount: amount(rng, net + taxPence), type: 'SUPPLY_CHARGE',
+    transaction_id: id,
+    transaction_date: date,
+    amount: amount(rng, net + taxPence),
+    type: 'SUPPLY_CHARGE',
     ...(rng.chance(0.5) ? { display_note: 'Electricity used this month' } : {}),
     product_code: rng.pick(['E-1R-FIX-24-04-01', 'E-1R-VAR-22-10-01', 'G-1R-FIX-24-04-01']),
     line_items: lineItems,
-    tax_items: [{ amount: money(taxPence), tax_type: 'VAT', value_taxed: money(net), rate: '0.05', unit_type: 'PROPORTION' }]
+    tax_items: [
+      { amount: money(taxPence), tax_type: 'VAT', value_taxed: money(net), rate: '0.05', unit_type: 'PROPORTION' }
+    ]
   }
   return { tx, signed: -(net + taxPence) }
 }
 
 /** One transaction of a random type; `supply` allows SUPPLY_CHARGE. */
 function transaction(rng: Random, id: string, date: string, supply: boolean): Money {
-  const kind = rng.pick(supply ? ['SUPPLY_CHARGE', 'SUPPLY_CHARGE', 'PAYMENT', 'PAYMENT', 'CHARGE', 'CREDIT', 'REPAYMENT'] : ['PAYMENT', 'CHARGE', 'CREDIT', 'PAYMENT'])
+  const kind = rng.pick(
+    supply
+      ? ['SUPPLY_CHARGE', 'SUPPLY_CHARGE', 'PAYMENT', 'PAYMENT', 'CHARGE', 'CREDIT', 'REPAYMENT']
+      : ['PAYMENT', 'CHARGE', 'CREDIT', 'PAYMENT']
+  )
   const pence = rng.int(100, 25000)
   switch (kind) {
     case 'SUPPLY_CHARGE':
       return supplyCharge(rng, id, date)
     case 'PAYMENT':
       return {
-        tx: { transaction_id: id, transaction_date: date, amount: amount(rng, pence), type: 'PAYMENT', reason: 'ACCOUNT_CHARGE_PAYMENT', payment_type: rng.pick(PAYMENT_TYPES), reference: `PAY-${id}` },
+        tx: {
+          transaction_id: id,
+          transaction_date: date,
+          amount: amount(rng, pence),
+          type: 'PAYMENT',
+          reason: 'ACCOUNT_CHARGE_PAYMENT',
+          payment_type: rng.pick(PAYMENT_TYPES),
+          reference: `PAY-${id}`
+        },
         signed: pence
       }
     case 'REPAYMENT':
       return {
-        tx: { transaction_id: id, transaction_date: date, amount: amount(rng, pence), type: 'REPAYMENT', reason: 'FULL_CREDIT_REFUND', payment_type: rng.pick(REPAYMENT_TYPES), reference: `REF-${id}` },
+        tx: {
+          transaction_id: id,
+          transaction_date: date,
+          amount: amount(rng, pence),
+          type: 'REPAYMENT',
+          reason: 'FULL_CREDIT_REFUND',
+          payment_type: rng.pick(REPAYMENT_TYPES),
+          reference: `REF-${id}`
+        },
         signed: -pence
       }
     case 'CREDIT': {
       const reversal = rng.chance(0.1)
       return {
-        tx: { transaction_id: id, transaction_date: date, amount: amount(rng, reversal ? -pence : pence), type: 'CREDIT', reason: 'GENERAL_CREDIT', ...(rng.chance(0.5) ? { display_note: 'Goodwill credit' } : {}) },
+        tx: {
+          transaction_id: id,
+          transaction_date: date,
+          amount: amount(rng, reversal ? -pence : pence),
+          type: 'CREDIT',
+          reason: 'GENERAL_CREDIT',
+          ...(rng.chance(0.5) ? { display_note: 'Goodwill credit' } : {})
+        },
         signed: reversal ? -pence : pence
       }
     }
     default: {
       const reversal = rng.chance(0.1)
       return {
-        tx: { transaction_id: id, transaction_date: date, amount: amount(rng, reversal ? -pence : pence), type: 'CHARGE', reason: 'IMPORTED_CHARGE', ...(rng.chance(0.3) ? { note: 'imported from legacy billing' } : {}) },
+        tx: {
+          transaction_id: id,
+          transaction_date: date,
+          amount: amount(rng, reversal ? -pence : pence),
+          type: 'CHARGE',
+          reason: 'IMPORTED_CHARGE',
+          ...(rng.chance(0.3) ? { note: 'imported from legacy billing' } : {})
+        },
         signed: reversal ? pence : -pence
       }
     }
@@ -214,16 +349,26 @@ interface Built {
 function buildAccount(rng: Random, external: string, options: GenerateOptions, fault: Fault | undefined): Built {
   const today = options.today
   const kind = rng.next()
-  const accountType = fault === CODE.customer_family_name_required
-    ? 'DOMESTIC'
-    : kind < 0.7 ? 'DOMESTIC' : kind < 0.85 ? 'BUSINESS' : kind < 0.9 ? 'DOMESTIC_OCCUPIER' : kind < 0.95 ? 'DOMESTIC_VACANT' : 'BUSINESS_OCCUPIER'
+  const accountType =
+    fault === CODE.customer_family_name_required
+      ? 'DOMESTIC'
+      : kind < 0.7
+        ? 'DOMESTIC'
+        : kind < 0.85
+          ? 'BUSINESS'
+          : kind < 0.9
+            ? 'DOMESTIC_OCCUPIER'
+            : kind < 0.95
+              ? 'DOMESTIC_VACANT'
+              : 'BUSINESS_OCCUPIER'
   const unknownOccupier = fault === undefined && rng.chance(0.03)
   const billing = address(rng)
 
   // Customers: 1–2, the first an ADMIN (roles omitted = the default ADMIN).
   const customers: Json[] = []
   if (!unknownOccupier) {
-    const roles = fault === CODE.required_user_role ? ['BILL_PAYER'] : rng.pick([undefined, ['ADMIN'], ['ADMIN', 'BILL_PAYER']])
+    const roles =
+      fault === CODE.required_user_role ? ['BILL_PAYER'] : rng.pick([undefined, ['ADMIN'], ['ADMIN', 'BILL_PAYER']])
     customers.push(customer(rng, roles))
     if (rng.chance(0.35)) customers.push(customer(rng, rng.pick([['BILL_PAYER'], ['OCCUPIER'], ['READ_ONLY']])))
   }
@@ -243,7 +388,10 @@ function buildAccount(rng: Random, external: string, options: GenerateOptions, f
       let from = start
       const agreementCount = rng.int(1, 3)
       for (let k = 0; k < agreementCount && from < today; k++) {
-        agreements.push({ effective_from: from, tariff_code: `${gas ? 'G' : 'E'}-1R-${rng.pick(['VAR', 'FIX'])}-${from.slice(2, 4)}-${from.slice(5, 7)}-${from.slice(8, 10)}` })
+        agreements.push({
+          effective_from: from,
+          tariff_code: `${gas ? 'G' : 'E'}-1R-${rng.pick(['VAR', 'FIX'])}-${from.slice(2, 4)}-${from.slice(5, 7)}-${from.slice(8, 10)}`
+        })
         from = addDays(from, rng.int(200, 700))
       }
       const identifier = gas ? rng.digits(10) : rng.digits(12) + String(a)
@@ -277,7 +425,9 @@ function buildAccount(rng: Random, external: string, options: GenerateOptions, f
   const historical: Json[] = []
   if (withClosing) {
     const count = rng.int(0, 3)
-    for (let t = 0; t < count; t++) historical.push(transaction(rng, `${external}-H${t + 1}`, dateIn(rng, addDays(closing, -90), closing), false).tx)
+    for (let t = 0; t < count; t++) {
+      historical.push(transaction(rng, `${external}-H${t + 1}`, dateIn(rng, addDays(closing, -90), closing), false).tx)
+    }
   }
   const current: Json[] = []
   let balance = lastBalance
@@ -300,7 +450,12 @@ function buildAccount(rng: Random, external: string, options: GenerateOptions, f
   let transfer = balance + (fault === CODE.balance_mismatch_on_ledger_balance ? 100 : 0)
   if (rng.chance(0.15)) {
     const deposit = rng.int(5000, 30000)
-    ledgers.push({ ledger_code: 'DEPOSIT', last_statement_balance: money(deposit), last_statement_closing_date: closing, ledger_balance: money(deposit) })
+    ledgers.push({
+      ledger_code: 'DEPOSIT',
+      last_statement_balance: money(deposit),
+      last_statement_closing_date: closing,
+      ledger_balance: money(deposit)
+    })
     transfer += deposit
   }
   if (fault === CODE.ledger_balances_not_equal_to_transfer_balance) transfer += 1
@@ -314,12 +469,20 @@ function buildAccount(rng: Random, external: string, options: GenerateOptions, f
       ? {}
       : billingOptions < 0.8
         ? { account_billing_options: { use_industry_billing: true } }
-        : { account_billing_options: { use_industry_billing: false, period_length: rng.pick(['MONTHLY', 'QUARTERLY']), period_start_day: rng.int(1, 28) } }),
+        : {
+            account_billing_options: {
+              use_industry_billing: false,
+              period_length: rng.pick(['MONTHLY', 'QUARTERLY']),
+              period_start_day: rng.int(1, 28)
+            }
+          }),
     billing_address: billing,
     ...(rng.chance(0.7) ? { communication_preference: rng.pick(['ONLINE', 'PRINT']) } : {}),
     ...(customers.length > 0 ? { customers } : {}),
     ledgers,
-    ...(rng.chance(0.5) ? { metadata: [{ key: 'legacy_crm_id', value: { crm: `X-${rng.int(1000, 999999)}`, segment: rng.int(1, 9) } }] } : {}),
+    ...(rng.chance(0.5)
+      ? { metadata: [{ key: 'legacy_crm_id', value: { crm: `X-${rng.int(1000, 999999)}`, segment: rng.int(1, 9) } }] }
+      : {}),
     ...(rng.chance(0.6) ? { sales_channel: rng.pick(SALES_CHANNELS) } : {}),
     ...(rng.chance(0.5) ? { sales_subchannel: 'MIGRATION' } : {}),
     supply_addresses: supplyAddresses,
@@ -329,7 +492,11 @@ function buildAccount(rng: Random, external: string, options: GenerateOptions, f
   applyFault(account, fault, billing, customers)
 
   const sections = rng.chance(options.postImportShare)
-    ? postImport(rng, external, options, { closing: withClosing ? closing : undefined, openFrom, firstPoint: firstPoints[0]! })
+    ? postImport(rng, external, options, {
+        closing: withClosing ? closing : undefined,
+        openFrom,
+        firstPoint: firstPoints[0]!
+      })
     : {}
   return { account, sections }
 }
@@ -356,31 +523,44 @@ function applyFault(account: Json, fault: Fault | undefined, billing: Json, cust
 }
 
 /** Post-import data that fits the account: dates, supply points, ledger. */
-function postImport(rng: Random, external: string, options: GenerateOptions, facts: { closing?: string; openFrom: string; firstPoint: { identifier: string; start: string } }): Json {
+function postImport(
+  rng: Random,
+  external: string,
+  options: GenerateOptions,
+  facts: { closing?: string; openFrom: string; firstPoint: { identifier: string; start: string } }
+): Json {
   const today = options.today
   const sections: Json = {}
   const notes: Json[] = [{ body: `Migrated from the legacy CRM (record ${external}).` }]
   if (rng.chance(0.5)) notes.push({ body: 'Customer asked to be contacted by e-mail only.', is_pinned: true })
-  if (rng.chance(0.4)) notes.push({ document_paths: [{ document_path: `letters/${external}/welcome.pdf` }], created_at: `${addDays(today, -rng.int(1, 30))}T09:00:00Z` })
+  if (rng.chance(0.4)) {
+    notes.push({
+      document_paths: [{ document_path: `letters/${external}/welcome.pdf` }],
+      created_at: `${addDays(today, -rng.int(1, 30))}T09:00:00Z`
+    })
+  }
   sections.notes = notes
   if (rng.chance(0.8)) {
     const transactions: Json[] = []
     const count = rng.int(1, 4)
     for (let t = 0; t < count; t++) {
       // Mostly in the open statement; now and then an older one (the service moves it in).
-      const date = rng.chance(0.15) && facts.closing ? addDays(facts.closing, -rng.int(1, 20)) : dateIn(rng, facts.openFrom, today)
+      const date =
+        rng.chance(0.15) && facts.closing ? addDays(facts.closing, -rng.int(1, 20)) : dateIn(rng, facts.openFrom, today)
       transactions.push(transaction(rng, `${external}-W${t + 1}`, date, false).tx)
     }
     sections.transactions = transactions
   }
   if (rng.chance(0.5)) {
     const to = facts.firstPoint.start
-    sections.historical_agreements = [{
-      supply_point_identifier: facts.firstPoint.identifier,
-      tariff_code: 'E-1R-OLD-' + to.slice(2, 4),
-      effective_from: addDays(to, -rng.int(365, 1460)),
-      effective_to: to
-    }]
+    sections.historical_agreements = [
+      {
+        supply_point_identifier: facts.firstPoint.identifier,
+        tariff_code: 'E-1R-OLD-' + to.slice(2, 4),
+        effective_from: addDays(to, -rng.int(365, 1460)),
+        effective_to: to
+      }
+    ]
   }
   if (rng.chance(0.4)) {
     const type = rng.pick(['ITEM_BASED', 'PERIOD_BASED'])
@@ -395,7 +575,15 @@ function postImport(rng: Random, external: string, options: GenerateOptions, fac
         billing_document_type: type,
         issued_date: addDays(to, 3),
         ...(type === 'PERIOD_BASED' ? { bill_period_from_date: from, bill_period_to_date: to } : {}),
-        transactions: [{ transaction_id: `${external}-B${d + 1}`, transaction_date: to, amount: money(pence), type: 'CHARGE', reason: 'IMPORTED_CHARGE' }]
+        transactions: [
+          {
+            transaction_id: `${external}-B${d + 1}`,
+            transaction_date: to,
+            amount: money(pence),
+            type: 'CHARGE',
+            reason: 'IMPORTED_CHARGE'
+          }
+        ]
       })
     }
     sections.historical_billing_documents = {
@@ -403,7 +591,18 @@ function postImport(rng: Random, external: string, options: GenerateOptions, fac
       billing_document_type: type,
       historical_billing_documents: documents,
       ...(rng.chance(0.5)
-        ? { additional_historical_transactions: [{ transaction_id: `${external}-BP1`, transaction_date: addDays(today, -380), amount: money(rng.int(1000, 9000)), type: 'PAYMENT', reference: `DD-${external}`, payment_type: 'DD_REGULAR_COLLECTION' }] }
+        ? {
+            additional_historical_transactions: [
+              {
+                transaction_id: `${external}-BP1`,
+                transaction_date: addDays(today, -380),
+                amount: money(rng.int(1000, 9000)),
+                type: 'PAYMENT',
+                reference: `DD-${external}`,
+                payment_type: 'DD_REGULAR_COLLECTION'
+              }
+            ]
+          }
         : {})
     }
   }
@@ -425,7 +624,11 @@ function postImport(rng: Random, external: string, options: GenerateOptions, fac
     sections.historical_statements = statements
   }
   if (options.paymentVendor && rng.chance(0.5)) {
-    sections.payment_instruction = { vendor: options.paymentVendor, reference: `pi_${external.toLowerCase()}`, type: 'CARD' }
+    sections.payment_instruction = {
+      vendor: options.paymentVendor,
+      reference: `pi_${external.toLowerCase()}`,
+      type: 'CARD'
+    }
   }
   return sections
 }
@@ -439,7 +642,7 @@ export function externalNumber(seed: string, index: number): string {
  * `count` accounts, one at a time (memory does not grow with `count`). Invalid ones are spread
  * evenly: exactly the floor or ceiling of `count × invalidShare` of them.
  */
-export function * generateAccounts(options: GenerateOptions): Generator<GeneratedLine> {
+export function* generateAccounts(options: GenerateOptions): Generator<GeneratedLine> {
   const phase = new Random(`${options.seed}:phase`).next()
   for (let i = 0; i < options.count; i++) {
     const rng = new Random(`${options.seed}:${i}`)

@@ -64,9 +64,29 @@ type OptionName = keyof typeof OPTIONS
 type Flags = Partial<Record<OptionName, string | boolean>>
 
 const MIGRATE_OPTIONS: OptionName[] = [
-  'url', 'team', 'concurrency', 'batch-size', 'dry-run', 'validate-only', 'resume', 'retry-failed', 'report', 'timeout', 'max-attempts', 'wait', 'help'
+  'url',
+  'team',
+  'concurrency',
+  'batch-size',
+  'dry-run',
+  'validate-only',
+  'resume',
+  'retry-failed',
+  'report',
+  'timeout',
+  'max-attempts',
+  'wait',
+  'help'
 ]
-const GENERATE_OPTIONS: OptionName[] = ['seed', 'invalid-share', 'post-import-share', 'supplier', 'payment-vendor', 'as-of', 'help']
+const GENERATE_OPTIONS: OptionName[] = [
+  'seed',
+  'invalid-share',
+  'post-import-share',
+  'supplier',
+  'payment-vendor',
+  'as-of',
+  'help'
+]
 
 const HELP = `Account Migration Import Service — migration client
 
@@ -114,7 +134,9 @@ Exit codes: 0 every account migrated, 1 an account failed or the run stopped, 2 
 
 function integer(name: string, value: string, min: number, max: number): number {
   const n = /^[0-9]+$/.test(value.trim()) ? Number(value.trim()) : NaN
-  if (!Number.isSafeInteger(n) || n < min || n > max) throw new UsageError(`--${name} must be a whole number from ${min} to ${max}, not "${value}"`)
+  if (!Number.isSafeInteger(n) || n < min || n > max) {
+    throw new UsageError(`--${name} must be a whole number from ${min} to ${max}, not "${value}"`)
+  }
   return n
 }
 
@@ -132,7 +154,9 @@ function serviceUrl(raw: string): string {
   } catch {
     throw new UsageError(`--url must be an http(s) URL such as ${DEFAULT_URL}, not "${raw}"`)
   }
-  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw new UsageError(`--url must be an http(s) URL such as ${DEFAULT_URL}, not "${raw}"`)
+  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') {
+    throw new UsageError(`--url must be an http(s) URL such as ${DEFAULT_URL}, not "${raw}"`)
+  }
   return parsed.href.replace(/\/+$/, '')
 }
 
@@ -149,7 +173,9 @@ async function runGenerate(args: string[], flags: Flags, io: MigrateCliIO): Prom
   const seedGiven = typeof flags.seed === 'string'
   const seed = seedGiven ? (flags.seed as string) : Math.random().toString(36).slice(2, 10)
   const asOf = typeof flags['as-of'] === 'string' ? flags['as-of'] : new Date().toISOString().slice(0, 10)
-  if (!/^\d{4}-\d{2}-\d{2}$/.test(asOf) || Number.isNaN(Date.parse(asOf))) throw new UsageError(`--as-of must be a date YYYY-MM-DD, not "${asOf}"`)
+  if (!/^\d{4}-\d{2}-\d{2}$/.test(asOf) || Number.isNaN(Date.parse(asOf))) {
+    throw new UsageError(`--as-of must be a date YYYY-MM-DD, not "${asOf}"`)
+  }
   const supplier = typeof flags.supplier === 'string' ? flags.supplier : 'ACME_ENERGY'
   const options = {
     count,
@@ -171,7 +197,9 @@ async function runGenerate(args: string[], flags: Flags, io: MigrateCliIO): Prom
     }
   }
   if (batch) await io.stdout(batch)
-  io.stderr(`generated ${count} accounts (${invalid} invalid) for ${supplier}, seed ${JSON.stringify(seed)}${seedGiven ? '' : ' (pass --seed to repeat)'}\n`)
+  io.stderr(
+    `generated ${count} accounts (${invalid} invalid) for ${supplier}, seed ${JSON.stringify(seed)}${seedGiven ? '' : ' (pass --seed to repeat)'}\n`
+  )
   return 0
 }
 
@@ -202,14 +230,20 @@ async function runReport(args: string[], flags: Flags, io: MigrateCliIO): Promis
 
 async function runMigration(args: string[], flags: Flags, io: MigrateCliIO): Promise<number> {
   onlyOptions(flags, MIGRATE_OPTIONS, 'migrate')
-  if (args.length !== 1) throw new UsageError(`give one input file: ${PROGRAM} <file.ndjson> --team <name> (see --help)`)
+  if (args.length !== 1) {
+    throw new UsageError(`give one input file: ${PROGRAM} <file.ndjson> --team <name> (see --help)`)
+  }
   const file = callerPath(io, args[0]!)
   readable(file, args[0]!)
   const report = typeof flags.report === 'string' ? flags.report : `${args[0]}.report.ndjson`
   const validateOnly = flags['validate-only'] === true
-  if (validateOnly && flags['dry-run'] === true) throw new UsageError('--validate-only and --dry-run do not go together: choose one')
-  const team = typeof flags.team === 'string' ? flags.team : io.env.AMIS_TEAM ?? (validateOnly ? '' : undefined)
-  if (team === undefined || (team === '' && !validateOnly)) throw new UsageError('no operations team: pass --team <name> or set AMIS_TEAM')
+  if (validateOnly && flags['dry-run'] === true) {
+    throw new UsageError('--validate-only and --dry-run do not go together: choose one')
+  }
+  const team = typeof flags.team === 'string' ? flags.team : (io.env.AMIS_TEAM ?? (validateOnly ? '' : undefined))
+  if (team === undefined || (team === '' && !validateOnly)) {
+    throw new UsageError('no operations team: pass --team <name> or set AMIS_TEAM')
+  }
   let onlyLines: Map<number, string | null> | undefined
   if (typeof flags['retry-failed'] === 'string') {
     const earlier = callerPath(io, flags['retry-failed'])
@@ -221,39 +255,50 @@ async function runMigration(args: string[], flags: Flags, io: MigrateCliIO): Pro
     }
   }
   const apiKey = io.env.AMIS_API_KEY
-  if (!apiKey) throw new UsageError('no API key: set AMIS_API_KEY to the organisation\'s API key')
+  if (!apiKey) throw new UsageError("no API key: set AMIS_API_KEY to the organisation's API key")
   const url = serviceUrl(typeof flags.url === 'string' ? flags.url : io.env.AMIS_URL || DEFAULT_URL)
   const retry = {
     ...DEFAULT_RETRY,
     ...(typeof flags.timeout === 'string' ? { timeoutMs: integer('timeout', flags.timeout, 1, 3600) * 1000 } : {}),
-    ...(typeof flags['max-attempts'] === 'string' ? { maxAttempts: integer('max-attempts', flags['max-attempts'], 1, 100) } : {}),
+    ...(typeof flags['max-attempts'] === 'string'
+      ? { maxAttempts: integer('max-attempts', flags['max-attempts'], 1, 100) }
+      : {}),
     ...(typeof flags.wait === 'string' ? { waitMs: integer('wait', flags.wait, 0, 86_400) * 1000 } : {})
   }
-  const batchSize = typeof flags['batch-size'] === 'string' ? integer('batch-size', flags['batch-size'], 1, 1000) : DEFAULT_BATCH_SIZE
-  const summary = await migrate({
-    file,
-    url,
-    apiKey,
-    team,
-    batchSize,
-    concurrency: typeof flags.concurrency === 'string' ? integer('concurrency', flags.concurrency, 1, 256) : batchSize > 1 && !validateOnly ? DEFAULT_BATCH_CONCURRENCY : 8,
-    dryRun: flags['dry-run'] === true,
-    validateOnly,
-    // Failed lines of an earlier run may have been created before the step that failed.
-    resume: flags.resume === true || (onlyLines !== undefined && !validateOnly),
-    reportPath: callerPath(io, report),
-    numberReport: typeof flags.report !== 'string',
-    ...(onlyLines ? { onlyLines } : {}),
-    labels: { file: args[0]!, report },
-    retry
-  }, {
-    stderr: io.stderr,
-    tty: io.tty ?? false,
-    ...(io.columns !== undefined ? { columns: io.columns } : {}),
-    progressIntervalMs: io.progressIntervalMs ?? 5000,
-    ...(io.fetch ? { fetch: io.fetch } : {}),
-    ...(io.signal ? { signal: io.signal } : {})
-  })
+  const batchSize =
+    typeof flags['batch-size'] === 'string' ? integer('batch-size', flags['batch-size'], 1, 1000) : DEFAULT_BATCH_SIZE
+  const summary = await migrate(
+    {
+      file,
+      url,
+      apiKey,
+      team,
+      batchSize,
+      concurrency:
+        typeof flags.concurrency === 'string'
+          ? integer('concurrency', flags.concurrency, 1, 256)
+          : batchSize > 1 && !validateOnly
+            ? DEFAULT_BATCH_CONCURRENCY
+            : 8,
+      dryRun: flags['dry-run'] === true,
+      validateOnly,
+      // Failed lines of an earlier run may have been created before the step that failed.
+      resume: flags.resume === true || (onlyLines !== undefined && !validateOnly),
+      reportPath: callerPath(io, report),
+      numberReport: typeof flags.report !== 'string',
+      ...(onlyLines ? { onlyLines } : {}),
+      labels: { file: args[0]!, report },
+      retry
+    },
+    {
+      stderr: io.stderr,
+      tty: io.tty ?? false,
+      ...(io.columns !== undefined ? { columns: io.columns } : {}),
+      progressIntervalMs: io.progressIntervalMs ?? 5000,
+      ...(io.fetch ? { fetch: io.fetch } : {}),
+      ...(io.signal ? { signal: io.signal } : {})
+    }
+  )
   await io.stdout(renderSummary(summary))
   return summary.failed > 0 || summary.stopped ? 1 : 0
 }
@@ -261,7 +306,11 @@ async function runMigration(args: string[], flags: Flags, io: MigrateCliIO): Pro
 /** Runs the migration client; returns the exit code. Never calls `process.exit` itself. */
 export async function runMigrateCli(argv: string[], io: MigrateCliIO): Promise<number> {
   try {
-    const { positionals, flags } = parseCommandLine<Flags>(argv, OPTIONS, (message) => new UsageError(`${message} (see ${PROGRAM} --help)`))
+    const { positionals, flags } = parseCommandLine<Flags>(
+      argv,
+      OPTIONS,
+      (message) => new UsageError(`${message} (see ${PROGRAM} --help)`)
+    )
     if (flags.help || positionals.length === 0) {
       if (flags.help) await io.stdout(HELP)
       else io.stderr(HELP)
@@ -292,7 +341,9 @@ export async function runMigrateCli(argv: string[], io: MigrateCliIO): Promise<n
     if (code === 'ENOENT' || code === 'EACCES' || code === 'EISDIR') {
       // The report's folder is missing or closed to us: a usage mistake, nothing was sent.
       const path = (err as { path?: unknown }).path
-      io.stderr(`error: cannot write ${typeof path === 'string' ? path : 'the report'}: ${code === 'ENOENT' ? 'no such folder' : code === 'EACCES' ? 'not allowed' : 'it is a folder'}\n`)
+      io.stderr(
+        `error: cannot write ${typeof path === 'string' ? path : 'the report'}: ${code === 'ENOENT' ? 'no such folder' : code === 'EACCES' ? 'not allowed' : 'it is a folder'}\n`
+      )
       return 2
     }
     throw err

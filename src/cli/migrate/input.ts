@@ -35,9 +35,15 @@ export function parseLine(text: string): { item: Item } | { problems: Problem[] 
   try {
     value = JSON.parse(text)
   } catch (err) {
-    return { problems: [{ code: CLIENT_CODE.invalid_json, attr: null, detail: `The line is not JSON: ${(err as Error).message}` }] }
+    return {
+      problems: [
+        { code: CLIENT_CODE.invalid_json, attr: null, detail: `The line is not JSON: ${(err as Error).message}` }
+      ]
+    }
   }
-  if (!isObject(value)) return { problems: [{ code: CLIENT_CODE.invalid_line, attr: null, detail: 'The line is not a JSON object.' }] }
+  if (!isObject(value)) {
+    return { problems: [{ code: CLIENT_CODE.invalid_line, attr: null, detail: 'The line is not a JSON object.' }] }
+  }
   if (!('account' in value)) return { item: { account: value, sections: {} } }
 
   const problems: Problem[] = []
@@ -45,22 +51,29 @@ export function parseLine(text: string): { item: Item } | { problems: Problem[] 
   for (const [key, section] of Object.entries(value)) {
     if (key === 'account') continue
     if (!(SECTIONS as readonly string[]).includes(key)) {
-      problems.push({ code: CODE.unexpected_field, attr: key, detail: `Unknown key ${key}: a line holds account, ${SECTIONS.join(', ')}.` })
+      problems.push({
+        code: CODE.unexpected_field,
+        attr: key,
+        detail: `Unknown key ${key}: a line holds account, ${SECTIONS.join(', ')}.`
+      })
       continue
     }
     const name = key as Section
     if (section === null || section === undefined) continue
     const form = FORM.get(name)!
     const wanted = 'list' in form ? 'an array' : 'object' in form ? 'an object' : 'an object or an array of objects'
-    const fits = 'list' in form
-      ? Array.isArray(section)
-      : 'object' in form
-        ? isObject(section)
-        : isObject(section) || (Array.isArray(section) && section.every(isObject))
+    const fits =
+      'list' in form
+        ? Array.isArray(section)
+        : 'object' in form
+          ? isObject(section)
+          : isObject(section) || (Array.isArray(section) && section.every(isObject))
     if (!fits) problems.push({ code: CLIENT_CODE.invalid_line, attr: key, detail: `${key} must be ${wanted}.` })
     else sections[name] = section
   }
-  if (!isObject(value.account)) problems.push({ code: CLIENT_CODE.invalid_line, attr: 'account', detail: 'account must be an object.' })
+  if (!isObject(value.account)) {
+    problems.push({ code: CLIENT_CODE.invalid_line, attr: 'account', detail: 'account must be an object.' })
+  }
   if (problems.length > 0) return { problems }
   return { item: { account: value.account as Json, sections } }
 }

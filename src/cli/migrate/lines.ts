@@ -57,7 +57,11 @@ export function readLines(path: string, limit: number): LineReader {
     async next() {
       // `ended` is set by the input's event handlers while this waits.
       // eslint-disable-next-line no-unmodified-loop-condition
-      while (queue.length === 0 && !ended) await new Promise<void>((resolve) => { wake = resolve })
+      while (queue.length === 0 && !ended) {
+        await new Promise<void>((resolve) => {
+          wake = resolve
+        })
+      }
       if (failure) throw failure
       const text = queue.shift()
       if (paused && !ended && queue.length < Math.max(1, limit / 2)) {

@@ -32,7 +32,9 @@ export async function suppliersIn(file: string): Promise<string[]> {
       if (next.text.trim() === '') continue
       seen++
       const parsed = parseLine(next.text)
-      if ('item' in parsed && typeof parsed.item.account.import_supplier === 'string') suppliers.add(parsed.item.account.import_supplier)
+      if ('item' in parsed && typeof parsed.item.account.import_supplier === 'string') {
+        suppliers.add(parsed.item.account.import_supplier)
+      }
     }
   } finally {
     lines.close()
@@ -43,21 +45,32 @@ export async function suppliersIn(file: string): Promise<string[]> {
 const QUERY = 'query Preflight($team: String!) { importSuppliers { code status } operationsTeamExists(name: $team) }'
 
 /** Throws `PreflightError` when the team (unless undefined: not needed) or a supplier is wrong. */
-export async function preflight(client: ServiceClient, { team, suppliers }: { team: string | undefined; suppliers: string[] }): Promise<void> {
+export async function preflight(
+  client: ServiceClient,
+  { team, suppliers }: { team: string | undefined; suppliers: string[] }
+): Promise<void> {
   const data = await client.graphql(QUERY, { team: team ?? '' })
   const problems: string[] = []
   if (team !== undefined && data.operationsTeamExists !== true) {
-    problems.push(`operations team ${JSON.stringify(team)} does not exist: check --team (an operator lists the teams with npm run admin -- list-teams)`)
+    problems.push(
+      `operations team ${JSON.stringify(team)} does not exist: check --team (an operator lists the teams with npm run admin -- list-teams)`
+    )
   }
-  const known = new Map((data.importSuppliers as Array<{ code: string; status: string }>).map((s) => [s.code, s.status]))
+  const known = new Map(
+    (data.importSuppliers as Array<{ code: string; status: string }>).map((s) => [s.code, s.status])
+  )
   if (suppliers.length > 0 && !suppliers.some((code) => known.has(code))) {
     const yours = [...known.keys()].join(', ') || 'none'
-    problems.push(`${suppliers.length === 1 ? `import supplier ${suppliers[0]} is` : `import suppliers ${suppliers.join(', ')} are`} not your organisation's (yours: ${yours}): is this the right file and API key?`)
+    problems.push(
+      `${suppliers.length === 1 ? `import supplier ${suppliers[0]} is` : `import suppliers ${suppliers.join(', ')} are`} not your organisation's (yours: ${yours}): is this the right file and API key?`
+    )
   }
   for (const code of suppliers) {
     const status = known.get(code)
     if (status !== undefined && status !== 'Ongoing') {
-      problems.push(`the migration of import supplier ${code} is ${status}: nothing can be imported until an operator sets it to Ongoing (npm run admin -- update-supplier ${code} --status Ongoing)`)
+      problems.push(
+        `the migration of import supplier ${code} is ${status}: nothing can be imported until an operator sets it to Ongoing (npm run admin -- update-supplier ${code} --status Ongoing)`
+      )
     }
   }
   if (problems.length > 0) throw new PreflightError(problems)

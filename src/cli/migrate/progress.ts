@@ -38,7 +38,10 @@ export function createProgress(options: ProgressOptions) {
     const elapsed = now() - started
     const rate = elapsed > 0 ? counts.done / (elapsed / 1000) : 0
     const total = options.total
-    const eta = total !== undefined && rate > 0 && counts.done < total ? duration(((total - counts.done) / rate) * 1000) : undefined
+    const eta =
+      total !== undefined && rate > 0 && counts.done < total
+        ? duration(((total - counts.done) / rate) * 1000)
+        : undefined
     return { elapsed, rate, total, eta }
   }
 

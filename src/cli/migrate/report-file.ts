@@ -12,7 +12,7 @@ export class NotAReportError extends Error {
 }
 
 /** The entries of a report, one at a time (reports can be large). */
-async function * entriesOf(path: string, label: string): AsyncGenerator<ReportEntry> {
+async function* entriesOf(path: string, label: string): AsyncGenerator<ReportEntry> {
   const lines = readLines(path, 256)
   try {
     for (;;) {
@@ -47,10 +47,26 @@ export async function failedLines(path: string, label: string): Promise<Map<numb
 
 /** A report's counts, and every failure by step and code with what the code means. */
 export async function renderReport(path: string, label: string): Promise<string> {
-  const summary: Summary = emptySummary({
-    file: label, url: '', reportPath: label, dryRun: false, validateOnly: false,
-    retries: { throttled: 0, serverErrors: 0, networkErrors: 0, inProgress: 0, tokens: 0, unauthorised: 0, outages: 0, outageMs: 0 }
-  }, SECTIONS)
+  const summary: Summary = emptySummary(
+    {
+      file: label,
+      url: '',
+      reportPath: label,
+      dryRun: false,
+      validateOnly: false,
+      retries: {
+        throttled: 0,
+        serverErrors: 0,
+        networkErrors: 0,
+        inProgress: 0,
+        tokens: 0,
+        unauthorised: 0,
+        outages: 0,
+        outageMs: 0
+      }
+    },
+    SECTIONS
+  )
   /** Accounts per step and code (an account counts once per code). */
   const byStepAndCode = new Map<string, number>()
   for await (const entry of entriesOf(path, label)) {
@@ -70,11 +86,19 @@ export async function renderReport(path: string, label: string): Promise<string>
       const [step, code] = key.split('\t') as [string, string]
       return [step, code, String(n), meaningOf(code) ?? ''] as Row
     })
-    rows.sort((a, b) => b[2].localeCompare(a[2], undefined, { numeric: true }) || a[0].localeCompare(b[0]) || a[1].localeCompare(b[1]))
+    rows.sort(
+      (a, b) =>
+        b[2].localeCompare(a[2], undefined, { numeric: true }) || a[0].localeCompare(b[0]) || a[1].localeCompare(b[1])
+    )
     const header: Row = ['step', 'code', 'accounts', 'meaning']
     const width = [0, 1].map((i) => Math.max(header[i]!.length, ...rows.map((r) => r[i]!.length)))
-    const format = (r: Row) => `  ${r[0].padEnd(width[0]!)}  ${r[1].padEnd(width[1]!)}  ${r[2].padStart(8)}  ${r[3]}`.trimEnd()
-    lines.push('Failures by step and error code (an account counts once for each code it has):', format(header), ...rows.map(format))
+    const format = (r: Row) =>
+      `  ${r[0].padEnd(width[0]!)}  ${r[1].padEnd(width[1]!)}  ${r[2].padStart(8)}  ${r[3]}`.trimEnd()
+    lines.push(
+      'Failures by step and error code (an account counts once for each code it has):',
+      format(header),
+      ...rows.map(format)
+    )
     lines.push(`Run only the failed accounts again (after fixing them): the run's command with --retry-failed ${label}`)
   }
   return lines.join('\n') + '\n'

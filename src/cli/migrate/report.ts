@@ -46,10 +46,20 @@ export interface Summary {
 }
 
 /** A summary with nothing counted yet. */
-export function emptySummary(fields: Pick<Summary, 'file' | 'url' | 'reportPath' | 'dryRun' | 'validateOnly' | 'retries'>, sections: readonly Section[]): Summary {
+export function emptySummary(
+  fields: Pick<Summary, 'file' | 'url' | 'reportPath' | 'dryRun' | 'validateOnly' | 'retries'>,
+  sections: readonly Section[]
+): Summary {
   return {
     ...fields,
-    accounts: 0, created: 0, alreadyCompleted: 0, wouldCreate: 0, valid: 0, failed: 0, failedByStep: {}, codes: {},
+    accounts: 0,
+    created: 0,
+    alreadyCompleted: 0,
+    wouldCreate: 0,
+    valid: 0,
+    failed: 0,
+    failedByStep: {},
+    codes: {},
     postImport: Object.fromEntries(sections.map((s) => [s, 0])) as Record<Section, number>,
     elapsedMs: 0
   }
@@ -66,7 +76,11 @@ export function tally(summary: Summary, entry: ReportEntry): void {
     summary.failed++
     const step = entry.step ?? 'read'
     summary.failedByStep[step] = (summary.failedByStep[step] ?? 0) + 1
-    for (const code of new Set((entry.errors ?? []).map((e) => e.code))) summary.codes[code] = (summary.codes[code] ?? 0) + 1
+    for (const code of new Set((entry.errors ?? []).map((e) => e.code))) {
+      summary.codes[code] = (summary.codes[code] ?? 0) + 1
+    }
   }
-  for (const [section, count] of Object.entries(entry.post_import ?? {})) summary.postImport[section as Section] = (summary.postImport[section as Section] ?? 0) + count
+  for (const [section, count] of Object.entries(entry.post_import ?? {})) {
+    summary.postImport[section as Section] = (summary.postImport[section as Section] ?? 0) + count
+  }
 }

@@ -9,7 +9,14 @@ import { countLines, readLines } from './lines.js'
 import { createProgress, duration } from './progress.js'
 import { preflight, suppliersIn } from './preflight.js'
 import {
-  AuthenticationError, UnavailableError, createServiceClient, hasCode, problemsOf, type Answer, type RetryPolicy, type ServiceClient
+  AuthenticationError,
+  UnavailableError,
+  createServiceClient,
+  hasCode,
+  problemsOf,
+  type Answer,
+  type RetryPolicy,
+  type ServiceClient
 } from './service-client.js'
 
 /**
@@ -53,10 +60,17 @@ export interface RunIO {
 
 const CREATE_TRANSIENT = [CODE.account_import_in_progress] as const
 /** Largest lists per request; longer ones are sent in several requests. */
-const CHUNK: Partial<Record<Section, number>> = { notes: 500, transactions: 1000, historical_agreements: 500, historical_statements: 1000 }
+const CHUNK: Partial<Record<Section, number>> = {
+  notes: 500,
+  transactions: 1000,
+  historical_agreements: 500,
+  historical_statements: 1000
+}
 const PATHS = new Map<string, string>(LISTINGS.map((s) => [s.name, s.path.slice(1)]))
 /** The request field holding a list section's items. */
-const LIST_FIELD = new Map<string, string>(LISTINGS.flatMap((s) => ('list' in s.entry ? [[s.name, s.entry.list] as const] : [])))
+const LIST_FIELD = new Map<string, string>(
+  LISTINGS.flatMap((s) => ('list' in s.entry ? [[s.name, s.entry.list] as const] : []))
+)
 const OBJECT_SECTIONS = new Set<string>(LISTINGS.flatMap((s) => ('object' in s.entry ? [s.name] : [])))
 
 interface PostImportRequest {
@@ -84,7 +98,10 @@ function guessExternal(text: string): string | null {
 function shiftAttrs(problems: Problem[], field: string | undefined, offset: number): Problem[] {
   if (!field || offset === 0) return problems
   const prefix = new RegExp(`^${field}\\.(\\d+)(?=\\.|$)`)
-  return problems.map((p) => ({ ...p, attr: p.attr?.replace(prefix, (_, i: string) => `${field}.${Number(i) + offset}`) ?? null }))
+  return problems.map((p) => ({
+    ...p,
+    attr: p.attr?.replace(prefix, (_, i: string) => `${field}.${Number(i) + offset}`) ?? null
+  }))
 }
 
 function chunks<T>(items: T[], size: number): T[][] {
@@ -96,7 +113,13 @@ function chunks<T>(items: T[], size: number): T[][] {
 function createPipeline(client: ServiceClient, options: MigrateOptions, onFatal: (err: AuthenticationError) => void) {
   const enc = encodeURIComponent
 
-  function failed(entry: Omit<ReportEntry, 'outcome'>, step: Step, answer: Answer, field?: string, offset = 0): ReportEntry {
+  function failed(
+    entry: Omit<ReportEntry, 'outcome'>,
+    step: Step,
+    answer: Answer,
+    field?: string,
+    offset = 0
+  ): ReportEntry {
     const errors = shiftAttrs(problemsOf(answer), field, offset)
     const body = answer.body
     return {
@@ -113,21 +136,41 @@ function createPipeline(client: ServiceClient, options: MigrateOptions, onFatal:
   /** The import status, waiting (with backoff) while a create of the account is running. */
   async function status(supplier: string, external: string): Promise<Answer> {
     let answer = await client.get(`account-transfer-status/${enc(supplier)}/${enc(external)}/`)
-    for (let wait = 1; answer.status === 200 && isObject(answer.body) && answer.body.status === 'IN_PROGRESS' && wait < options.retry.maxAttempts; wait++) {
-      await new Promise((resolve) => setTimeout(resolve, Math.min(options.retry.backoffMaxMs, options.retry.backoffBaseMs * 2 ** wait)))
+    for (
+      let wait = 1;
+      answer.status === 200 &&
+      isObject(answer.body) &&
+      answer.body.status === 'IN_PROGRESS' &&
+      wait < options.retry.maxAttempts;
+      wait++
+    ) {
+      await new Promise((resolve) =>
+        setTimeout(resolve, Math.min(options.retry.backoffMaxMs, options.retry.backoffBaseMs * 2 ** wait))
+      )
       answer = await client.get(`account-transfer-status/${enc(supplier)}/${enc(external)}/`)
     }
     return answer
   }
 
   /** The requests of one post-import section; billing documents get the ledger number they need. */
-  async function requestsOf(section: Section, value: unknown, ref: Json, ledgers: () => Promise<Array<{ ledger_code: string; ledger_number: string }>>): Promise<PostImportRequest[] | Problem> {
+  async function requestsOf(
+    section: Section,
+    value: unknown,
+    ref: Json,
+    ledgers: () => Promise<Array<{ ledger_code: string; ledger_number: string }>>
+  ): Promise<PostImportRequest[] | Problem> {
     const path = PATHS.get(section)!
     const field = LIST_FIELD.get(section)
     if (field) {
       const items = value as unknown[]
       const size = CHUNK[section] ?? Math.max(1, items.length)
-      return chunks(items, size).map((chunk, i) => ({ path, body: { [field]: chunk, ...ref }, count: chunk.length, field, offset: i * size }))
+      return chunks(items, size).map((chunk, i) => ({
+        path,
+        body: { [field]: chunk, ...ref },
+        count: chunk.length,
+        field,
+        offset: i * size
+      }))
     }
     if (OBJECT_SECTIONS.has(section)) return [{ path, body: { ...(value as Json), ...ref }, count: 1, offset: 0 }]
     const requests: PostImportRequest[] = []
@@ -136,10 +179,21 @@ function createPipeline(client: ServiceClient, options: MigrateOptions, onFatal:
       let ledgerNumber = doc.ledger_number
       if (ledgerNumber === undefined) {
         ledgerNumber = (await ledgers()).find((l) => l.ledger_code === ledgerCode)?.ledger_number
-        if (ledgerNumber === undefined) return { code: CODE.ledger_not_found, attr: 'ledger_code', detail: formatDetail(CODE.ledger_not_found, { ledger: ledgerCode }) }
+        if (ledgerNumber === undefined) {
+          return {
+            code: CODE.ledger_not_found,
+            attr: 'ledger_code',
+            detail: formatDetail(CODE.ledger_not_found, { ledger: ledgerCode })
+          }
+        }
       }
       const documents = Array.isArray(doc.historical_billing_documents) ? doc.historical_billing_documents.length : 0
-      requests.push({ path, body: { ...doc, ledger_code: ledgerCode, ledger_number: ledgerNumber, ...ref }, count: documents, offset: 0 })
+      requests.push({
+        path,
+        body: { ...doc, ledger_code: ledgerCode, ledger_number: ledgerNumber, ...ref },
+        count: documents,
+        offset: 0
+      })
     }
     return requests
   }
@@ -148,7 +202,15 @@ function createPipeline(client: ServiceClient, options: MigrateOptions, onFatal:
   async function migrateLine(line: number, text: string): Promise<ReportEntry> {
     const parsed = parseLine(text)
     if ('problems' in parsed) {
-      return { line, external_account_number: guessExternal(text), outcome: 'failed', service_account_number: null, step: 'read', code: parsed.problems[0]!.code, errors: parsed.problems }
+      return {
+        line,
+        external_account_number: guessExternal(text),
+        outcome: 'failed',
+        service_account_number: null,
+        step: 'read',
+        code: parsed.problems[0]!.code,
+        errors: parsed.problems
+      }
     }
     const { account, sections } = parsed.item
     const external = externalOf(account)
@@ -166,7 +228,14 @@ function createPipeline(client: ServiceClient, options: MigrateOptions, onFatal:
     /** With --resume, an account already imported is picked up where it was left. */
     const alreadyImported = (answer: Answer) => {
       const body = answer.body
-      if (!options.resume || answer.status !== 400 || !isObject(body) || !hasCode(body, CODE.account_already_imported)) return false
+      if (
+        !options.resume ||
+        answer.status !== 400 ||
+        !isObject(body) ||
+        !hasCode(body, CODE.account_already_imported)
+      ) {
+        return false
+      }
       serviceAccountNumber = String(body.service_account_number)
       completedBefore = true
       return true
@@ -185,13 +254,25 @@ function createPipeline(client: ServiceClient, options: MigrateOptions, onFatal:
     // Stage runs every check of validate: no separate validate call.
     if (!completedBefore) {
       const staged = await client.post('account-import-process/create-or-update/', account, CREATE_TRANSIENT)
-      if (staged.status !== 200 && staged.status !== 201 && !alreadyImported(staged)) return failed(entry, 'stage', staged)
+      if (staged.status !== 200 && staged.status !== 201 && !alreadyImported(staged)) {
+        return failed(entry, 'stage', staged)
+      }
     }
     if (!completedBefore) {
-      const request = { external_account_number: external, import_supplier_code: supplier, operations_team_name: options.team }
+      const request = {
+        external_account_number: external,
+        import_supplier_code: supplier,
+        operations_team_name: options.team
+      }
       if (options.dryRun) {
-        const dry = await client.post('account-import-process/process/', { ...request, dry_run: true }, CREATE_TRANSIENT)
-        if (dry.status === 400 && isObject(dry.body) && dry.body.code === CODE.dry_run_rolled_back) return { ...entry, outcome: 'would_create' }
+        const dry = await client.post(
+          'account-import-process/process/',
+          { ...request, dry_run: true },
+          CREATE_TRANSIENT
+        )
+        if (dry.status === 400 && isObject(dry.body) && dry.body.code === CODE.dry_run_rolled_back) {
+          return { ...entry, outcome: 'would_create' }
+        }
         return failed(entry, 'dry_run', dry)
       }
       const created = await client.post('account-import-process/process/', request, CREATE_TRANSIENT)
@@ -214,7 +295,10 @@ function createPipeline(client: ServiceClient, options: MigrateOptions, onFatal:
     const ledgers = async () => {
       if (ledgersKnown) return ledgersKnown
       const summary = await client.get(`accounts/${enc(supplier ?? '')}/${enc(external ?? '')}/`)
-      ledgersKnown = summary.status === 200 && isObject(summary.body) && Array.isArray(summary.body.ledgers) ? summary.body.ledgers : []
+      ledgersKnown =
+        summary.status === 200 && isObject(summary.body) && Array.isArray(summary.body.ledgers)
+          ? summary.body.ledgers
+          : []
       return ledgersKnown!
     }
     const sent: Partial<Record<Section, number>> = {}
@@ -223,17 +307,31 @@ function createPipeline(client: ServiceClient, options: MigrateOptions, onFatal:
       if (value === undefined || (Array.isArray(value) && value.length === 0)) continue
       const requests = await requestsOf(section, value, ref, ledgers)
       if (!Array.isArray(requests)) {
-        return { ...entry, outcome: 'failed', step: section, code: requests.code, errors: [requests], ...(Object.keys(sent).length > 0 ? { post_import: sent } : {}) }
+        return {
+          ...entry,
+          outcome: 'failed',
+          step: section,
+          code: requests.code,
+          errors: [requests],
+          ...(Object.keys(sent).length > 0 ? { post_import: sent } : {})
+        }
       }
       for (const request of requests) {
         const answer = await client.post(request.path, request.body)
         if (answer.status !== 201) {
-          return { ...failed(entry, section, answer, request.field, request.offset), ...(Object.keys(sent).length > 0 ? { post_import: sent } : {}) }
+          return {
+            ...failed(entry, section, answer, request.field, request.offset),
+            ...(Object.keys(sent).length > 0 ? { post_import: sent } : {})
+          }
         }
         sent[section] = (sent[section] ?? 0) + request.count
       }
     }
-    return { ...entry, outcome: completedBefore ? 'already_completed' : 'created', ...(Object.keys(sent).length > 0 ? { post_import: sent } : {}) }
+    return {
+      ...entry,
+      outcome: completedBefore ? 'already_completed' : 'created',
+      ...(Object.keys(sent).length > 0 ? { post_import: sent } : {})
+    }
   }
 
   /** Never throws: an unexpected failure is the account's failure; a refused key stops the run. */
@@ -242,15 +340,32 @@ function createPipeline(client: ServiceClient, options: MigrateOptions, onFatal:
       return await migrateLine(line, text)
     } catch (err) {
       if (err instanceof AuthenticationError) onFatal(err)
-      const code = err instanceof AuthenticationError || err instanceof UnavailableError ? err.code : CLIENT_CODE.client_error
+      const code =
+        err instanceof AuthenticationError || err instanceof UnavailableError ? err.code : CLIENT_CODE.client_error
       const errors = [{ code, attr: null, detail: err instanceof Error ? err.message : String(err) }]
-      return { line, external_account_number: guessExternal(text), outcome: 'failed', service_account_number: null, code, errors }
+      return {
+        line,
+        external_account_number: guessExternal(text),
+        outcome: 'failed',
+        service_account_number: null,
+        code,
+        errors
+      }
     }
   }
 }
 
 const REPORT_KEYS: Array<keyof ReportEntry> = [
-  'line', 'external_account_number', 'outcome', 'service_account_number', 'step', 'status', 'code', 'errors', 'request_id', 'post_import'
+  'line',
+  'external_account_number',
+  'outcome',
+  'service_account_number',
+  'step',
+  'status',
+  'code',
+  'errors',
+  'request_id',
+  'post_import'
 ]
 
 /** The entry with its keys in one order, so report lines read alike. */
@@ -276,7 +391,10 @@ export class ReportExistsError extends Error {
  * Creates the report (never over an existing file) and writes one JSON line per account, waiting
  * when the disk is behind. With `numbered`, a taken name moves on to the next free one.
  */
-async function openReport(path: string, numbered: boolean): Promise<{ n: number; write: (entry: ReportEntry) => Promise<void>; close: () => Promise<void> }> {
+async function openReport(
+  path: string,
+  numbered: boolean
+): Promise<{ n: number; write: (entry: ReportEntry) => Promise<void>; close: () => Promise<void> }> {
   let stream: WriteStream | undefined
   let n = 1
   for (; !stream; n++) {
@@ -285,8 +403,11 @@ async function openReport(path: string, numbered: boolean): Promise<{ n: number;
       candidate.once('open', () => resolve(true))
       candidate.once('error', (err: NodeJS.ErrnoException) => {
         if (err.code !== 'EEXIST') reject(err)
-        else if (!numbered) reject(new ReportExistsError(`the report ${path} exists already: give another --report, or move that one away`))
-        else resolve(false)
+        else if (!numbered) {
+          reject(
+            new ReportExistsError(`the report ${path} exists already: give another --report, or move that one away`)
+          )
+        } else resolve(false)
       })
     })
     if (opened) stream = candidate
@@ -295,14 +416,20 @@ async function openReport(path: string, numbered: boolean): Promise<{ n: number;
   return {
     n,
     async write(entry) {
-      if (!stream.write(JSON.stringify(entry) + '\n')) await new Promise<void>((resolve) => stream.once('drain', () => resolve()))
+      if (!stream.write(JSON.stringify(entry) + '\n')) {
+        await new Promise<void>((resolve) => stream.once('drain', () => resolve()))
+      }
     },
-    close: () => new Promise<void>((resolve, reject) => stream.end((err?: Error | null) => (err ? reject(err) : resolve())))
+    close: () =>
+      new Promise<void>((resolve, reject) => stream.end((err?: Error | null) => (err ? reject(err) : resolve())))
   }
 }
 
 /** Codes that say the run's settings are wrong, not the account: the run stops at the first. */
-const CONFIGURATION_CODES: readonly string[] = [CODE.operations_team_name_does_not_exist, CODE.import_supplier_migration_not_ongoing]
+const CONFIGURATION_CODES: readonly string[] = [
+  CODE.operations_team_name_does_not_exist,
+  CODE.import_supplier_migration_not_ongoing
+]
 
 /**
  * Migrates every account of `options.file`. Throws `AuthenticationError` or `UnavailableError`
@@ -312,22 +439,49 @@ const CONFIGURATION_CODES: readonly string[] = [CODE.operations_team_name_does_n
 export async function migrate(options: MigrateOptions, io: RunIO): Promise<Summary> {
   let notice = io.stderr
   const client = createServiceClient({
-    url: options.url, apiKey: options.apiKey, retry: options.retry, notice: (text) => notice(text), ...(io.fetch ? { fetch: io.fetch } : {})
+    url: options.url,
+    apiKey: options.apiKey,
+    retry: options.retry,
+    notice: (text) => notice(text),
+    ...(io.fetch ? { fetch: io.fetch } : {})
   })
   const total = options.onlyLines ? options.onlyLines.size : await countLines(options.file)
   await client.login()
-  await preflight(client, { team: options.validateOnly ? undefined : options.team, suppliers: await suppliersIn(options.file) })
+  await preflight(client, {
+    team: options.validateOnly ? undefined : options.team,
+    suppliers: await suppliersIn(options.file)
+  })
   const report = await openReport(options.reportPath, options.numberReport)
   const reportLabel = numberedReport(options.labels?.report ?? options.reportPath, report.n)
-  io.stderr(`${options.validateOnly ? 'Validating' : options.dryRun ? 'Dry run of' : 'Migrating'} ${total} accounts of ${options.labels?.file ?? options.file}; report: ${reportLabel}\n`)
+  io.stderr(
+    `${options.validateOnly ? 'Validating' : options.dryRun ? 'Dry run of' : 'Migrating'} ${total} accounts of ${options.labels?.file ?? options.file}; report: ${reportLabel}\n`
+  )
   const started = Date.now()
-  const summary = emptySummary({
-    file: options.labels?.file ?? options.file, url: options.url, reportPath: reportLabel, dryRun: options.dryRun, validateOnly: options.validateOnly, retries: client.counts
-  }, SECTIONS)
+  const summary = emptySummary(
+    {
+      file: options.labels?.file ?? options.file,
+      url: options.url,
+      reportPath: reportLabel,
+      dryRun: options.dryRun,
+      validateOnly: options.validateOnly,
+      retries: client.counts
+    },
+    SECTIONS
+  )
   let stopReason: string | undefined
-  const stopWith = (reason: string) => { stopReason ??= reason }
-  const pipeline = createPipeline(client, options, (err) => stopWith(`the service refused the API key (${err.code}: ${err.message})`))
-  const progress = createProgress({ write: io.stderr, tty: io.tty, columns: io.columns, total, intervalMs: io.progressIntervalMs })
+  const stopWith = (reason: string) => {
+    stopReason ??= reason
+  }
+  const pipeline = createPipeline(client, options, (err) =>
+    stopWith(`the service refused the API key (${err.code}: ${err.message})`)
+  )
+  const progress = createProgress({
+    write: io.stderr,
+    tty: io.tty,
+    columns: io.columns,
+    total,
+    intervalMs: io.progressIntervalMs
+  })
   notice = progress.note
 
   async function record(entry: ReportEntry): Promise<void> {
@@ -335,7 +489,9 @@ export async function migrate(options: MigrateOptions, io: RunIO): Promise<Summa
     if (entry.outcome === 'failed') {
       const configuration = (entry.errors ?? []).find((e) => CONFIGURATION_CODES.includes(e.code))
       if (configuration) stopWith(`${configuration.detail.replace(/\.$/, '')} (${configuration.code})`)
-      if (entry.code === CLIENT_CODE.service_unreachable) stopWith(entry.errors?.[0]?.detail.replace(/\.$/, '') ?? 'the service did not answer')
+      if (entry.code === CLIENT_CODE.service_unreachable) {
+        stopWith(entry.errors?.[0]?.detail.replace(/\.$/, '') ?? 'the service did not answer')
+      }
     }
     progress.update({ done: summary.accounts, failed: summary.failed })
     await report.write(inReportOrder(entry))
@@ -345,7 +501,9 @@ export async function migrate(options: MigrateOptions, io: RunIO): Promise<Summa
   const inFlight = new Set<Promise<void>>()
   const stopped = () => io.signal?.aborted === true || stopReason !== undefined
   const start = (work: Promise<void>) => {
-    const task: Promise<void> = work.finally(() => { inFlight.delete(task) })
+    const task: Promise<void> = work.finally(() => {
+      inFlight.delete(task)
+    })
     inFlight.add(task)
   }
   // Batch mode: lines of one supplier gathered into batches; a line that cannot go in one takes the account-by-account path.
@@ -354,20 +512,35 @@ export async function migrate(options: MigrateOptions, io: RunIO): Promise<Summa
   const sendPending = () => {
     const batch = pending
     pending = []
-    start((async () => {
-      const { entries, tooLarge } = await sendBatch(client, batch, { team: options.team, dryRun: options.dryRun }).catch((err: unknown) => {
-        if (err instanceof AuthenticationError) stopWith(`the service refused the API key (${err.code}: ${err.message})`)
-        const code = err instanceof AuthenticationError || err instanceof UnavailableError ? err.code : CLIENT_CODE.client_error
-        const detail = err instanceof Error ? err.message : String(err)
-        return {
-          entries: batch.map((l): ReportEntry => ({ line: l.line, external_account_number: l.external, outcome: 'failed', service_account_number: null, code, errors: [{ code, attr: null, detail }] })),
-          tooLarge: [] as BatchLine[]
-        }
-      })
-      for (const entry of entries) await record(entry)
-      for (const l of tooLarge) await record(await pipeline(l.line, texts.get(l.line)!))
-      for (const l of batch) texts.delete(l.line)
-    })())
+    start(
+      (async () => {
+        const { entries, tooLarge } = await sendBatch(client, batch, {
+          team: options.team,
+          dryRun: options.dryRun
+        }).catch((err: unknown) => {
+          if (err instanceof AuthenticationError) {
+            stopWith(`the service refused the API key (${err.code}: ${err.message})`)
+          }
+          const code =
+            err instanceof AuthenticationError || err instanceof UnavailableError ? err.code : CLIENT_CODE.client_error
+          const detail = err instanceof Error ? err.message : String(err)
+          return {
+            entries: batch.map((l): ReportEntry => ({
+              line: l.line,
+              external_account_number: l.external,
+              outcome: 'failed',
+              service_account_number: null,
+              code,
+              errors: [{ code, attr: null, detail }]
+            })),
+            tooLarge: [] as BatchLine[]
+          }
+        })
+        for (const entry of entries) await record(entry)
+        for (const l of tooLarge) await record(await pipeline(l.line, texts.get(l.line)!))
+        for (const l of batch) texts.delete(l.line)
+      })()
+    )
   }
   try {
     for (;;) {
@@ -381,7 +554,9 @@ export async function migrate(options: MigrateOptions, io: RunIO): Promise<Summa
         const expected = options.onlyLines.get(next.number)
         const found = guessExternal(next.text)
         if (expected != null && found !== expected) {
-          stopWith(`line ${next.number} is ${JSON.stringify(found)} but the report says ${JSON.stringify(expected)}: was the report made from another file?`)
+          stopWith(
+            `line ${next.number} is ${JSON.stringify(found)} but the report says ${JSON.stringify(expected)}: was the report made from another file?`
+          )
           break
         }
       }
@@ -420,10 +595,16 @@ export function countRows(s: Summary): Array<[string, string]> {
   if (s.validateOnly) rows.push(['valid', String(s.valid)])
   else if (s.dryRun) rows.push(['would be created', String(s.wouldCreate)])
   else rows.push(['created', String(s.created)])
-  if (s.alreadyCompleted > 0 || (!s.dryRun && !s.validateOnly)) rows.push(['already completed', String(s.alreadyCompleted)])
-  const steps = Object.entries(s.failedByStep).map(([step, n]) => `${step} ${n}`).join(', ')
+  if (s.alreadyCompleted > 0 || (!s.dryRun && !s.validateOnly)) {
+    rows.push(['already completed', String(s.alreadyCompleted)])
+  }
+  const steps = Object.entries(s.failedByStep)
+    .map(([step, n]) => `${step} ${n}`)
+    .join(', ')
   rows.push(['failed', `${s.failed}${steps ? ` (${steps})` : ''}`])
-  const sent = SECTIONS.filter((section) => s.postImport[section] > 0).map((section) => `${section} ${s.postImport[section]}`)
+  const sent = SECTIONS.filter((section) => s.postImport[section] > 0).map(
+    (section) => `${section} ${s.postImport[section]}`
+  )
   if (sent.length > 0) rows.push(['post-import sent', sent.join(', ')])
   return rows
 }
@@ -441,11 +622,22 @@ export function renderSummary(s: Summary): string {
   const codes = Object.entries(s.codes).sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]))
   if (codes.length > 0) {
     const more = codes.length > SUMMARY_CODES ? `, +${codes.length - SUMMARY_CODES} more` : ''
-    rows.push(['top error codes', codes.slice(0, SUMMARY_CODES).map(([code, n]) => `${code} ${n}`).join(', ') + more])
+    rows.push([
+      'top error codes',
+      codes
+        .slice(0, SUMMARY_CODES)
+        .map(([code, n]) => `${code} ${n}`)
+        .join(', ') + more
+    ])
   }
   const r = s.retries
-  rows.push(['retried', `429 ${r.throttled}, 5xx ${r.serverErrors}, network ${r.networkErrors}, in progress ${r.inProgress}; tokens obtained ${r.tokens}`])
-  if (r.outages > 0) rows.push(['waited for the service', `${count(r.outages, 'time')}, ${duration(r.outageMs)} in all`])
+  rows.push([
+    'retried',
+    `429 ${r.throttled}, 5xx ${r.serverErrors}, network ${r.networkErrors}, in progress ${r.inProgress}; tokens obtained ${r.tokens}`
+  ])
+  if (r.outages > 0) {
+    rows.push(['waited for the service', `${count(r.outages, 'time')}, ${duration(r.outageMs)} in all`])
+  }
   rows.push(['time', `${duration(s.elapsedMs)} (${rate} accounts/s)`])
   const what = s.validateOnly ? 'Validation' : s.dryRun ? 'Dry run' : 'Migration'
   const title = `${what} of ${s.file} against ${s.url}${s.stopped ? `: stopped, ${s.stopped}` : ''}`
@@ -454,11 +646,17 @@ export function renderSummary(s: Summary): string {
     const fix = s.stopped === 'interrupted' ? '' : ' (after fixing what stopped the run)'
     lines.push(`Run again with --resume to carry on${fix}: accounts already created are not created twice.`)
   } else if (s.codes.account_already_imported && !s.dryRun && !s.validateOnly) {
-    lines.push(`${count(s.codes.account_already_imported, 'account was', 'accounts were')} already imported: --resume sends their post-import data instead.`)
+    lines.push(
+      `${count(s.codes.account_already_imported, 'account was', 'accounts were')} already imported: --resume sends their post-import data instead.`
+    )
   }
   if (s.failed > 0) {
     lines.push(`Every failure by step and code: npm run migrate -- report ${s.reportPath}`)
-    if (!s.stopped) lines.push(`Run only the ${count(s.failed, 'failed account')} again (after fixing them): the same command with --retry-failed ${s.reportPath}`)
+    if (!s.stopped) {
+      lines.push(
+        `Run only the ${count(s.failed, 'failed account')} again (after fixing them): the same command with --retry-failed ${s.reportPath}`
+      )
+    }
   }
   return lines.join('\n') + '\n'
 }

@@ -62,7 +62,10 @@ export interface Answer {
 /** The API key was refused: nothing more can be done with it. */
 export class AuthenticationError extends Error {
   override name = 'AuthenticationError'
-  constructor(readonly code: string, message: string) {
+  constructor(
+    readonly code: string,
+    message: string
+  ) {
     super(message)
   }
 }
@@ -70,7 +73,10 @@ export class AuthenticationError extends Error {
 /** No token could be obtained because the service did not answer (after the retries). */
 export class UnavailableError extends Error {
   override name = 'UnavailableError'
-  constructor(readonly code: string, message: string) {
+  constructor(
+    readonly code: string,
+    message: string
+  ) {
     super(message)
   }
 }
@@ -88,7 +94,8 @@ export interface ServiceClientOptions {
   notice?: (text: string) => void
 }
 
-const OBTAIN_TOKEN = 'mutation ObtainToken($input: ObtainTokenInput!) { obtainToken(input: $input) { token expiresIn refreshToken refreshExpiresIn } }'
+const OBTAIN_TOKEN =
+  'mutation ObtainToken($input: ObtainTokenInput!) { obtainToken(input: $input) { token expiresIn refreshToken refreshExpiresIn } }'
 
 const defaultSleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
 
@@ -129,7 +136,9 @@ export function problemsOf(answer: Answer): Problem[] {
       detail: String(e.detail ?? '')
     }))
   }
-  if (isObject(body) && typeof body.code === 'string') return [{ code: body.code, attr: null, detail: String(body.detail ?? '') }]
+  if (isObject(body) && typeof body.code === 'string') {
+    return [{ code: body.code, attr: null, detail: String(body.detail ?? '') }]
+  }
   return [{ code: `http_${answer.status}`, attr: null, detail: 'The service gave no error body.' }]
 }
 
@@ -138,7 +147,16 @@ export function createServiceClient(options: ServiceClientOptions) {
   const sleep = options.sleep ?? defaultSleep
   const random = options.random ?? Math.random
   const policy = options.retry
-  const counts: RetryCounts = { throttled: 0, serverErrors: 0, networkErrors: 0, inProgress: 0, tokens: 0, unauthorised: 0, outages: 0, outageMs: 0 }
+  const counts: RetryCounts = {
+    throttled: 0,
+    serverErrors: 0,
+    networkErrors: 0,
+    inProgress: 0,
+    tokens: 0,
+    unauthorised: 0,
+    outages: 0,
+    outageMs: 0
+  }
   /** Set once the first token was had: an outage after that is waited out. */
   let connected = false
   let outage: Promise<'back' | 'gave_up'> | undefined
@@ -161,12 +179,14 @@ export function createServiceClient(options: ServiceClientOptions) {
    */
   async function waitForService(): Promise<'up' | 'back' | 'gave_up'> {
     if (outage) return outage
-    if (!connected || policy.waitMs <= 0 || await ready()) return 'up'
+    if (!connected || policy.waitMs <= 0 || (await ready())) return 'up'
     if (outage) return outage
     outage = (async () => {
       const started = Date.now()
       counts.outages++
-      options.notice?.(`${options.url} is not answering: waiting up to ${Math.round(policy.waitMs / 1000)} s for it (GET /readyz every second)\n`)
+      options.notice?.(
+        `${options.url} is not answering: waiting up to ${Math.round(policy.waitMs / 1000)} s for it (GET /readyz every second)\n`
+      )
       let result: 'back' | 'gave_up' = 'gave_up'
       while (Date.now() - started < policy.waitMs) {
         await sleep(1000)
@@ -176,17 +196,25 @@ export function createServiceClient(options: ServiceClientOptions) {
         }
       }
       counts.outageMs += Date.now() - started
-      options.notice?.(result === 'back'
-        ? `${options.url} is back after ${Math.round((Date.now() - started) / 1000)} s: carrying on\n`
-        : `${options.url} did not come back within ${Math.round(policy.waitMs / 1000)} s\n`)
+      options.notice?.(
+        result === 'back'
+          ? `${options.url} is back after ${Math.round((Date.now() - started) / 1000)} s: carrying on\n`
+          : `${options.url} did not come back within ${Math.round(policy.waitMs / 1000)} s\n`
+      )
       return result
-    })().finally(() => { outage = undefined })
+    })().finally(() => {
+      outage = undefined
+    })
     return outage
   }
 
   const unreachable = (attempts: number): Answer => ({
     status: 0,
-    body: { code: CLIENT_CODE.service_unreachable, detail: `${options.url} did not answer for ${Math.round(policy.waitMs / 1000)} s (GET /readyz).`, errors: [] },
+    body: {
+      code: CLIENT_CODE.service_unreachable,
+      detail: `${options.url} did not answer for ${Math.round(policy.waitMs / 1000)} s (GET /readyz).`,
+      errors: []
+    },
     attempts
   })
 
@@ -200,7 +228,13 @@ export function createServiceClient(options: ServiceClientOptions) {
    * One request with the retry policy. `auth` adds the token (data-import calls); `transient`
    * names 400 codes that mean "not now" (e.g. a create of the same account still running).
    */
-  async function send(method: 'GET' | 'POST', path: string, body: unknown, auth: boolean, transient: readonly string[] = []): Promise<Answer> {
+  async function send(
+    method: 'GET' | 'POST',
+    path: string,
+    body: unknown,
+    auth: boolean,
+    transient: readonly string[] = []
+  ): Promise<Answer> {
     let failures = 0
     let throttles = 0
     let renewed = false
@@ -212,7 +246,10 @@ export function createServiceClient(options: ServiceClientOptions) {
       let text: string
       // A timer cleared after the answer (AbortSignal.timeout would keep one alive per request for the whole timeout).
       const controller = new AbortController()
-      const timer = setTimeout(() => controller.abort(new DOMException('The request took too long.', 'TimeoutError')), policy.timeoutMs)
+      const timer = setTimeout(
+        () => controller.abort(new DOMException('The request took too long.', 'TimeoutError')),
+        policy.timeoutMs
+      )
       try {
         response = await doFetch(options.url + path, {
           method,
@@ -234,7 +271,15 @@ export function createServiceClient(options: ServiceClientOptions) {
           if (service === 'gave_up') return unreachable(attempts)
         }
         if (++failures >= policy.maxAttempts) {
-          return { status: 0, body: { code: CLIENT_CODE.network_error, detail: `No answer from ${options.url}: ${networkReason(err)}`, errors: [] }, attempts }
+          return {
+            status: 0,
+            body: {
+              code: CLIENT_CODE.network_error,
+              detail: `No answer from ${options.url}: ${networkReason(err)}`,
+              errors: []
+            },
+            attempts
+          }
         }
         await sleep(backoff(failures))
         continue
@@ -282,18 +327,33 @@ export function createServiceClient(options: ServiceClientOptions) {
    * obtainToken with an API key or a refresh token: a refusal is `AuthenticationError`, no answer
    * (after the retries) `UnavailableError`.
    */
-  async function obtainToken(input: Record<string, string>): Promise<{ token: string; expiresIn: number; refreshToken: string; refreshExpiresIn: number }> {
-    const answer = await send('POST', '/graphql', { query: OBTAIN_TOKEN, operationName: 'ObtainToken', variables: { input } }, false)
+  async function obtainToken(
+    input: Record<string, string>
+  ): Promise<{ token: string; expiresIn: number; refreshToken: string; refreshExpiresIn: number }> {
+    const answer = await send(
+      'POST',
+      '/graphql',
+      { query: OBTAIN_TOKEN, operationName: 'ObtainToken', variables: { input } },
+      false
+    )
     const body = answer.body
     const payload = isObject(body) && isObject(body.data) ? body.data.obtainToken : undefined
     if (answer.status === 200 && isObject(payload) && typeof payload.token === 'string') {
       return payload as { token: string; expiresIn: number; refreshToken: string; refreshExpiresIn: number }
     }
     const error = isObject(body) && Array.isArray(body.errors) && isObject(body.errors[0]) ? body.errors[0] : undefined
-    const code = error && isObject(error.extensions) && typeof error.extensions.code === 'string'
-      ? error.extensions.code
-      : isObject(body) && typeof body.code === 'string' ? body.code : `http_${answer.status}`
-    const message = typeof error?.message === 'string' ? error.message : isObject(body) && typeof body.detail === 'string' ? body.detail : 'no token given'
+    const code =
+      error && isObject(error.extensions) && typeof error.extensions.code === 'string'
+        ? error.extensions.code
+        : isObject(body) && typeof body.code === 'string'
+          ? body.code
+          : `http_${answer.status}`
+    const message =
+      typeof error?.message === 'string'
+        ? error.message
+        : isObject(body) && typeof body.detail === 'string'
+          ? body.detail
+          : 'no token given'
     if (answer.status === 0 || answer.status >= 500) throw new UnavailableError(code, message)
     throw new AuthenticationError(code, message)
   }
@@ -316,8 +376,12 @@ export function createServiceClient(options: ServiceClientOptions) {
     /** A new token, unless another caller already replaced `stale`. */
     renew(stale: string | undefined): Promise<string> {
       if (this.pending) return this.pending
-      if (this.token && this.token !== stale && Date.now() < this.expiresAt - this.margin) return Promise.resolve(this.token)
-      this.pending = this.obtain().finally(() => { this.pending = undefined })
+      if (this.token && this.token !== stale && Date.now() < this.expiresAt - this.margin) {
+        return Promise.resolve(this.token)
+      }
+      this.pending = this.obtain().finally(() => {
+        this.pending = undefined
+      })
       return this.pending
     },
 
@@ -354,13 +418,23 @@ export function createServiceClient(options: ServiceClientOptions) {
     async graphql(query: string, variables: Record<string, unknown> = {}): Promise<Record<string, unknown>> {
       const answer = await send('POST', '/graphql', { query, variables }, true)
       const body = answer.body
-      const error = isObject(body) && Array.isArray(body.errors) && isObject(body.errors[0]) ? body.errors[0] : undefined
+      const error =
+        isObject(body) && Array.isArray(body.errors) && isObject(body.errors[0]) ? body.errors[0] : undefined
       if (answer.status === 200 && isObject(body) && isObject(body.data) && !error) return body.data
-      const detail = typeof error?.message === 'string' ? error.message : isObject(body) && typeof body.detail === 'string' ? body.detail : `HTTP ${answer.status}`
-      throw new UnavailableError(isObject(body) && typeof body.code === 'string' ? body.code : CLIENT_CODE.graphql_error, detail)
+      const detail =
+        typeof error?.message === 'string'
+          ? error.message
+          : isObject(body) && typeof body.detail === 'string'
+            ? body.detail
+            : `HTTP ${answer.status}`
+      throw new UnavailableError(
+        isObject(body) && typeof body.code === 'string' ? body.code : CLIENT_CODE.graphql_error,
+        detail
+      )
     },
     get: (path: string) => send('GET', '/v1/data-import/' + path, undefined, true),
-    post: (path: string, body: unknown, transient: readonly string[] = []) => send('POST', '/v1/data-import/' + path, body, true, transient)
+    post: (path: string, body: unknown, transient: readonly string[] = []) =>
+      send('POST', '/v1/data-import/' + path, body, true, transient)
   }
 }
 

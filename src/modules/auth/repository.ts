@@ -22,7 +22,12 @@ export function createAuthRepository(db: Db) {
     organisationName: organisations.name,
     revokedAt: apiKeys.revokedAt
   }
-  const toKeyRecord = (row: { apiKeyId: string; organisationId: string; organisationName: string; revokedAt: Date | null }): KeyRecord => ({
+  const toKeyRecord = (row: {
+    apiKeyId: string
+    organisationId: string
+    organisationName: string
+    revokedAt: Date | null
+  }): KeyRecord => ({
     apiKeyId: row.apiKeyId,
     organisationId: row.organisationId,
     organisationName: row.organisationName,
@@ -31,14 +36,18 @@ export function createAuthRepository(db: Db) {
 
   return {
     async findKeyByHash(keyHash: string): Promise<KeyRecord | undefined> {
-      const [row] = await db.select(keyColumns).from(apiKeys)
+      const [row] = await db
+        .select(keyColumns)
+        .from(apiKeys)
         .innerJoin(organisations, eq(organisations.id, apiKeys.organisationId))
         .where(eq(apiKeys.keyHash, keyHash))
       return row && toKeyRecord(row)
     },
 
     async findKeyById(apiKeyId: string): Promise<KeyRecord | undefined> {
-      const [row] = await db.select(keyColumns).from(apiKeys)
+      const [row] = await db
+        .select(keyColumns)
+        .from(apiKeys)
         .innerJoin(organisations, eq(organisations.id, apiKeys.organisationId))
         .where(eq(apiKeys.id, apiKeyId))
       return row && toKeyRecord(row)
@@ -50,21 +59,33 @@ export function createAuthRepository(db: Db) {
 
     /** Marks the token used, atomically: of two concurrent uses exactly one gets the row. */
     async consumeRefreshToken(tokenHash: string): Promise<ConsumedRefreshToken | undefined> {
-      const [row] = await db.update(refreshTokens)
+      const [row] = await db
+        .update(refreshTokens)
         .set({ usedAt: sql`now()` })
         .where(and(eq(refreshTokens.tokenHash, tokenHash), isNull(refreshTokens.usedAt)))
-        .returning({ apiKeyId: refreshTokens.apiKeyId, operator: refreshTokens.operator, expiresAt: refreshTokens.expiresAt })
+        .returning({
+          apiKeyId: refreshTokens.apiKeyId,
+          operator: refreshTokens.operator,
+          expiresAt: refreshTokens.expiresAt
+        })
       return row
     },
 
     async getSetting(key: string): Promise<string | undefined> {
-      const [row] = await db.select({ value: serviceSettings.value }).from(serviceSettings).where(eq(serviceSettings.key, key))
+      const [row] = await db
+        .select({ value: serviceSettings.value })
+        .from(serviceSettings)
+        .where(eq(serviceSettings.key, key))
       return row?.value
     },
 
     /** Stores the value unless the key exists; true when this call stored it. */
     async insertSettingOnce(key: string, value: string): Promise<boolean> {
-      const rows = await db.insert(serviceSettings).values({ key, value }).onConflictDoNothing().returning({ key: serviceSettings.key })
+      const rows = await db
+        .insert(serviceSettings)
+        .values({ key, value })
+        .onConflictDoNothing()
+        .returning({ key: serviceSettings.key })
       return rows.length === 1
     }
   }

@@ -5,8 +5,7 @@ import { hashSecret, newSecret, sameHash } from './secrets.js'
 
 /** Who is calling: an organisation through one of its API keys, or the service operator. */
 export type Principal =
-  | { kind: 'organisation'; organisationId: string; organisationName: string; apiKeyId: string }
-  | { kind: 'operator' }
+  { kind: 'organisation'; organisationId: string; organisationName: string; apiKeyId: string } | { kind: 'operator' }
 
 export interface TokenPair {
   token: string
@@ -99,7 +98,12 @@ export function createAuthService(repo: AuthRepository, options: AuthServiceOpti
       if (claims.role !== 'org' || typeof claims.kid !== 'string') throw authenticationFailed()
       const record = await keyById(claims.kid)
       if (!record || record.revoked) throw authenticationFailed()
-      return { kind: 'organisation', organisationId: record.organisationId, organisationName: record.organisationName, apiKeyId: record.apiKeyId }
+      return {
+        kind: 'organisation',
+        organisationId: record.organisationId,
+        organisationName: record.organisationName,
+        apiKeyId: record.apiKeyId
+      }
     },
 
     /** Called after a revocation in this process, so it takes effect here at once. */

@@ -30,23 +30,50 @@ export interface Entry {
  * An entry's shape: an object with `account` and known sections only, for the batch's supplier.
  * Pure: what it finds is the entry's stage failure.
  */
-export function examineEntry(raw: unknown, index: number, supplierCode: string, sectionNames: readonly string[]): Entry {
+export function examineEntry(
+  raw: unknown,
+  index: number,
+  supplierCode: string,
+  sectionNames: readonly string[]
+): Entry {
   if (!isObject(raw)) {
-    return { index, external: null, raw: {}, failure: { step: 'stage', error: invalidRequest([problem(CODE.invalid, null, { detail: 'An entry must be an object holding an account.' })]) } }
+    return {
+      index,
+      external: null,
+      raw: {},
+      failure: {
+        step: 'stage',
+        error: invalidRequest([
+          problem(CODE.invalid, null, { detail: 'An entry must be an object holding an account.' })
+        ])
+      }
+    }
   }
   const account = raw.account
-  const external = isObject(account) && typeof account.external_account_number === 'string' ? account.external_account_number : null
+  const external =
+    isObject(account) && typeof account.external_account_number === 'string' ? account.external_account_number : null
   const e: Entry = { index, external, raw }
   const shape: ErrorEntry[] = []
   if (account === undefined) shape.push(problem(CODE.required, 'account', { detail: 'This field is required.' }))
   for (const key of Object.keys(raw)) {
-    if (key !== 'account' && !sectionNames.includes(key)) shape.push(problem(CODE.unexpected_field, key, { detail: 'This field is not expected here.' }))
+    if (key !== 'account' && !sectionNames.includes(key)) {
+      shape.push(problem(CODE.unexpected_field, key, { detail: 'This field is not expected here.' }))
+    }
   }
   if (shape.length > 0) e.failure = { step: 'stage', error: invalidRequest(shape) }
-  else if (isObject(account) && typeof account.import_supplier === 'string' && account.import_supplier !== supplierCode) {
+  else if (
+    isObject(account) &&
+    typeof account.import_supplier === 'string' &&
+    account.import_supplier !== supplierCode
+  ) {
     e.failure = {
       step: 'stage',
-      error: accountFailed([problem(CODE.import_supplier_mismatch, 'import_supplier', { account_supplier: account.import_supplier, batch_supplier: supplierCode })])
+      error: accountFailed([
+        problem(CODE.import_supplier_mismatch, 'import_supplier', {
+          account_supplier: account.import_supplier,
+          batch_supplier: supplierCode
+        })
+      ])
     }
   }
   return e
@@ -69,22 +96,41 @@ export interface LedgerRef {
  * (an object or a list of them), each with the ledger number of its `ledger_code` (default
  * ENERGY) filled in. Throws the 400 of a value of the wrong form (rooted).
  */
-export function requestsOf(section: SectionListing, value: unknown, ref: Record<string, string>, ledgers: readonly LedgerRef[]): SectionRequest[] {
+export function requestsOf(
+  section: SectionListing,
+  value: unknown,
+  ref: Record<string, string>,
+  ledgers: readonly LedgerRef[]
+): SectionRequest[] {
   const form = section.entry
   if ('list' in form) return [{ request: { ...ref, [form.list]: value }, root: '' }]
   if ('object' in form) {
-    if (!isObject(value)) throw invalidRequest([problem(CODE.invalid, null, { detail: `${section.name} must be an object.` })])
+    if (!isObject(value)) {
+      throw invalidRequest([problem(CODE.invalid, null, { detail: `${section.name} must be an object.` })])
+    }
     return [{ request: { ...ref, ...value }, root: '' }]
   }
   const items = Array.isArray(value) ? value : [value]
   return items.map((item, k) => {
     const root = Array.isArray(value) ? `${k}.` : ''
     try {
-      if (!isObject(item)) throw invalidRequest([problem(CODE.invalid, null, { detail: `Each ${section.name} request must be an object.` })])
-      if (item.ledger_number !== undefined) throw invalidRequest([problem(CODE.unexpected_field, 'ledger_number', { detail: 'The service fills in the ledger number from ledger_code.' })])
+      if (!isObject(item)) {
+        throw invalidRequest([
+          problem(CODE.invalid, null, { detail: `Each ${section.name} request must be an object.` })
+        ])
+      }
+      if (item.ledger_number !== undefined) {
+        throw invalidRequest([
+          problem(CODE.unexpected_field, 'ledger_number', {
+            detail: 'The service fills in the ledger number from ledger_code.'
+          })
+        ])
+      }
       const code = item.ledger_code ?? 'ENERGY'
       const ledger = ledgers.find((l) => l.ledger_code === code)
-      if (typeof code === 'string' && !ledger) throw invalidRequest([problem(CODE.ledger_not_found, 'ledger_code', { ledger: code })])
+      if (typeof code === 'string' && !ledger) {
+        throw invalidRequest([problem(CODE.ledger_not_found, 'ledger_code', { ledger: code })])
+      }
       return { root, request: { ...ref, ...item, ledger_code: code, ledger_number: ledger?.ledger_number ?? '' } }
     } catch (err) {
       throw rooted(err, root)
@@ -94,8 +140,11 @@ export function requestsOf(section: SectionListing, value: unknown, ref: Record<
 
 /** Two requests of a per-ledger section for one ledger: their rules read each other's rows. */
 export function twoForOneLedger(section: SectionListing, value: unknown): boolean {
-  return 'perLedger' in section.entry && Array.isArray(value) &&
-    new Set(value.map((item) => (isObject(item) ? item.ledger_code ?? 'ENERGY' : item))).size < value.length
+  return (
+    'perLedger' in section.entry &&
+    Array.isArray(value) &&
+    new Set(value.map((item) => (isObject(item) ? (item.ledger_code ?? 'ENERGY') : item))).size < value.length
+  )
 }
 
 /** A problem of one request of a list, its attrs rooted at the request's index (`1.` + attr). */

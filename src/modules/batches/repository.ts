@@ -1,7 +1,19 @@
 import { sql } from 'drizzle-orm'
 import {
-  accountMetadata, accounts, agreements, billingDocuments, customers, emailOutbox, importEvents, ledgers,
-  ledgerTransactions, statements, supplyAddresses, supplyPoints, transactionLineItems, transactionTaxItems
+  accountMetadata,
+  accounts,
+  agreements,
+  billingDocuments,
+  customers,
+  emailOutbox,
+  importEvents,
+  ledgers,
+  ledgerTransactions,
+  statements,
+  supplyAddresses,
+  supplyPoints,
+  transactionLineItems,
+  transactionTaxItems
 } from '../../../drizzle/schema/index.js'
 import { rowsOf, runInOrder, supplierExternals, type Db } from '../../db/index.js'
 import type { ErrorEntry } from '../../errors.js'
@@ -70,8 +82,19 @@ export interface DryRunOutcome {
  * transactions); the tables of sections not named here come after them.
  */
 const TABLE_ORDER: PgTable[] = [
-  accounts, customers, ledgers, statements, billingDocuments, ledgerTransactions, transactionLineItems, transactionTaxItems,
-  supplyAddresses, supplyPoints, agreements, accountMetadata, emailOutbox
+  accounts,
+  customers,
+  ledgers,
+  statements,
+  billingDocuments,
+  ledgerTransactions,
+  transactionLineItems,
+  transactionTaxItems,
+  supplyAddresses,
+  supplyPoints,
+  agreements,
+  accountMetadata,
+  emailOutbox
 ]
 
 /** Thrown inside the savepoint of a dry run's creates to roll them back. */
@@ -89,28 +112,45 @@ export function createBatchesRepository(db: Db) {
   return {
     /** The caller's supplier with this code and the operations team of this name, in one round trip. */
     async supplierAndTeam(code: string, organisationId: string, teamName: string) {
-      const [row] = rowsOf<{ supplier: SupplierRow | null; team_id: string | null }>(await db.execute(sql`select
+      const [row] = rowsOf<{ supplier: SupplierRow | null; team_id: string | null }>(
+        await db.execute(sql`select
           (select json_build_object('id', s.id, 'code', s.code, 'status', s.status, 'documentRoot', s.document_root,
             'sendMigrationEmails', s.send_migration_emails, 'maxConcurrentProcessing', s.max_concurrent_processing)
             from import_suppliers s where s.code = ${code} and s.organisation_id = ${organisationId}::uuid) as supplier,
-          (select t.id from operations_teams t where t.name = ${teamName}) as team_id`))
-      const supplier = typeof row?.supplier === 'string' ? JSON.parse(row.supplier) as SupplierRow : row?.supplier ?? undefined
+          (select t.id from operations_teams t where t.name = ${teamName}) as team_id`)
+      )
+      const supplier =
+        typeof row?.supplier === 'string' ? (JSON.parse(row.supplier) as SupplierRow) : (row?.supplier ?? undefined)
       return { supplier, teamId: row?.team_id ?? undefined }
     },
 
     /** The ledgers of an account, by its service account number. */
     async ledgersOf(serviceAccountNumber: string): Promise<Array<{ ledger_code: string; ledger_number: string }>> {
-      return rowsOf<{ ledger_code: string; ledger_number: string }>(await db.execute(sql`select l.ledger_code, l.ledger_number
-        from ledgers l join accounts a on a.id = l.account_id where a.service_account_number = ${serviceAccountNumber}`))
+      return rowsOf<{ ledger_code: string; ledger_number: string }>(
+        await db.execute(sql`select l.ledger_code, l.ledger_number
+        from ledgers l join accounts a on a.id = l.account_id where a.service_account_number = ${serviceAccountNumber}`)
+      )
     },
 
     /** The processes of these accounts of a supplier, by external account number. */
     async states(supplierId: string, externals: string[]): Promise<Map<string, BatchProcess>> {
       if (externals.length === 0) return new Map()
-      const rows = rowsOf<{ id: number | string; external: string; state: ProcessState; service_account_number: string | null }>(await db.execute(sql`
+      const rows = rowsOf<{
+        id: number | string
+        external: string
+        state: ProcessState
+        service_account_number: string | null
+      }>(
+        await db.execute(sql`
         select id, external_account_number as external, state, service_account_number from import_processes
-        where (supplier_id, external_account_number) in ${supplierExternals(supplierId, externals)}`))
-      return new Map(rows.map((r) => [r.external, { id: Number(r.id), state: r.state, serviceAccountNumber: r.service_account_number }]))
+        where (supplier_id, external_account_number) in ${supplierExternals(supplierId, externals)}`)
+      )
+      return new Map(
+        rows.map((r) => [
+          r.external,
+          { id: Number(r.id), state: r.state, serviceAccountNumber: r.service_account_number }
+        ])
+      )
     },
 
     /**
@@ -135,29 +175,43 @@ export function createBatchesRepository(db: Db) {
           tx.execute(sql`select id, external_account_number as external, state from import_processes
             where (supplier_id, external_account_number) in ${supplierExternals(supplierId, externals)}`)
         ])
-        const locked = new Set(rowsOf<{ id: number | string; locked: boolean }>(locks).filter((r) => r.locked).map((r) => Number(r.id)))
-        const existing = new Map(rowsOf<{ id: number | string; external: string; state: ProcessState }>(current).map((r) => [r.external, { id: Number(r.id), state: r.state }]))
+        const locked = new Set(
+          rowsOf<{ id: number | string; locked: boolean }>(locks)
+            .filter((r) => r.locked)
+            .map((r) => Number(r.id))
+        )
+        const existing = new Map(
+          rowsOf<{ id: number | string; external: string; state: ProcessState }>(current).map((r) => [
+            r.external,
+            { id: Number(r.id), state: r.state }
+          ])
+        )
         const elsewhere: string[] = []
         const creating: Array<PlannedAccount & { id: number; first: boolean }> = []
         const fresh: PlannedAccount[] = []
         for (const entry of sorted) {
           const process = existing.get(entry.external)
           if (!process) fresh.push(entry)
-          else if (process.state === 'STAGED' && locked.has(process.id)) creating.push({ ...entry, id: process.id, first: false })
-          else elsewhere.push(entry.external)
+          else if (process.state === 'STAGED' && locked.has(process.id)) {
+            creating.push({ ...entry, id: process.id, first: false })
+          } else elsewhere.push(entry.external)
         }
         if (fresh.length > 0) {
-          const inserted = rowsOf<{ id: number | string; external: string }>(await tx.execute(sql`
+          const inserted = rowsOf<{ id: number | string; external: string }>(
+            await tx.execute(sql`
             insert into import_processes (supplier_id, external_account_number, state, staged_data, first_staged_at)
             select ${supplierId}::uuid, e.external, 'STAGED', e.data, now()
             from jsonb_to_recordset(${JSON.stringify(fresh.map((e) => ({ external: e.external, data: e.data })))}::jsonb) as e(external text, data jsonb)
             order by e.external
             on conflict do nothing
-            returning id, external_account_number as external`))
+            returning id, external_account_number as external`)
+          )
           const ids = new Map(inserted.map((r) => [r.external, Number(r.id)]))
           for (const entry of fresh) {
             const id = ids.get(entry.external)
-            if (id === undefined) elsewhere.push(entry.external) // staged by another request meanwhile
+            if (id === undefined) {
+              elsewhere.push(entry.external)
+            } // staged by another request meanwhile
             else creating.push({ ...entry, id, first: true })
           }
         }
@@ -173,15 +227,28 @@ export function createBatchesRepository(db: Db) {
         }
         const marks: Array<{ id: number; san: string; data: AccountData | null }> = []
         const events: Array<typeof importEvents.$inferInsert> = []
-        const event = (importProcessId: number, type: (typeof importEvents.$inferInsert)['type'], detail: unknown = {}) => events.push({
-          importProcessId, type, actor: actor.name, organisationId: actor.organisationId, apiKeyId: actor.apiKeyId, detail
-        })
+        const event = (
+          importProcessId: number,
+          type: (typeof importEvents.$inferInsert)['type'],
+          detail: unknown = {}
+        ) =>
+          events.push({
+            importProcessId,
+            type,
+            actor: actor.name,
+            organisationId: actor.organisationId,
+            apiKeyId: actor.apiKeyId,
+            detail
+          })
         for (const entry of creating) {
           const { rows } = entry
           rows.account.importProcessId = entry.id
           for (const tableRows of accountTableRows(rows)) add(tableRows)
           for (const tableRows of entry.sectionRows) add(tableRows)
-          const result = { service_account_number: rows.account.serviceAccountNumber, ledgers: rows.ledgers.map((l) => ({ ledger_code: l.ledgerCode, ledger_number: l.ledgerNumber })) }
+          const result = {
+            service_account_number: rows.account.serviceAccountNumber,
+            ledgers: rows.ledgers.map((l) => ({ ledger_code: l.ledgerCode, ledger_number: l.ledgerNumber }))
+          }
           created.set(entry.external, { serviceAccountNumber: result.service_account_number, ledgers: result.ledgers })
           marks.push({ id: entry.id, san: result.service_account_number, data: entry.first ? null : entry.data })
           event(entry.id, entry.first ? 'STAGED' : 'RESTAGED')
@@ -201,9 +268,14 @@ export function createBatchesRepository(db: Db) {
           ...insertsOf(tx, importEvents, events),
           // Created accounts have no failures left to report, of any step.
           tx.execute(sql`delete from import_failures
-            where (supplier_id, external_account_number) in ${supplierExternals(supplierId, creating.map((e) => e.external))}`)
+            where (supplier_id, external_account_number) in ${supplierExternals(
+              supplierId,
+              creating.map((e) => e.external)
+            )}`)
         ])
-        if (rowsOf(marked).length !== creating.length) throw new Error('a batch account changed state while it was being created')
+        if (rowsOf(marked).length !== creating.length) {
+          throw new Error('a batch account changed state while it was being created')
+        }
         return { created, elsewhere }
       })
     },
@@ -223,11 +295,17 @@ export function createBatchesRepository(db: Db) {
      * everything back and is thrown: the caller then takes the accounts one by one.
      */
     async stageAndDryRun(
-      supplierId: string, entries: Array<{ external: string; data: AccountData }>, actor: Actor, teamName: string,
+      supplierId: string,
+      entries: Array<{ external: string; data: AccountData }>,
+      actor: Actor,
+      teamName: string,
       judge: (staged: unknown, claim: DryRunClaim) => DryRunVerdict
     ): Promise<DryRunOutcome> {
       const sorted = [...entries].sort((a, b) => byCodePoint(a.external, b.external))
-      const pairs = supplierExternals(supplierId, sorted.map((e) => e.external))
+      const pairs = supplierExternals(
+        supplierId,
+        sorted.map((e) => e.external)
+      )
       return db.transaction(async (tx) => {
         // Locks first (in one order), then the state once they are held, and the supplier and team as a create reads them.
         const [locks, current, claimed] = await runInOrder(db, [
@@ -238,15 +316,33 @@ export function createBatchesRepository(db: Db) {
           tx.execute(sql`select s.code, s.status, s.send_migration_emails, (select t.id from operations_teams t where t.name = ${teamName}) as team_id
             from import_suppliers s where s.id = ${supplierId}::uuid`)
         ])
-        const supplier = rowsOf<{ code: string; status: string; send_migration_emails: boolean; team_id: string | null }>(claimed)[0]
+        const supplier = rowsOf<{
+          code: string
+          status: string
+          send_migration_emails: boolean
+          team_id: string | null
+        }>(claimed)[0]
         const outcome: DryRunOutcome = { wouldCreate: [], refused: new Map(), elsewhere: [] }
         if (supplier?.status !== 'Ongoing') {
           outcome.elsewhere.push(...sorted.map((e) => e.external)) // a stage would refuse each: the single path says how
           return outcome
         }
-        const claim: DryRunClaim = { supplierCode: supplier.code, sendMigrationEmails: supplier.send_migration_emails, teamId: supplier.team_id }
-        const locked = new Set(rowsOf<{ id: number | string; locked: boolean }>(locks).filter((r) => r.locked).map((r) => Number(r.id)))
-        const existing = new Map(rowsOf<{ id: number | string; external: string; state: ProcessState }>(current).map((r) => [r.external, { id: Number(r.id), state: r.state }]))
+        const claim: DryRunClaim = {
+          supplierCode: supplier.code,
+          sendMigrationEmails: supplier.send_migration_emails,
+          teamId: supplier.team_id
+        }
+        const locked = new Set(
+          rowsOf<{ id: number | string; locked: boolean }>(locks)
+            .filter((r) => r.locked)
+            .map((r) => Number(r.id))
+        )
+        const existing = new Map(
+          rowsOf<{ id: number | string; external: string; state: ProcessState }>(current).map((r) => [
+            r.external,
+            { id: Number(r.id), state: r.state }
+          ])
+        )
         const fresh: typeof sorted = []
         const restaged: Array<{ id: number; data: Record<string, unknown> }> = []
         const restagedExternal = new Map<number, string>()
@@ -266,7 +362,8 @@ export function createBatchesRepository(db: Db) {
         const restagedJson = JSON.stringify(restaged)
         const staging: Array<PromiseLike<unknown>> = []
         if (fresh.length > 0) {
-          staging.push(tx.execute(sql`with input as (
+          staging.push(
+            tx.execute(sql`with input as (
               select e.external, e.data from jsonb_to_recordset(${freshJson}::jsonb) as e(external text, data jsonb)),
             inserted as (
               insert into import_processes (supplier_id, external_account_number, state, staged_data, first_staged_at)
@@ -281,10 +378,12 @@ export function createBatchesRepository(db: Db) {
               delete from import_failures f using inserted i where f.supplier_id = ${supplierId}::uuid
                 and f.external_account_number = i.external_account_number and f.step in ('validate', 'stage'))
             select i.id, i.external_account_number as external, case when i.staged_data = n.data then null else i.staged_data end as changed
-            from inserted i join input n on n.external = i.external_account_number`))
+            from inserted i join input n on n.external = i.external_account_number`)
+          )
         }
         if (restaged.length > 0) {
-          staging.push(tx.execute(sql`with input as (
+          staging.push(
+            tx.execute(sql`with input as (
               select m.id, m.data from jsonb_to_recordset(${restagedJson}::jsonb) as m(id bigint, data jsonb)),
             updated as (
               update import_processes p set staged_data = m.data, staged_data_erased_at = null,
@@ -299,18 +398,31 @@ export function createBatchesRepository(db: Db) {
               delete from import_failures f using updated u where f.supplier_id = ${supplierId}::uuid
                 and f.external_account_number = u.external_account_number and f.step in ('validate', 'stage'))
             select u.id, u.external_account_number as external, case when u.staged_data = m.data then null else u.staged_data end as changed
-            from updated u join input m on m.id = u.id`))
+            from updated u join input m on m.id = u.id`)
+          )
         }
         const stagingDone = runInOrder(db, staging)
         stagingDone.catch(() => {}) // awaited below; a failure is thrown there
         // While the database stages them, the create's verdicts on the data sent (a copy, as it comes back from the database).
         await new Promise<void>((resolve) => setImmediate(resolve))
-        const sent = [...(JSON.parse(freshJson) as typeof fresh), ...(JSON.parse(restagedJson) as typeof restaged).map((r) => ({ data: r.data, external: restagedExternal.get(r.id)! }))]
+        const sent = [
+          ...(JSON.parse(freshJson) as typeof fresh),
+          ...(JSON.parse(restagedJson) as typeof restaged).map((r) => ({
+            data: r.data,
+            external: restagedExternal.get(r.id)!
+          }))
+        ]
         const verdicts = new Map(sent.map((e) => [e.external, judge(e.data, claim)]))
-        const staged = (await stagingDone).flatMap((r) => rowsOf<{ id: number | string; external: string; changed: unknown }>(r)).map((r) => {
-          const changed = typeof r.changed === 'string' ? JSON.parse(r.changed) as unknown : r.changed
-          return { id: Number(r.id), external: r.external, verdict: changed === null ? verdicts.get(r.external)! : judge(changed, claim) }
-        })
+        const staged = (await stagingDone)
+          .flatMap((r) => rowsOf<{ id: number | string; external: string; changed: unknown }>(r))
+          .map((r) => {
+            const changed = typeof r.changed === 'string' ? (JSON.parse(r.changed) as unknown) : r.changed
+            return {
+              id: Number(r.id),
+              external: r.external,
+              verdict: changed === null ? verdicts.get(r.external)! : judge(changed, claim)
+            }
+          })
         const done = new Set([...staged.map((r) => r.external), ...outcome.elsewhere])
         for (const entry of sorted) {
           if (!done.has(entry.external)) outcome.elsewhere.push(entry.external) // staged, or changed, by another request meanwhile
@@ -320,10 +432,15 @@ export function createBatchesRepository(db: Db) {
         // The create, its writes rolled back.
         const creating: Array<{ id: number; external: string; rows: AccountRows }> = []
         const events: Array<typeof importEvents.$inferInsert> = []
-        const dryRunEvent = (id: number, wouldSucceed: boolean, errors: ErrorEntry[]) => events.push({
-          importProcessId: id, type: 'DRY_RUN', actor: actor.name, organisationId: actor.organisationId, apiKeyId: actor.apiKeyId,
-          detail: { would_succeed: wouldSucceed, errors }
-        })
+        const dryRunEvent = (id: number, wouldSucceed: boolean, errors: ErrorEntry[]) =>
+          events.push({
+            importProcessId: id,
+            type: 'DRY_RUN',
+            actor: actor.name,
+            organisationId: actor.organisationId,
+            apiKeyId: actor.apiKeyId,
+            detail: { would_succeed: wouldSucceed, errors }
+          })
         for (const { id, external, verdict } of staged) {
           if ('errors' in verdict) {
             outcome.refused.set(external, verdict.errors)
@@ -339,22 +456,51 @@ export function createBatchesRepository(db: Db) {
           try {
             await tx.transaction(async (savepoint) => {
               const merged: AccountRows = {
-                account: creating[0]!.rows.account, customers: [], ledgers: [], statements: [], transactions: [], lineItems: [], taxItems: [],
-                supplyAddresses: [], supplyPoints: [], agreements: [], metadata: [], outbox: []
+                account: creating[0]!.rows.account,
+                customers: [],
+                ledgers: [],
+                statements: [],
+                transactions: [],
+                lineItems: [],
+                taxItems: [],
+                supplyAddresses: [],
+                supplyPoints: [],
+                agreements: [],
+                metadata: [],
+                outbox: []
               }
               for (const { rows } of creating) {
-                for (const key of ['customers', 'ledgers', 'statements', 'transactions', 'lineItems', 'taxItems', 'supplyAddresses', 'supplyPoints', 'agreements', 'metadata', 'outbox'] as const) {
-                  (merged[key] as unknown[]).push(...rows[key])
+                for (const key of [
+                  'customers',
+                  'ledgers',
+                  'statements',
+                  'transactions',
+                  'lineItems',
+                  'taxItems',
+                  'supplyAddresses',
+                  'supplyPoints',
+                  'agreements',
+                  'metadata',
+                  'outbox'
+                ] as const) {
+                  ;(merged[key] as unknown[]).push(...rows[key])
                 }
               }
               const marks = creating.map((c) => ({ id: c.id, san: c.rows.account.serviceAccountNumber }))
-              const [marked] = await accountsRepo.insertAccounts(savepoint, creating.map((c) => c.rows.account), merged, [
-                savepoint.execute(sql`update import_processes p set state = 'IMPORTED', service_account_number = m.san, account_created_at = now(),
+              const [marked] = await accountsRepo.insertAccounts(
+                savepoint,
+                creating.map((c) => c.rows.account),
+                merged,
+                [
+                  savepoint.execute(sql`update import_processes p set state = 'IMPORTED', service_account_number = m.san, account_created_at = now(),
                     latest_error = null, updated_at = now()
                   from jsonb_to_recordset(${JSON.stringify(marks)}::jsonb) as m(id bigint, san text)
                   where p.id = m.id and p.state = 'STAGED' returning p.id`)
-              ])
-              if (rowsOf(marked).length !== creating.length) throw new Error('a batch account changed state while it was being dry-run created')
+                ]
+              )
+              if (rowsOf(marked).length !== creating.length) {
+                throw new Error('a batch account changed state while it was being dry-run created')
+              }
               throw new DryRunRolledBack()
             })
           } catch (err) {
@@ -367,8 +513,10 @@ export function createBatchesRepository(db: Db) {
           ...insertsOf(tx, importEvents, events),
           ...(outcome.wouldCreate.length === 0
             ? []
-            : [tx.execute(sql`delete from import_failures
-                where (supplier_id, external_account_number) in ${supplierExternals(supplierId, outcome.wouldCreate)} and step = 'create'`)])
+            : [
+                tx.execute(sql`delete from import_failures
+                where (supplier_id, external_account_number) in ${supplierExternals(supplierId, outcome.wouldCreate)} and step = 'create'`)
+              ])
         ])
         return outcome
       })

@@ -13,21 +13,27 @@ const batchesRoutes: FastifyPluginAsyncTypebox<{ sections: Section[] }> = async 
     sections: opts.sections,
     failures: app.failures
   })
-  app.post('/batches/', {
-    preValidation: app.takeTurn,
-    schema: {
-      tags: ['Batches'],
-      summary: 'Migrate many accounts at once',
-      description: `Up to 1,000 entries \`{account, ${opts.sections.map((s) => `${s.name}?`).join(', ')}}\`. Each is staged` + ', created and given its sections in that ' +
-        'order, with the single endpoints\' rules, and gets its own result (200, in request order); a step that fails ' +
-        'stops its entry only. Problems of the request as a whole (its fields, the supplier, the team) are a 400 and ' +
-        'nothing is stored. `dry_run: true` validates, stages and dry-run creates every entry.',
-      body: BatchRequest,
-      response: BatchResponses
+  app.post(
+    '/batches/',
+    {
+      preValidation: app.takeTurn,
+      schema: {
+        tags: ['Batches'],
+        summary: 'Migrate many accounts at once',
+        description:
+          `Up to 1,000 entries \`{account, ${opts.sections.map((s) => `${s.name}?`).join(', ')}}\`. Each is staged` +
+          ', created and given its sections in that ' +
+          "order, with the single endpoints' rules, and gets its own result (200, in request order); a step that fails " +
+          'stops its entry only. Problems of the request as a whole (its fields, the supplier, the team) are a 400 and ' +
+          'nothing is stored. `dry_run: true` validates, stages and dry-run creates every entry.',
+        body: BatchRequest,
+        response: BatchResponses
+      }
+    },
+    async function runBatch(request) {
+      return service.run(organisationOf(request.principal), request.body, request.log)
     }
-  }, async function runBatch(request) {
-    return service.run(organisationOf(request.principal), request.body, request.log)
-  })
+  )
 }
 
 export default batchesRoutes

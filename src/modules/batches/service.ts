@@ -3,7 +3,16 @@ import type { ValidateFunction } from 'ajv'
 import type { BatchRequest, BatchResponse, BatchResult } from '../../../schemas/batches.js'
 import type { Db } from '../../db/index.js'
 import { CODE } from '../../../schemas/error-codes.js'
-import { accountFailed, answer, AppError, entriesFromAjv, invalidRequest, problem, sortEntries, type AttachedInput } from '../../errors.js'
+import {
+  accountFailed,
+  answer,
+  AppError,
+  entriesFromAjv,
+  invalidRequest,
+  problem,
+  sortEntries,
+  type AttachedInput
+} from '../../errors.js'
 import { utcToday } from '../../rules/context.js'
 import { checkAccountData } from '../../accounts/rules.js'
 import { skipped, standingOf, supplierProblem, teamProblem } from '../../accounts/precheck.js'
@@ -13,7 +22,13 @@ import type { OrganisationPrincipal } from '../auth/service.js'
 import { isExternalAccountNumber, type FailuresService } from '../failures/service.js'
 import type { CreateResult, ImportsService, StageResult } from '../imports/service.js'
 import type { NewAccount, Section } from '../post-import/section.js'
-import { createBatchesRepository, type DryRunClaim, type DryRunOutcome, type DryRunVerdict, type PlannedAccount } from './repository.js'
+import {
+  createBatchesRepository,
+  type DryRunClaim,
+  type DryRunOutcome,
+  type DryRunVerdict,
+  type PlannedAccount
+} from './repository.js'
 import { examineEntry, requestsOf, rooted, twoForOneLedger, type Entry, type FailedStep } from './entries.js'
 
 /** Accounts staged and created per transaction on the set-based path. */
@@ -57,11 +72,17 @@ export function createBatchesService(deps: {
 }) {
   const { db, imports, sections, failures } = deps
   const repo = createBatchesRepository(db)
-  const validators = new Map<string, ValidateFunction>(sections.map((section) => [section.name, compileBody(section.route.body)]))
+  const validators = new Map<string, ValidateFunction>(
+    sections.map((section) => [section.name, compileBody(section.route.body)])
+  )
 
   return {
     async run(principal: OrganisationPrincipal, body: BatchRequest, log: FastifyBaseLogger): Promise<BatchResponse> {
-      const found = await repo.supplierAndTeam(body.import_supplier, principal.organisationId, body.operations_team_name)
+      const found = await repo.supplierAndTeam(
+        body.import_supplier,
+        principal.organisationId,
+        body.operations_team_name
+      )
       const problems = [
         supplierProblem(found.supplier, body.import_supplier, 'import_supplier'),
         teamProblem(found.teamId, body.operations_team_name)
@@ -70,16 +91,30 @@ export function createBatchesService(deps: {
       const supplier = found.supplier!
       const teamId = found.teamId!
       const dryRun = body.dry_run === true
-      const actor = { organisationId: principal.organisationId, apiKeyId: principal.apiKeyId, name: `organisation:${principal.organisationName}` }
+      const actor = {
+        organisationId: principal.organisationId,
+        apiKeyId: principal.apiKeyId,
+        name: `organisation:${principal.organisationName}`
+      }
 
-      const fail = (e: Entry, step: FailedStep, error: AppError) => { e.failure = { step, error } }
+      const fail = (e: Entry, step: FailedStep, error: AppError) => {
+        e.failure = { step, error }
+      }
       /** A failure of a step, recorded as a single request's would be. */
       const failRecorded = async (e: Entry, step: FailedStep, error: AppError) => {
         fail(e, step, error)
-        await failures.settle({
-          step, supplierCode: supplier.code, externalAccountNumber: e.external, organisationId: principal.organisationId,
-          status: error.statusCode, code: error.code, errors: error.errors
-        }, log)
+        await failures.settle(
+          {
+            step,
+            supplierCode: supplier.code,
+            externalAccountNumber: e.external,
+            organisationId: principal.organisationId,
+            status: error.statusCode,
+            code: error.code,
+            errors: error.errors
+          },
+          log
+        )
       }
 
       // The entries: their shape, their supplier, and account numbers repeated in the batch.
@@ -89,14 +124,25 @@ export function createBatchesService(deps: {
       for (const e of entries) {
         if (e.failure || e.external === null) continue
         if (seen.has(e.external)) {
-          fail(e, 'stage', accountFailed([problem(CODE.duplicate_external_account_number, 'external_account_number', { external_account_number: e.external })]))
+          fail(
+            e,
+            'stage',
+            accountFailed([
+              problem(CODE.duplicate_external_account_number, 'external_account_number', {
+                external_account_number: e.external
+              })
+            ])
+          )
         }
         seen.add(e.external)
       }
 
       // Imported and skipped accounts first (they win over their data's problems), then the data.
       const open = entries.filter((e) => !e.failure)
-      const states = await repo.states(supplier.id, open.flatMap((e) => (isExternalAccountNumber(e.external) ? [e.external] : [])))
+      const states = await repo.states(
+        supplier.id,
+        open.flatMap((e) => (isExternalAccountNumber(e.external) ? [e.external] : []))
+      )
       for (const [i, e] of open.entries()) {
         // The account checks are the batch's longest run on the thread: other requests go in between.
         if (i > 0 && i % CHECKS_BETWEEN_TURNS === 0) await letOthersIn()
@@ -125,16 +171,22 @@ export function createBatchesService(deps: {
       else if (dryRun) {
         for (let i = 0; i < ready.length; i += CHUNK_ACCOUNTS) {
           if (i > 0) await letOthersIn()
-          oneByOne.push(...await dryRunChunk(ready.slice(i, i + CHUNK_ACCOUNTS)))
+          oneByOne.push(...(await dryRunChunk(ready.slice(i, i + CHUNK_ACCOUNTS))))
         }
       } else {
         for (let i = 0; i < ready.length; i += CHUNK_ACCOUNTS) {
           if (i > 0) await letOthersIn()
           const chunk = ready.slice(i, i + CHUNK_ACCOUNTS)
           const plans = new Map<Entry, PlannedAccount>()
-          await eachLimited(chunk, CONCURRENCY, async (e) => { plans.set(e, await planEntry(e)) })
+          await eachLimited(chunk, CONCURRENCY, async (e) => {
+            plans.set(e, await planEntry(e))
+          })
           try {
-            const outcome = await repo.stageAndCreate(supplier.id, chunk.map((e) => plans.get(e)!), actor)
+            const outcome = await repo.stageAndCreate(
+              supplier.id,
+              chunk.map((e) => plans.get(e)!),
+              actor
+            )
             for (const e of chunk) {
               const created = outcome.created.get(e.external!)
               if (!created) {
@@ -164,8 +216,13 @@ export function createBatchesService(deps: {
 
       // The other sections (of accounts imported before, or taken one by one), in their order, as retry-safe single requests.
       if (!dryRun) {
-        const withSections = entries.filter((e) => !e.failure && !e.sectionsDone && (e.outcome === 'created' || e.outcome === 'already_imported') &&
-          sections.some((section) => e.raw[section.name] !== undefined))
+        const withSections = entries.filter(
+          (e) =>
+            !e.failure &&
+            !e.sectionsDone &&
+            (e.outcome === 'created' || e.outcome === 'already_imported') &&
+            sections.some((section) => e.raw[section.name] !== undefined)
+        )
         await eachLimited(withSections, CONCURRENCY, async (e) => runSections(e))
       }
 
@@ -182,10 +239,18 @@ export function createBatchesService(deps: {
       async function dryRunChunk(chunk: Entry[]): Promise<Entry[]> {
         let outcome: DryRunOutcome
         try {
-          outcome = await repo.stageAndDryRun(supplier.id, chunk.map((e) => ({ external: e.external!, data: e.data! })), actor, body.operations_team_name,
-            (staged, claim) => judgeStaged(staged, claim))
+          outcome = await repo.stageAndDryRun(
+            supplier.id,
+            chunk.map((e) => ({ external: e.external!, data: e.data! })),
+            actor,
+            body.operations_team_name,
+            (staged, claim) => judgeStaged(staged, claim)
+          )
         } catch (err) {
-          log.warn({ err, accounts: chunk.length }, 'dry-run batch chunk rolled back; its accounts are taken one by one')
+          log.warn(
+            { err, accounts: chunk.length },
+            'dry-run batch chunk rolled back; its accounts are taken one by one'
+          )
           return chunk
         }
         const elsewhere = new Set(outcome.elsewhere)
@@ -200,9 +265,15 @@ export function createBatchesService(deps: {
 
       /** A create's checks of staged data as stored (the team, today's rules) and, when they pass, its rows. */
       function judgeStaged(staged: unknown, claim: DryRunClaim): DryRunVerdict {
-        const verdict = judgeStagedData(staged, { id: claim.teamId, name: body.operations_team_name }, {
-          importProcessId: 0, supplierId: supplier.id, sendMigrationEmails: claim.sendMigrationEmails
-        })
+        const verdict = judgeStagedData(
+          staged,
+          { id: claim.teamId, name: body.operations_team_name },
+          {
+            importProcessId: 0,
+            supplierId: supplier.id,
+            sendMigrationEmails: claim.sendMigrationEmails
+          }
+        )
         return 'errors' in verdict ? { errors: sortEntries(verdict.errors) } : verdict
       }
 
@@ -212,15 +283,30 @@ export function createBatchesService(deps: {
        * that fails stops the entry's later sections, as it would one by one.
        */
       async function planEntry(e: Entry): Promise<PlannedAccount> {
-        const rows = imports.plan(e.data!, { importProcessId: 0, supplierId: supplier.id, operationsTeamId: teamId, sendMigrationEmails: supplier.sendMigrationEmails })
-        const planned: PlannedAccount = { external: e.external!, data: e.data!, rows, sectionRows: [], postImportEvents: [] }
+        const rows = imports.plan(e.data!, {
+          importProcessId: 0,
+          supplierId: supplier.id,
+          operationsTeamId: teamId,
+          sendMigrationEmails: supplier.sendMigrationEmails
+        })
+        const planned: PlannedAccount = {
+          external: e.external!,
+          data: e.data!,
+          rows,
+          sectionRows: [],
+          postImportEvents: []
+        }
         const present = sections.filter((section) => e.raw[section.name] !== undefined)
         if (present.length === 0) return planned
         // Two requests for one ledger read each other's rows: one by one after the create.
         if (present.some((section) => twoForOneLedger(section, e.raw[section.name]))) return planned
         const now = new Date()
         const account: NewAccount = {
-          id: rows.account.id!, supplier, rows, now, today: now.toISOString().slice(0, 10),
+          id: rows.account.id!,
+          supplier,
+          rows,
+          now,
+          today: now.toISOString().slice(0, 10),
           transactionIds: new Map(rows.ledgers.map((l) => [l.id!, new Set<string>()]))
         }
         for (const t of rows.transactions) account.transactionIds.get(t.ledgerId)?.add(t.transactionId)
@@ -263,7 +349,12 @@ export function createBatchesService(deps: {
           let created: CreateResult
           try {
             created = await imports.create(principal, {
-              body: { external_account_number: e.external, import_supplier_code: supplier.code, operations_team_name: body.operations_team_name, dry_run: dryRun },
+              body: {
+                external_account_number: e.external,
+                import_supplier_code: supplier.code,
+                operations_team_name: body.operations_team_name,
+                dry_run: dryRun
+              },
               schemaErrors: []
             })
           } catch (err) {
@@ -290,10 +381,18 @@ export function createBatchesService(deps: {
         }
 
         async function settleQuietly(step: 'stage' | 'create', error: AppError) {
-          await failures.settle({
-            step, supplierCode: supplier.code, externalAccountNumber: e.external, organisationId: principal.organisationId,
-            status: error.statusCode, code: error.code, errors: error.errors
-          }, log)
+          await failures.settle(
+            {
+              step,
+              supplierCode: supplier.code,
+              externalAccountNumber: e.external,
+              organisationId: principal.organisationId,
+              status: error.statusCode,
+              code: error.code,
+              errors: error.errors
+            },
+            log
+          )
         }
       }
 
@@ -303,7 +402,8 @@ export function createBatchesService(deps: {
           const value = e.raw[section.name]
           if (value === undefined) continue
           try {
-            const ledgers = 'perLedger' in section.entry ? e.ledgers ?? await repo.ledgersOf(e.serviceAccountNumber!) : []
+            const ledgers =
+              'perLedger' in section.entry ? (e.ledgers ?? (await repo.ledgersOf(e.serviceAccountNumber!))) : []
             for (const { request, root } of requestsOf(section, value, ref, ledgers)) {
               try {
                 await section.write(principal, checked(section, request), { query: {}, log })
@@ -313,7 +413,15 @@ export function createBatchesService(deps: {
             }
             // A section of an account created now has no earlier failure to clear (its records went with the create).
             if (e.outcome === 'already_imported') {
-              await failures.cleared({ step: section.name, supplierCode: supplier.code, externalAccountNumber: e.external, organisationId: principal.organisationId }, log)
+              await failures.cleared(
+                {
+                  step: section.name,
+                  supplierCode: supplier.code,
+                  externalAccountNumber: e.external,
+                  organisationId: principal.organisationId
+                },
+                log
+              )
             }
           } catch (err) {
             return failRecorded(e, section.name, asAppError(err, log))

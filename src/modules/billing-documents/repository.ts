@@ -1,5 +1,10 @@
 import { and, asc, eq, inArray } from 'drizzle-orm'
-import { billingDocuments, ledgerTransactions, transactionLineItems, transactionTaxItems } from '../../../drizzle/schema/index.js'
+import {
+  billingDocuments,
+  ledgerTransactions,
+  transactionLineItems,
+  transactionTaxItems
+} from '../../../drizzle/schema/index.js'
 import type { Tx } from '../../db/index.js'
 import type { TableRows } from '../../db/insert.js'
 
@@ -7,8 +12,11 @@ export type BillingDocumentInsert = typeof billingDocuments.$inferInsert
 
 export function createBillingDocumentsRepository() {
   /** The ids of a ledger's transactions written by this endpoint (documents' and additional ones). */
-  const historicalIds = (tx: Tx, ledgerId: string) => tx.select({ id: ledgerTransactions.id }).from(ledgerTransactions)
-    .where(and(eq(ledgerTransactions.ledgerId, ledgerId), eq(ledgerTransactions.source, 'BILLING_DOCUMENT')))
+  const historicalIds = (tx: Tx, ledgerId: string) =>
+    tx
+      .select({ id: ledgerTransactions.id })
+      .from(ledgerTransactions)
+      .where(and(eq(ledgerTransactions.ledgerId, ledgerId), eq(ledgerTransactions.source, 'BILLING_DOCUMENT')))
 
   return {
     /** Documents to insert with an account a batch creates. */
@@ -17,30 +25,50 @@ export function createBillingDocumentsRepository() {
     },
 
     async hasFinalizedDocuments(tx: Tx, ledgerId: string): Promise<boolean> {
-      const [row] = await tx.select({ id: billingDocuments.id }).from(billingDocuments)
-        .where(and(eq(billingDocuments.ledgerId, ledgerId), eq(billingDocuments.finalized, true))).limit(1)
+      const [row] = await tx
+        .select({ id: billingDocuments.id })
+        .from(billingDocuments)
+        .where(and(eq(billingDocuments.ledgerId, ledgerId), eq(billingDocuments.finalized, true)))
+        .limit(1)
       return row !== undefined
     },
 
     /** Every transaction id on the ledger, whatever wrote it. */
     async transactionIdsOf(tx: Tx, ledgerId: string): Promise<Set<string>> {
-      const rows = await tx.select({ transactionId: ledgerTransactions.transactionId }).from(ledgerTransactions)
+      const rows = await tx
+        .select({ transactionId: ledgerTransactions.transactionId })
+        .from(ledgerTransactions)
         .where(eq(ledgerTransactions.ledgerId, ledgerId))
       return new Set(rows.map((r) => r.transactionId))
     },
 
     /** What this endpoint stored on the ledger: its documents and their transactions with line and tax items. */
     async historyOf(tx: Tx, ledgerId: string) {
-      const documents = await tx.select({
-        id: billingDocuments.id, identifier: billingDocuments.identifier, type: billingDocuments.type, issuedDate: billingDocuments.issuedDate,
-        billPeriodFrom: billingDocuments.billPeriodFrom, billPeriodTo: billingDocuments.billPeriodTo
-      }).from(billingDocuments).where(eq(billingDocuments.ledgerId, ledgerId))
-      const transactions = await tx.select().from(ledgerTransactions)
+      const documents = await tx
+        .select({
+          id: billingDocuments.id,
+          identifier: billingDocuments.identifier,
+          type: billingDocuments.type,
+          issuedDate: billingDocuments.issuedDate,
+          billPeriodFrom: billingDocuments.billPeriodFrom,
+          billPeriodTo: billingDocuments.billPeriodTo
+        })
+        .from(billingDocuments)
+        .where(eq(billingDocuments.ledgerId, ledgerId))
+      const transactions = await tx
+        .select()
+        .from(ledgerTransactions)
         .where(and(eq(ledgerTransactions.ledgerId, ledgerId), eq(ledgerTransactions.source, 'BILLING_DOCUMENT')))
-      const lineItems = await tx.select().from(transactionLineItems)
-        .where(inArray(transactionLineItems.transactionId, historicalIds(tx, ledgerId))).orderBy(asc(transactionLineItems.position))
-      const taxItems = await tx.select().from(transactionTaxItems)
-        .where(inArray(transactionTaxItems.transactionId, historicalIds(tx, ledgerId))).orderBy(asc(transactionTaxItems.position))
+      const lineItems = await tx
+        .select()
+        .from(transactionLineItems)
+        .where(inArray(transactionLineItems.transactionId, historicalIds(tx, ledgerId)))
+        .orderBy(asc(transactionLineItems.position))
+      const taxItems = await tx
+        .select()
+        .from(transactionTaxItems)
+        .where(inArray(transactionTaxItems.transactionId, historicalIds(tx, ledgerId)))
+        .orderBy(asc(transactionTaxItems.position))
       return { documents, transactions, lineItems, taxItems }
     },
 

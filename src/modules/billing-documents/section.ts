@@ -22,10 +22,14 @@ export default defineSection<BillingDocumentsRequest>({
       },
       write: (principal, { body }) => service.create(principal, body),
       planNew({ body }, account) {
-        const ledger = account.rows.ledgers.find((l) => l.ledgerCode === body.ledger_code && l.ledgerNumber === body.ledger_number)
+        const ledger = account.rows.ledgers.find(
+          (l) => l.ledgerCode === body.ledger_code && l.ledgerNumber === body.ledger_number
+        )
         const known = ledger && account.transactionIds.get(ledger.id!)
         if (!ledger || !known) {
-          throw invalidRequest([problem(CODE.ledger_not_found, 'ledger_number', { ledger: `${body.ledger_code} ${body.ledger_number}` })])
+          throw invalidRequest([
+            problem(CODE.ledger_not_found, 'ledger_number', { ledger: `${body.ledger_code} ${body.ledger_number}` })
+          ])
         }
         const plan = service.planForNewAccount(body, { id: ledger.id!, ledgerNumber: ledger.ledgerNumber }, known)
         for (const t of plan.rows.transactions) known.add(t.transactionId)

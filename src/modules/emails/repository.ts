@@ -21,38 +21,60 @@ export function createEmailsRepository(db: Db) {
      * dies while sending leaves them to be sent again when the lease ends (at least once).
      */
     async claimDue(limit: number, leaseSeconds: number): Promise<ClaimedEmail[]> {
-      const due = db.select({ id: emailOutbox.id }).from(emailOutbox)
+      const due = db
+        .select({ id: emailOutbox.id })
+        .from(emailOutbox)
         .where(and(eq(emailOutbox.status, 'PENDING'), lte(emailOutbox.nextAttemptAt, sql`now()`)))
-        .orderBy(asc(emailOutbox.nextAttemptAt)).limit(limit).for('update', { skipLocked: true })
-      const claimed = await db.update(emailOutbox)
-        .set({ attempts: sql`${emailOutbox.attempts} + 1`, nextAttemptAt: sql`now() + make_interval(secs => ${leaseSeconds})` })
+        .orderBy(asc(emailOutbox.nextAttemptAt))
+        .limit(limit)
+        .for('update', { skipLocked: true })
+      const claimed = await db
+        .update(emailOutbox)
+        .set({
+          attempts: sql`${emailOutbox.attempts} + 1`,
+          nextAttemptAt: sql`now() + make_interval(secs => ${leaseSeconds})`
+        })
         .where(inArray(emailOutbox.id, due))
         .returning({ id: emailOutbox.id })
       if (claimed.length === 0) return []
-      return db.select({
-        id: emailOutbox.id,
-        recipient: emailOutbox.recipient,
-        template: emailOutbox.template,
-        attempts: emailOutbox.attempts,
-        givenName: customers.givenName,
-        serviceAccountNumber: accounts.serviceAccountNumber,
-        externalAccountNumber: accounts.externalAccountNumber
-      }).from(emailOutbox)
+      return db
+        .select({
+          id: emailOutbox.id,
+          recipient: emailOutbox.recipient,
+          template: emailOutbox.template,
+          attempts: emailOutbox.attempts,
+          givenName: customers.givenName,
+          serviceAccountNumber: accounts.serviceAccountNumber,
+          externalAccountNumber: accounts.externalAccountNumber
+        })
+        .from(emailOutbox)
         .innerJoin(customers, eq(customers.id, emailOutbox.customerId))
         .innerJoin(accounts, eq(accounts.id, emailOutbox.accountId))
-        .where(inArray(emailOutbox.id, claimed.map((c) => c.id)))
+        .where(
+          inArray(
+            emailOutbox.id,
+            claimed.map((c) => c.id)
+          )
+        )
         .orderBy(asc(emailOutbox.id))
     },
 
     async markSent(id: number): Promise<void> {
-      await db.update(emailOutbox).set({ status: 'SENT', sentAt: sql`now()`, lastError: null }).where(eq(emailOutbox.id, id))
+      await db
+        .update(emailOutbox)
+        .set({ status: 'SENT', sentAt: sql`now()`, lastError: null })
+        .where(eq(emailOutbox.id, id))
     },
 
     /** Schedules another attempt after `retryInSeconds`, or gives up (`FAILED`). */
     async markFailed(id: number, error: string, retryInSeconds: number | undefined): Promise<void> {
-      await db.update(emailOutbox).set(retryInSeconds === undefined
-        ? { status: 'FAILED', lastError: error }
-        : { lastError: error, nextAttemptAt: sql`now() + make_interval(secs => ${retryInSeconds})` })
+      await db
+        .update(emailOutbox)
+        .set(
+          retryInSeconds === undefined
+            ? { status: 'FAILED', lastError: error }
+            : { lastError: error, nextAttemptAt: sql`now() + make_interval(secs => ${retryInSeconds})` }
+        )
         .where(eq(emailOutbox.id, id))
     }
   }

@@ -57,9 +57,15 @@ export function createEmailWorker(db: Db, log: FastifyBaseLogger, options: Email
       log.info({ outboxId: email.id, attempt: email.attempts }, 'migration e-mail sent')
       return true
     } catch (err) {
-      const reason = String((err as { response?: string; message?: string }).response ?? (err as Error).message ?? err).slice(0, 500)
+      const reason = String(
+        (err as { response?: string; message?: string }).response ?? (err as Error).message ?? err
+      ).slice(0, 500)
       const giveUp = email.attempts >= maxAttempts
-      await repo.markFailed(email.id, reason, giveUp ? undefined : Math.min(retryBase * 2 ** (email.attempts - 1), 3600))
+      await repo.markFailed(
+        email.id,
+        reason,
+        giveUp ? undefined : Math.min(retryBase * 2 ** (email.attempts - 1), 3600)
+      )
       log.warn({ outboxId: email.id, attempt: email.attempts, giveUp }, 'migration e-mail not delivered')
       return false
     }
@@ -77,8 +83,14 @@ export function createEmailWorker(db: Db, log: FastifyBaseLogger, options: Email
     if (stopped) return
     timer = setTimeout(() => {
       running = runOnce()
-        .catch((err) => { log.error({ err }, 'e-mail outbox poll failed'); return 0 })
-        .finally(() => { running = undefined; schedule() })
+        .catch((err) => {
+          log.error({ err }, 'e-mail outbox poll failed')
+          return 0
+        })
+        .finally(() => {
+          running = undefined
+          schedule()
+        })
     }, pollMs)
     timer.unref()
   }

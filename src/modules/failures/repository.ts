@@ -68,12 +68,19 @@ export function createFailuresRepository(db: Db) {
     if (filter.code !== undefined) conditions.push(sql`${filter.code}::text = any(${importFailures.codes})`)
     const after = filter.after
     if (after) {
-      conditions.push(after.step === undefined
-        ? gt(importFailures.externalAccountNumber, after.external)
-        : or(gt(importFailures.externalAccountNumber, after.external),
-          and(eq(importFailures.externalAccountNumber, after.external), gt(importFailures.step, after.step)))!)
+      conditions.push(
+        after.step === undefined
+          ? gt(importFailures.externalAccountNumber, after.external)
+          : or(
+              gt(importFailures.externalAccountNumber, after.external),
+              and(eq(importFailures.externalAccountNumber, after.external), gt(importFailures.step, after.step))
+            )!
+      )
     }
-    const query = db.select(columns).from(importFailures).where(and(...conditions))
+    const query = db
+      .select(columns)
+      .from(importFailures)
+      .where(and(...conditions))
       .orderBy(asc(importFailures.externalAccountNumber), asc(importFailures.step))
     return (filter.limit !== undefined ? query.limit(filter.limit) : query) as Promise<FailureRow[]>
   }
@@ -81,8 +88,14 @@ export function createFailuresRepository(db: Db) {
   return {
     /** The supplier with this code (of this organisation, unless `organisationId` is null: the operator). */
     async supplierId(code: string, organisationId: string | null): Promise<string | undefined> {
-      const [row] = await db.select({ id: importSuppliers.id }).from(importSuppliers)
-        .where(organisationId === null ? eq(importSuppliers.code, code) : and(eq(importSuppliers.code, code), eq(importSuppliers.organisationId, organisationId)))
+      const [row] = await db
+        .select({ id: importSuppliers.id })
+        .from(importSuppliers)
+        .where(
+          organisationId === null
+            ? eq(importSuppliers.code, code)
+            : and(eq(importSuppliers.code, code), eq(importSuppliers.organisationId, organisationId))
+        )
       return row?.id
     },
 
@@ -109,27 +122,43 @@ export function createFailuresRepository(db: Db) {
      * The statement that removes the pair's records of `steps`, found by supplier code within the
      * organisation; lazy, so services send it with their own writes (no round trip of its own).
      */
-    clearStatement(executor: Db | Tx, pair: { supplierCode: string; organisationId: string; externalAccountNumber: string }, steps: readonly Step[]) {
-      return executor.delete(importFailures).where(and(
-        eq(importFailures.externalAccountNumber, pair.externalAccountNumber),
-        inArray(importFailures.step, [...steps]),
-        sql`${importFailures.supplierId} = (select id from import_suppliers where code = ${pair.supplierCode} and organisation_id = ${pair.organisationId}::uuid)`
-      ))
+    clearStatement(
+      executor: Db | Tx,
+      pair: { supplierCode: string; organisationId: string; externalAccountNumber: string },
+      steps: readonly Step[]
+    ) {
+      return executor
+        .delete(importFailures)
+        .where(
+          and(
+            eq(importFailures.externalAccountNumber, pair.externalAccountNumber),
+            inArray(importFailures.step, [...steps]),
+            sql`${importFailures.supplierId} = (select id from import_suppliers where code = ${pair.supplierCode} and organisation_id = ${pair.organisationId}::uuid)`
+          )
+        )
     },
 
     /** `clearStatement` for a supplier known by id. */
     clearByIdStatement(executor: Db | Tx, supplierId: string, externalAccountNumber: string, steps: readonly Step[]) {
-      return executor.delete(importFailures).where(and(
-        eq(importFailures.supplierId, supplierId),
-        eq(importFailures.externalAccountNumber, externalAccountNumber),
-        inArray(importFailures.step, [...steps])
-      ))
+      return executor
+        .delete(importFailures)
+        .where(
+          and(
+            eq(importFailures.supplierId, supplierId),
+            eq(importFailures.externalAccountNumber, externalAccountNumber),
+            inArray(importFailures.step, [...steps])
+          )
+        )
     },
 
     list,
 
     /** A whole list in keyset chunks (see the import-process lists: nothing held between chunks). */
-    async * chunks(supplierId: string, filter: Omit<FailureFilter, 'limit'>, size = FAILURE_CHUNK_ROWS): AsyncGenerator<FailureRow[], void, undefined> {
+    async *chunks(
+      supplierId: string,
+      filter: Omit<FailureFilter, 'limit'>,
+      size = FAILURE_CHUNK_ROWS
+    ): AsyncGenerator<FailureRow[], void, undefined> {
       let after = filter.after
       for (;;) {
         const rows = await list(supplierId, { ...filter, ...(after ? { after } : {}), limit: size })
@@ -142,12 +171,18 @@ export function createFailuresRepository(db: Db) {
 
     /** Distinct failing accounts, accounts per step, and accounts per step and code. */
     async summary(supplierId: string) {
-      const [totals] = rowsOf<{ accounts: number | string }>(await db.execute(sql`select count(distinct external_account_number) as accounts
-        from import_failures where supplier_id = ${supplierId}::uuid`))
-      const bySteps = rowsOf<{ step: Step; accounts: number | string }>(await db.execute(sql`select step, count(*) as accounts
-        from import_failures where supplier_id = ${supplierId}::uuid group by step`))
-      const byCodes = rowsOf<{ step: Step; code: string; accounts: number | string }>(await db.execute(sql`select step, c.code, count(*) as accounts
-        from import_failures f cross join unnest(f.codes) as c(code) where f.supplier_id = ${supplierId}::uuid group by step, c.code`))
+      const [totals] = rowsOf<{ accounts: number | string }>(
+        await db.execute(sql`select count(distinct external_account_number) as accounts
+        from import_failures where supplier_id = ${supplierId}::uuid`)
+      )
+      const bySteps = rowsOf<{ step: Step; accounts: number | string }>(
+        await db.execute(sql`select step, count(*) as accounts
+        from import_failures where supplier_id = ${supplierId}::uuid group by step`)
+      )
+      const byCodes = rowsOf<{ step: Step; code: string; accounts: number | string }>(
+        await db.execute(sql`select step, c.code, count(*) as accounts
+        from import_failures f cross join unnest(f.codes) as c(code) where f.supplier_id = ${supplierId}::uuid group by step, c.code`)
+      )
       return {
         failingAccounts: Number(totals?.accounts ?? 0),
         byStep: bySteps.map((r) => ({ step: r.step, accounts: Number(r.accounts) })),
@@ -157,14 +192,23 @@ export function createFailuresRepository(db: Db) {
 
     /** Distinct accounts of the supplier with an open failure record. */
     async failingAccounts(supplierId: string): Promise<number> {
-      const [row] = rowsOf<{ n: number | string }>(await db.execute(sql`select count(distinct external_account_number) as n
-        from import_failures where supplier_id = ${supplierId}::uuid`))
+      const [row] = rowsOf<{ n: number | string }>(
+        await db.execute(sql`select count(distinct external_account_number) as n
+        from import_failures where supplier_id = ${supplierId}::uuid`)
+      )
       return Number(row?.n ?? 0)
     },
 
     /** Removes every record of a pair (skipping it). */
     async clearAll(supplierId: string, externalAccountNumber: string): Promise<void> {
-      await db.delete(importFailures).where(and(eq(importFailures.supplierId, supplierId), eq(importFailures.externalAccountNumber, externalAccountNumber)))
+      await db
+        .delete(importFailures)
+        .where(
+          and(
+            eq(importFailures.supplierId, supplierId),
+            eq(importFailures.externalAccountNumber, externalAccountNumber)
+          )
+        )
     },
 
     /** Adds counts to the timeline's minutes (one statement for every supplier and minute). */
@@ -179,14 +223,25 @@ export function createFailuresRepository(db: Db) {
 
     /** The last `minutes` minutes up to `until` (the current minute's start), zeros included, oldest first. */
     async timeline(supplierId: string, until: Date, minutes: number) {
-      const rows = rowsOf<{ minute: Date | string; staged: number | string; created: number | string; failed: number | string }>(await db.execute(sql`
+      const rows = rowsOf<{
+        minute: Date | string
+        staged: number | string
+        created: number | string
+        failed: number | string
+      }>(
+        await db.execute(sql`
         select g.minute, coalesce(m.staged, 0) as staged, coalesce(m.created, 0) as created, coalesce(m.failed, 0) as failed
         from generate_series(${until.toISOString()}::timestamptz - make_interval(mins => ${minutes - 1}), ${until.toISOString()}::timestamptz, interval '1 minute') as g(minute)
         left join migration_minutes m on m.supplier_id = ${supplierId}::uuid and m.minute = g.minute
-        order by g.minute`))
-      return rows.map((r) => ({ minute: new Date(r.minute), staged: Number(r.staged), created: Number(r.created), failed: Number(r.failed) }))
+        order by g.minute`)
+      )
+      return rows.map((r) => ({
+        minute: new Date(r.minute),
+        staged: Number(r.staged),
+        created: Number(r.created),
+        failed: Number(r.failed)
+      }))
     }
-
   }
 }
 

@@ -13,4 +13,6 @@ export interface FailureStep {
 }
 
 /** The route config of a post-import endpoint: its step, cleared after a 2xx. */
-export const postImportStep = (step: Step) => ({ failureStep: { step, supplierField: 'import_supplier' as const, clearOnSuccess: true } })
+export const postImportStep = (step: Step) => ({
+  failureStep: { step, supplierField: 'import_supplier' as const, clearOnSuccess: true }
+})

@@ -32,7 +32,13 @@ export const ACCOUNT_STEPS: readonly Step[] = ['validate', 'stage', 'create']
 
 /** A usable external account number: 1–128 characters, no leading or trailing whitespace. */
 export function isExternalAccountNumber(value: unknown): value is string {
-  return typeof value === 'string' && value.length > 0 && value === value.trim() && Array.from(value).length <= 128 && isWellFormed(value)
+  return (
+    typeof value === 'string' &&
+    value.length > 0 &&
+    value === value.trim() &&
+    Array.from(value).length <= 128 &&
+    isWellFormed(value)
+  )
 }
 
 /** The failure list's `after`: an external account number, or `<external>:<step>`. */
@@ -85,15 +91,24 @@ export function createFailuresService(db: Db, options: { log: FastifyBaseLogger 
       if (typeof supplierCode !== 'string' || !isExternalAccountNumber(external)) return
       try {
         if (CLEARING_CODES.has(answer.code)) {
-          await repo.clearStatement(db, { supplierCode, organisationId: answer.organisationId, externalAccountNumber: external }, ACCOUNT_STEPS)
+          await repo.clearStatement(
+            db,
+            { supplierCode, organisationId: answer.organisationId, externalAccountNumber: external },
+            ACCOUNT_STEPS
+          )
           return
         }
         if (answer.status !== 400 && answer.status !== 500) return
         if (answer.errors.some((e) => NOT_RECORDED_CODES.has(e.code))) return
         const errors = answer.errors.slice(0, 100).map((e) => ({ code: e.code, attr: e.attr }))
         const supplierId = await repo.record({
-          supplierCode, organisationId: answer.organisationId, externalAccountNumber: external,
-          step: answer.step, httpStatus: answer.status, code: answer.code, errors
+          supplierCode,
+          organisationId: answer.organisationId,
+          externalAccountNumber: external,
+          step: answer.step,
+          httpStatus: answer.status,
+          code: answer.code,
+          errors
         })
         if (supplierId === undefined) return
         timeline.count(supplierId, 'failed')
@@ -105,11 +120,18 @@ export function createFailuresService(db: Db, options: { log: FastifyBaseLogger 
     },
 
     /** Clears a step's record after its success (post-import endpoints). Never throws. */
-    async cleared(answer: Omit<Answer, 'status' | 'code' | 'errors'>, log: FastifyBaseLogger = options.log): Promise<void> {
+    async cleared(
+      answer: Omit<Answer, 'status' | 'code' | 'errors'>,
+      log: FastifyBaseLogger = options.log
+    ): Promise<void> {
       const { supplierCode, externalAccountNumber: external } = answer
       if (typeof supplierCode !== 'string' || !isExternalAccountNumber(external)) return
       try {
-        await repo.clearStatement(db, { supplierCode, organisationId: answer.organisationId, externalAccountNumber: external }, [answer.step])
+        await repo.clearStatement(
+          db,
+          { supplierCode, organisationId: answer.organisationId, externalAccountNumber: external },
+          [answer.step]
+        )
       } catch (err) {
         log.error({ err, step: answer.step }, 'failure record could not be cleared')
       }
@@ -127,8 +149,12 @@ export function createFailuresService(db: Db, options: { log: FastifyBaseLogger 
       const { failingAccounts, byStep, byCode } = await repo.summary(supplierId)
       const steps = Object.fromEntries(STEPS.map((s) => [s, 0])) as Record<Step, number>
       for (const row of byStep) steps[row.step] = row.accounts
-      const codes = byCode.sort((a, b) => b.accounts - a.accounts || STEPS.indexOf(a.step) - STEPS.indexOf(b.step) ||
-        (a.code < b.code ? -1 : a.code > b.code ? 1 : 0))
+      const codes = byCode.sort(
+        (a, b) =>
+          b.accounts - a.accounts ||
+          STEPS.indexOf(a.step) - STEPS.indexOf(b.step) ||
+          (a.code < b.code ? -1 : a.code > b.code ? 1 : 0)
+      )
       return { failing_accounts: failingAccounts, by_step: steps, by_code: codes }
     },
 
@@ -138,7 +164,12 @@ export function createFailuresService(db: Db, options: { log: FastifyBaseLogger 
     async readTimeline(supplierId: string, minutes: number) {
       await timeline.flush()
       const rows = await repo.timeline(supplierId, minuteOf(timeline.now()), minutes)
-      return rows.map((r) => ({ minute: formatDateTime(r.minute), staged: r.staged, created: r.created, failed: r.failed }))
+      return rows.map((r) => ({
+        minute: formatDateTime(r.minute),
+        staged: r.staged,
+        created: r.created,
+        failed: r.failed
+      }))
     },
 
     /** Tells `listener` of every failure recorded from now on. */

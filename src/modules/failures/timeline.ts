@@ -14,7 +14,10 @@ export function minuteOf(at: Date): Date {
  * processes add up in the same rows. A process killed without closing loses at most its last
  * second of counts (the timeline is a chart; failure records and import states are exact).
  */
-export function createTimeline(repo: FailuresRepository, options: { log: FastifyBaseLogger; flushMs?: number; now?: () => Date }) {
+export function createTimeline(
+  repo: FailuresRepository,
+  options: { log: FastifyBaseLogger; flushMs?: number; now?: () => Date }
+) {
   const now = options.now ?? (() => new Date())
   let pending = new Map<string, MinuteCounts>()
   let flushing: Promise<void> = Promise.resolve()
@@ -46,14 +49,20 @@ export function createTimeline(repo: FailuresRepository, options: { log: Fastify
     return flushing
   }
 
-  const timer = setInterval(() => { void flush() }, options.flushMs ?? 1000)
+  const timer = setInterval(() => {
+    void flush()
+  }, options.flushMs ?? 1000)
   timer.unref()
 
   return {
     /** Counts one event of a supplier in the current minute. */
     count(supplierId: string, event: TimelineEvent, times = 1): void {
       if (times <= 0) return
-      add(supplierId, minuteOf(now()), { staged: event === 'staged' ? times : 0, created: event === 'created' ? times : 0, failed: event === 'failed' ? times : 0 })
+      add(supplierId, minuteOf(now()), {
+        staged: event === 'staged' ? times : 0,
+        created: event === 'created' ? times : 0,
+        failed: event === 'failed' ? times : 0
+      })
     },
     flush,
     /** Stops the timer and writes what is pending. */

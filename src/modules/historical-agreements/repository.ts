@@ -8,19 +8,23 @@ export type AgreementInsert = typeof agreements.$inferInsert
 export function createHistoricalAgreementsRepository() {
   return {
     async supplyPointsOf(executor: Db | Tx, accountId: string) {
-      return executor.select({ id: supplyPoints.id, identifier: supplyPoints.identifier })
-        .from(supplyPoints).where(eq(supplyPoints.accountId, accountId))
+      return executor
+        .select({ id: supplyPoints.id, identifier: supplyPoints.identifier })
+        .from(supplyPoints)
+        .where(eq(supplyPoints.accountId, accountId))
     },
 
     /** Every agreement (current and historical) of the account's supply points, by start. */
     async agreementsOf(executor: Db | Tx, accountId: string) {
-      return executor.select({
-        supplyPointId: agreements.supplyPointId,
-        tariffCode: agreements.tariffCode,
-        effectiveFrom: agreements.effectiveFrom,
-        effectiveTo: agreements.effectiveTo,
-        historical: agreements.historical
-      }).from(agreements)
+      return executor
+        .select({
+          supplyPointId: agreements.supplyPointId,
+          tariffCode: agreements.tariffCode,
+          effectiveFrom: agreements.effectiveFrom,
+          effectiveTo: agreements.effectiveTo,
+          historical: agreements.historical
+        })
+        .from(agreements)
         .innerJoin(supplyPoints, eq(supplyPoints.id, agreements.supplyPointId))
         .where(eq(supplyPoints.accountId, accountId))
         .orderBy(asc(agreements.effectiveFrom), asc(agreements.id))

@@ -10,7 +10,8 @@ export default defineSection<HistoricalAgreementsRequest>({
     return {
       route: {
         summary: 'Add historical agreements',
-        description: 'Past agreements of the account\'s supply points, ending on or before their first current agreement.',
+        description:
+          "Past agreements of the account's supply points, ending on or before their first current agreement.",
         body: HistoricalAgreementsRequest,
         response: HistoricalAgreementsResponses,
         takesTurn: true
@@ -19,7 +20,11 @@ export default defineSection<HistoricalAgreementsRequest>({
       planNew({ body }, account) {
         const pointIds = new Map(account.rows.supplyPoints.map((p) => [p.identifier, p.id!]))
         const stored = account.rows.agreements.map((a) => ({
-          supplyPointId: a.supplyPointId, tariffCode: a.tariffCode, effectiveFrom: a.effectiveFrom, effectiveTo: a.effectiveTo ?? null, historical: false
+          supplyPointId: a.supplyPointId,
+          tariffCode: a.tariffCode,
+          effectiveFrom: a.effectiveFrom,
+          effectiveTo: a.effectiveTo ?? null,
+          historical: false
         }))
         const rows = planAgreements(body, pointIds, stored, account.today)
         return { rows: [repo.tableRows(rows)], detail: agreementsDetail(rows) }

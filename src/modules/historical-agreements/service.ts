@@ -7,28 +7,47 @@ import { invalidRequest } from '../../errors.js'
 import { createHistoricalAgreementsRepository, type AgreementInsert } from './repository.js'
 
 /** A date range with an exclusive end; null is open-ended. */
-interface Span { supplyPointId: string; tariffCode: string; effectiveFrom: string; effectiveTo: string | null }
+interface Span {
+  supplyPointId: string
+  tariffCode: string
+  effectiveFrom: string
+  effectiveTo: string | null
+}
 
 const overlaps = (a: Span, b: Span) =>
-  a.supplyPointId === b.supplyPointId && a.effectiveFrom < (b.effectiveTo ?? '9999-12-31') && b.effectiveFrom < (a.effectiveTo ?? '9999-12-31')
+  a.supplyPointId === b.supplyPointId &&
+  a.effectiveFrom < (b.effectiveTo ?? '9999-12-31') &&
+  b.effectiveFrom < (a.effectiveTo ?? '9999-12-31')
 const identical = (a: Span, b: Span) =>
-  a.supplyPointId === b.supplyPointId && a.tariffCode === b.tariffCode && a.effectiveFrom === b.effectiveFrom && a.effectiveTo === b.effectiveTo
+  a.supplyPointId === b.supplyPointId &&
+  a.tariffCode === b.tariffCode &&
+  a.effectiveFrom === b.effectiveFrom &&
+  a.effectiveTo === b.effectiveTo
 
 /** An agreement of a supply point as stored: current (from the account import) or historical. */
-export interface StoredAgreement extends Span { historical: boolean }
+export interface StoredAgreement extends Span {
+  historical: boolean
+}
 
 /**
  * The agreements of a request against the account's supply points and stored agreements: the
  * rows to store (one identical to an imported one is a retry, skipped), or every problem.
  * Pure: the single endpoint and batches both use it.
  */
-export function planAgreements(request: Pick<HistoricalAgreementsRequest, 'agreements'>, pointIds: Map<string, string>, stored: StoredAgreement[], today: string): AgreementInsert[] {
+export function planAgreements(
+  request: Pick<HistoricalAgreementsRequest, 'agreements'>,
+  pointIds: Map<string, string>,
+  stored: StoredAgreement[],
+  today: string
+): AgreementInsert[] {
   const ctx = ruleContext([], today)
   // Each supply point's first current agreement (from the account import) bounds its history.
   const firstCurrent = new Map<string, string>()
   for (const a of stored) {
     const first = firstCurrent.get(a.supplyPointId)
-    if (!a.historical && (first === undefined || a.effectiveFrom < first)) firstCurrent.set(a.supplyPointId, a.effectiveFrom)
+    if (!a.historical && (first === undefined || a.effectiveFrom < first)) {
+      firstCurrent.set(a.supplyPointId, a.effectiveFrom)
+    }
   }
   const imported = stored.filter((a) => a.historical)
   const earlier: Span[] = [] // the request's agreements so far that the overlap rule could read
@@ -37,12 +56,24 @@ export function planAgreements(request: Pick<HistoricalAgreementsRequest, 'agree
     const at = `agreements.${i}`
     const supplyPointId = pointIds.get(a.supply_point_identifier)
     if (supplyPointId === undefined) {
-      ctx.report(CODE.supply_point_not_found, `${at}.supply_point_identifier`, { supply_point_identifier: a.supply_point_identifier })
+      ctx.report(CODE.supply_point_not_found, `${at}.supply_point_identifier`, {
+        supply_point_identifier: a.supply_point_identifier
+      })
     }
     const ordered = a.effective_from < a.effective_to
-    if (!ordered) ctx.report(CODE.start_date_later_than_end_date, `${at}.effective_to`, { end: 'effective_to (exclusive)', start: 'effective_from' })
+    if (!ordered) {
+      ctx.report(CODE.start_date_later_than_end_date, `${at}.effective_to`, {
+        end: 'effective_to (exclusive)',
+        start: 'effective_from'
+      })
+    }
     if (supplyPointId === undefined || !ordered) return
-    const span: Span = { supplyPointId, tariffCode: a.tariff_code, effectiveFrom: a.effective_from, effectiveTo: a.effective_to }
+    const span: Span = {
+      supplyPointId,
+      tariffCode: a.tariff_code,
+      effectiveFrom: a.effective_from,
+      effectiveTo: a.effective_to
+    }
     const first = firstCurrent.get(supplyPointId)
     if (first !== undefined && a.effective_to > first) {
       ctx.report(CODE.historical_agreement_overlaps_current_agreement, `${at}.effective_to`, { date: first })
@@ -58,7 +89,8 @@ export function planAgreements(request: Pick<HistoricalAgreementsRequest, 'agree
   return rows
 }
 
-export const agreementsDetail = (rows: AgreementInsert[]) => (rows.length > 0 ? { endpoint: 'historical_agreements', created: rows.length } : undefined)
+export const agreementsDetail = (rows: AgreementInsert[]) =>
+  rows.length > 0 ? { endpoint: 'historical_agreements', created: rows.length } : undefined
 
 export function createHistoricalAgreementsService(base: PostImportBase) {
   const repo = createHistoricalAgreementsRepository()

@@ -9,15 +9,19 @@ export function createHistoricalStatementsRepository() {
   return {
     /** The account's historical statements, in the fields that identify a retry. */
     async statementsOf(executor: Db | Tx, accountId: string) {
-      return executor.select({
-        statementId: historicalStatements.statementId,
-        billPeriodFrom: historicalStatements.billPeriodFrom,
-        billPeriodTo: historicalStatements.billPeriodTo,
-        issuedDate: historicalStatements.issuedDate,
-        number: historicalStatements.number,
-        grossAmount: historicalStatements.grossAmount,
-        statementPath: historicalStatements.statementPath
-      }).from(historicalStatements).where(eq(historicalStatements.accountId, accountId)).orderBy(asc(historicalStatements.statementId))
+      return executor
+        .select({
+          statementId: historicalStatements.statementId,
+          billPeriodFrom: historicalStatements.billPeriodFrom,
+          billPeriodTo: historicalStatements.billPeriodTo,
+          issuedDate: historicalStatements.issuedDate,
+          number: historicalStatements.number,
+          grossAmount: historicalStatements.grossAmount,
+          statementPath: historicalStatements.statementPath
+        })
+        .from(historicalStatements)
+        .where(eq(historicalStatements.accountId, accountId))
+        .orderBy(asc(historicalStatements.statementId))
     },
 
     /** Rows to insert with an account a batch creates. */

@@ -1,5 +1,11 @@
 import { and, asc, desc, eq, gt, inArray, sql, type SQL } from 'drizzle-orm'
-import { importEvents, importFailures, importProcesses, importSuppliers, operationsTeams } from '../../../drizzle/schema/index.js'
+import {
+  importEvents,
+  importFailures,
+  importProcesses,
+  importSuppliers,
+  operationsTeams
+} from '../../../drizzle/schema/index.js'
 import { eventStatement, type Actor } from '../../accounts/repository.js'
 import { supplierColumns, type ProcessState, type SupplierRow } from '../../db/columns.js'
 import { rowsOf, runInOrder, type Db, type Tx } from '../../db/index.js'
@@ -110,20 +116,35 @@ export function createImportsRepository(db: Db) {
   const pair = (supplierId: string, externalAccountNumber: string) =>
     and(eq(importProcesses.supplierId, supplierId), eq(importProcesses.externalAccountNumber, externalAccountNumber))
 
-  async function findProcess(supplierId: string, externalAccountNumber: string, executor: Db | Tx = db): Promise<ProcessRow | undefined> {
-    const [row] = await executor.select(processColumns).from(importProcesses).where(pair(supplierId, externalAccountNumber))
+  async function findProcess(
+    supplierId: string,
+    externalAccountNumber: string,
+    executor: Db | Tx = db
+  ): Promise<ProcessRow | undefined> {
+    const [row] = await executor
+      .select(processColumns)
+      .from(importProcesses)
+      .where(pair(supplierId, externalAccountNumber))
     return row as ProcessRow | undefined
   }
 
   /** A successful stage clears the pair's validate and stage failure records; lazy. */
   function clearStaged(tx: Tx, supplierId: string, externalAccountNumber: string) {
-    return tx.delete(importFailures).where(and(eq(importFailures.supplierId, supplierId),
-      eq(importFailures.externalAccountNumber, externalAccountNumber), inArray(importFailures.step, ['validate', 'stage'])))
+    return tx
+      .delete(importFailures)
+      .where(
+        and(
+          eq(importFailures.supplierId, supplierId),
+          eq(importFailures.externalAccountNumber, externalAccountNumber),
+          inArray(importFailures.step, ['validate', 'stage'])
+        )
+      )
   }
 
   /** Takes the process lock in shared mode (a restage) for the rest of the transaction; false when a create holds it. */
   async function tryProcessLockShared(tx: Tx, processId: number): Promise<boolean> {
-    const [row] = await tx.select({ locked: sql<boolean>`pg_try_advisory_xact_lock_shared(${processLockKey(processId)}::bigint)` })
+    const [row] = await tx
+      .select({ locked: sql<boolean>`pg_try_advisory_xact_lock_shared(${processLockKey(processId)}::bigint)` })
       .from(sql`(select 1) as one`)
     return row!.locked === true
   }
@@ -133,24 +154,34 @@ export function createImportsRepository(db: Db) {
    * slots (`max` null: no limit), in one statement; CASE keeps the order.
    */
   function lockAndSlot(tx: Tx, processId: number, supplierId: string, max: number | null) {
-    const slot = max === null
-      ? sql<boolean>`true`
-      : sql<boolean>`exists (select 1 from generate_series(0, ${max - 1}::int) as s
+    const slot =
+      max === null
+        ? sql<boolean>`true`
+        : sql<boolean>`exists (select 1 from generate_series(0, ${max - 1}::int) as s
           where case when l.locked then pg_try_advisory_xact_lock(hashtext(${supplierId}), s) else false end)`
-    return tx.select({ locked: sql<boolean>`l.locked`, slot })
+    return tx
+      .select({ locked: sql<boolean>`l.locked`, slot })
       .from(sql`(select pg_try_advisory_xact_lock(${processLockKey(processId)}::bigint) as locked) as l`)
   }
 
   /** Processes of the supplier ordered by external account number (code point order), optionally paged. */
-  async function listProcesses(supplierId: string, list: ProcessList, page: { limit?: number; after?: string } = {}): Promise<ListRow[]> {
+  async function listProcesses(
+    supplierId: string,
+    list: ProcessList,
+    page: { limit?: number; after?: string } = {}
+  ): Promise<ListRow[]> {
     const conditions = [eq(importProcesses.supplierId, supplierId)]
     if (list !== 'all') conditions.push(eq(importProcesses.state, list === 'pending' ? 'STAGED' : 'IMPORTED'))
     if (page.after !== undefined) conditions.push(gt(importProcesses.externalAccountNumber, page.after))
-    const query = db.select({
-      externalAccountNumber: importProcesses.externalAccountNumber,
-      serviceAccountNumber: importProcesses.serviceAccountNumber,
-      accountCreatedAt: importProcesses.accountCreatedAt
-    }).from(importProcesses).where(and(...conditions)).orderBy(asc(importProcesses.externalAccountNumber))
+    const query = db
+      .select({
+        externalAccountNumber: importProcesses.externalAccountNumber,
+        serviceAccountNumber: importProcesses.serviceAccountNumber,
+        accountCreatedAt: importProcesses.accountCreatedAt
+      })
+      .from(importProcesses)
+      .where(and(...conditions))
+      .orderBy(asc(importProcesses.externalAccountNumber))
     return page.limit !== undefined ? query.limit(page.limit) : query
   }
 
@@ -160,7 +191,12 @@ export function createImportsRepository(db: Db) {
    * consumer that stops pulling holds nothing. Not a snapshot: a process that changes list while
    * the chunks are read may be missed or included, but no row comes twice and the order holds.
    */
-  async function * processChunks(supplierId: string, list: ProcessList, after?: string, size = LIST_CHUNK_ROWS): AsyncGenerator<ListRow[], void, undefined> {
+  async function* processChunks(
+    supplierId: string,
+    list: ProcessList,
+    after?: string,
+    size = LIST_CHUNK_ROWS
+  ): AsyncGenerator<ListRow[], void, undefined> {
     let last = after
     for (;;) {
       const rows = await listProcesses(supplierId, list, { limit: size, after: last })
@@ -174,36 +210,51 @@ export function createImportsRepository(db: Db) {
    * The look-up behind validate, stage, create and the reads, prepared once: building it with
    * Drizzle's query builder on every request cost more CPU than the rest of a validate's I/O.
    */
-  const lookupQuery = (withRunning: boolean) => db.select({
-    supplier: supplierColumns,
-    processId: importProcesses.id,
-    state: importProcesses.state,
-    serviceAccountNumber: importProcesses.serviceAccountNumber,
-    accountCreatedAt: importProcesses.accountCreatedAt,
-    latestError: importProcesses.latestError,
-    hasStagedData: sql<boolean>`${importProcesses.stagedData} is not null`,
-    running: withRunning ? sql<boolean>`${importProcesses.id} is not null and ${createRunningSql(sql`${importProcesses.id}`)}` : sql<boolean>`false`
-  }).from(importSuppliers)
-    .leftJoin(importProcesses, and(
-      eq(importProcesses.supplierId, importSuppliers.id),
-      eq(importProcesses.externalAccountNumber, sql.placeholder('external'))))
-    .where(and(eq(importSuppliers.code, sql.placeholder('code')), eq(importSuppliers.organisationId, sql.placeholder('organisationId'))))
-    .prepare(withRunning ? 'lookup_running' : 'lookup')
+  const lookupQuery = (withRunning: boolean) =>
+    db
+      .select({
+        supplier: supplierColumns,
+        processId: importProcesses.id,
+        state: importProcesses.state,
+        serviceAccountNumber: importProcesses.serviceAccountNumber,
+        accountCreatedAt: importProcesses.accountCreatedAt,
+        latestError: importProcesses.latestError,
+        hasStagedData: sql<boolean>`${importProcesses.stagedData} is not null`,
+        running: withRunning
+          ? sql<boolean>`${importProcesses.id} is not null and ${createRunningSql(sql`${importProcesses.id}`)}`
+          : sql<boolean>`false`
+      })
+      .from(importSuppliers)
+      .leftJoin(
+        importProcesses,
+        and(
+          eq(importProcesses.supplierId, importSuppliers.id),
+          eq(importProcesses.externalAccountNumber, sql.placeholder('external'))
+        )
+      )
+      .where(
+        and(
+          eq(importSuppliers.code, sql.placeholder('code')),
+          eq(importSuppliers.organisationId, sql.placeholder('organisationId'))
+        )
+      )
+      .prepare(withRunning ? 'lookup_running' : 'lookup')
   const lookupPlain = lookupQuery(false)
   const lookupRunning = lookupQuery(true)
 
   function lookupFromRow(row: LookupRow): Lookup {
     // Both are null exactly when the supplier has no process for the number (the left join).
-    const process: ProcessRow | undefined = row.processId === null || row.state === null
-      ? undefined
-      : {
-          id: row.processId,
-          state: row.state,
-          serviceAccountNumber: row.serviceAccountNumber,
-          accountCreatedAt: row.accountCreatedAt,
-          latestError: row.latestError as ProcessRow['latestError'],
-          hasStagedData: row.hasStagedData === true
-        }
+    const process: ProcessRow | undefined =
+      row.processId === null || row.state === null
+        ? undefined
+        : {
+            id: row.processId,
+            state: row.state,
+            serviceAccountNumber: row.serviceAccountNumber,
+            accountCreatedAt: row.accountCreatedAt,
+            latestError: row.latestError as ProcessRow['latestError'],
+            hasStagedData: row.hasStagedData === true
+          }
     return { supplier: row.supplier, process, running: row.running === true }
   }
 
@@ -216,8 +267,17 @@ export function createImportsRepository(db: Db) {
      * given), in one round trip; `withRunning` also asks whether a create of it is running.
      * Undefined when the supplier is unknown or another organisation's.
      */
-    async lookup(code: string, organisationId: string, external: string | undefined, withRunning = false): Promise<Lookup | undefined> {
-      const [row] = await (withRunning ? lookupRunning : lookupPlain).execute({ code, organisationId, external: external ?? null })
+    async lookup(
+      code: string,
+      organisationId: string,
+      external: string | undefined,
+      withRunning = false
+    ): Promise<Lookup | undefined> {
+      const [row] = await (withRunning ? lookupRunning : lookupPlain).execute({
+        code,
+        organisationId,
+        external: external ?? null
+      })
       return row ? lookupFromRow(row) : undefined
     },
 
@@ -227,7 +287,12 @@ export function createImportsRepository(db: Db) {
      * statement removes the pair's validate failure record, so a success costs no extra
      * round trip and a concurrent failure answered earlier is not left behind.
      */
-    async lookupClearingValidate(code: string, organisationId: string, external: string | undefined, clean: boolean): Promise<Lookup | undefined> {
+    async lookupClearingValidate(
+      code: string,
+      organisationId: string,
+      external: string | undefined,
+      clean: boolean
+    ): Promise<Lookup | undefined> {
       const result = await db.execute(sql`with found as (
           select s.id, s.code, s.status, s.document_root, s.send_migration_emails, s.max_concurrent_processing,
             p.id as process_id, p.state, p.service_account_number, p.account_created_at, p.latest_error,
@@ -244,8 +309,12 @@ export function createImportsRepository(db: Db) {
       if (!row) return undefined
       return lookupFromRow({
         supplier: {
-          id: row.id, code: row.code, status: row.status, documentRoot: row.document_root,
-          sendMigrationEmails: row.send_migration_emails, maxConcurrentProcessing: row.max_concurrent_processing
+          id: row.id,
+          code: row.code,
+          status: row.status,
+          documentRoot: row.document_root,
+          sendMigrationEmails: row.send_migration_emails,
+          maxConcurrentProcessing: row.max_concurrent_processing
         },
         processId: row.process_id === null ? null : Number(row.process_id),
         state: row.state,
@@ -262,22 +331,30 @@ export function createImportsRepository(db: Db) {
      * concurrency slot, and then the process, its supplier and the team as they are once the lock
      * is held (a create that ran meanwhile has committed by then).
      */
-    async claim(tx: Tx, processId: number, supplierId: string, maxConcurrent: number | null, teamName: string): Promise<Claim> {
-      const [locks, rows] = await runInOrder(db, [
+    async claim(
+      tx: Tx,
+      processId: number,
+      supplierId: string,
+      maxConcurrent: number | null,
+      teamName: string
+    ): Promise<Claim> {
+      const [locks, rows] = (await runInOrder(db, [
         lockAndSlot(tx, processId, supplierId, maxConcurrent),
-        tx.select({
-          state: importProcesses.state,
-          serviceAccountNumber: importProcesses.serviceAccountNumber,
-          stagedData: importProcesses.stagedData,
-          supplierCode: importSuppliers.code,
-          supplierStatus: importSuppliers.status,
-          sendMigrationEmails: importSuppliers.sendMigrationEmails,
-          teamId: operationsTeams.id
-        }).from(importProcesses)
+        tx
+          .select({
+            state: importProcesses.state,
+            serviceAccountNumber: importProcesses.serviceAccountNumber,
+            stagedData: importProcesses.stagedData,
+            supplierCode: importSuppliers.code,
+            supplierStatus: importSuppliers.status,
+            sendMigrationEmails: importSuppliers.sendMigrationEmails,
+            teamId: operationsTeams.id
+          })
+          .from(importProcesses)
           .innerJoin(importSuppliers, eq(importSuppliers.id, importProcesses.supplierId))
           .leftJoin(operationsTeams, eq(operationsTeams.name, teamName))
           .where(eq(importProcesses.id, processId))
-      ]) as [{ locked: boolean; slot: boolean }[], Omit<Claim, 'locked' | 'slot'>[]]
+      ])) as [{ locked: boolean; slot: boolean }[], Omit<Claim, 'locked' | 'slot'>[]]
       return { locked: locks[0]!.locked === true, slot: locks[0]!.slot === true, ...rows[0]! }
     },
 
@@ -306,24 +383,44 @@ export function createImportsRepository(db: Db) {
      */
     async stage(supplierId: string, externalAccountNumber: string, data: unknown, actor: Actor) {
       return db.transaction(async (tx) => {
-        const [inserted] = await tx.insert(importProcesses).values({
-          supplierId, externalAccountNumber, state: 'STAGED', stagedData: data, firstStagedAt: sql`now()`
-        }).onConflictDoNothing().returning({ id: importProcesses.id })
+        const [inserted] = await tx
+          .insert(importProcesses)
+          .values({
+            supplierId,
+            externalAccountNumber,
+            state: 'STAGED',
+            stagedData: data,
+            firstStagedAt: sql`now()`
+          })
+          .onConflictDoNothing()
+          .returning({ id: importProcesses.id })
         if (inserted) {
-          await runInOrder(db, [eventStatement(tx, inserted.id, 'STAGED', actor), clearStaged(tx, supplierId, externalAccountNumber)])
+          await runInOrder(db, [
+            eventStatement(tx, inserted.id, 'STAGED', actor),
+            clearStaged(tx, supplierId, externalAccountNumber)
+          ])
           return { outcome: 'created' as const }
         }
         const process = (await findProcess(supplierId, externalAccountNumber, tx))!
         if (process.state !== 'STAGED') return { outcome: 'refused' as const, process }
         if (!(await tryProcessLockShared(tx, process.id))) return { outcome: 'in_progress' as const, process }
-        const updated = await tx.update(importProcesses).set({
-          stagedData: data,
-          stagedDataErasedAt: null,
-          firstStagedAt: sql`coalesce(${importProcesses.firstStagedAt}, now())`,
-          updatedAt: sql`now()`
-        }).where(and(eq(importProcesses.id, process.id), eq(importProcesses.state, 'STAGED'))).returning({ id: importProcesses.id })
-        if (updated.length === 0) return { outcome: 'refused' as const, process: (await findProcess(supplierId, externalAccountNumber, tx))! }
-        await runInOrder(db, [eventStatement(tx, process.id, 'RESTAGED', actor), clearStaged(tx, supplierId, externalAccountNumber)])
+        const updated = await tx
+          .update(importProcesses)
+          .set({
+            stagedData: data,
+            stagedDataErasedAt: null,
+            firstStagedAt: sql`coalesce(${importProcesses.firstStagedAt}, now())`,
+            updatedAt: sql`now()`
+          })
+          .where(and(eq(importProcesses.id, process.id), eq(importProcesses.state, 'STAGED')))
+          .returning({ id: importProcesses.id })
+        if (updated.length === 0) {
+          return { outcome: 'refused' as const, process: (await findProcess(supplierId, externalAccountNumber, tx))! }
+        }
+        await runInOrder(db, [
+          eventStatement(tx, process.id, 'RESTAGED', actor),
+          clearStaged(tx, supplierId, externalAccountNumber)
+        ])
         return { outcome: 'updated' as const }
       })
     },
@@ -333,9 +430,16 @@ export function createImportsRepository(db: Db) {
      * returns no row when the process is no longer STAGED (skipped meanwhile).
      */
     markImported(tx: Tx, processId: number, serviceAccountNumber: string) {
-      return tx.update(importProcesses).set({
-        state: 'IMPORTED', serviceAccountNumber, accountCreatedAt: sql`now()`, latestError: null, updatedAt: sql`now()`
-      }).where(and(eq(importProcesses.id, processId), eq(importProcesses.state, 'STAGED')))
+      return tx
+        .update(importProcesses)
+        .set({
+          state: 'IMPORTED',
+          serviceAccountNumber,
+          accountCreatedAt: sql`now()`,
+          latestError: null,
+          updatedAt: sql`now()`
+        })
+        .where(and(eq(importProcesses.id, processId), eq(importProcesses.state, 'STAGED')))
         .returning({ id: importProcesses.id })
     },
 
@@ -346,11 +450,15 @@ export function createImportsRepository(db: Db) {
      */
     async recordCreateFailure(processId: number, errors: ErrorEntry[], actor: Actor) {
       await db.transaction(async (tx) => {
-        const [process] = await tx.select({ kept: sql<boolean>`${importProcesses.stagedData} is not null` })
-          .from(importProcesses).where(eq(importProcesses.id, processId)).for('update')
+        const [process] = await tx
+          .select({ kept: sql<boolean>`${importProcesses.stagedData} is not null` })
+          .from(importProcesses)
+          .where(eq(importProcesses.id, processId))
+          .for('update')
         const stored = process?.kept === true ? errors : withoutDetails(errors)
         await runInOrder(db, [
-          tx.update(importProcesses)
+          tx
+            .update(importProcesses)
             .set({ latestError: { at: formatDateTime(new Date()), errors: stored }, updatedAt: sql`now()` })
             .where(and(eq(importProcesses.id, processId), eq(importProcesses.state, 'STAGED'))),
           eventStatement(tx, processId, 'CREATE_ATTEMPTED', actor),
@@ -373,8 +481,12 @@ export function createImportsRepository(db: Db) {
     },
 
     async latestEvent(processId: number) {
-      const [row] = await db.select({ type: importEvents.type, at: importEvents.at }).from(importEvents)
-        .where(eq(importEvents.importProcessId, processId)).orderBy(desc(importEvents.id)).limit(1)
+      const [row] = await db
+        .select({ type: importEvents.type, at: importEvents.at })
+        .from(importEvents)
+        .where(eq(importEvents.importProcessId, processId))
+        .orderBy(desc(importEvents.id))
+        .limit(1)
       return row
     },
 

@@ -4,7 +4,17 @@ import type { ImportProcessListItem } from '../../../schemas/imports.js'
 import type { SupplierRow } from '../../db/columns.js'
 import type { Db } from '../../db/index.js'
 import { pgErrorCode } from '../../db/index.js'
-import { accountFailed, answer, notFound, problem, sortEntries, type AppError, type AttachedInput, type ErrorEntry, type StoredEntry } from '../../errors.js'
+import {
+  accountFailed,
+  answer,
+  notFound,
+  problem,
+  sortEntries,
+  type AppError,
+  type AttachedInput,
+  type ErrorEntry,
+  type StoredEntry
+} from '../../errors.js'
 import { CODE } from '../../../schemas/error-codes.js'
 import { fieldOf, isObject } from '../../objects.js'
 import { formatDateTime, formatNullableDateTime } from '../../format.js'
@@ -28,7 +38,8 @@ const tooManyProcessing = (): AppError =>
 
 const dryRunRolledBack = (): AppError => answer(CODE.dry_run_rolled_back)
 
-const nothingStaged = (): AppError => accountFailed([problem(CODE.import_process_does_not_exist, 'external_account_number')])
+const nothingStaged = (): AppError =>
+  accountFailed([problem(CODE.import_process_does_not_exist, 'external_account_number')])
 
 /** Stands in for the detail of a stored error entry once it was erased (the answer's shape keeps it). */
 export const ERASED_DETAIL = 'This detail has been erased.'
@@ -36,21 +47,30 @@ export const ERASED_DETAIL = 'This detail has been erased.'
 /** The latest error as the status and summary answer it: an erased detail is replaced by a fixed sentence. */
 function shownError(latest: ProcessRow['latestError']): AccountSummary['latest_error'] {
   if (latest === null) return null
-  return { at: latest.at, errors: latest.errors.map((e: StoredEntry) => ({ detail: e.detail ?? ERASED_DETAIL, code: e.code, attr: e.attr })) }
+  return {
+    at: latest.at,
+    errors: latest.errors.map((e: StoredEntry) => ({ detail: e.detail ?? ERASED_DETAIL, code: e.code, attr: e.attr }))
+  }
 }
 
 const processNotFound = (): AppError => notFound(CODE.import_process_does_not_exist)
 
 /** Refusals raised inside the creating transaction, turned into responses after it rolled back. */
 class CreateRefused extends Error {
-  constructor(readonly error: AppError, readonly validation?: ErrorEntry[]) {
+  constructor(
+    readonly error: AppError,
+    readonly validation?: ErrorEntry[]
+  ) {
     super(error.code)
   }
 }
 class DryRunSucceeded extends Error {}
 /** An account found not open on the way (already imported, skipped): a result of stage and create, the error of validate. */
 class NotOpen extends Error {
-  constructor(readonly standing: Exclude<AccountStanding, { kind: 'open' }>, readonly answer: AppError) {
+  constructor(
+    readonly standing: Exclude<AccountStanding, { kind: 'open' }>,
+    readonly answer: AppError
+  ) {
     super(answer.code)
   }
 }
@@ -62,7 +82,9 @@ interface AlreadyImported {
   answer: AppError
 }
 
-export type StageResult = { kind: 'staged'; created: boolean; body: { import_supplier: string; external_account_number: string } } | AlreadyImported
+export type StageResult =
+  | { kind: 'staged'; created: boolean; body: { import_supplier: string; external_account_number: string } }
+  | AlreadyImported
 
 /**
  * What a create did: created; would be created (a dry run); imported before; or every one of the
@@ -77,7 +99,11 @@ class ProcessLocked extends Error {}
 class NoSlot extends Error {}
 
 /** A unique number (account or ledger) that was drawn twice: the whole creation is retried. */
-const NUMBER_CONSTRAINTS = ['accounts_service_account_number_unique', 'ledgers_ledger_number_unique', 'import_processes_service_account_number_unique']
+const NUMBER_CONSTRAINTS = [
+  'accounts_service_account_number_unique',
+  'ledgers_ledger_number_unique',
+  'import_processes_service_account_number_unique'
+]
 const NUMBER_ATTEMPTS = 5
 
 export interface CreateInput {
@@ -88,7 +114,9 @@ export interface CreateInput {
 }
 
 const actorOf = (p: OrganisationPrincipal): Actor => ({
-  organisationId: p.organisationId, apiKeyId: p.apiKeyId, name: `organisation:${p.organisationName}`
+  organisationId: p.organisationId,
+  apiKeyId: p.apiKeyId,
+  name: `organisation:${p.organisationName}`
 })
 
 const listItem = (row: ListRow): ImportProcessListItem => ({
@@ -104,8 +132,15 @@ export function createImportsService(db: Db, failures: FailuresService) {
   const accountsRepo = createAccountsRepository(db)
 
   /** The caller's supplier for a code and the process of `external`, in one round trip. */
-  async function lookup(principal: OrganisationPrincipal, code: string | undefined, external: string | undefined, withRunning = false): Promise<Lookup | undefined> {
-    return code !== undefined && SUPPLIER_CODE.test(code) ? repo.lookup(code, principal.organisationId, external, withRunning) : undefined
+  async function lookup(
+    principal: OrganisationPrincipal,
+    code: string | undefined,
+    external: string | undefined,
+    withRunning = false
+  ): Promise<Lookup | undefined> {
+    return code !== undefined && SUPPLIER_CODE.test(code)
+      ? repo.lookup(code, principal.organisationId, external, withRunning)
+      : undefined
   }
 
   /**
@@ -136,12 +171,18 @@ export function createImportsService(db: Db, failures: FailuresService) {
   }
 
   /** Validate and stage share every check: a clean validate predicts a clean stage. */
-  async function validated(principal: OrganisationPrincipal, body: unknown, schemaErrors: ErrorEntry[], stage: boolean) {
+  async function validated(
+    principal: OrganisationPrincipal,
+    body: unknown,
+    schemaErrors: ErrorEntry[],
+    stage: boolean
+  ) {
     const ctx = ruleContext(schemaErrors, utcToday())
     const { supplier, supplierCode, known } = await precheck(principal, body, ctx, stage)
-    const problem = supplierCode !== undefined || ctx.clean('import_supplier')
-      ? supplierProblem(supplier, String(fieldOf(body, 'import_supplier')), 'import_supplier')
-      : undefined
+    const problem =
+      supplierCode !== undefined || ctx.clean('import_supplier')
+        ? supplierProblem(supplier, String(fieldOf(body, 'import_supplier')), 'import_supplier')
+        : undefined
     if (problem) ctx.errors.push(problem)
     if (ctx.errors.length > 0) throw accountFailed(ctx.errors)
     return { supplier: supplier!, known, data: normaliseAccount(body as AccountData) }
@@ -149,21 +190,38 @@ export function createImportsService(db: Db, failures: FailuresService) {
 
   /** The create of inside one transaction; dry runs roll back at the end. */
   async function createInTransaction(
-    principal: OrganisationPrincipal, supplier: SupplierRow, process: ProcessRow, external: string, teamName: string, dryRun: boolean
+    principal: OrganisationPrincipal,
+    supplier: SupplierRow,
+    process: ProcessRow,
+    external: string,
+    teamName: string,
+    dryRun: boolean
   ): Promise<CreateResponse> {
     return db.transaction(async (tx) => {
       const claim = await repo.claim(tx, process.id, supplier.id, supplier.maxConcurrentProcessing, teamName)
       if (!claim.locked) throw new ProcessLocked()
       // The state once the lock is held: a create that ran meanwhile has committed by now.
-      if (claim.state !== 'STAGED') refuseByState({ state: claim.state, serviceAccountNumber: claim.serviceAccountNumber }, external)
+      if (claim.state !== 'STAGED') {
+        refuseByState({ state: claim.state, serviceAccountNumber: claim.serviceAccountNumber }, external)
+      }
       // Erased after the look-up (an erasure request): as if it had never been staged.
       if (claim.stagedData === null) throw new CreateRefused(nothingStaged())
       if (!claim.slot) throw new NoSlot()
-      const verdict = judgeStagedData(structuredClone(claim.stagedData), { id: claim.teamId, name: teamName }, {
-        importProcessId: process.id, supplierId: supplier.id, sendMigrationEmails: claim.sendMigrationEmails
-      })
+      const verdict = judgeStagedData(
+        structuredClone(claim.stagedData),
+        { id: claim.teamId, name: teamName },
+        {
+          importProcessId: process.id,
+          supplierId: supplier.id,
+          sendMigrationEmails: claim.sendMigrationEmails
+        }
+      )
       const errors = 'errors' in verdict ? verdict.errors : []
-      const problem = supplierProblem({ code: claim.supplierCode, status: claim.supplierStatus }, claim.supplierCode, 'import_supplier_code')
+      const problem = supplierProblem(
+        { code: claim.supplierCode, status: claim.supplierStatus },
+        claim.supplierCode,
+        'import_supplier_code'
+      )
       if (problem) errors.push(problem)
       if (errors.length > 0 || !('rows' in verdict)) throw new CreateRefused(accountFailed(errors), sortEntries(errors))
       const rows = verdict.rows
@@ -174,16 +232,17 @@ export function createImportsService(db: Db, failures: FailuresService) {
       }
       const actor = actorOf(principal)
       // The account's inserts, the state change and the events go in one round trip.
-      const [marked] = await accountsRepo.insertAccount(tx, rows, [
+      const [marked] = (await accountsRepo.insertAccount(tx, rows, [
         repo.markImported(tx, process.id, serviceAccountNumber),
         ...(dryRun
           ? []
           : [
-              repo.eventStatement(tx, process.id, 'CREATE_ATTEMPTED', actor), repo.eventStatement(tx, process.id, 'CREATED', actor, result),
+              repo.eventStatement(tx, process.id, 'CREATE_ATTEMPTED', actor),
+              repo.eventStatement(tx, process.id, 'CREATED', actor, result),
               // A create clears the account's validate, stage and create failure records.
               failures.repo.clearByIdStatement(tx, supplier.id, external, ACCOUNT_STEPS)
             ])
-      ]) as [unknown[]]
+      ])) as [unknown[]]
       if (marked.length === 0) throw new CreateRefused(skipped())
       if (dryRun) throw new DryRunSucceeded()
       return result
@@ -203,14 +262,21 @@ export function createImportsService(db: Db, failures: FailuresService) {
   }
 
   /** The stage of an account found open (`NotOpen` thrown otherwise). */
-  async function stageOpen(principal: OrganisationPrincipal, { body, schemaErrors }: AttachedInput): Promise<StageResult> {
+  async function stageOpen(
+    principal: OrganisationPrincipal,
+    { body, schemaErrors }: AttachedInput
+  ): Promise<StageResult> {
     const { supplier, known, data } = await validated(principal, body, schemaErrors, true)
     const external = data.external_account_number
     const actor = actorOf(principal)
     // A first stage is one statement; a restage (or a race with another first stage) a transaction.
     if (!known && (await repo.stageNew(supplier.id, external, data, actor))) {
       failures.timeline.count(supplier.id, 'staged')
-      return { kind: 'staged', created: true, body: { import_supplier: supplier.code, external_account_number: external } }
+      return {
+        kind: 'staged',
+        created: true,
+        body: { import_supplier: supplier.code, external_account_number: external }
+      }
     }
     const result = await repo.stage(supplier.id, external, data, actor)
     if (result.outcome === 'in_progress') throw inProgress()
@@ -232,7 +298,8 @@ export function createImportsService(db: Db, failures: FailuresService) {
     const clean = ctx.clean('external_account_number') ? str(body.external_account_number) : undefined
     const found = await lookup(principal, code, clean)
     const supplier = found?.supplier
-    const unknown = code !== undefined && !supplier ? supplierProblem(undefined, code, 'import_supplier_code') : undefined
+    const unknown =
+      code !== undefined && !supplier ? supplierProblem(undefined, code, 'import_supplier_code') : undefined
     if (unknown) ctx.errors.push(unknown)
     if (ctx.errors.length > 0) throw accountFailed(ctx.errors)
     const external = body.external_account_number as string
@@ -270,12 +337,16 @@ export function createImportsService(db: Db, failures: FailuresService) {
         }
         const constraint = (err as { cause?: { constraint_name?: string; constraint?: string } }).cause
         const name = constraint?.constraint_name ?? constraint?.constraint
-        if (pgErrorCode(err) === '23505' && name && NUMBER_CONSTRAINTS.includes(name) && attempt < NUMBER_ATTEMPTS) continue
+        if (pgErrorCode(err) === '23505' && name && NUMBER_CONSTRAINTS.includes(name) && attempt < NUMBER_ATTEMPTS) {
+          continue
+        }
         // An unexpected failure: nothing was created (the transaction rolled back); keep a trace of it.
         const failure = [problem(CODE.server_error, null)]
-        await (dryRun
-          ? repo.recordDryRun(process.id, false, failure, actor)
-          : repo.recordCreateFailure(process.id, failure, actor)).catch(() => {})
+        await (
+          dryRun
+            ? repo.recordDryRun(process.id, false, failure, actor)
+            : repo.recordCreateFailure(process.id, failure, actor)
+        ).catch(() => {})
         throw err
       }
     }
@@ -355,7 +426,12 @@ export function createImportsService(db: Db, failures: FailuresService) {
     },
 
     /** A page of an import-process list; 404 for an unknown or foreign supplier. */
-    async listProcesses(principal: OrganisationPrincipal, supplierCode: string, list: ProcessList, page: { limit?: number; after?: string } = {}): Promise<ImportProcessListItem[]> {
+    async listProcesses(
+      principal: OrganisationPrincipal,
+      supplierCode: string,
+      list: ProcessList,
+      page: { limit?: number; after?: string } = {}
+    ): Promise<ImportProcessListItem[]> {
       const supplier = (await lookup(principal, supplierCode, undefined))?.supplier
       if (!supplier) throw processNotFound()
       return (await repo.listProcesses(supplier.id, list, page)).map(listItem)
@@ -366,13 +442,18 @@ export function createImportsService(db: Db, failures: FailuresService) {
      * supplier is decided here, and the first chunk is read here too, so a database that fails
      * at once still gets a normal error response; later failures surface from the generator.
      */
-    async streamProcesses(principal: OrganisationPrincipal, supplierCode: string, list: ProcessList, after?: string): Promise<AsyncGenerator<ImportProcessListItem[], void, undefined>> {
+    async streamProcesses(
+      principal: OrganisationPrincipal,
+      supplierCode: string,
+      list: ProcessList,
+      after?: string
+    ): Promise<AsyncGenerator<ImportProcessListItem[], void, undefined>> {
       const supplier = (await lookup(principal, supplierCode, undefined))?.supplier
       if (!supplier) throw processNotFound()
       const chunks = repo.processChunks(supplier.id, list, after)
       const first = await chunks.next()
       const firstItems = first.done ? [] : first.value.map(listItem)
-      return (async function * items() {
+      return (async function* items() {
         if (firstItems.length === 0) return
         yield firstItems
         for await (const rows of chunks) yield rows.map(listItem)

@@ -21,14 +21,16 @@ export function createMetricsRepository(db: Db) {
     /** Import processes of every supplier by state; a supplier without any gets zeros. */
     async supplierCounts(): Promise<SupplierCounts[]> {
       const p = importProcesses
-      return db.select({
-        supplier: importSuppliers.code,
-        staged: sql<number>`(count(${p.id}) filter (where ${p.firstStagedAt} is not null))::int`,
-        pending: sql<number>`(count(${p.id}) filter (where ${p.state} = 'STAGED'))::int`,
-        created: sql<number>`(count(${p.id}) filter (where ${p.state} = 'IMPORTED'))::int`,
-        failed: sql<number>`(count(${p.id}) filter (where ${p.state} = 'STAGED' and ${p.latestError} is not null))::int`,
-        skipped: sql<number>`(count(${p.id}) filter (where ${p.state} = 'SKIPPED'))::int`
-      }).from(importSuppliers)
+      return db
+        .select({
+          supplier: importSuppliers.code,
+          staged: sql<number>`(count(${p.id}) filter (where ${p.firstStagedAt} is not null))::int`,
+          pending: sql<number>`(count(${p.id}) filter (where ${p.state} = 'STAGED'))::int`,
+          created: sql<number>`(count(${p.id}) filter (where ${p.state} = 'IMPORTED'))::int`,
+          failed: sql<number>`(count(${p.id}) filter (where ${p.state} = 'STAGED' and ${p.latestError} is not null))::int`,
+          skipped: sql<number>`(count(${p.id}) filter (where ${p.state} = 'SKIPPED'))::int`
+        })
+        .from(importSuppliers)
         .leftJoin(p, eq(p.supplierId, importSuppliers.id))
         .groupBy(importSuppliers.code)
         .orderBy(importSuppliers.code)
@@ -41,12 +43,15 @@ export function createMetricsRepository(db: Db) {
      * hold it exclusively; restages hold it shared and are not counted.
      */
     async createsInFlight(): Promise<Array<{ supplier: string; creates: number }>> {
-      return db.select({ supplier: importSuppliers.code, creates: sql<number>`count(*)::int` })
+      return db
+        .select({ supplier: importSuppliers.code, creates: sql<number>`count(*)::int` })
         .from(sql`pg_locks as l`)
         .innerJoin(importProcesses, sql`${importProcesses.id} = l.objid::text::bigint`)
         .innerJoin(importSuppliers, eq(importSuppliers.id, importProcesses.supplierId))
-        .where(sql`l.locktype = 'advisory' and l.classid = 256::oid and l.objsubid = 1 and l.mode = 'ExclusiveLock' and l.granted
-          and l.database = (select oid from pg_database where datname = current_database())`)
+        .where(
+          sql`l.locktype = 'advisory' and l.classid = 256::oid and l.objsubid = 1 and l.mode = 'ExclusiveLock' and l.granted
+          and l.database = (select oid from pg_database where datname = current_database())`
+        )
         .groupBy(importSuppliers.code)
     }
   }

@@ -12,10 +12,12 @@ export function createNotesRepository() {
      * (the same body, or none), as their identity (body, document locations, time), oldest first.
      */
     notesLike(tx: Tx, accountId: string, bodies: string[]) {
-      return tx.select({ body: notes.body, documentLocations: notes.documentLocations, noteCreatedAt: notes.noteCreatedAt })
+      return tx
+        .select({ body: notes.body, documentLocations: notes.documentLocations, noteCreatedAt: notes.noteCreatedAt })
         .from(notes)
-        .where(and(eq(notes.accountId, accountId),
-          sql`(${notes.body} is null or ${notes.body} in ${textList(bodies)})`))
+        .where(
+          and(eq(notes.accountId, accountId), sql`(${notes.body} is null or ${notes.body} in ${textList(bodies)})`)
+        )
         .orderBy(asc(notes.noteCreatedAt), asc(notes.createdAt))
     },
 

@@ -10,7 +10,8 @@ export default defineSection<NotesRequest>({
     return {
       route: {
         summary: 'Add notes',
-        description: 'A note the account already has is not written again; one result per note. `unpin_at` is for a pinned ' +
+        description:
+          'A note the account already has is not written again; one result per note. `unpin_at` is for a pinned ' +
           'note only: with `is_pinned` false or not given it is 400 `unexpected_field` at `notes.<i>.unpin_at`; before ' +
           '`created_at` (or before now, without one) it is `note_unpin_at_earlier_than_creation_date`.',
         body: NotesRequest,

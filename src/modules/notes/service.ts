@@ -13,7 +13,11 @@ import { createNotesRepository, type NoteInsert } from './repository.js'
 /** Whole seconds: a note's time is compared and echoed to the second. */
 const toSecond = (date: Date): Date => new Date(Math.floor(date.getTime() / 1000) * 1000)
 
-export interface Identity { body: string | null; locations: string[]; createdAt: Date }
+export interface Identity {
+  body: string | null
+  locations: string[]
+  createdAt: Date
+}
 const sameContent = (a: Identity, b: { body: string | null; locations: string[] }) =>
   a.body === b.body && a.locations.length === b.locations.length && a.locations.every((l, i) => l === b.locations[i])
 
@@ -29,19 +33,34 @@ export interface NotesPlan {
  * account already has (same body, same set of locations, same time when given), duplicates
  * inside the request included. Pure: the single endpoint and batches both use it.
  */
-export function planNotes(request: Pick<NotesRequest, 'notes'>, account: { id: string }, locations: string[][], stored: Identity[], now: Date): NotesPlan {
+export function planNotes(
+  request: Pick<NotesRequest, 'notes'>,
+  account: { id: string },
+  locations: string[][],
+  stored: Identity[],
+  now: Date
+): NotesPlan {
   const known: Identity[] = [...stored]
   const rows: NoteInsert[] = []
   const results = request.notes.map((note, i): NoteResult => {
     const content = { body: note.body ?? null, locations: locations[i]! }
     const given = note.created_at !== undefined ? toSecond(new Date(note.created_at)) : undefined
-    const existing = known.find((k) => sameContent(k, content) && (given === undefined || k.createdAt.getTime() === given.getTime()))
-    if (existing) return { created_at: formatDateTime(existing.createdAt), body: content.body, status: 'NOTE_ALREADY_EXISTS' }
+    const existing = known.find(
+      (k) => sameContent(k, content) && (given === undefined || k.createdAt.getTime() === given.getTime())
+    )
+    if (existing) {
+      return { created_at: formatDateTime(existing.createdAt), body: content.body, status: 'NOTE_ALREADY_EXISTS' }
+    }
     const createdAt = given ?? toSecond(now)
     known.push({ ...content, createdAt })
     rows.push({
-      id: randomUUID(), accountId: account.id, body: content.body, documentLocations: content.locations, noteCreatedAt: createdAt,
-      isPinned: note.is_pinned ?? false, unpinAt: note.unpin_at !== undefined ? new Date(note.unpin_at) : null
+      id: randomUUID(),
+      accountId: account.id,
+      body: content.body,
+      documentLocations: content.locations,
+      noteCreatedAt: createdAt,
+      isPinned: note.is_pinned ?? false,
+      unpinAt: note.unpin_at !== undefined ? new Date(note.unpin_at) : null
     })
     return { created_at: formatDateTime(createdAt), body: content.body, status: 'NOTE_CREATION_SUCCESS' }
   })
@@ -52,19 +71,32 @@ export function createNotesService(base: PostImportBase, documentBucket: string)
   const repo = createNotesRepository()
 
   /** The rules of for notes; returns each note's sorted document locations. */
-  function check(request: Pick<NotesRequest, 'notes'>, account: Pick<ImportedAccount, 'supplier'>): { errors: ErrorEntry[]; locations: string[][] } {
+  function check(
+    request: Pick<NotesRequest, 'notes'>,
+    account: Pick<ImportedAccount, 'supplier'>
+  ): { errors: ErrorEntry[]; locations: string[][] } {
     const ctx = ruleContext([], utcToday())
     const locations = request.notes.map((note, i) => {
       if (note.body === undefined && note.document_paths === undefined) {
         ctx.report(CODE.note_body_or_document_path_not_found, `notes.${i}`)
       }
       if (note.unpin_at !== undefined && note.is_pinned !== true) {
-        ctx.report(CODE.unexpected_field, `notes.${i}.unpin_at`, { detail: 'unpin_at is only allowed on a pinned note.' })
+        ctx.report(CODE.unexpected_field, `notes.${i}.unpin_at`, {
+          detail: 'unpin_at is only allowed on a pinned note.'
+        })
       } else if (note.unpin_at !== undefined && new Date(note.unpin_at) < new Date(note.created_at ?? Date.now())) {
         ctx.report(CODE.note_unpin_at_earlier_than_creation_date, `notes.${i}.unpin_at`)
       }
-      const paths = (note.document_paths ?? []).map((d, j) => checkDocumentPath(ctx, d.document_path, `notes.${i}.document_paths.${j}.document_path`))
-      return [...new Set(paths.filter((p): p is string => p !== undefined).map((p) => documentLocation(documentBucket, account.supplier.documentRoot, p)))].sort()
+      const paths = (note.document_paths ?? []).map((d, j) =>
+        checkDocumentPath(ctx, d.document_path, `notes.${i}.document_paths.${j}.document_path`)
+      )
+      return [
+        ...new Set(
+          paths
+            .filter((p): p is string => p !== undefined)
+            .map((p) => documentLocation(documentBucket, account.supplier.documentRoot, p))
+        )
+      ].sort()
     })
     return { errors: ctx.errors, locations }
   }
@@ -76,15 +108,33 @@ export function createNotesService(base: PostImportBase, documentBucket: string)
       const { errors, locations } = check(request, account)
       if (errors.length > 0) throw invalidRequest(errors)
       const bodies = request.notes.flatMap((n) => (n.body === undefined ? [] : [n.body]))
-      return base.readAndWrite(principal, account, (tx) => repo.notesLike(tx, account.id, bodies), async (tx, stored) => {
-        const plan = planNotes(request, account, locations,
-          stored.map((n) => ({ body: n.body, locations: n.documentLocations, createdAt: n.noteCreatedAt })), new Date())
-        return { result: plan.results, detail: plan.detail, writes: plan.rows.length > 0 ? [repo.insertStatement(tx, plan.rows)] : [] }
-      })
+      return base.readAndWrite(
+        principal,
+        account,
+        (tx) => repo.notesLike(tx, account.id, bodies),
+        async (tx, stored) => {
+          const plan = planNotes(
+            request,
+            account,
+            locations,
+            stored.map((n) => ({ body: n.body, locations: n.documentLocations, createdAt: n.noteCreatedAt })),
+            new Date()
+          )
+          return {
+            result: plan.results,
+            detail: plan.detail,
+            writes: plan.rows.length > 0 ? [repo.insertStatement(tx, plan.rows)] : []
+          }
+        }
+      )
     },
 
     /** The notes of a request for an account that has none yet (a batch's new account): rules, then the plan. */
-    planForNewAccount(request: Pick<NotesRequest, 'notes'>, account: Pick<ImportedAccount, 'id' | 'supplier'>, now: Date): NotesPlan {
+    planForNewAccount(
+      request: Pick<NotesRequest, 'notes'>,
+      account: Pick<ImportedAccount, 'id' | 'supplier'>,
+      now: Date
+    ): NotesPlan {
       const { errors, locations } = check(request, account)
       if (errors.length > 0) throw invalidRequest(errors)
       return planNotes(request, account, locations, [], now)

@@ -1,6 +1,13 @@
 import { and, asc, eq, isNull, sql } from 'drizzle-orm'
 import {
-  apiKeys, importEvents, importFailures, importProcesses, importSupplierEvents, importSuppliers, operationsTeams, organisations
+  apiKeys,
+  importEvents,
+  importFailures,
+  importProcesses,
+  importSupplierEvents,
+  importSuppliers,
+  operationsTeams,
+  organisations
 } from '../../../drizzle/schema/index.js'
 import type { Db, Tx } from '../../db/index.js'
 
@@ -36,7 +43,9 @@ const supplierColumns = {
 /** SQL of the operator surface. Unique violations surface as driver errors (`23505`). */
 export function createOperatorRepository(db: Db) {
   async function supplierByCode(code: string, executor: Db | Tx = db): Promise<SupplierRecord | undefined> {
-    const [row] = await executor.select(supplierColumns).from(importSuppliers)
+    const [row] = await executor
+      .select(supplierColumns)
+      .from(importSuppliers)
       .innerJoin(organisations, eq(organisations.id, importSuppliers.organisationId))
       .where(eq(importSuppliers.code, code))
     return row
@@ -44,7 +53,10 @@ export function createOperatorRepository(db: Db) {
 
   return {
     async insertOrganisation(name: string) {
-      const [row] = await db.insert(organisations).values({ name }).returning({ id: organisations.id, name: organisations.name })
+      const [row] = await db
+        .insert(organisations)
+        .values({ name })
+        .returning({ id: organisations.id, name: organisations.name })
       return row!
     },
 
@@ -60,9 +72,15 @@ export function createOperatorRepository(db: Db) {
 
     /** Marks the key revoked (keeping the first revocation time); undefined when there is no such key. */
     async revokeApiKey(id: string) {
-      await db.update(apiKeys).set({ revokedAt: sql`now()` }).where(and(eq(apiKeys.id, id), isNull(apiKeys.revokedAt)))
-      const [row] = await db.select({ id: apiKeys.id, organisation: organisations.name, revokedAt: apiKeys.revokedAt })
-        .from(apiKeys).innerJoin(organisations, eq(organisations.id, apiKeys.organisationId)).where(eq(apiKeys.id, id))
+      await db
+        .update(apiKeys)
+        .set({ revokedAt: sql`now()` })
+        .where(and(eq(apiKeys.id, id), isNull(apiKeys.revokedAt)))
+      const [row] = await db
+        .select({ id: apiKeys.id, organisation: organisations.name, revokedAt: apiKeys.revokedAt })
+        .from(apiKeys)
+        .innerJoin(organisations, eq(organisations.id, apiKeys.organisationId))
+        .where(eq(apiKeys.id, id))
       return row
     },
 
@@ -77,14 +95,21 @@ export function createOperatorRepository(db: Db) {
     /** Applies the changes and records them as one event; undefined when the code is unknown. */
     async updateSupplier(code: string, changes: SupplierChanges, actor: string) {
       return db.transaction(async (tx) => {
-        const [before] = await tx.select({ id: importSuppliers.id, status: importSuppliers.status })
-          .from(importSuppliers).where(eq(importSuppliers.code, code)).for('update')
+        const [before] = await tx
+          .select({ id: importSuppliers.id, status: importSuppliers.status })
+          .from(importSuppliers)
+          .where(eq(importSuppliers.code, code))
+          .for('update')
         if (!before) return undefined
         if (Object.keys(changes).length > 0) {
-          await tx.update(importSuppliers).set({ ...changes, updatedAt: sql`now()` }).where(eq(importSuppliers.id, before.id))
-          const change = changes.status !== undefined && changes.status !== before.status
-            ? { ...changes, previousStatus: before.status }
-            : changes
+          await tx
+            .update(importSuppliers)
+            .set({ ...changes, updatedAt: sql`now()` })
+            .where(eq(importSuppliers.id, before.id))
+          const change =
+            changes.status !== undefined && changes.status !== before.status
+              ? { ...changes, previousStatus: before.status }
+              : changes
           await tx.insert(importSupplierEvents).values({ supplierId: before.id, actor, change })
         }
         return supplierByCode(code, tx)
@@ -95,35 +120,57 @@ export function createOperatorRepository(db: Db) {
 
     /** Every supplier, or one organisation's (by name). */
     async listSuppliers(organisation?: string): Promise<SupplierRecord[]> {
-      return db.select(supplierColumns).from(importSuppliers)
+      return db
+        .select(supplierColumns)
+        .from(importSuppliers)
         .innerJoin(organisations, eq(organisations.id, importSuppliers.organisationId))
         .where(organisation === undefined ? undefined : eq(organisations.name, organisation))
         .orderBy(asc(importSuppliers.code))
     },
 
     async listOrganisations() {
-      return db.select({ id: organisations.id, name: organisations.name }).from(organisations).orderBy(asc(organisations.name))
+      return db
+        .select({ id: organisations.id, name: organisations.name })
+        .from(organisations)
+        .orderBy(asc(organisations.name))
     },
 
     /** API keys (never the key: it is not stored), by organisation then creation; one organisation's when named. */
     async listApiKeys(organisation?: string) {
-      return db.select({ id: apiKeys.id, organisation: organisations.name, createdAt: apiKeys.createdAt, revokedAt: apiKeys.revokedAt })
-        .from(apiKeys).innerJoin(organisations, eq(organisations.id, apiKeys.organisationId))
+      return db
+        .select({
+          id: apiKeys.id,
+          organisation: organisations.name,
+          createdAt: apiKeys.createdAt,
+          revokedAt: apiKeys.revokedAt
+        })
+        .from(apiKeys)
+        .innerJoin(organisations, eq(organisations.id, apiKeys.organisationId))
         .where(organisation === undefined ? undefined : eq(organisations.name, organisation))
         .orderBy(asc(organisations.name), asc(apiKeys.createdAt), asc(apiKeys.id))
     },
 
     async teamIdByName(name: string): Promise<string | undefined> {
-      const [row] = await db.select({ id: operationsTeams.id }).from(operationsTeams).where(eq(operationsTeams.name, name)).limit(1)
+      const [row] = await db
+        .select({ id: operationsTeams.id })
+        .from(operationsTeams)
+        .where(eq(operationsTeams.name, name))
+        .limit(1)
       return row?.id
     },
 
     async listTeams() {
-      return db.select({ id: operationsTeams.id, name: operationsTeams.name }).from(operationsTeams).orderBy(asc(operationsTeams.name))
+      return db
+        .select({ id: operationsTeams.id, name: operationsTeams.name })
+        .from(operationsTeams)
+        .orderBy(asc(operationsTeams.name))
     },
 
     async insertTeam(name: string) {
-      const [row] = await db.insert(operationsTeams).values({ name }).returning({ id: operationsTeams.id, name: operationsTeams.name })
+      const [row] = await db
+        .insert(operationsTeams)
+        .values({ name })
+        .returning({ id: operationsTeams.id, name: operationsTeams.name })
       return row!
     },
 
@@ -133,25 +180,52 @@ export function createOperatorRepository(db: Db) {
      */
     async skipProcess(supplierId: string, externalAccountNumber: string, actor: string) {
       return db.transaction(async (tx) => {
-        const clearFailures = () => tx.delete(importFailures)
-          .where(and(eq(importFailures.supplierId, supplierId), eq(importFailures.externalAccountNumber, externalAccountNumber)))
-        const [inserted] = await tx.insert(importProcesses).values({ supplierId, externalAccountNumber, state: 'SKIPPED', skippedAt: sql`now()` })
-          .onConflictDoNothing().returning({ id: importProcesses.id })
+        const clearFailures = () =>
+          tx
+            .delete(importFailures)
+            .where(
+              and(
+                eq(importFailures.supplierId, supplierId),
+                eq(importFailures.externalAccountNumber, externalAccountNumber)
+              )
+            )
+        const [inserted] = await tx
+          .insert(importProcesses)
+          .values({ supplierId, externalAccountNumber, state: 'SKIPPED', skippedAt: sql`now()` })
+          .onConflictDoNothing()
+          .returning({ id: importProcesses.id })
         if (inserted) {
-          await tx.insert(importEvents).values({ importProcessId: inserted.id, type: 'SKIPPED', actor, detail: { previousState: null } })
+          await tx
+            .insert(importEvents)
+            .values({ importProcessId: inserted.id, type: 'SKIPPED', actor, detail: { previousState: null } })
           // A skipped account's failures are no longer anyone's work.
           await clearFailures()
           return { imported: false as const, serviceAccountNumber: null }
         }
-        const [process] = await tx.select({ id: importProcesses.id, state: importProcesses.state, serviceAccountNumber: importProcesses.serviceAccountNumber })
+        const [process] = await tx
+          .select({
+            id: importProcesses.id,
+            state: importProcesses.state,
+            serviceAccountNumber: importProcesses.serviceAccountNumber
+          })
           .from(importProcesses)
-          .where(and(eq(importProcesses.supplierId, supplierId), eq(importProcesses.externalAccountNumber, externalAccountNumber)))
+          .where(
+            and(
+              eq(importProcesses.supplierId, supplierId),
+              eq(importProcesses.externalAccountNumber, externalAccountNumber)
+            )
+          )
           .for('update')
         if (process!.state === 'IMPORTED') return { imported: true as const }
         if (process!.state !== 'SKIPPED') {
           // Skipping a skipped process changes nothing and records nothing.
-          await tx.update(importProcesses).set({ state: 'SKIPPED', skippedAt: sql`now()`, updatedAt: sql`now()` }).where(eq(importProcesses.id, process!.id))
-          await tx.insert(importEvents).values({ importProcessId: process!.id, type: 'SKIPPED', actor, detail: { previousState: process!.state } })
+          await tx
+            .update(importProcesses)
+            .set({ state: 'SKIPPED', skippedAt: sql`now()`, updatedAt: sql`now()` })
+            .where(eq(importProcesses.id, process!.id))
+          await tx
+            .insert(importEvents)
+            .values({ importProcessId: process!.id, type: 'SKIPPED', actor, detail: { previousState: process!.state } })
         }
         await clearFailures()
         return { imported: false as const, serviceAccountNumber: process!.serviceAccountNumber }
@@ -159,21 +233,42 @@ export function createOperatorRepository(db: Db) {
     },
 
     async processEvents(supplierId: string, externalAccountNumber: string) {
-      const [process] = await db.select({ id: importProcesses.id }).from(importProcesses)
-        .where(and(eq(importProcesses.supplierId, supplierId), eq(importProcesses.externalAccountNumber, externalAccountNumber)))
+      const [process] = await db
+        .select({ id: importProcesses.id })
+        .from(importProcesses)
+        .where(
+          and(
+            eq(importProcesses.supplierId, supplierId),
+            eq(importProcesses.externalAccountNumber, externalAccountNumber)
+          )
+        )
       if (!process) return undefined
-      return db.select({ type: importEvents.type, at: importEvents.at, actor: importEvents.actor, detail: importEvents.detail })
-        .from(importEvents).where(eq(importEvents.importProcessId, process.id)).orderBy(asc(importEvents.id))
+      return db
+        .select({
+          type: importEvents.type,
+          at: importEvents.at,
+          actor: importEvents.actor,
+          detail: importEvents.detail
+        })
+        .from(importEvents)
+        .where(eq(importEvents.importProcessId, process.id))
+        .orderBy(asc(importEvents.id))
     },
 
     async progress(supplierId: string) {
-      const [row] = await db.select({
-        staged: sql<number>`count(*) filter (where ${importProcesses.firstStagedAt} is not null)`.mapWith(Number),
-        pending: sql<number>`count(*) filter (where ${importProcesses.state} = 'STAGED')`.mapWith(Number),
-        imported: sql<number>`count(*) filter (where ${importProcesses.state} = 'IMPORTED')`.mapWith(Number),
-        skipped: sql<number>`count(*) filter (where ${importProcesses.state} = 'SKIPPED')`.mapWith(Number),
-        failed: sql<number>`count(*) filter (where ${importProcesses.state} = 'STAGED' and ${importProcesses.latestError} is not null)`.mapWith(Number)
-      }).from(importProcesses).where(eq(importProcesses.supplierId, supplierId))
+      const [row] = await db
+        .select({
+          staged: sql<number>`count(*) filter (where ${importProcesses.firstStagedAt} is not null)`.mapWith(Number),
+          pending: sql<number>`count(*) filter (where ${importProcesses.state} = 'STAGED')`.mapWith(Number),
+          imported: sql<number>`count(*) filter (where ${importProcesses.state} = 'IMPORTED')`.mapWith(Number),
+          skipped: sql<number>`count(*) filter (where ${importProcesses.state} = 'SKIPPED')`.mapWith(Number),
+          failed:
+            sql<number>`count(*) filter (where ${importProcesses.state} = 'STAGED' and ${importProcesses.latestError} is not null)`.mapWith(
+              Number
+            )
+        })
+        .from(importProcesses)
+        .where(eq(importProcesses.supplierId, supplierId))
       return row!
     }
   }

@@ -28,16 +28,25 @@ export function normaliseDocumentRoot(value: string): string {
   const root = value.trim().replace(/^\/+|\/+$/g, '')
   if (root === '') return ''
   const segments = root.split('/')
-  // eslint-disable-next-line no-control-regex
-  const bad = root.length > 512 || /[\\\u0000-\u001f\u007f]/.test(root) || /^[a-z][a-z0-9+.-]*:/i.test(root) ||
+  const bad =
+    root.length > 512 ||
+    // eslint-disable-next-line no-control-regex
+    /[\\\u0000-\u001f\u007f]/.test(root) ||
+    /^[a-z][a-z0-9+.-]*:/i.test(root) ||
     segments.some((s) => s === '' || s === '.' || s === '..' || hidesTraversal(s))
-  if (bad) throw invalid('documentRoot must be a relative path without "..", backslashes, schemes, empty segments or control characters.')
+  if (bad) {
+    throw invalid(
+      'documentRoot must be a relative path without "..", backslashes, schemes, empty segments or control characters.'
+    )
+  }
   return root
 }
 
 function checkLimit(value: number | null): number | null {
   if (value === null) return null
-  if (!Number.isInteger(value) || value < 1 || value > 100_000) throw invalid('maxConcurrentProcessing must be null or 1–100000.')
+  if (!Number.isInteger(value) || value < 1 || value > 100_000) {
+    throw invalid('maxConcurrentProcessing must be null or 1–100000.')
+  }
   return value
 }
 
@@ -64,7 +73,9 @@ export function createOperatorService(repo: OperatorRepository, auth: AuthServic
   /** The supplier with this code; an organisation (`owner`, its name) sees only its own, as if others did not exist. */
   async function supplier(code: string, owner?: string): Promise<SupplierRecord> {
     const found = await repo.supplierByCode(code)
-    if (!found || (owner !== undefined && found.organisation !== owner)) throw notFound(`Import supplier ${code} does not exist.`)
+    if (!found || (owner !== undefined && found.organisation !== owner)) {
+      throw notFound(`Import supplier ${code} does not exist.`)
+    }
     return found
   }
 
@@ -90,8 +101,12 @@ export function createOperatorService(repo: OperatorRepository, auth: AuthServic
     },
 
     async createImportSupplier(input: {
-      code: string; organisation: string; documentRoot?: string | null; status?: SupplierStatus | null
-      sendMigrationEmails?: boolean | null; maxConcurrentProcessing?: number | null
+      code: string
+      organisation: string
+      documentRoot?: string | null
+      status?: SupplierStatus | null
+      sendMigrationEmails?: boolean | null
+      maxConcurrentProcessing?: number | null
     }) {
       if (!SUPPLIER_CODE.test(input.code)) throw invalid('code must match ^[A-Z0-9_]{1,32}$.')
       const organisationId = await repo.organisationIdByName(input.organisation)
@@ -114,7 +129,9 @@ export function createOperatorService(repo: OperatorRepository, auth: AuthServic
       if (input.status !== undefined) changes.status = input.status
       if (input.documentRoot !== undefined) changes.documentRoot = normaliseDocumentRoot(input.documentRoot ?? '')
       if (input.sendMigrationEmails !== undefined) changes.sendMigrationEmails = input.sendMigrationEmails ?? false
-      if (input.maxConcurrentProcessing !== undefined) changes.maxConcurrentProcessing = checkLimit(input.maxConcurrentProcessing)
+      if (input.maxConcurrentProcessing !== undefined) {
+        changes.maxConcurrentProcessing = checkLimit(input.maxConcurrentProcessing)
+      }
       const updated = await repo.updateSupplier(input.code, changes, OPERATOR)
       if (!updated) throw notFound(`Import supplier ${input.code} does not exist.`)
       return updated
@@ -126,7 +143,9 @@ export function createOperatorService(repo: OperatorRepository, auth: AuthServic
     listOrganisations: () => repo.listOrganisations(),
 
     async listApiKeys(organisation?: string) {
-      if (organisation !== undefined && !(await repo.organisationIdByName(organisation))) throw notFound(`Organisation ${organisation} does not exist.`)
+      if (organisation !== undefined && !(await repo.organisationIdByName(organisation))) {
+        throw notFound(`Organisation ${organisation} does not exist.`)
+      }
       return repo.listApiKeys(organisation)
     },
 
@@ -141,12 +160,21 @@ export function createOperatorService(repo: OperatorRepository, auth: AuthServic
 
     async skipImportProcess(importSupplierCode: string, externalAccountNumber: string) {
       const found = await supplier(importSupplierCode)
-      if (externalAccountNumber.length === 0 || externalAccountNumber !== externalAccountNumber.trim() || Array.from(externalAccountNumber).length > 128) {
+      if (
+        externalAccountNumber.length === 0 ||
+        externalAccountNumber !== externalAccountNumber.trim() ||
+        Array.from(externalAccountNumber).length > 128
+      ) {
         throw invalid('externalAccountNumber must be 1–128 characters without leading or trailing whitespace.')
       }
       const result = await repo.skipProcess(found.id, externalAccountNumber, OPERATOR)
       if (result.imported) throw invalid(`Account ${externalAccountNumber} is already imported and cannot be skipped.`)
-      return { importSupplierCode, externalAccountNumber, state: 'SKIPPED' as const, serviceAccountNumber: result.serviceAccountNumber }
+      return {
+        importSupplierCode,
+        externalAccountNumber,
+        state: 'SKIPPED' as const,
+        serviceAccountNumber: result.serviceAccountNumber
+      }
     },
 
     supplier,

@@ -9,12 +9,15 @@ export function createPaymentInstructionsRepository() {
   return {
     /** The account's instructions (outside a transaction for the early check, inside it for the final one). */
     async instructionsOf(executor: Db | Tx, accountId: string) {
-      return executor.select({
-        vendor: paymentInstructions.vendor,
-        reference: paymentInstructions.reference,
-        type: paymentInstructions.type,
-        status: paymentInstructions.status
-      }).from(paymentInstructions).where(eq(paymentInstructions.accountId, accountId))
+      return executor
+        .select({
+          vendor: paymentInstructions.vendor,
+          reference: paymentInstructions.reference,
+          type: paymentInstructions.type,
+          status: paymentInstructions.status
+        })
+        .from(paymentInstructions)
+        .where(eq(paymentInstructions.accountId, accountId))
     },
 
     /** Rows to insert with an account a batch creates. */

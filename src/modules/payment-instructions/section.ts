@@ -19,7 +19,8 @@ export default defineSection<PaymentInstructionRequest>({
     return {
       route: {
         summary: 'Add a payment instruction',
-        description: 'Checked with the vendor named in `PAYMENT_VENDORS`; a 400 adds `error_detail`, `import_supplier`, ' +
+        description:
+          'Checked with the vendor named in `PAYMENT_VENDORS`; a 400 adds `error_detail`, `import_supplier`, ' +
           '`external_account_number` and `reference`.',
         body: PaymentInstructionRequest(Object.keys(config.paymentVendors)),
         response: PaymentInstructionResponses,

@@ -9,7 +9,9 @@ import { type ImportedAccount, type PostImportBase } from '../post-import/base.j
 import { createPaymentInstructionsRepository } from './repository.js'
 import type { VendorClient, VendorOutcome } from './vendor-client.js'
 
-type StoredInstruction = Awaited<ReturnType<ReturnType<typeof createPaymentInstructionsRepository>['instructionsOf']>>[number]
+type StoredInstruction = Awaited<
+  ReturnType<ReturnType<typeof createPaymentInstructionsRepository>['instructionsOf']>
+>[number]
 
 /**
  * The payment instruction endpoint: the vendor is asked outside any transaction (no database
@@ -38,7 +40,13 @@ export function createPaymentInstructionsService(base: PostImportBase, db: Db, v
   function against(stored: StoredInstruction[], request: PaymentInstructionRequest): 'stored' | ErrorEntry | undefined {
     const same = stored.find((i) => i.vendor === request.vendor && i.reference === request.reference)
     if (same && same.type === request.type) return 'stored'
-    if (same) return problem(CODE.payment_instruction_type_mismatch, 'reference', { type: same.type, vendor: `${request.vendor} (as stored)`, expected: request.type })
+    if (same) {
+      return problem(CODE.payment_instruction_type_mismatch, 'reference', {
+        type: same.type,
+        vendor: `${request.vendor} (as stored)`,
+        expected: request.type
+      })
+    }
     if (stored.some((i) => i.status === 'ACTIVE')) {
       return problem(CODE.account_already_has_active_instruction, 'reference')
     }
@@ -53,10 +61,21 @@ export function createPaymentInstructionsService(base: PostImportBase, db: Db, v
         const { instruction } = outcome
         const problems: ErrorEntry[] = []
         if (instruction.status !== 'ACTIVE') {
-          problems.push(problem(CODE.payment_instruction_not_active, 'reference', { status: instruction.status.slice(0, 64), vendor }))
+          problems.push(
+            problem(CODE.payment_instruction_not_active, 'reference', {
+              status: instruction.status.slice(0, 64),
+              vendor
+            })
+          )
         }
         if (instruction.type !== request.type) {
-          problems.push(problem(CODE.payment_instruction_type_mismatch, 'reference', { type: instruction.type.slice(0, 64), vendor, expected: request.type }))
+          problems.push(
+            problem(CODE.payment_instruction_type_mismatch, 'reference', {
+              type: instruction.type.slice(0, 64),
+              vendor,
+              expected: request.type
+            })
+          )
         }
         if (problems.length > 0) throw failure(request, problems)
         return instruction
@@ -80,27 +99,50 @@ export function createPaymentInstructionsService(base: PostImportBase, db: Db, v
      * asked (no database connection held), its answer judged as the single endpoint judges it.
      */
     async planForNewAccount(request: PaymentInstructionRequest, account: { id: string }, log?: FastifyBaseLogger) {
-      const outcome = request.reference === '.' || request.reference === '..'
-        ? { kind: 'absent' as const }
-        : await vendors.lookup(request.vendor, request.reference)
+      const outcome =
+        request.reference === '.' || request.reference === '..'
+          ? { kind: 'absent' as const }
+          : await vendors.lookup(request.vendor, request.reference)
       const instruction = judge(request, outcome, log)
       return {
-        row: { id: randomUUID(), accountId: account.id, vendor: request.vendor, reference: request.reference, type: instruction.type, status: instruction.status, details: instruction.details },
-        detail: { endpoint: 'payment_instruction', vendor: request.vendor, reference: request.reference, type: request.type }
+        row: {
+          id: randomUUID(),
+          accountId: account.id,
+          vendor: request.vendor,
+          reference: request.reference,
+          type: instruction.type,
+          status: instruction.status,
+          details: instruction.details
+        },
+        detail: {
+          endpoint: 'payment_instruction',
+          vendor: request.vendor,
+          reference: request.reference,
+          type: request.type
+        }
       }
     },
 
-    async create(principal: OrganisationPrincipal, request: PaymentInstructionRequest, log?: FastifyBaseLogger): Promise<PaymentInstructionResult> {
-      const account: ImportedAccount = await base.resolve(principal, request.import_supplier, request.external_account_number)
+    async create(
+      principal: OrganisationPrincipal,
+      request: PaymentInstructionRequest,
+      log?: FastifyBaseLogger
+    ): Promise<PaymentInstructionResult> {
+      const account: ImportedAccount = await base.resolve(
+        principal,
+        request.import_supplier,
+        request.external_account_number
+      )
       const result = { service_account_number: account.serviceAccountNumber, reference: request.reference }
       // Before bothering the vendor: a retry after success, or an account that already has one.
       const early = against(await repo.instructionsOf(db, account.id), request)
       if (early === 'stored') return result
       if (early) throw failure(request, [early])
       // `.` and `..` cannot be sent as a path segment (URLs resolve them away): no vendor has them.
-      const outcome = request.reference === '.' || request.reference === '..'
-        ? { kind: 'absent' as const }
-        : await vendors.lookup(request.vendor, request.reference)
+      const outcome =
+        request.reference === '.' || request.reference === '..'
+          ? { kind: 'absent' as const }
+          : await vendors.lookup(request.vendor, request.reference)
       const instruction = judge(request, outcome, log)
       return base.write(principal, account, async (tx) => {
         const now = against(await repo.instructionsOf(tx, account.id), request)
@@ -115,7 +157,15 @@ export function createPaymentInstructionsService(base: PostImportBase, db: Db, v
           status: instruction.status,
           details: instruction.details
         })
-        return { result, detail: { endpoint: 'payment_instruction', vendor: request.vendor, reference: request.reference, type: request.type } }
+        return {
+          result,
+          detail: {
+            endpoint: 'payment_instruction',
+            vendor: request.vendor,
+            reference: request.reference,
+            type: request.type
+          }
+        }
       })
     }
   }

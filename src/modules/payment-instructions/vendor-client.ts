@@ -100,7 +100,7 @@ export function createVendorClient(options: VendorClientOptions) {
 
   function breakerOf(vendor: string): CircuitBreaker {
     let breaker = breakers.get(vendor)
-    if (!breaker) breakers.set(vendor, breaker = new CircuitBreaker(options.breakerWindowMs))
+    if (!breaker) breakers.set(vendor, (breaker = new CircuitBreaker(options.breakerWindowMs)))
     return breaker
   }
 
@@ -110,7 +110,12 @@ export function createVendorClient(options: VendorClientOptions) {
     return full / 2 + random() * (full / 2)
   }
 
-  async function attempt(url: string, headers: Record<string, string>, reference: string, number: number): Promise<Attempt> {
+  async function attempt(
+    url: string,
+    headers: Record<string, string>,
+    reference: string,
+    number: number
+  ): Promise<Attempt> {
     const signal = AbortSignal.timeout(options.timeoutMs)
     try {
       const res = await fetchImpl(url, { headers, signal, redirect: 'manual' })
@@ -121,7 +126,9 @@ export function createVendorClient(options: VendorClientOptions) {
       if (status >= 500 || status === 408 || status === 429) return { retry: `HTTP ${status}` }
       if (status !== 200) return { outcome: { kind: 'failed', reason: `unexpected HTTP ${status}`, attempts: number } }
       const instruction = parseInstruction(await readLimited(res, MAX_ANSWER_BYTES), reference)
-      if (!instruction) return { outcome: { kind: 'failed', reason: 'answer is not a payment instruction', attempts: number } }
+      if (!instruction) {
+        return { outcome: { kind: 'failed', reason: 'answer is not a payment instruction', attempts: number } }
+      }
       return { outcome: { kind: 'found', instruction } }
     } catch {
       return { retry: signal.aborted ? `no answer within ${options.timeoutMs} ms` : 'connection failed' }
@@ -131,7 +138,10 @@ export function createVendorClient(options: VendorClientOptions) {
   async function withRetries(vendor: string, reference: string): Promise<VendorOutcome> {
     const url = `${options.vendors[vendor]}/payment-instructions/${encodeURIComponent(reference)}`
     const token = options.tokens?.[vendor]
-    const headers: Record<string, string> = { accept: 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) }
+    const headers: Record<string, string> = {
+      accept: 'application/json',
+      ...(token ? { authorization: `Bearer ${token}` } : {})
+    }
     for (let retry = 0; ; retry++) {
       const result = await attempt(url, headers, reference, retry + 1)
       if ('outcome' in result) return result.outcome
@@ -143,7 +153,9 @@ export function createVendorClient(options: VendorClientOptions) {
   return {
     /** What `vendor` (a configured code) says about `reference`. Never throws. */
     async lookup(vendor: string, reference: string): Promise<VendorOutcome> {
-      if (options.vendors[vendor] === undefined) return { kind: 'failed', reason: `vendor ${vendor} is not configured`, attempts: 0 }
+      if (options.vendors[vendor] === undefined) {
+        return { kind: 'failed', reason: `vendor ${vendor} is not configured`, attempts: 0 }
+      }
       const breaker = breakerOf(vendor)
       const admission = breaker.admit(now())
       if (admission === 'refuse') return { kind: 'circuit_open' }

@@ -33,9 +33,19 @@ export function createPostImportBase(db: Db) {
       const [, first] = await runInOrder(db, [repo.lockAccount(tx, account.id), ...(read ? [read(tx)] : [])])
       const { result, detail, writes = [] } = await work(tx, first as R)
       const event = detail
-        ? [eventStatement(tx, account.importProcessId, 'POST_IMPORT_WRITE', {
-            organisationId: principal.organisationId, apiKeyId: principal.apiKeyId, name: `organisation:${principal.organisationName}`
-          }, detail)]
+        ? [
+            eventStatement(
+              tx,
+              account.importProcessId,
+              'POST_IMPORT_WRITE',
+              {
+                organisationId: principal.organisationId,
+                apiKeyId: principal.apiKeyId,
+                name: `organisation:${principal.organisationName}`
+              },
+              detail
+            )
+          ]
         : []
       await runInOrder(db, [...writes, ...event])
       return result
@@ -50,7 +60,9 @@ export function createPostImportBase(db: Db) {
      * an account staged but not created, 400 when the supplier's migration is not Ongoing.
      */
     async resolve(principal: OrganisationPrincipal, supplierCode: string, external: string): Promise<ImportedAccount> {
-      const found = SUPPLIER_CODE.test(supplierCode) ? await repo.accountOf(supplierCode, principal.organisationId, external) : undefined
+      const found = SUPPLIER_CODE.test(supplierCode)
+        ? await repo.accountOf(supplierCode, principal.organisationId, external)
+        : undefined
       if (!found || found.processId === null) {
         throw notFound(CODE.import_process_does_not_exist)
       }
@@ -58,7 +70,12 @@ export function createPostImportBase(db: Db) {
       const { supplier } = found
       const problem = supplierProblem(supplier, supplierCode, 'import_supplier')
       if (problem) throw invalidRequest([problem])
-      return { id: found.accountId, serviceAccountNumber: found.serviceAccountNumber!, importProcessId: found.processId, supplier }
+      return {
+        id: found.accountId,
+        serviceAccountNumber: found.serviceAccountNumber!,
+        importProcessId: found.processId,
+        supplier
+      }
     },
 
     /**
@@ -66,7 +83,11 @@ export function createPostImportBase(db: Db) {
      * `POST_IMPORT_WRITE` event records it in the same transaction; any throw rolls everything back.
      * The `writes` that `work` may return are sent together with the event, in one round trip.
      */
-    async write<T>(principal: OrganisationPrincipal, account: ImportedAccount, work: (tx: Tx) => Promise<Work<T>>): Promise<T> {
+    async write<T>(
+      principal: OrganisationPrincipal,
+      account: ImportedAccount,
+      work: (tx: Tx) => Promise<Work<T>>
+    ): Promise<T> {
       return readAndWrite(principal, account, undefined, work)
     },
 

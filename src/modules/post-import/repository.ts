@@ -11,14 +11,19 @@ export function createPostImportRepository(db: Db) {
      * account created from it, in one round trip. Undefined for an unknown or foreign supplier.
      */
     async accountOf(code: string, organisationId: string, external: string) {
-      const [row] = await db.select({
-        supplier: supplierColumns,
-        processId: importProcesses.id,
-        state: importProcesses.state,
-        accountId: accounts.id,
-        serviceAccountNumber: accounts.serviceAccountNumber
-      }).from(importSuppliers)
-        .leftJoin(importProcesses, and(eq(importProcesses.supplierId, importSuppliers.id), eq(importProcesses.externalAccountNumber, external)))
+      const [row] = await db
+        .select({
+          supplier: supplierColumns,
+          processId: importProcesses.id,
+          state: importProcesses.state,
+          accountId: accounts.id,
+          serviceAccountNumber: accounts.serviceAccountNumber
+        })
+        .from(importSuppliers)
+        .leftJoin(
+          importProcesses,
+          and(eq(importProcesses.supplierId, importSuppliers.id), eq(importProcesses.externalAccountNumber, external))
+        )
         .leftJoin(accounts, eq(accounts.importProcessId, importProcesses.id))
         .where(and(eq(importSuppliers.code, code), eq(importSuppliers.organisationId, organisationId)))
       return row
@@ -30,13 +35,23 @@ export function createPostImportRepository(db: Db) {
     },
 
     async ledgersOf(executor: Db | Tx, accountId: string) {
-      return executor.select({ id: ledgers.id, ledgerCode: ledgers.ledgerCode, ledgerNumber: ledgers.ledgerNumber, balance: ledgers.balance })
-        .from(ledgers).where(eq(ledgers.accountId, accountId))
+      return executor
+        .select({
+          id: ledgers.id,
+          ledgerCode: ledgers.ledgerCode,
+          ledgerNumber: ledgers.ledgerNumber,
+          balance: ledgers.balance
+        })
+        .from(ledgers)
+        .where(eq(ledgers.accountId, accountId))
     },
 
     /** Adds a signed amount to a ledger's balance, exactly (numeric arithmetic in the database); lazy. */
     addToBalance(tx: Tx, ledgerId: string, delta: string) {
-      return tx.update(ledgers).set({ balance: sql`${ledgers.balance} + ${delta}::numeric` }).where(eq(ledgers.id, ledgerId))
+      return tx
+        .update(ledgers)
+        .set({ balance: sql`${ledgers.balance} + ${delta}::numeric` })
+        .where(eq(ledgers.id, ledgerId))
     }
   }
 }

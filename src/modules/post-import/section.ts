@@ -82,7 +82,11 @@ export interface SectionBehaviour<Body = unknown> {
   /** The endpoint's write for a created account (a batch's account created before too); resolves to the 201 body. */
   write(principal: OrganisationPrincipal, input: SectionInput<Body>, options: WriteOptions): Promise<unknown>
   /** The rows of a valid request for an account a batch is creating; throws the 400 the endpoint would answer. */
-  planNew(input: SectionInput<Body>, account: NewAccount, log: FastifyBaseLogger): PlannedSection | Promise<PlannedSection>
+  planNew(
+    input: SectionInput<Body>,
+    account: NewAccount,
+    log: FastifyBaseLogger
+  ): PlannedSection | Promise<PlannedSection>
 }
 
 /** A section as the app uses it: its listing and its behaviour. */

@@ -46,7 +46,8 @@ export function createRetentionRepository(db: Db) {
      */
     async eraseBatch(cutoff: Date, limit: number): Promise<{ processes: number; payloads: number }> {
       return db.transaction(async (tx) => {
-        const erased = rowsOf<{ id: number | string; had: boolean }>(await tx.execute(sql`with batch as (
+        const erased = rowsOf<{ id: number | string; had: boolean }>(
+          await tx.execute(sql`with batch as (
             select id, staged_data is not null as had from import_processes
             where staged_data_erased_at is null and state <> 'STAGED'
               and coalesce(account_created_at, skipped_at) <= ${cutoff.toISOString()}::timestamptz
@@ -55,7 +56,8 @@ export function createRetentionRepository(db: Db) {
             for update skip locked)
           update import_processes p set ${eraseProcess}
           from batch where p.id = batch.id
-          returning p.id, batch.had`))
+          returning p.id, batch.had`)
+        )
         if (erased.length === 0) return { processes: 0, payloads: 0 }
         const ids = JSON.stringify(erased.map((r) => String(r.id)))
         await tx.execute(reduceEvents(sql`(select value::bigint from jsonb_array_elements_text(${ids}::jsonb))`))
@@ -67,22 +69,36 @@ export function createRetentionRepository(db: Db) {
      * Erases one process's staged data and error details whatever its state, and records a
      * `STAGED_DATA_ERASED` event, in one transaction; undefined when there is no such process.
      */
-    async erasePair(supplierId: string, externalAccountNumber: string, actor: string): Promise<ErasedProcess | undefined> {
+    async erasePair(
+      supplierId: string,
+      externalAccountNumber: string,
+      actor: string
+    ): Promise<ErasedProcess | undefined> {
       return db.transaction(async (tx) => {
-        const [process] = await tx.select({
-          id: importProcesses.id,
-          state: importProcesses.state,
-          serviceAccountNumber: importProcesses.serviceAccountNumber,
-          payloadErased: sql<boolean>`${importProcesses.stagedData} is not null`
-        }).from(importProcesses)
-          .where(and(eq(importProcesses.supplierId, supplierId), eq(importProcesses.externalAccountNumber, externalAccountNumber)))
+        const [process] = await tx
+          .select({
+            id: importProcesses.id,
+            state: importProcesses.state,
+            serviceAccountNumber: importProcesses.serviceAccountNumber,
+            payloadErased: sql<boolean>`${importProcesses.stagedData} is not null`
+          })
+          .from(importProcesses)
+          .where(
+            and(
+              eq(importProcesses.supplierId, supplierId),
+              eq(importProcesses.externalAccountNumber, externalAccountNumber)
+            )
+          )
           .for('update')
         if (!process) return undefined
         await runInOrder(db, [
           tx.execute(sql`update import_processes set ${eraseProcess} where id = ${process.id}`),
           tx.execute(reduceEvents(sql`(${process.id})`)),
           tx.insert(importEvents).values({
-            importProcessId: process.id, type: 'STAGED_DATA_ERASED', actor, detail: { payloadErased: process.payloadErased === true }
+            importProcessId: process.id,
+            type: 'STAGED_DATA_ERASED',
+            actor,
+            detail: { payloadErased: process.payloadErased === true }
           })
         ])
         return { ...process, payloadErased: process.payloadErased === true }

@@ -70,7 +70,11 @@ export function createRetentionService(db: Db, options: RetentionOptions) {
     /** The operator's erasure of one pair (a person's request), whatever its state. */
     async eraseStagedData(supplier: { id: string; code: string }, externalAccountNumber: string) {
       const erased = await repo.erasePair(supplier.id, externalAccountNumber, 'operator')
-      if (!erased) throw fieldError(CODE.not_found, { detail: `No import process for ${supplier.code} / ${externalAccountNumber}.` })
+      if (!erased) {
+        throw fieldError(CODE.not_found, {
+          detail: `No import process for ${supplier.code} / ${externalAccountNumber}.`
+        })
+      }
       tell('request', erased.payloadErased ? 1 : 0)
       return {
         importSupplierCode: supplier.code,

@@ -8,7 +8,11 @@ export const RETENTION_INTERVAL_MS = 15 * 60_000
  * Runs the retention erasure in the background: at start, then every `intervalMs` after the
  * previous run ended. Every server process runs it; runs on several servers share the work.
  */
-export function createRetentionWorker(service: RetentionService, log: FastifyBaseLogger, options: { intervalMs?: number } = {}) {
+export function createRetentionWorker(
+  service: RetentionService,
+  log: FastifyBaseLogger,
+  options: { intervalMs?: number } = {}
+) {
   const intervalMs = options.intervalMs ?? RETENTION_INTERVAL_MS
   let timer: NodeJS.Timeout | undefined
   let running: Promise<void> | undefined
@@ -16,12 +20,20 @@ export function createRetentionWorker(service: RetentionService, log: FastifyBas
 
   function run(): void {
     const started = Date.now()
-    running = service.runOnce({ shouldStop: () => stopped })
+    running = service
+      .runOnce({ shouldStop: () => stopped })
       .then((totals) => {
-        if (totals.processes > 0) log.info({ ...totals, ms: Date.now() - started }, 'staged data erased after the retention period')
+        if (totals.processes > 0) {
+          log.info({ ...totals, ms: Date.now() - started }, 'staged data erased after the retention period')
+        }
       })
-      .catch((err) => { log.error({ err }, 'staged data erasure failed; the next run goes on from where it stopped') })
-      .finally(() => { running = undefined; schedule() })
+      .catch((err) => {
+        log.error({ err }, 'staged data erasure failed; the next run goes on from where it stopped')
+      })
+      .finally(() => {
+        running = undefined
+        schedule()
+      })
   }
 
   function schedule(): void {

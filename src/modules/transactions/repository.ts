@@ -11,14 +11,16 @@ export function createTransactionsRepository() {
      * which of `ids` the ledger already holds; lazy.
      */
     energyLedger(tx: Tx, accountId: string, ids: string[]) {
-      return tx.select({
-        id: ledgers.id,
-        openFrom: statements.periodFrom,
-        openStatementId: statements.id,
-        existing: sql<string[]>`(select coalesce(json_agg(t.transaction_id), '[]'::json) from ledger_transactions t
-          where t.ledger_id = ${ledgers.id} and t.transaction_id in ${textList(ids)})`
-          .mapWith((v: unknown) => (typeof v === 'string' ? JSON.parse(v) : v) as string[])
-      })
+      return tx
+        .select({
+          id: ledgers.id,
+          openFrom: statements.periodFrom,
+          openStatementId: statements.id,
+          existing: sql<string[]>`(select coalesce(json_agg(t.transaction_id), '[]'::json) from ledger_transactions t
+          where t.ledger_id = ${ledgers.id} and t.transaction_id in ${textList(ids)})`.mapWith(
+            (v: unknown) => (typeof v === 'string' ? JSON.parse(v) : v) as string[]
+          )
+        })
         .from(ledgers)
         .innerJoin(statements, and(eq(statements.ledgerId, ledgers.id), eq(statements.status, 'OPEN')))
         .where(and(eq(ledgers.accountId, accountId), eq(ledgers.ledgerCode, 'ENERGY')))

@@ -13,7 +13,8 @@ export default defineSection<unknown>({
     return {
       route: {
         summary: 'Add transactions',
-        description: 'Transactions on the ENERGY ledger; one result per transaction. A problem inside a transaction ' +
+        description:
+          'Transactions on the ENERGY ledger; one result per transaction. A problem inside a transaction ' +
           'gives 400 with `status: TRANSACTION_IMPORT_ERROR`, `error_detail`, `transaction_data` and `attr`.',
         body: TransactionsRequest,
         querystring: TransactionsQuery,
@@ -26,13 +27,19 @@ export default defineSection<unknown>({
         const energy = account.rows.ledgers.find((l) => l.ledgerCode === 'ENERGY')
         const open = energy && account.rows.statements.find((st) => st.ledgerId === energy.id && st.status === 'OPEN')
         const ids = energy && account.transactionIds.get(energy.id!)
-        const ledger = energy && open && ids ? { id: energy.id!, openFrom: open.periodFrom, openStatementId: open.id!, existing: [...ids] } : undefined
+        const ledger =
+          energy && open && ids
+            ? { id: energy.id!, openFrom: open.periodFrom, openStatementId: open.id!, existing: [...ids] }
+            : undefined
         const plan = service.planForNewAccount(body, schemaErrors, account, ledger, account.today)
         if (energy && ids && plan.rows.transactions.length > 0) {
           energy.balance = formatDecimal(toBig(energy.balance).plus(plan.delta))
           for (const t of plan.rows.transactions) ids.add(t.transactionId)
         }
-        return { rows: [...transactionTableRows(plan.rows), ...(plan.note ? [repo.noteRows(plan.note)] : [])], detail: plan.detail }
+        return {
+          rows: [...transactionTableRows(plan.rows), ...(plan.note ? [repo.noteRows(plan.note)] : [])],
+          detail: plan.detail
+        }
       }
     }
   }

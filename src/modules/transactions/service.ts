@@ -69,7 +69,11 @@ export interface TransactionsPlan {
 }
 
 /** Schema problems inside one transaction get the transaction body; others the standard one. */
-function checkSchema<T extends Pick<TransactionsRequest, 'transactions'>>(body: unknown, schemaErrors: ErrorEntry[], today: string): asserts body is T {
+function checkSchema<T extends Pick<TransactionsRequest, 'transactions'>>(
+  body: unknown,
+  schemaErrors: ErrorEntry[],
+  today: string
+): asserts body is T {
   if (schemaErrors.length === 0) return
   const groups = byTransaction(schemaErrors)
   if (!groups) throw invalidRequest(schemaErrors)
@@ -88,7 +92,11 @@ function checkRules(body: Pick<TransactionsRequest, 'transactions'>, today: stri
   const duplicates: ErrorEntry[] = []
   body.transactions.forEach((t, i) => {
     if (seen.has(t.transaction_id)) {
-      duplicates.push(problem(CODE.duplicate_transaction_ids, `transactions.${i}.transaction_id`, { transaction_id: t.transaction_id }))
+      duplicates.push(
+        problem(CODE.duplicate_transaction_ids, `transactions.${i}.transaction_id`, {
+          transaction_id: t.transaction_id
+        })
+      )
     }
     seen.add(t.transaction_id)
   })
@@ -104,8 +112,12 @@ function checkRules(body: Pick<TransactionsRequest, 'transactions'>, today: stri
  * Pure: the single endpoint and batches both use it.
  */
 export function planTransactions(
-  body: Pick<TransactionsRequest, 'transactions'>, query: TransactionsQuery, account: { id: string }, ledger: EnergyLedger,
-  today: string, problems: Map<number, ErrorEntry[]>
+  body: Pick<TransactionsRequest, 'transactions'>,
+  query: TransactionsQuery,
+  account: { id: string },
+  ledger: EnergyLedger,
+  today: string,
+  problems: Map<number, ErrorEntry[]>
 ): TransactionsPlan {
   const checkPreviouslyAdded = query.check_previously_added !== false
   const force = query.force_add_to_current_statement !== false
@@ -117,21 +129,39 @@ export function planTransactions(
   const moved: string[] = []
   const added: Array<TransactionsRequest['transactions'][number]> = []
   body.transactions.forEach((sent, i) => {
-    const data: TransactionsRequest['transactions'][number] & { original_transaction_date?: string } = structuredClone(sent)
+    const data: TransactionsRequest['transactions'][number] & { original_transaction_date?: string } =
+      structuredClone(sent)
     normaliseTransaction(data)
     if (existing.has(sent.transaction_id)) {
       if (checkPreviouslyAdded) results.push({ status: 'TRANSACTION_ALREADY_EXISTS', transaction_data: data })
-      else add(i, problem(CODE.transaction_already_exists, `transactions.${i}.transaction_id`, { transaction_id: sent.transaction_id }))
+      else {
+        add(
+          i,
+          problem(CODE.transaction_already_exists, `transactions.${i}.transaction_id`, {
+            transaction_id: sent.transaction_id
+          })
+        )
+      }
       return
     }
     let description: string | undefined
     if (sent.transaction_date < ledger.openFrom) {
       if (!force) {
-        add(i, problem(CODE.transaction_outside_open_statement_period, `transactions.${i}.transaction_date`, { date: ledger.openFrom }))
+        add(
+          i,
+          problem(CODE.transaction_outside_open_statement_period, `transactions.${i}.transaction_date`, {
+            date: ledger.openFrom
+          })
+        )
         return
       }
       if (ledger.openFrom > today) {
-        add(i, problem(CODE.transaction_outside_open_statement_period, `transactions.${i}.transaction_date`, { date: `${ledger.openFrom}, after today` }))
+        add(
+          i,
+          problem(CODE.transaction_outside_open_statement_period, `transactions.${i}.transaction_date`, {
+            date: `${ledger.openFrom}, after today`
+          })
+        )
         return
       }
       description = `Moved into the open statement: originally dated ${sent.transaction_date}.`
@@ -140,7 +170,8 @@ export function planTransactions(
       moved.push(sent.transaction_id)
     }
     addTransaction(rows, data, ledger.id, ledger.openStatementId, 'POST_IMPORT', {
-      description, originalTransactionDate: data.original_transaction_date
+      description,
+      originalTransactionDate: data.original_transaction_date
     })
     added.push(data)
     results.push({ status: 'TRANSACTION_ADDED_TO_ACCOUNT', transaction_data: data })
@@ -151,15 +182,27 @@ export function planTransactions(
   }
   const delta = sumDecimals(added.map((t) => signedAmount(t.type, t.amount)))
   // One pinned note per request says which transactions were moved.
-  const note: NoteInsert | undefined = moved.length === 0
-    ? undefined
-    : {
-        id: randomUUID(), accountId: account.id, bySystem: true, isPinned: true, documentLocations: [], noteCreatedAt: new Date(),
-        body: `Transactions dated before the open statement (from ${ledger.openFrom}) were moved into it: ${moved.join(', ')}.`
-      }
-  const detail = added.length > 0
-    ? { endpoint: 'transactions', added: added.length, already_existing: results.length - added.length, moved: moved.length }
-    : undefined
+  const note: NoteInsert | undefined =
+    moved.length === 0
+      ? undefined
+      : {
+          id: randomUUID(),
+          accountId: account.id,
+          bySystem: true,
+          isPinned: true,
+          documentLocations: [],
+          noteCreatedAt: new Date(),
+          body: `Transactions dated before the open statement (from ${ledger.openFrom}) were moved into it: ${moved.join(', ')}.`
+        }
+  const detail =
+    added.length > 0
+      ? {
+          endpoint: 'transactions',
+          added: added.length,
+          already_existing: results.length - added.length,
+          moved: moved.length
+        }
+      : undefined
   return { results, rows, delta: delta.toFixed(), note, detail }
 }
 
@@ -179,19 +222,30 @@ export function createTransactionsService(base: PostImportBase, db: Db) {
       const account = await base.resolve(principal, body.import_supplier, body.external_account_number)
       const problems = checkRules(body, today)
       const ids = body.transactions.map((t) => t.transaction_id)
-      return base.readAndWrite(principal, account, (tx) => repo.energyLedger(tx, account.id, ids), async (tx, [ledger]) => {
-        if (!ledger) throw noEnergyLedger()
-        const plan = planTransactions(body, query, account, ledger, today, problems)
-        // The inserts, the balance, the note and the event go in one round trip.
-        const writes = accounts.transactionInserts(tx, plan.rows)
-        if (plan.rows.transactions.length > 0) writes.push(base.repo.addToBalance(tx, ledger.id, plan.delta))
-        if (plan.note) writes.push(repo.noteStatement(tx, plan.note))
-        return { result: { results: plan.results }, detail: plan.detail, writes }
-      })
+      return base.readAndWrite(
+        principal,
+        account,
+        (tx) => repo.energyLedger(tx, account.id, ids),
+        async (tx, [ledger]) => {
+          if (!ledger) throw noEnergyLedger()
+          const plan = planTransactions(body, query, account, ledger, today, problems)
+          // The inserts, the balance, the note and the event go in one round trip.
+          const writes = accounts.transactionInserts(tx, plan.rows)
+          if (plan.rows.transactions.length > 0) writes.push(base.repo.addToBalance(tx, ledger.id, plan.delta))
+          if (plan.note) writes.push(repo.noteStatement(tx, plan.note))
+          return { result: { results: plan.results }, detail: plan.detail, writes }
+        }
+      )
     },
 
     /** The rules of a request and its plan against a ledger known without the database (a batch's new account). */
-    planForNewAccount(body: unknown, schemaErrors: ErrorEntry[], account: { id: string }, ledger: EnergyLedger | undefined, today: string): TransactionsPlan {
+    planForNewAccount(
+      body: unknown,
+      schemaErrors: ErrorEntry[],
+      account: { id: string },
+      ledger: EnergyLedger | undefined,
+      today: string
+    ): TransactionsPlan {
       checkSchema(body, schemaErrors, today)
       const problems = checkRules(body, today)
       if (!ledger) throw noEnergyLedger()
