@@ -3,7 +3,8 @@
  * routes, the migration steps (failure records, the failure list's order), batch entries, and
  * the migration client. A section's behaviour lives in `src/modules/<folder>/section.ts`
  * (loaded by `loadSections` in src/modules/sections.ts); its request schema in `schemas/`.
- * To add a section, add a line here and follow CONTRIBUTING.md.
+ * To add a section, add a line here and follow CONTRIBUTING.md. This file imports nothing: the
+ * schemas and the error catalogue build on it.
  */
 
 /** How a batch entry (and a line of the client's file) holds a section's data. */
@@ -23,7 +24,10 @@ export interface SectionListing {
   /** Its endpoint under /v1/data-import. */
   readonly path: string
   readonly entry: EntryForm
-  /** A realistic request without the account reference, for the API page (else schemas/examples.ts has it). */
+  /**
+   * A realistic request without the account reference, for the API page, written here (else
+   * schemas/examples.ts has it).
+   */
   readonly example?: Record<string, unknown>
 }
 
