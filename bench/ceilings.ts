@@ -5,7 +5,7 @@ import { AccountData } from '../schemas/account.js'
 import { rowsOf, type Database } from '../src/db/index.js'
 import { insertRows } from '../src/db/insert.js'
 import { createAccountsRepository } from '../src/accounts/repository.js'
-import { planAccount, type AccountRows } from '../src/accounts/plan.js'
+import { noChildRows, planAccount, type AccountRows } from '../src/accounts/plan.js'
 import { normaliseAccount } from '../src/accounts/rules.js'
 import { compileBody } from '../src/validation.js'
 import { exampleAccount } from '../schemas/examples.js'
@@ -105,17 +105,7 @@ export function accountWriter(database: Database, supplierId: string, teamId: st
       const ids = new Map(processes.map((p) => [p.external, Number(p.id)]))
       const merged: AccountRows = {
         account: undefined as never,
-        customers: [],
-        ledgers: [],
-        statements: [],
-        transactions: [],
-        lineItems: [],
-        taxItems: [],
-        supplyAddresses: [],
-        supplyPoints: [],
-        agreements: [],
-        metadata: [],
-        outbox: []
+        ...noChildRows()
       }
       const events: Array<typeof importEvents.$inferInsert> = []
       for (const p of planned) {

@@ -63,6 +63,21 @@ const dayAfter = (date: string): string => {
 const earliest = (dates: string[]): string | undefined =>
   dates.length === 0 ? undefined : dates.reduce((a, b) => (b < a ? b : a))
 
+/** An account's child rows, none yet. */
+export const noChildRows = (): Omit<AccountRows, 'account'> => ({
+  customers: [],
+  ledgers: [],
+  statements: [],
+  transactions: [],
+  lineItems: [],
+  taxItems: [],
+  supplyAddresses: [],
+  supplyPoints: [],
+  agreements: [],
+  metadata: [],
+  outbox: []
+})
+
 export function planAccount(data: AccountData, ctx: PlanContext): AccountRows {
   const accountId = randomUUID()
   const rows: AccountRows = {
@@ -88,17 +103,7 @@ export function planAccount(data: AccountData, ctx: PlanContext): AccountRows {
       transferBalance: String(data.transfer_balance),
       operationsTeamId: ctx.operationsTeamId
     },
-    customers: [],
-    ledgers: [],
-    statements: [],
-    transactions: [],
-    lineItems: [],
-    taxItems: [],
-    supplyAddresses: [],
-    supplyPoints: [],
-    agreements: [],
-    metadata: [],
-    outbox: []
+    ...noChildRows()
   }
 
   ;(data.customers ?? []).forEach((c, position) => {

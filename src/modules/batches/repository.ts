@@ -22,7 +22,7 @@ import type { ProcessState, SupplierRow } from '../../db/columns.js'
 import { PROCESS_LOCK_BASE } from '../../db/locks.js'
 import { accountTableRows, createAccountsRepository, insertsOf, type Actor } from '../../accounts/repository.js'
 import type { PgTable } from 'drizzle-orm/pg-core'
-import type { AccountRows } from '../../accounts/plan.js'
+import { noChildRows, type AccountRows } from '../../accounts/plan.js'
 import type { AccountData } from '../../../schemas/account.js'
 
 /** An account of a batch as its process stands. */
@@ -457,17 +457,7 @@ export function createBatchesRepository(db: Db) {
             await tx.transaction(async (savepoint) => {
               const merged: AccountRows = {
                 account: creating[0]!.rows.account,
-                customers: [],
-                ledgers: [],
-                statements: [],
-                transactions: [],
-                lineItems: [],
-                taxItems: [],
-                supplyAddresses: [],
-                supplyPoints: [],
-                agreements: [],
-                metadata: [],
-                outbox: []
+                ...noChildRows()
               }
               for (const { rows } of creating) {
                 for (const key of [

@@ -100,10 +100,9 @@ export function createBatchesService(deps: {
       const fail = (e: Entry, step: FailedStep, error: AppError) => {
         e.failure = { step, error }
       }
-      /** A failure of a step, recorded as a single request's would be. */
-      const failRecorded = async (e: Entry, step: FailedStep, error: AppError) => {
-        fail(e, step, error)
-        await failures.settle(
+      /** A step's answer in the failure records, as a single request's would be (a failure recorded, a success clearing). */
+      const settle = (e: Entry, step: FailedStep, error: AppError) =>
+        failures.settle(
           {
             step,
             supplierCode: supplier.code,
@@ -115,6 +114,10 @@ export function createBatchesService(deps: {
           },
           log
         )
+      /** A failure of a step, recorded as a single request's would be. */
+      const failRecorded = async (e: Entry, step: FailedStep, error: AppError) => {
+        fail(e, step, error)
+        await settle(e, step, error)
       }
 
       // The entries: their shape, their supplier, and account numbers repeated in the batch.
@@ -342,7 +345,7 @@ export function createBatchesService(deps: {
         if (staged.kind === 'already_imported') {
           e.outcome = 'already_imported'
           e.serviceAccountNumber = staged.serviceAccountNumber
-          return settleQuietly('stage', staged.answer)
+          return settle(e, 'stage', staged.answer)
         }
         const started = Date.now()
         for (;;) {
@@ -368,31 +371,16 @@ export function createBatchesService(deps: {
               return
             case 'would_create':
               e.outcome = 'would_create'
-              return settleQuietly('create', created.answer)
+              return settle(e, 'create', created.answer)
             case 'already_imported':
               e.outcome = 'already_imported'
               e.serviceAccountNumber = created.serviceAccountNumber
-              return settleQuietly('create', created.answer)
+              return settle(e, 'create', created.answer)
             case 'no_slot':
               // A batch waits for a free slot of its supplier instead of answering 429.
               if (Date.now() - started >= SLOT_WAIT_MS) return failRecorded(e, 'create', created.answer)
               await new Promise((resolve) => setTimeout(resolve, 50 + Math.random() * 200))
           }
-        }
-
-        async function settleQuietly(step: 'stage' | 'create', error: AppError) {
-          await failures.settle(
-            {
-              step,
-              supplierCode: supplier.code,
-              externalAccountNumber: e.external,
-              organisationId: principal.organisationId,
-              status: error.statusCode,
-              code: error.code,
-              errors: error.errors
-            },
-            log
-          )
         }
       }
 
