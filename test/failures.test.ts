@@ -295,8 +295,17 @@ t.test('the failure list: order, filters, paging, streaming, tenancy', async (t)
   t.same((await list('?code=import_process_does_not_exist')).json().length, 2, 'entry codes')
   t.same(
     (await list('?code=account_failed_validation')).json().length,
-    0,
-    'the top-level code counts only when the record has no entries'
+    6,
+    'records whose top-level code it is, though their entries have other codes'
+  )
+  t.ok(
+    (await list('?code=account_failed_validation'))
+      .json()
+      .every(
+        (r: { code: string; errors: Array<{ code: string }> }) =>
+          r.code === 'account_failed_validation' && r.errors.every((e) => e.code !== 'account_failed_validation')
+      ),
+    'found by their top-level code alone'
   )
 
   const first = await list('?limit=3')

@@ -65,7 +65,12 @@ export function createFailuresRepository(db: Db) {
   function list(supplierId: string, filter: FailureFilter): Promise<FailureRow[]> {
     const conditions: SQL[] = [eq(importFailures.supplierId, supplierId)]
     if (filter.step) conditions.push(eq(importFailures.step, filter.step))
-    if (filter.code !== undefined) conditions.push(sql`${filter.code}::text = any(${importFailures.codes})`)
+    // A record of that code: one of its entries', or the answer's top-level code.
+    if (filter.code !== undefined) {
+      conditions.push(
+        sql`(${filter.code}::text = any(${importFailures.codes}) or ${importFailures.code} = ${filter.code}::text)`
+      )
+    }
     const after = filter.after
     if (after) {
       conditions.push(
