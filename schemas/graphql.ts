@@ -129,6 +129,18 @@ export const graphqlSchema = /* GraphQL */ `
     byStep: FailureCountsByStep!
     byCode: [FailureCodeCount!]!
   }
+  "One code of the error catalogue: a fixed text per code, the same for everyone (never input values)."
+  type ErrorCodeInfo {
+    code: String!
+    "The HTTP status of an answer carrying it."
+    status: Int!
+    "top, entry, both or graphql: where it appears."
+    kind: String!
+    "What went wrong and what to do, in one sentence."
+    meaning: String!
+    "The steps whose failure records can carry it."
+    steps: [String!]!
+  }
   type TimelineMinute {
     minute: String!
     staged: Int!
@@ -196,9 +208,18 @@ export const graphqlSchema = /* GraphQL */ `
     importProcessEvents(importSupplierCode: String!, externalAccountNumber: String!): [ImportEvent!]!
     migrationProgress(importSupplierCode: String!): MigrationProgress
     migrationFailureSummary(importSupplierCode: String!): FailureSummary
-    "Open failure records by external account number then step; first 1-10000 (default 100), after: an external account number or <external>:<step>."
-    migrationFailures(importSupplierCode: String!, step: String, code: String, first: Int, after: String): [Failure!]!
+    "Open failure records by external account number then step; first 1-10000 (default 100), after: an external account number or <external>:<step>; externalAccountNumber: that account's records only."
+    migrationFailures(
+      importSupplierCode: String!
+      step: String
+      code: String
+      first: Int
+      after: String
+      externalAccountNumber: String
+    ): [Failure!]!
     "One entry per minute of the last minutes (1-10080, default 60), oldest first."
     migrationTimeline(importSupplierCode: String!, minutes: Int): [TimelineMinute!]!
+    "The error catalogue (as GET /v1/data-import/error-codes/ answers it), for any signed-in token, the operator's included."
+    errorCodes: [ErrorCodeInfo!]!
   }
 `

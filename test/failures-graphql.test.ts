@@ -167,3 +167,48 @@ t.test('organisations read progress, failures, the timeline and events of their 
   const anonymous = await gql(app, '{ operationsTeamExists(name: "Migrations") }', {})
   t.equal(anonymous.errors?.[0]?.extensions?.code, 'not_authenticated', 'not without a token')
 })
+
+t.test("one account's failure records, for its timeline on the dashboard", async (t) => {
+  const { app, tenant, client } = await importSetup(t)
+  await client.validate(badPhone('F-1'))
+  await client.stage(badPhone('F-1'))
+  await client.validate(badPhone('F-10'))
+  await client.validate(badPhone('F-2'))
+  const query = `query($a: String!) { migrationFailures(importSupplierCode: "ACME_ENERGY", externalAccountNumber: $a) {
+    externalAccountNumber step code errors { code attr } } }`
+  const one = await gql(app, query, { a: 'F-1' }, tenant.token)
+  t.notOk(one.errors, JSON.stringify(one.errors))
+  t.same(
+    one.data?.migrationFailures.map((f: any) => [f.externalAccountNumber, f.step]),
+    [
+      ['F-1', 'validate'],
+      ['F-1', 'stage']
+    ],
+    'every step of that account, and no other account (F-10 neither)'
+  )
+  const none = await gql(app, query, { a: 'F-3' }, tenant.token)
+  t.same(none.data?.migrationFailures, [], 'an account without records: an empty list')
+  const asOp = await asOperator(
+    app,
+    'query($a: String!) { migrationFailures(importSupplierCode: "ACME_ENERGY", externalAccountNumber: $a, step: "stage") { step } }',
+    { a: 'F-1' }
+  )
+  t.same(asOp.migrationFailures, [{ step: 'stage' }], 'with the other filters, for the operator too')
+})
+
+t.test('the error catalogue: the same fixed texts for organisations and the operator', async (t) => {
+  const { app, tenant } = await importSetup(t)
+  const rest = await app.inject({
+    url: '/v1/data-import/error-codes/',
+    headers: { authorization: `Bearer ${tenant.token}` }
+  })
+  t.equal(rest.statusCode, 200)
+  const document = '{ errorCodes { code status kind meaning steps } }'
+  const own = await gql(app, document, {}, tenant.token)
+  t.notOk(own.errors, JSON.stringify(own.errors))
+  t.same(own.data?.errorCodes, rest.json(), "an organisation's token: GET error-codes/ as GraphQL")
+  const operator = await asOperator(app, document)
+  t.same(operator.errorCodes, rest.json(), "the operator's token: the same (GET error-codes/ refuses it)")
+  const anonymous = await gql(app, document, {})
+  t.equal(anonymous.errors?.[0]?.extensions?.code, 'not_authenticated', 'not without a token')
+})

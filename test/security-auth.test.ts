@@ -239,6 +239,13 @@ t.test(
             [undefined, false],
             'operationsTeamExists with an organisation token: a yes or no only'
           )
+        } else if (name === 'errorCodes') {
+          // The catalogue's fixed texts, the same for everyone: any signed-in token reads them.
+          const own = await gql(app, '{ errorCodes { code meaning } }', {}, acme.token)
+          t.ok(
+            !own.errors && (own.data?.errorCodes?.length ?? 0) > 10,
+            'errorCodes with an organisation token: the catalogue'
+          )
         } else if (ownSuppliers[name]) {
           expectCode(
             await gql(app, ownSuppliers[name]!, {}, acme.token),

@@ -5,6 +5,7 @@ import mercurius, { type IResolvers, type MercuriusContext } from 'mercurius'
 import { graphqlSchema } from '../../schemas/graphql.js'
 import { isWellFormedJson } from '../../schemas/text.js'
 import { CODE } from '../../schemas/error-codes.js'
+import { errorCodeList } from '../../schemas/error-code-list.js'
 import { AppError, answer, fieldError } from '../errors.js'
 import { formatDateTime, formatNullableDateTime } from '../format.js'
 import { tokenFromHeader, type Principal } from '../modules/auth/service.js'
@@ -137,6 +138,7 @@ export default fp(
     }
 
     const { failures } = app
+    const codes = errorCodeList()
     const supplierIdOf = async (code: string, owner: string | undefined) => (await operator.supplier(code, owner)).id
 
     const resolvers: IResolvers = {
@@ -229,6 +231,7 @@ export default fp(
               code?: string | null
               first?: number | null
               after?: string | null
+              externalAccountNumber?: string | null
             },
             owner
           ) => {
@@ -241,6 +244,7 @@ export default fp(
               ...(args.step != null ? { step: args.step as Step } : {}),
               ...(args.code != null ? { code: args.code } : {}),
               ...(args.after != null ? { after: parseAfter(args.after) } : {}),
+              ...(args.externalAccountNumber != null ? { external: args.externalAccountNumber } : {}),
               limit: first
             })
             return items.map((f) => ({
@@ -260,7 +264,9 @@ export default fp(
             if (!Number.isInteger(minutes) || minutes < 1 || minutes > 10_080) throw invalid('minutes must be 1–10080.')
             return failures.readTimeline(await supplierIdOf(args.importSupplierCode, owner), minutes)
           }
-        )
+        ),
+        // Fixed texts, the same for every caller: the operator's dashboard shows the meanings too.
+        errorCodes: forOwnerOrOperator(async () => codes)
       }
     }
 

@@ -45,6 +45,8 @@ export const FAILURE_CHUNK_ROWS = 1000
 export interface FailureFilter {
   step?: Step
   code?: string
+  /** One account's records only. */
+  external?: string
   /** Exclusive: after this account (all its steps), or after this account's `afterStep`. */
   after?: { external: string; step?: Step }
   limit?: number
@@ -65,6 +67,7 @@ export function createFailuresRepository(db: Db) {
   function list(supplierId: string, filter: FailureFilter): Promise<FailureRow[]> {
     const conditions: SQL[] = [eq(importFailures.supplierId, supplierId)]
     if (filter.step) conditions.push(eq(importFailures.step, filter.step))
+    if (filter.external !== undefined) conditions.push(eq(importFailures.externalAccountNumber, filter.external))
     // A record of that code: one of its entries', or the answer's top-level code.
     if (filter.code !== undefined) {
       conditions.push(
