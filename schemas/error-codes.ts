@@ -886,3 +886,19 @@ export function meaningOf(code: string): string | undefined {
   }
   return undefined
 }
+
+/**
+ * Wordings of a schema keyword's failure where the general one (src/errors.ts) would not say
+ * enough: a schema names one with `errorDetails: {keyword: name}`. `{value}` is the value sent
+ * (cut to 64 characters), `{allowed}` the values the schema allows, or "none".
+ */
+export const SCHEMA_DETAILS = {
+  vendor_not_configured: 'Payment vendor {value} is not configured on this service; configured: {allowed}.'
+} as const satisfies Record<string, string>
+
+export type SchemaDetailName = keyof typeof SCHEMA_DETAILS
+
+/** A schema wording with `{value}` and `{allowed}` filled in. */
+export function formatSchemaDetail(name: SchemaDetailName, params: { value: string; allowed: string }): string {
+  return SCHEMA_DETAILS[name].replace(/\{(value|allowed)\}/g, (_whole, key: 'value' | 'allowed') => params[key])
+}

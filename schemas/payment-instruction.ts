@@ -1,5 +1,5 @@
 import { Type, type Static } from 'typebox'
-import { CODE } from './error-codes.js'
+import { CODE, type SchemaDetailName } from './error-codes.js'
 import { paymentInstructionExample } from './examples.js'
 import { Choice, Text } from './fields.js'
 import { WELL_FORMED_CHARACTERS } from './text.js'
@@ -10,15 +10,16 @@ export const PAYMENT_INSTRUCTION_TYPES = ['CARD', 'DIRECT_DEBIT'] as const
 export type PaymentInstructionType = (typeof PAYMENT_INSTRUCTION_TYPES)[number]
 
 /**
- * A configured vendor code (`invalid_choice` otherwise). The codes come from the configuration, so
- * the schema is built per app; with no vendor configured every code is refused (an empty `enum`
- * is not a valid schema).
+ * A configured vendor code (`invalid_choice` otherwise, its detail naming the configured ones). The
+ * codes come from the configuration, so the schema is built per app; with no vendor configured
+ * every code is refused (an empty `enum` is not a valid schema).
  */
 export function VendorCode(codes: readonly string[]) {
+  const detail: SchemaDetailName = 'vendor_not_configured'
   return Type.Unsafe<string>(
     codes.length > 0
-      ? { type: 'string', enum: [...codes] }
-      : { type: 'string', not: {}, errorCodes: { not: CODE.invalid_choice } }
+      ? { type: 'string', enum: [...codes], errorDetails: { enum: detail } }
+      : { type: 'string', not: {}, errorCodes: { not: CODE.invalid_choice }, errorDetails: { not: detail } }
   )
 }
 

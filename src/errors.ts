@@ -5,9 +5,11 @@ import {
   CODE,
   ERROR_CODES,
   formatDetail,
+  formatSchemaDetail,
   type CodeSpec,
   type DetailParams,
-  type ErrorCode
+  type ErrorCode,
+  type SchemaDetailName
 } from '../schemas/error-codes.js'
 import { TRIMMED_PATTERN, WELL_FORMED_CHARACTERS } from '../schemas/text.js'
 
@@ -132,6 +134,7 @@ export type SchemaCode = {
 /** Which Ajv keyword gives which contract code, unless the schema names its own (`errorCodes`). */
 const codeByKeyword: Record<string, SchemaCode> = {
   required: CODE.required,
+  dependentRequired: CODE.required,
   additionalProperties: CODE.unexpected_field,
   unevaluatedProperties: CODE.unexpected_field,
   type: CODE.invalid,
@@ -165,11 +168,45 @@ const typeDetail: Record<string, string> = {
 /** Enumerations longer than this are not spelt out in a detail. */
 const MAX_LISTED_CHOICES = 20
 
+/** A value quoted in a detail is cut to this many characters. */
+const MAX_QUOTED = 64
+
+const choiceDetail = (allowed: unknown[]): string =>
+  allowed.length > 0 && allowed.length <= MAX_LISTED_CHOICES
+    ? `Not a valid choice: one of ${allowed.map(String).join(', ')}.`
+    : 'Not a valid choice.'
+
+/** The values a union's discriminator tag may take: each branch's constant (or enumeration) of the tag. */
+function tagValues(e: ErrorObject, tag: string): unknown[] {
+  type Branch = { properties?: Record<string, { const?: unknown; enum?: unknown[] }> }
+  const branches = (e.parentSchema as { oneOf?: Branch[] } | undefined)?.oneOf ?? []
+  return branches.flatMap((b) => {
+    const property = b.properties?.[tag]
+    return property?.const !== undefined ? [property.const] : (property?.enum ?? [])
+  })
+}
+
+/** The catalogue's wording a schema names for this keyword (`errorDetails`), filled in. */
+function namedDetail(e: ErrorObject): string | undefined {
+  const names = (e.parentSchema as { errorDetails?: Record<string, SchemaDetailName> } | undefined)?.errorDetails
+  const name = names?.[e.keyword]
+  if (name === undefined) return undefined
+  const allowed = (e.params as { allowedValues?: unknown }).allowedValues
+  const text = typeof e.data === 'string' ? e.data : JSON.stringify(e.data)
+  return formatSchemaDetail(name, {
+    value: text.length > MAX_QUOTED ? text.slice(0, MAX_QUOTED) + '…' : text,
+    allowed: Array.isArray(allowed) && allowed.length > 0 ? allowed.map(String).join(', ') : 'none'
+  })
+}
+
 /**
  * The detail of a schema error, in the same words as the service's other details: the limit or
- * the allowed values named, so that nobody has to look them up (Ajv's own message otherwise).
+ * the allowed values named, so that nobody has to look them up. Never Ajv's own message ("must
+ * NOT be valid"): a keyword without a wording here gets a plain one.
  */
 function schemaDetail(e: ErrorObject): string {
+  const named = namedDetail(e)
+  if (named !== undefined) return named
   const params = e.params as Record<string, unknown>
   const limit = params.limit
   switch (e.keyword) {
@@ -177,12 +214,10 @@ function schemaDetail(e: ErrorObject): string {
       const first = String(params.type).split(',')[0]!
       return typeDetail[first] ?? `A ${first} is required.`
     }
-    case 'enum': {
-      const allowed = params.allowedValues
-      return Array.isArray(allowed) && allowed.length <= MAX_LISTED_CHOICES
-        ? `Not a valid choice: one of ${allowed.map(String).join(', ')}.`
-        : 'Not a valid choice.'
-    }
+    case 'enum':
+      return choiceDetail(Array.isArray(params.allowedValues) ? params.allowedValues : [])
+    case 'discriminator':
+      return choiceDetail(tagValues(e, String(params.tag)))
     case 'const':
       return `Must be ${JSON.stringify(params.allowedValue)}.`
     case 'maxLength':
@@ -217,17 +252,39 @@ function schemaDetail(e: ErrorObject): string {
       if (pattern.includes(WELL_FORMED_CHARACTERS)) return 'May not hold U+0000 or a lone UTF-16 surrogate.'
       return `Does not match the pattern ${pattern}.`
     }
+    case 'multipleOf':
+      return `Ensure this value is a multiple of ${params.multipleOf}.`
+    case 'minProperties':
+      return `Ensure this object has at least ${limit} fields.`
+    case 'maxProperties':
+      return `Ensure this object has no more than ${limit} fields.`
+    case 'additionalItems':
+    case 'items':
+    case 'unevaluatedItems':
+      return typeof limit === 'number'
+        ? `Ensure this list has no more than ${limit} items.`
+        : 'This item is not expected here.'
+    case 'contains':
+    case 'minContains':
+    case 'maxContains':
+      return 'The list does not hold the items required.'
+    case 'propertyNames':
+      return 'This field name is not allowed here.'
     case 'required':
+    case 'dependentRequired':
+    case 'dependencies':
       return 'This field is required.'
     case 'additionalProperties':
+    case 'unevaluatedProperties':
       return 'This field is not expected here.'
     default:
-      return e.message ?? 'is invalid'
+      // `not`, a `false` schema, or a keyword added later: a plain wording, never Ajv's.
+      return 'This value is not allowed here.'
   }
 }
 
 /** A blank string failing one of these is reported as `blank`, whatever else it breaks. */
-const BLANK_KEYWORDS = new Set(['minLength', 'pattern', 'enum', 'format'])
+const BLANK_KEYWORDS = new Set(['minLength', 'pattern', 'enum', 'not', 'format'])
 
 /** Splits an Ajv JSON pointer into path segments (`/customers/0/landline` → customers, 0, landline). */
 function pointerSegments(pointer: string): string[] {
@@ -265,7 +322,7 @@ export function entriesFromAjv(errors: readonly ErrorObject[], prefix: string[] 
     if (e.keyword === 'anyOf' || e.keyword === 'oneOf' || e.keyword === 'if') continue
     // A value of the wrong JSON type (or null) is reported once, by its `type` keyword.
     if (
-      e.keyword === 'enum' &&
+      (e.keyword === 'enum' || e.keyword === 'not') &&
       typeof e.data !== 'string' &&
       (e.parentSchema as { type?: unknown } | undefined)?.type === 'string'
     ) {
@@ -273,8 +330,11 @@ export function entriesFromAjv(errors: readonly ErrorObject[], prefix: string[] 
     }
     const path = [...prefix, ...pointerSegments(e.instancePath)]
     const params = e.params as Record<string, unknown>
-    if (e.keyword === 'required') path.push(String(params.missingProperty))
+    if (e.keyword === 'required' || e.keyword === 'dependentRequired' || e.keyword === 'dependencies') {
+      path.push(String(params.missingProperty))
+    }
     if (e.keyword === 'additionalProperties') path.push(String(params.additionalProperty))
+    if (e.keyword === 'unevaluatedProperties') path.push(String(params.unevaluatedProperty))
     if (e.keyword === 'discriminator' && typeof params.tag === 'string') path.push(params.tag)
     const schemaCodes = (e.parentSchema as { errorCodes?: Record<string, SchemaCode> } | undefined)?.errorCodes
     let code: SchemaCode = schemaCodes?.[e.keyword] ?? codeByKeyword[e.keyword] ?? CODE.invalid

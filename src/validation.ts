@@ -49,6 +49,8 @@ function makeAjv(coerceTypes: boolean, allErrors = true): Ajv {
   withoutYearZero(ajv, 'date-time')
   // `errorCodes: {keyword: code}` on a schema names the contract code its failures report.
   ajv.addKeyword({ keyword: 'errorCodes', schemaType: 'object' })
+  // `errorDetails: {keyword: name}` names the catalogue's wording of its failures (SCHEMA_DETAILS).
+  ajv.addKeyword({ keyword: 'errorDetails', schemaType: 'object' })
   ajv.addKeyword(decimalKeyword)
   ajv.addKeyword(omitEmptyKeyword)
   ajv.addKeyword(jsonValueKeyword)

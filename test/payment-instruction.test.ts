@@ -194,6 +194,11 @@ t.test('payment instruction endpoint', async (t) => {
       1,
       '512 code points are allowed'
     )
+    t.equal(
+      (await post(PATH, { ...valid, vendor: 'NOPAY' })).json().errors[0].detail,
+      'Payment vendor NOPAY is not configured on this service; configured: ACMEPAY, BADKEY.',
+      'an unknown vendor: the detail lists the configured ones'
+    )
     t.equal(vendor.hits.length, before, 'the vendor was not called')
   })
 
@@ -550,4 +555,22 @@ t.test('with no vendor configured every vendor code is invalid_choice', async (t
   t.equal(res.statusCode, 400, res.body)
   t.equal(res.json().code, 'invalid_request')
   t.same(codes(res), [['invalid_choice', 'vendor']])
+  t.equal(
+    res.json().errors[0].detail,
+    'Payment vendor ACMEPAY is not configured on this service; configured: none.',
+    'the detail names the vendor and says none is configured'
+  )
+  const blank = await app.inject({
+    method: 'POST',
+    url: `/v1/data-import/${PATH}`,
+    headers: { authorization: `Token ${tenant.token}` },
+    payload: {
+      import_supplier: 'ACME_ENERGY',
+      external_account_number: 'EXT-000123',
+      vendor: ' ',
+      reference: 'r',
+      type: 'CARD'
+    }
+  })
+  t.same(codes(blank), [['blank', 'vendor']], 'a blank vendor is blank, as with vendors configured')
 })
