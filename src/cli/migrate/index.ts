@@ -6,14 +6,15 @@
  *
  * Exit codes: 0 every account migrated, 1 an account failed or the run could not go on, 2 usage error.
  */
-import { accessSync, constants, statSync } from 'node:fs'
+import { accessSync, constants, existsSync, statSync } from 'node:fs'
 import { resolve } from 'node:path'
 import { generateAccounts } from './generate.js'
-import { PreflightError } from './preflight.js'
-import { failedLines, NotAReportError, renderReport } from './report-file.js'
-import { migrate, renderSummary, ReportExistsError } from './run.js'
+import { OperatorKeyError, PreflightError } from './preflight.js'
+import { failedLines, NotAReportError, renderReport, writeFailedLines } from './report-file.js'
+import { migrate, numberedReport, renderSummary, ReportExistsError } from './run.js'
 import { AuthenticationError, DEFAULT_RETRY, UnavailableError } from './service-client.js'
 import { isEntryPoint, parseCommandLine } from '../entry.js'
+import { CLIENT_CODE } from '../../../schemas/error-codes.js'
 
 export interface MigrateCliIO {
   env: Record<string, string | undefined>
@@ -47,6 +48,7 @@ const OPTIONS = {
   'dry-run': { type: 'boolean' },
   'validate-only': { type: 'boolean' },
   resume: { type: 'boolean' },
+  'resend-history': { type: 'boolean' },
   'retry-failed': { type: 'string' },
   report: { type: 'string' },
   wait: { type: 'string' },
@@ -58,6 +60,9 @@ const OPTIONS = {
   supplier: { type: 'string' },
   'payment-vendor': { type: 'string' },
   'as-of': { type: 'string' },
+  code: { type: 'string' },
+  'failed-lines': { type: 'string' },
+  input: { type: 'string' },
   help: { type: 'boolean', short: 'h' }
 } as const
 type OptionName = keyof typeof OPTIONS
@@ -71,6 +76,7 @@ const MIGRATE_OPTIONS: OptionName[] = [
   'dry-run',
   'validate-only',
   'resume',
+  'resend-history',
   'retry-failed',
   'report',
   'timeout',
@@ -92,14 +98,15 @@ const HELP = `Account Migration Import Service — migration client
 
 Usage:
   ${PROGRAM} <file.ndjson> --team <operations team> [options]
-  ${PROGRAM} report <report.ndjson>
+  ${PROGRAM} report <report.ndjson> [--code <code>] [--failed-lines <out.ndjson>]
   ${PROGRAM} generate <N> [options] > accounts.ndjson
 
 Migrates every account of a newline-delimited JSON file (one account per line, optionally with
 its post-import data): staged, created and given its post-import data, many accounts per request
 (POST batches/), or one account at a time through the single endpoints with --batch-size 1.
 The API key comes from the environment variable AMIS_API_KEY. Before sending anything the client
-checks the key, the team, and that the file's import suppliers are yours and Ongoing.
+checks that the key is an organisation's (not the operator's), the team, and that the file's
+import suppliers are yours and Ongoing.
 
 Options:
   --url <url>              Service URL (env AMIS_URL, default ${DEFAULT_URL}).
@@ -109,17 +116,29 @@ Options:
   --validate-only          Only validate each account: nothing of the accounts is stored (--team not needed).
   --dry-run                Stage each account and dry-run its create: no account is created, but the
                            accounts stay staged (pending) until a real run creates them.
-  --resume                 Accounts already COMPLETED are not created again; their post-import data is sent again (retry-safe).
+  --resume                 Carry on after an interrupted run: lines that the earlier reports of the same
+                           report name (<file>.report.ndjson, -2, …) show completed are skipped, nothing
+                           sent; other accounts already COMPLETED are not created again, their
+                           post-import data is sent again (retry-safe).
+  --resend-history         With --resume: skip nothing, send the post-import data of every completed
+                           account again (nothing is stored twice).
   --retry-failed <report>  Only the lines that failed in that earlier report (of the same file), with --resume.
   --report <file>          Report file, one JSON line per account; never overwritten
-                           (default <file>.report.ndjson, then <file>.report-2.ndjson, …).
+                           (default <file>.report.ndjson, then <file>.report-2.ndjson, …; with --resume
+                           or --retry-failed a --report name that is taken moves on to -2, -3… too).
   --timeout <seconds>      Time allowed for one request (default ${DEFAULT_RETRY.timeoutMs / 1000}).
   --max-attempts <n>       Attempts of a request failing with a 5xx or a network error (default ${DEFAULT_RETRY.maxAttempts}).
   --wait <seconds>         When the service stops answering mid-run, wait this long for GET /readyz
                            before giving up (default ${DEFAULT_RETRY.waitMs / 1000}; 0: do not wait).
   -h, --help               Show this help.
 
-report <report.ndjson> prints a report's counts and every failure by step and error code, with what each code means.
+report <report.ndjson> prints a report's counts, every failure by step and error code with what each
+code means, and the failing line numbers of each code (the first 10):
+  --code <code>            List every line that failed with this code (and nothing else).
+  --failed-lines <out>     Write the input lines that failed (with --code: with that code), as they are,
+                           to a new file <out>, to fix them there and migrate that file with --resume.
+  --input <file>           The input file the report was made from (default: from the report's name,
+                           <file>.report.ndjson or <file>.report-N.ndjson).
 
 generate <N> writes N synthetic accounts to standard output:
   --seed <text>            Same seed, same accounts (default: random, printed on standard error).
@@ -219,12 +238,44 @@ function readable(path: string, label: string): void {
 /** `npm run` starts scripts in the package folder: paths are the caller's, from where npm was run. */
 const callerPath = (io: MigrateCliIO, path: string) => resolve(io.env.INIT_CWD || process.cwd(), path)
 
+/** The input a report was made from, by the report's default name (`<input>.report.ndjson`, `<input>.report-2.ndjson`…). */
+const inputByReportName = (report: string) => /^(.+)\.report(?:-\d+)?\.ndjson$/.exec(report)?.[1]
+
 async function runReport(args: string[], flags: Flags, io: MigrateCliIO): Promise<number> {
-  onlyOptions(flags, ['help'], 'report')
+  onlyOptions(flags, ['help', 'code', 'failed-lines', 'input'], 'report')
   if (args.length !== 1) throw new UsageError(`give one report file: ${PROGRAM} report <report.ndjson>`)
-  const path = callerPath(io, args[0]!)
-  readable(path, args[0]!)
-  await io.stdout(await renderReport(path, args[0]!))
+  const label = args[0]!
+  const path = callerPath(io, label)
+  readable(path, label)
+  const code = typeof flags.code === 'string' ? flags.code : undefined
+  const input = typeof flags.input === 'string' ? flags.input : inputByReportName(label)
+  const out = typeof flags['failed-lines'] === 'string' ? flags['failed-lines'] : undefined
+  if (out !== undefined) {
+    if (input === undefined) {
+      throw new UsageError(
+        `cannot tell the input file from the report's name ${label}: name it with --input <file> (see ${PROGRAM} --help)`
+      )
+    }
+    readable(callerPath(io, input), input)
+  }
+  await io.stdout(
+    await renderReport(path, label, { ...(code !== undefined ? { code } : {}), ...(input ? { input } : {}) })
+  )
+  if (out !== undefined) {
+    const written = await writeFailedLines(
+      { path, label },
+      { path: callerPath(io, input!), label: input! },
+      { path: callerPath(io, out), label: out },
+      code
+    )
+    const lines = code === undefined ? `failed line${written === 1 ? '' : 's'}` : `line${written === 1 ? '' : 's'}`
+    const why = code === undefined ? '' : ` that failed with ${code}`
+    await io.stdout(
+      written === 0
+        ? `No ${lines}${why}: ${out} not written.\n`
+        : `Wrote the ${written === 1 ? '' : `${written} `}${lines} of ${input}${why} to ${out}: fix ${written === 1 ? 'it' : 'them'} there, then migrate that file with --resume (an account created before its post-import data failed is not created twice).\n`
+    )
+  }
   return 0
 }
 
@@ -243,6 +294,11 @@ async function runMigration(args: string[], flags: Flags, io: MigrateCliIO): Pro
   const team = typeof flags.team === 'string' ? flags.team : (io.env.AMIS_TEAM ?? (validateOnly ? '' : undefined))
   if (team === undefined || (team === '' && !validateOnly)) {
     throw new UsageError('no operations team: pass --team <name> or set AMIS_TEAM')
+  }
+  const resume = flags.resume === true
+  const retrying = typeof flags['retry-failed'] === 'string'
+  if (flags['resend-history'] === true && !resume && !retrying) {
+    throw new UsageError(`--resend-history goes with --resume (see ${PROGRAM} --help)`)
   }
   let onlyLines: Map<number, string | null> | undefined
   if (typeof flags['retry-failed'] === 'string') {
@@ -265,6 +321,14 @@ async function runMigration(args: string[], flags: Flags, io: MigrateCliIO): Pro
       : {}),
     ...(typeof flags.wait === 'string' ? { waitMs: integer('wait', flags.wait, 0, 86_400) * 1000 } : {})
   }
+  // --resume leaves out the lines this report name's earlier reports show completed.
+  let earlierReports: Array<{ path: string; label: string }> | undefined
+  if (resume && !retrying && flags['resend-history'] !== true) {
+    earlierReports = []
+    for (let n = 1; existsSync(numberedReport(callerPath(io, report), n)); n++) {
+      earlierReports.push({ path: numberedReport(callerPath(io, report), n), label: numberedReport(report, n) })
+    }
+  }
   const batchSize =
     typeof flags['batch-size'] === 'string' ? integer('batch-size', flags['batch-size'], 1, 1000) : DEFAULT_BATCH_SIZE
   const summary = await migrate(
@@ -283,10 +347,12 @@ async function runMigration(args: string[], flags: Flags, io: MigrateCliIO): Pro
       dryRun: flags['dry-run'] === true,
       validateOnly,
       // Failed lines of an earlier run may have been created before the step that failed.
-      resume: flags.resume === true || (onlyLines !== undefined && !validateOnly),
+      resume: resume || (onlyLines !== undefined && !validateOnly),
       reportPath: callerPath(io, report),
-      numberReport: typeof flags.report !== 'string',
+      // Run again with --resume (or --retry-failed), a report name given before moves on to -2, -3…
+      numberReport: typeof flags.report !== 'string' || resume || retrying,
       ...(onlyLines ? { onlyLines } : {}),
+      ...(earlierReports ? { earlierReports } : {}),
       labels: { file: args[0]!, report },
       retry
     },
@@ -330,8 +396,17 @@ export async function runMigrateCli(argv: string[], io: MigrateCliIO): Promise<n
       return 1
     }
     if (err instanceof UnavailableError) {
-      io.stderr(`error: ${err.code}: ${err.message}\n`)
+      // No answer at all: most often the service is not running, or not at the URL the client uses.
+      const hint =
+        err.code === CLIENT_CODE.network_error
+          ? '. Is the service running there? Set --url or AMIS_URL to its address.'
+          : ''
+      io.stderr(`error: ${err.code}: ${err.message}${hint}\n`)
       return 1
+    }
+    if (err instanceof OperatorKeyError) {
+      io.stderr(`error: ${err.message}\n`)
+      return 2
     }
     if (err instanceof PreflightError) {
       io.stderr(err.problems.map((p) => `error: ${p}\n`).join('') + 'Nothing was sent.\n')

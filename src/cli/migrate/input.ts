@@ -83,3 +83,14 @@ export function externalOf(account: Json | undefined): string | null {
   const value = account?.external_account_number
   return typeof value === 'string' ? value : null
 }
+
+/** The external account number as written in a line (also one that is not JSON), when it can be seen. */
+export function guessExternal(text: string): string | null {
+  const m = /"external_account_number"\s*:\s*"((?:[^"\\]|\\.){1,128})"/.exec(text)
+  if (!m) return null
+  try {
+    return JSON.parse(`"${m[1]}"`) as string
+  } catch {
+    return null
+  }
+}

@@ -1,13 +1,14 @@
+import { isObject } from '../http.js'
 import { parseLine } from './input.js'
 import { readLines } from './lines.js'
 import type { ServiceClient } from './service-client.js'
 
 /**
- * Checks made before any account is sent: the operations team exists, and the import suppliers
- * named in the first lines of the input are Ongoing and (at least one of them) the
- * organisation's. A wrong setting is found at once, not after every account failed on it; a line
- * naming a supplier that is not yours among lines that name yours is that line's mistake, reported
- * with it.
+ * Checks made before any account is sent: the key is an organisation's (not the operator's), the
+ * operations team exists, and the import suppliers named in the first lines of the input are
+ * Ongoing and (at least one of them) the organisation's. A wrong setting is found at once, not
+ * after every account failed on it; a line naming a supplier that is not yours among lines that
+ * name yours is that line's mistake, reported with it.
  */
 
 /** Lines read for the suppliers they name: a file names one supplier, or a few. */
@@ -42,13 +43,42 @@ export async function suppliersIn(file: string): Promise<string[]> {
   return [...suppliers]
 }
 
+/**
+ * The key is the service operator's, not an organisation's: it obtains a token, but every
+ * data-import call answers 403. A usage mistake, found before anything is sent.
+ */
+export class OperatorKeyError extends Error {
+  override name = 'OperatorKeyError'
+  constructor() {
+    super(
+      "AMIS_API_KEY holds the service operator's key, which cannot import accounts: set it to an organisation API key (an operator makes one with npm run admin -- create-api-key <organisation>). Nothing was sent."
+    )
+  }
+}
+
+/** A field only the operator may read: an organisation's token gets `permission_denied`, the operator's its data. */
+const OPERATOR_PROBE = 'query KeyKind { organisations { name } }'
+
+/** Throws `OperatorKeyError` when the token in use is the operator's. */
+export async function refuseOperatorKey(client: ServiceClient): Promise<void> {
+  const answer = await client.graphqlAnswer(OPERATOR_PROBE)
+  const body = answer.body
+  if (answer.status === 200 && isObject(body) && isObject(body.data) && Array.isArray(body.data.organisations)) {
+    throw new OperatorKeyError()
+  }
+}
+
 const QUERY = 'query Preflight($team: String!) { importSuppliers { code status } operationsTeamExists(name: $team) }'
 
-/** Throws `PreflightError` when the team (unless undefined: not needed) or a supplier is wrong. */
+/**
+ * Throws `OperatorKeyError` for the operator's key, `PreflightError` when the team (unless
+ * undefined: not needed) or a supplier is wrong.
+ */
 export async function preflight(
   client: ServiceClient,
   { team, suppliers }: { team: string | undefined; suppliers: string[] }
 ): Promise<void> {
+  await refuseOperatorKey(client)
   const data = await client.graphql(QUERY, { team: team ?? '' })
   const problems: string[] = []
   if (team !== undefined && data.operationsTeamExists !== true) {

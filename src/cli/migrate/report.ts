@@ -40,6 +40,8 @@ export interface Summary {
   codes: Record<string, number>
   postImport: Record<Section, number>
   retries: RetryCounts
+  /** Lines left out with --resume: an earlier report shows them completed. Not counted in `accounts`. */
+  skipped: number
   elapsedMs: number
   /** Stopped before the end of the input: interrupted, or the API key was refused. */
   stopped?: string
@@ -61,6 +63,7 @@ export function emptySummary(
     failedByStep: {},
     codes: {},
     postImport: Object.fromEntries(sections.map((s) => [s, 0])) as Record<Section, number>,
+    skipped: 0,
     elapsedMs: 0
   }
 }

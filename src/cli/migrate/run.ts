@@ -2,10 +2,11 @@ import { createWriteStream, type WriteStream } from 'node:fs'
 import { isObject, type Json } from '../http.js'
 import { CLIENT_CODE, CODE, formatDetail } from '../../../schemas/error-codes.js'
 import { SECTIONS as LISTINGS } from '../../../schemas/sections.js'
-import { externalOf, parseLine, SECTIONS, type Problem, type Section } from './input.js'
+import { externalOf, guessExternal, parseLine, SECTIONS, type Problem, type Section } from './input.js'
 import { batchable, sendBatch, type BatchLine } from './batches.js'
 import { emptySummary, tally, type ReportEntry, type Step, type Summary } from './report.js'
 import { countLines, readLines } from './lines.js'
+import { completedLines, linesToSkip } from './resume.js'
 import { createProgress, duration } from './progress.js'
 import { preflight, suppliersIn } from './preflight.js'
 import {
@@ -43,6 +44,11 @@ export interface MigrateOptions {
   numberReport: boolean
   /** Only these lines (from an earlier report, with its external account numbers to check them against). */
   onlyLines?: Map<number, string | null>
+  /**
+   * With --resume (unless --resend-history): the earlier reports of this run's report name, oldest
+   * first. A line they show completed, still holding the same account, is skipped: nothing is sent.
+   */
+  earlierReports?: Array<{ path: string; label: string }>
   retry: RetryPolicy
 }
 
@@ -81,17 +87,6 @@ interface PostImportRequest {
   /** The list field and the index of the request's first item in the line's list (split lists). */
   field?: string
   offset: number
-}
-
-/** The external account number of a line that is not JSON, when it can be seen, for the report. */
-function guessExternal(text: string): string | null {
-  const m = /"external_account_number"\s*:\s*"((?:[^"\\]|\\.){1,128})"/.exec(text)
-  if (!m) return null
-  try {
-    return JSON.parse(`"${m[1]}"`) as string
-  } catch {
-    return null
-  }
 }
 
 /** Indexes of a split list's attrs counted from the start of the line's list. */
@@ -445,7 +440,15 @@ export async function migrate(options: MigrateOptions, io: RunIO): Promise<Summa
     notice: (text) => notice(text),
     ...(io.fetch ? { fetch: io.fetch } : {})
   })
-  const total = options.onlyLines ? options.onlyLines.size : await countLines(options.file)
+  let skip: Set<number> | undefined
+  let total: number
+  if (options.onlyLines) total = options.onlyLines.size
+  else if (options.earlierReports && options.earlierReports.length > 0) {
+    ;({ skip, total } = await linesToSkip(
+      options.file,
+      await completedLines(options.earlierReports.map((r) => r.path))
+    ))
+  } else total = await countLines(options.file)
   await client.login()
   await preflight(client, {
     team: options.validateOnly ? undefined : options.team,
@@ -453,9 +456,18 @@ export async function migrate(options: MigrateOptions, io: RunIO): Promise<Summa
   })
   const report = await openReport(options.reportPath, options.numberReport)
   const reportLabel = numberedReport(options.labels?.report ?? options.reportPath, report.n)
+  const skipped =
+    skip && skip.size > 0
+      ? ` (${count(skip.size, 'line')} skipped: completed in ${options.earlierReports!.map((r) => r.label).join(' and ')})`
+      : ''
   io.stderr(
-    `${options.validateOnly ? 'Validating' : options.dryRun ? 'Dry run of' : 'Migrating'} ${total} accounts of ${options.labels?.file ?? options.file}; report: ${reportLabel}\n`
+    `${options.validateOnly ? 'Validating' : options.dryRun ? 'Dry run of' : 'Migrating'} ${total} accounts of ${options.labels?.file ?? options.file}${skipped}; report: ${reportLabel}\n`
   )
+  if (options.earlierReports?.length === 0) {
+    io.stderr(
+      `No earlier report ${options.labels?.report ?? options.reportPath} to resume from: each account is looked up, and the post-import data of those completed is sent again\n`
+    )
+  }
   const started = Date.now()
   const summary = emptySummary(
     {
@@ -468,6 +480,7 @@ export async function migrate(options: MigrateOptions, io: RunIO): Promise<Summa
     },
     SECTIONS
   )
+  summary.skipped = skip?.size ?? 0
   let stopReason: string | undefined
   const stopWith = (reason: string) => {
     stopReason ??= reason
@@ -549,6 +562,7 @@ export async function migrate(options: MigrateOptions, io: RunIO): Promise<Summa
       const next = await lines.next()
       if (next === undefined) break
       if (next.text.trim() === '') continue
+      if (skip?.has(next.number)) continue
       if (options.onlyLines) {
         if (!options.onlyLines.has(next.number)) continue
         const expected = options.onlyLines.get(next.number)
@@ -606,6 +620,12 @@ export function countRows(s: Summary): Array<[string, string]> {
     (section) => `${section} ${s.postImport[section]}`
   )
   if (sent.length > 0) rows.push(['post-import sent', sent.join(', ')])
+  if (s.skipped > 0) {
+    rows.push([
+      'skipped',
+      `${count(s.skipped, 'line')} completed in an earlier run (nothing sent; --resend-history sends their post-import data again)`
+    ])
+  }
   return rows
 }
 

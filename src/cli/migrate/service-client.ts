@@ -432,6 +432,9 @@ export function createServiceClient(options: ServiceClientOptions) {
         detail
       )
     },
+    /** A GraphQL request with the organisation's token, its answer as it came (errors included). */
+    graphqlAnswer: (query: string, variables: Record<string, unknown> = {}) =>
+      send('POST', '/graphql', { query, variables }, true),
     get: (path: string) => send('GET', '/v1/data-import/' + path, undefined, true),
     post: (path: string, body: unknown, transient: readonly string[] = []) =>
       send('POST', '/v1/data-import/' + path, body, true, transient)
