@@ -8,6 +8,7 @@ import { runAdmin } from '../src/cli/admin.js'
 import { projectRoot } from '../src/paths.js'
 import { buildTestApp, TEST_OPERATOR_KEY } from './helpers/app.js'
 import { asOperator, gql, OBTAIN_TOKEN } from './helpers/graphql.js'
+import { exampleAccount } from './helpers/account-data.js'
 import { nodeArgs } from './helpers/entry.js'
 
 interface Run {
@@ -591,14 +592,20 @@ t.test('the admin command line against the real service', async (t) => {
       progress.stdout,
       [
         'Migration progress of TRACK',
-        '  staged:    3',
-        '  pending:   2',
-        '  imported:  1',
-        '  skipped:   1',
-        '  failed:    1  (pending, latest create failed)',
-        '  failing:   0  (accounts with a failure on record; see: npm run admin -- failures TRACK)',
+        '  staged:    3  (accounts staged so far)',
+        '  pending:   2  (staged, not yet created)',
+        '  imported:  1  (created on the platform)',
+        '  skipped:   1  (set aside by the operator)',
+        '  failed:    1  (pending accounts with a failed create: their latest create attempt failed)',
+        '  failing:   0  (accounts with an open failure, at any step)',
+        '',
+        'failed counts only creates: pending accounts whose latest create attempt failed.',
+        'failing counts every account with an open failure record, at any step (validate, stage, create or',
+        'post-import data), staged or not: an account refused at validate is failing but not failed. A record',
+        'closes when the step next succeeds. The failing accounts and why: npm run admin -- failures TRACK',
         ''
-      ].join('\n')
+      ].join('\n'),
+      'each count says what it counts, and failed is told from failing'
     )
     const progressJson = await run('progress', 'TRACK', '--json')
     t.same(JSON.parse(progressJson.stdout), {
@@ -760,7 +767,10 @@ t.test('the admin command line against the real service', async (t) => {
     )
     t.match(failures.stdout, /\nL-<1> {2,}validate/, 'the account number as it is')
     const narrowed = await run('failures', 'LISTED', '--code', 'nope', '--step', 'create')
-    t.match(narrowed.stdout, /showing step create, code nope\)\n\nNo failures match\./)
+    t.match(
+      narrowed.stdout,
+      /^Failures of LISTED with step create, code nope: 0 accounts failing \(of 2 accounts failing in all\)\n\nNo failures match\./
+    )
     const limited = await run('failures', 'LISTED', '--limit', '1')
     t.match(limited.stdout, /Accounts \(the first 1; --limit for more/)
     t.equal((await run('failures', 'NO_SUCH')).stderr, 'error: not_found: Import supplier NO_SUCH does not exist.\n')
@@ -792,6 +802,68 @@ t.test('the admin command line against the real service', async (t) => {
     t.equal(await watching, 0, 'Ctrl-C ends the watch with exit code 0')
     t.equal(readings, 3, 'redrawn until stopped')
     t.match(out, /Migration progress of LISTED at \d\d:\d\d:\d\d UTC\n[\s\S]*failing: {3}2 /)
+  })
+
+  t.test('failures: --limit bounds the records, and a filtered summary counts what matches', async (t) => {
+    await asOperator(app, 'mutation { createOrganisation(input: {name: "Filterer"}) { id } }')
+    const key = (await asOperator(app, 'mutation { createApiKey(input: {organisation: "Filterer"}) { key } }'))
+      .createApiKey.key as string
+    await asOperator(
+      app,
+      'mutation { createImportSupplier(input: {code: "FILTERED", organisation: "Filterer"}) { code } }'
+    )
+    const token = (await gql(app, OBTAIN_TOKEN, { input: { APIKey: key } })).data!.obtainToken.token as string
+    const validate = (payload: unknown) =>
+      app.inject({
+        method: 'POST',
+        url: '/v1/data-import/validate-account/',
+        headers: { authorization: `Bearer ${token}` },
+        payload: payload as object
+      })
+    // Two accounts missing most fields (required, min_items), one only of another account type (invalid_choice).
+    for (const external of ['F-1', 'F-2']) {
+      await validate({ external_account_number: external, import_supplier: 'FILTERED', account_type: 'DOMESTIC' })
+    }
+    await validate(
+      exampleAccount({ external_account_number: 'F-3', import_supplier: 'FILTERED', account_type: 'HOUSE' })
+    )
+
+    const limited = await run('failures', 'FILTERED', '--limit', '1', '--json')
+    t.equal(limited.code, 0, limited.stderr)
+    t.equal(JSON.parse(limited.stdout).migrationFailures.length, 1, '--limit 1 --json: one record, not two')
+    t.equal(JSON.parse(limited.stdout).migrationFailureSummary.failingAccounts, 3, 'the summary of all, as named')
+    t.notOk('matchingFailureSummary' in JSON.parse(limited.stdout), 'no filter, no matching summary')
+
+    const byCode = await run('failures', 'FILTERED', '--code', 'invalid_choice')
+    t.equal(byCode.code, 0, byCode.stderr)
+    t.match(
+      byCode.stdout,
+      /^Failures of FILTERED with code invalid_choice: 1 account failing \(of 3 accounts failing in all\)\n\nSTEP {2,}CODE {2,}ACCOUNTS {2}MEANING\nvalidate {2}invalid_choice {2}1 {9}\S/,
+      'the headline and the table count the records that match'
+    )
+    t.notOk(/\b(required|min_items)\b/.test(byCode.stdout), 'no code of the records left out')
+    t.match(byCode.stdout, /\nF-3 {2,}validate/)
+    t.notOk(/\nF-[12] /.test(byCode.stdout), 'only the matching accounts are listed')
+
+    const byCodeJson = JSON.parse((await run('failures', 'FILTERED', '--code', 'required', '--json')).stdout)
+    t.same(byCodeJson.matchingFailureSummary, {
+      filter: 'code required',
+      failingAccounts: 2,
+      byCode: [{ step: 'validate', code: 'required', accounts: 2 }]
+    })
+    t.equal(byCodeJson.migrationFailures.length, 2)
+
+    const byStep = await run('failures', 'FILTERED', '--step', 'validate', '--limit', '1')
+    t.match(
+      byStep.stdout,
+      /^Failures of FILTERED with step validate: 3 accounts failing \(of 3 accounts failing in all\)\n/
+    )
+    t.match(
+      byStep.stdout,
+      /\nvalidate {2}invalid_choice {2}1 /,
+      'every code of the step, counted as the service counts'
+    )
+    t.match(byStep.stdout, /Accounts \(the first 1; --limit for more/)
   })
 
   t.test('authentication', async (t) => {

@@ -72,10 +72,13 @@ const OPTION_HELP: Record<OptionName, [string, string]> = {
   ],
   url: ['--url <url>', `Service URL (env ADMIN_URL, default ${DEFAULT_URL}).`],
   'operator-key': ['--operator-key <key>', 'Operator API key (env OPERATOR_API_KEY; prefer the env variable).'],
-  json: ['--json', 'Print the raw GraphQL data object as JSON.'],
+  json: [
+    '--json',
+    'Print the GraphQL data object as JSON (failures: at most --limit records, and with --step or --code a matchingFailureSummary of the records that match).'
+  ],
   step: ['--step <step>', `Only failures of this step: ${STEP_NAMES.join(', ')}.`],
   code: ['--code <code>', 'Only failures holding this error code (e.g. invalid_postcode).'],
-  limit: ['--limit <n>', 'Accounts to list, 1–10000 (default 50).'],
+  limit: ['--limit <n>', 'Failure records to list (one per account and step), 1–10000 (default 50).'],
   watch: ['--watch', 'Redraw every few seconds until Ctrl-C.'],
   help: ['-h, --help', 'Show help (for a command: <command> --help).']
 }
@@ -260,18 +263,32 @@ function renderEvents(supplier: string, account: string, events: ImportEvent[]):
   )
 }
 
-/** Progress as key/value lines; `at` adds when it was read (the watch mode). */
+/**
+ * Progress as key/value lines, each with what it counts (in the dashboard's words), then what tells
+ * `failed` from `failing`; `at` adds when it was read (the watch mode).
+ */
 function renderProgress(supplier: string, p: Progress | null, at?: Date): string {
   if (!p) return `No progress reported for ${supplier}.\n`
   const title = `Migration progress of ${supplier}` + (at ? ` at ${at.toISOString().slice(11, 19)} UTC` : '')
-  return keyValues(title, [
-    ['staged', String(p.staged)],
-    ['pending', String(p.pending)],
-    ['imported', String(p.imported)],
-    ['skipped', String(p.skipped)],
-    ['failed', `${p.failed}  (pending, latest create failed)`],
-    ['failing', `${p.failing}  (accounts with a failure on record; see: ${PROGRAM} failures ${supplier})`]
-  ])
+  const width = Math.max(
+    ...[p.staged, p.pending, p.imported, p.skipped, p.failed, p.failing].map((n) => String(n).length)
+  )
+  const row = (key: string, n: number, what: string): [string, string] => [key, `${String(n).padEnd(width)}  (${what})`]
+  return (
+    keyValues(title, [
+      row('staged', p.staged, 'accounts staged so far'),
+      row('pending', p.pending, 'staged, not yet created'),
+      row('imported', p.imported, 'created on the platform'),
+      row('skipped', p.skipped, 'set aside by the operator'),
+      row('failed', p.failed, 'pending accounts with a failed create: their latest create attempt failed'),
+      row('failing', p.failing, 'accounts with an open failure, at any step')
+    ]) +
+    '\n' +
+    'failed counts only creates: pending accounts whose latest create attempt failed.\n' +
+    'failing counts every account with an open failure record, at any step (validate, stage, create or\n' +
+    'post-import data), staged or not: an account refused at validate is failing but not failed. A record\n' +
+    `closes when the step next succeeds. The failing accounts and why: ${PROGRAM} failures ${supplier}\n`
+  )
 }
 
 interface Failure {
@@ -288,26 +305,73 @@ interface ProgressData {
   migrationProgress: Progress | null
 }
 
+/** A failure record as the filtered summary counts it. */
+type MatchingRecord = Pick<Failure, 'externalAccountNumber' | 'step' | 'code'> & { errors: Array<{ code: string }> }
+
 interface FailuresData {
   migrationFailureSummary: FailureSummary
   migrationFailures: Failure[]
+  /** With --step or --code: every record that matches (read page by page), for the summary of what is shown. */
+  matching?: MatchingRecord[]
+}
+
+/** Records read per page for the summary of a filtered list (the most `first` takes). */
+const MATCHING_PAGE = 10_000
+
+const MATCHING_FIELDS = 'externalAccountNumber step code errors { code }'
+
+/**
+ * The summary of the records that match --step and --code, counted as the service counts the
+ * whole: distinct accounts, and per step and code the accounts whose record holds it (each
+ * `errors[].code`, the top-level code when there are none; with --code, that code).
+ */
+function matchingSummary(records: MatchingRecord[], code: string | undefined): FailureSummary {
+  const counts = new Map<string, { step: string; code: string; accounts: number }>()
+  for (const r of records) {
+    const codes =
+      code !== undefined ? [code] : r.errors.length > 0 ? [...new Set(r.errors.map((e) => e.code))] : [r.code]
+    for (const c of codes) {
+      const key = `${r.step} ${c}`
+      const row = counts.get(key) ?? { step: r.step, code: c, accounts: 0 }
+      row.accounts++
+      counts.set(key, row)
+    }
+  }
+  const stepOrder = (step: string) => (STEP_NAMES as readonly string[]).indexOf(step)
+  return {
+    failingAccounts: new Set(records.map((r) => r.externalAccountNumber)).size,
+    byCode: [...counts.values()].sort(
+      (a, b) =>
+        b.accounts - a.accounts ||
+        stepOrder(a.step) - stepOrder(b.step) ||
+        (a.code < b.code ? -1 : a.code > b.code ? 1 : 0)
+    )
+  }
+}
+
+/** What --step and --code ask for, in words ("step create, code invalid_postcode"), or '' for neither. */
+function filterWords(flags: Flags): string {
+  const step = stringFlag(flags, 'step')
+  const code = stringFlag(flags, 'code')
+  return [step !== undefined && `step ${step}`, code !== undefined && `code ${code}`].filter(Boolean).join(', ')
 }
 
 /** The failures of a supplier: a table by step and code with what each code means, then the failing accounts with their attrs. */
 function renderFailures(supplier: string, data: FailuresData, flags: Flags, limit: number): string {
-  const summary = data.migrationFailureSummary
+  const all = data.migrationFailureSummary
   const failures = data.migrationFailures
-  const step = stringFlag(flags, 'step')
-  const code = stringFlag(flags, 'code')
-  if (summary.failingAccounts === 0) {
+  if (all.failingAccounts === 0) {
     return `No failures on record for ${supplier}: every account passed its latest attempt.\n`
   }
-  const codes = summary.byCode.filter(
-    (c) => (step === undefined || c.step === step) && (code === undefined || c.code === code)
-  )
-  const filter = [step && `step ${step}`, code && `code ${code}`].filter(Boolean).join(', ')
+  const filter = filterWords(flags)
+  // Filtered, the counts are those of the matching records; the supplier's whole is given beside them.
+  const summary = data.matching ? matchingSummary(data.matching, stringFlag(flags, 'code')) : all
+  const codes = summary.byCode
   const out = [
-    `Failures of ${supplier}: ${plural(summary.failingAccounts, 'account')} failing${filter ? ` (showing ${filter})` : ''}`,
+    filter
+      ? `Failures of ${supplier} with ${filter}: ${plural(summary.failingAccounts, 'account')} failing ` +
+        `(of ${plural(all.failingAccounts, 'account')} failing in all)`
+      : `Failures of ${supplier}: ${plural(all.failingAccounts, 'account')} failing`,
     ''
   ]
   out.push(
@@ -371,6 +435,15 @@ interface Command<T = unknown> {
   /** The GraphQL request for the command line; throws `UsageError` for bad values. */
   build(args: string[], flags: Flags): { query: string; variables: Record<string, unknown> }
   render(data: T, args: string[], flags: Flags): string
+  /** Further requests the answer needs (pages of a list); the data as it is by default. */
+  complete?(
+    data: T,
+    request: (query: string, variables: Record<string, unknown>) => Promise<unknown>,
+    args: string[],
+    flags: Flags
+  ): Promise<T>
+  /** The data --json prints; the GraphQL data object by default. */
+  json?(data: T, flags: Flags): unknown
 }
 
 /** Types a command by its data; the list holds them as `Command` (method parameters are bivariant). */
@@ -557,10 +630,12 @@ const COMMANDS: Command[] = [
         throw new UsageError(`--step must be one of ${STEP_NAMES.join(', ')}, not "${step}"`)
       }
       const limit = integerFlag(flags, 'limit', 1, 10_000, 50)
+      const filtered = step !== undefined || stringFlag(flags, 'code') !== undefined
       return {
         query: `query MigrationFailures($s: String!, $step: String, $code: String, $first: Int) {
           migrationFailureSummary(importSupplierCode: $s) { failingAccounts byCode { step code accounts } }
           migrationFailures(importSupplierCode: $s, step: $step, code: $code, first: $first) { externalAccountNumber step failedAt attempts httpStatus code errors { code attr } }
+          ${filtered ? `matching: migrationFailures(importSupplierCode: $s, step: $step, code: $code, first: ${MATCHING_PAGE}) { ${MATCHING_FIELDS} }` : ''}
         }`,
         // One more than shown says whether there are more.
         variables: {
@@ -572,7 +647,46 @@ const COMMANDS: Command[] = [
       }
     },
     render: (data, [supplier], flags) =>
-      renderFailures(supplier!, data, flags, integerFlag(flags, 'limit', 1, 10_000, 50))
+      renderFailures(supplier!, data, flags, integerFlag(flags, 'limit', 1, 10_000, 50)),
+    /** The rest of the matching records, a page at a time, when the first page was full. */
+    async complete(data, request, [supplier], flags) {
+      const matching = data.matching
+      if (!matching) return data
+      let page = matching
+      while (page.length === MATCHING_PAGE) {
+        const last = page.at(-1)!
+        const next = (await request(
+          `query MatchingFailures($s: String!, $step: String, $code: String, $after: String) {
+            matching: migrationFailures(importSupplierCode: $s, step: $step, code: $code, first: ${MATCHING_PAGE}, after: $after) { ${MATCHING_FIELDS} }
+          }`,
+          {
+            s: supplier,
+            step: stringFlag(flags, 'step') ?? null,
+            code: stringFlag(flags, 'code') ?? null,
+            after: `${last.externalAccountNumber}:${last.step}`
+          }
+        )) as { matching: MatchingRecord[] }
+        page = next.matching
+        matching.push(...page)
+      }
+      return data
+    },
+    /** At most --limit records (one more is read to tell whether there are more), and the summary of those that match. */
+    json(data, flags) {
+      const limit = integerFlag(flags, 'limit', 1, 10_000, 50)
+      return {
+        migrationFailureSummary: data.migrationFailureSummary,
+        ...(data.matching
+          ? {
+              matchingFailureSummary: {
+                filter: filterWords(flags),
+                ...matchingSummary(data.matching, stringFlag(flags, 'code'))
+              }
+            }
+          : {}),
+        migrationFailures: data.migrationFailures.slice(0, limit)
+      }
+    }
   }),
   defineCommand<{ organisations: Organisation[] }>({
     name: 'list-organisations',
@@ -809,8 +923,12 @@ export async function runAdmin(argv: string[], io: AdminIO): Promise<number> {
     await client.login(key)
     loggingIn = false
     if (command.name === 'progress' && flags.watch) return await watchProgress(client, request, args[0]!, io)
-    const data = await client.request<unknown>(request.query, request.variables)
-    io.stdout(flags.json ? JSON.stringify(data, null, 2) + '\n' : command.render(data, args, flags))
+    const answer = await client.request<unknown>(request.query, request.variables)
+    const data = command.complete
+      ? await command.complete(answer, (query, variables) => client.request<unknown>(query, variables), args, flags)
+      : answer
+    const shown = flags.json ? (command.json ? command.json(data, flags) : data) : undefined
+    io.stdout(flags.json ? JSON.stringify(shown, null, 2) + '\n' : command.render(data, args, flags))
     return 0
   } catch (err) {
     if (err instanceof UsageError) {
