@@ -1,5 +1,5 @@
 import t from 'tap'
-import { mkdirSync } from 'node:fs'
+import { mkdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { createSigner } from 'fast-jwt'
@@ -125,6 +125,17 @@ t.test('the dashboard in headless Chromium', async (t) => {
     clientA.validate(account('A_ENERGY', 'A-BALANCE-1', { transfer_balance: 'bad' })),
     400
   )
+  // A stage failure (never staged) and a post-import failure of a created account, after a write.
+  await ok('stage A-STAGE-1', clientA.stage(badPhone('A_ENERGY', 'A-STAGE-1')), 400)
+  const notes = (payload: unknown) =>
+    app.inject({
+      method: 'POST',
+      url: '/v1/data-import/notes/create/',
+      headers: { authorization: `Token ${a.token}` },
+      payload: { import_supplier: 'A_ENERGY', external_account_number: 'A-GOOD-1', ...(payload as object) }
+    })
+  await ok('notes of A-GOOD-1', notes({ notes: [{ body: 'Welcome pack sent.' }, { body: 'Prefers e-mail.' }] }), 201)
+  await ok('bad notes of A-GOOD-1', notes({ notes: [{}] }), 400)
   const aAccounts = [
     'A-GOOD-1',
     'A-GOOD-2',
@@ -134,6 +145,7 @@ t.test('the dashboard in headless Chromium', async (t) => {
     'A-BAD-1',
     'A-BAD-2',
     'A-BALANCE-1',
+    'A-STAGE-1',
     XSS
   ]
 
@@ -141,6 +153,12 @@ t.test('the dashboard in headless Chromium', async (t) => {
   const clientB = importClient(app, b)
   await ok('stage B-ONE-1', clientB.stage(account('B_ENERGY', 'B-ONE-1')), 201)
   await ok('validate B-BAD-1', clientB.validate(badPhone('B_ENERGY', 'B-BAD-1')), 400)
+  // More failing accounts than a page of the table (100), and one whose number reads as a formula.
+  for (let i = 1; i <= 120; i++) {
+    const external = `B-MANY-${String(i).padStart(3, '0')}`
+    await ok(`validate ${external}`, clientB.validate(badPhone('B_ENERGY', external)), 400)
+  }
+  await ok('validate =SUM(1)', clientB.validate(badPhone('B_ENERGY', '=SUM(1)')), 400)
 
   // What the API answers A's token: the page must show the same.
   const progressOf = async (token: string, supplier: string) =>
@@ -187,7 +205,7 @@ t.test('the dashboard in headless Chromium', async (t) => {
   ).importProcessEvents as Array<{ type: string }>
   t.same(
     progress,
-    { staged: 5, pending: 2, imported: 3, skipped: 0, failed: 1, failing: 6 },
+    { staged: 5, pending: 2, imported: 3, skipped: 0, failed: 1, failing: 8 },
     'the scripted migration is as intended'
   )
   t.ok(summary.byCode.length >= 3, `failure codes: ${summary.byCode.map((r) => `${r.step}:${r.code}`).join(', ')}`)
@@ -220,13 +238,13 @@ t.test('the dashboard in headless Chromium', async (t) => {
   let slowNext = false
   let offline = false
   let busyMinute = false
+  let equalLines = false
+  let slowSignIn = false
   await page.route(`${base}/graphql`, async (route) => {
     if (offline) return route.abort('connectionrefused')
     graphqlRequests++
-    for (const operation of route.request().postDataJSON() as Array<{
-      query: string
-      variables?: { minutes?: number }
-    }>) {
+    const operations = route.request().postDataJSON() as Array<{ query: string; variables?: { minutes?: number } }>
+    for (const operation of operations) {
       if (operation.query.includes('query Overview')) overviewMinutes.push(operation.variables!.minutes!)
     }
     inFlight++
@@ -236,13 +254,28 @@ t.test('the dashboard in headless Chromium', async (t) => {
         slowNext = false
         await sleep(7000) // a slow answer: longer than the refresh interval
       }
+      if (slowSignIn && operations.some((o) => o.query.includes('mutation ObtainToken'))) {
+        slowSignIn = false
+        await sleep(3000) // a busy service: the token takes its time
+      }
       const response = await route.fetch()
-      if (!busyMinute) return await route.fulfill({ response })
-      // A minute with more accounts than the test can make: the latest minute of each timeline.
-      const answers = (await response.json()) as Array<{ data?: { migrationTimeline?: Array<{ staged: number }> } }>
+      if (!busyMinute && !equalLines) return await route.fulfill({ response })
+      const answers = (await response.json()) as Array<{
+        data?: { migrationTimeline?: Array<{ staged: number; created: number }> }
+      }>
       for (const answer of answers) {
-        const latest = answer.data?.migrationTimeline?.at(-1)
-        if (latest) latest.staged = 25_000
+        const rows = answer.data?.migrationTimeline
+        if (!rows) continue
+        // A minute with more accounts than the test can make: the latest minute of each timeline.
+        if (busyMinute) rows.at(-1)!.staged = 25_000
+        // A run that stages and creates each account in the same minute: the two lines are equal.
+        // 30 a minute in the five minutes before the current one (which has none yet).
+        if (equalLines) {
+          rows.forEach((row, i) => {
+            const before = rows.length - 1 - i
+            row.staged = row.created = before === 0 ? 0 : before <= 5 ? 30 : 10 + (before % 7)
+          })
+        }
       }
       await route.fulfill({ response, json: answers })
     } finally {
@@ -267,8 +300,18 @@ t.test('the dashboard in headless Chromium', async (t) => {
     t.same(await storage(page), {}, 'nothing stored')
   })
 
-  t.test('organisation A signs in and sees its figures', async (t) => {
-    await signIn(page, a.apiKey)
+  t.test('organisation A signs in, told so while the token is on its way, and sees its figures', async (t) => {
+    slowSignIn = true
+    await page.locator('#api-key').fill(a.apiKey)
+    await page.locator('#sign-in-button').click()
+    await page.locator('#sign-in-status', { hasText: 'Signing in…' }).waitFor({ timeout: 2000 })
+    t.equal(await page.locator('#sign-in-button').textContent(), 'Signing in…', 'the button says it is working')
+    t.ok(await page.locator('#sign-in-button').isDisabled(), 'and cannot be pressed twice')
+    await page.screenshot({ path: join(artifacts, 'dashboard-signing-in.png') })
+    await page.locator('#board').waitFor({ state: 'visible' })
+    await firstRefresh(page)
+    t.notOk(await page.locator('#sign-in-status').isVisible(), 'the message goes once signed in')
+    t.equal(await page.locator('#sign-in-button').textContent(), 'Sign in')
     t.equal(await page.locator('#api-key').inputValue(), '', 'the key field is cleared')
     t.equal(await page.locator('#who').textContent(), 'Alpha Power', 'signed in as the organisation')
     t.equal(await page.locator('#supplier-code').textContent(), 'A_ENERGY', 'its one supplier, without a picker')
@@ -292,12 +335,32 @@ t.test('the dashboard in headless Chromium', async (t) => {
     t.match(await page.locator('[data-hint="pending"]').textContent(), /1 with a failed create/)
   })
 
+  t.test('progress is stated against what the service knows, never as the share of a file', async (t) => {
+    t.equal(
+      await page.locator('#progress-note').textContent(),
+      `${progress.imported} created of ${progress.staged} staged so far. ` +
+        'How many accounts the whole file holds is not known to the service: it learns of each account when it is staged.'
+    )
+    t.notMatch(await page.locator('#supplier-view').innerText(), /%/, 'no percentage of "staged" anywhere')
+    t.match(await page.locator('[data-card="failing"] .card-hint').textContent(), /accounts failing now/)
+  })
+
   t.test("the chart is drawn, with the timeline's totals", async (t) => {
     const canvas = page.locator('#chart canvas')
     await canvas.waitFor()
     const box = await canvas.boundingBox()
     t.ok(box && box.width > 200 && box.height > 100, `uPlot's canvas has a size (${box?.width}×${box?.height})`)
     t.equal(await page.locator('#chart .u-legend .u-series').count(), 4, 'a legend: time and three series')
+    t.same(
+      (await page.locator('#chart .u-legend .u-series .u-label').allTextContents()).slice(1),
+      ['Staged (area)', 'Created', 'Failed requests'],
+      'named for what they count'
+    )
+    t.match(
+      await page.locator('#chart-note').textContent(),
+      /Staged\s+successful stage requests \(shaded area\),\s+Created\s+accounts created,\s+Failed requests\s+requests that recorded a failure: an account\s+failing twice counts twice, while the Failing card counts accounts/,
+      'and a key says what each line counts'
+    )
     for (const name of ['staged', 'created', 'failed']) {
       const expected = timeline.reduce((n, m) => n + m[name]!, 0)
       t.equal(
@@ -306,6 +369,11 @@ t.test('the dashboard in headless Chromium', async (t) => {
         `${name} in the last hour: ${expected}`
       )
     }
+    t.match(
+      await page.locator('[data-total="failed"]').textContent(),
+      /^\d+ failed requests$/,
+      'the chart counts failed requests, the Failing card accounts'
+    )
     t.equal(await page.locator('.range button[aria-pressed="true"]').textContent(), '1 h')
 
     // A week: the whole range once, then only the latest minutes at each refresh.
@@ -355,6 +423,52 @@ t.test('the dashboard in headless Chromium', async (t) => {
     busyMinute = false
     await page.locator('.range button[data-minutes="60"]').click()
     await page.locator('#chart-totals .range-label', { hasText: 'Last hour' }).waitFor()
+  })
+
+  t.test('staged and created, equal minute by minute, are both visible; the rate is of the last minutes', async (t) => {
+    equalLines = true
+    t.teardown(async () => {
+      equalLines = false
+      await page.locator('.range button[data-minutes="60"]').click()
+      await page.locator('#chart-totals .range-label', { hasText: 'Last hour' }).waitFor()
+    })
+    await page.locator('.range button[data-minutes="360"]').click()
+    await page.locator('#chart-totals .range-label', { hasText: 'Last 6 hours' }).waitFor()
+    await page.waitForFunction(() => document.querySelector('[data-metric="rate"]').textContent !== '–')
+    const staged = digits(await page.locator('[data-total="staged"] strong').textContent())
+    t.equal(
+      digits(await page.locator('[data-total="created"] strong').textContent()),
+      staged,
+      'as many created as staged'
+    )
+    // The plot's pixels: the staged area (light or strong blue) and the created line (green).
+    const pixels = await page.evaluate(() => {
+      const canvas = document.querySelector('#chart canvas')
+      const { data } = canvas.getContext('2d').getImageData(0, 0, canvas.width, canvas.height)
+      let blue = 0
+      let green = 0
+      for (let i = 0; i < data.length; i += 4) {
+        const alpha = data[i + 3]
+        if (alpha === 0) continue
+        // The canvas is transparent: its colours as drawn over the white panel.
+        const white = 255 * (255 - alpha)
+        const r = (data[i] * alpha + white) / 255
+        const g = (data[i + 1] * alpha + white) / 255
+        const b = (data[i + 2] * alpha + white) / 255
+        if (b > 200 && b - r > 25 && b - g > 10) blue++
+        if (g > r + 40 && g > b + 30) green++
+      }
+      return { blue, green }
+    })
+    t.ok(pixels.blue > 1000, `the staged area shows under the created line (${pixels.blue} blue pixels)`)
+    t.ok(pixels.green > 200, `the created line shows (${pixels.green} green pixels)`)
+    await page.mouse.move(0, 0)
+    await page.locator('.overview').screenshot({ path: join(artifacts, 'dashboard-chart-equal.png') })
+    // 30 created in each of the five minutes before the current one, none in it so far.
+    const rate = Number(await page.locator('[data-metric="rate"]').getAttribute('data-rate'))
+    t.ok(rate >= 25 && rate <= 30, `the rate: 150 created over 5 to 6 minutes (${rate.toFixed(2)} a minute)`)
+    t.equal(await page.locator('[data-metric="rate"]').textContent(), String(Math.round(rate)), 'shown rounded')
+    t.equal(await page.locator('[data-hint="rate"]').textContent(), 'accounts created per minute, last 5 minutes')
   })
 
   t.test("the bars are the failure summary's codes", async (t) => {
@@ -434,26 +548,135 @@ t.test('the dashboard in headless Chromium', async (t) => {
     await page.setViewportSize({ width: 1280, height: 800 })
   })
 
-  t.test('choosing an account shows its events', async (t) => {
+  t.test("choosing an account shows its timeline: events in words, failures with their codes' meanings", async (t) => {
     await page.locator('#accounts-body button', { hasText: 'A-PEND-1' }).click()
-    await page.waitForFunction((n) => document.querySelectorAll('#events li').length === n, pendEvents.length)
+    await page.waitForFunction((n) => document.querySelectorAll('#events > li').length === n, pendEvents.length + 1)
     t.same(
-      await page.locator('#events li .event-type').allTextContents(),
-      pendEvents.map((e) => e.type),
-      `the API's events (${pendEvents.map((e) => e.type).join(', ')})`
+      await page.locator('#events > li').evaluateAll((items: any[]) => items.map((li) => li.dataset.type)),
+      [...pendEvents.map((e) => e.type), 'FAILURE'],
+      `the API's events (${pendEvents.map((e) => e.type).join(', ')}), then its validate failure`
+    )
+    t.equal(await page.locator('#events > li .event-what').first().textContent(), 'Staged')
+    const failure = page.locator('#events > li[data-type="FAILURE"]')
+    t.equal(await failure.locator('.event-what').textContent(), 'Validate failed (HTTP 400)')
+    t.equal(await failure.locator('.entry-code').textContent(), 'invalid_phone_number')
+    t.equal(await failure.locator('.entry-attr').textContent(), ' at customers.0.landline')
+    t.equal(
+      await failure.locator('.entry-meaning').textContent(),
+      ERROR_CODES.invalid_phone_number.meaning,
+      'the code with what it means'
     )
     t.equal(await page.locator('#events-account').textContent(), 'A-PEND-1')
+    await page.mouse.move(0, 0)
     await page.screenshot({ path: join(artifacts, 'dashboard-events.png'), fullPage: true })
 
     await page.locator('#accounts-body button', { hasText: XSS }).click()
-    await page.locator('#events-message', { hasText: 'no import process yet' }).waitFor()
+    await page.locator('#events-message', { hasText: 'Never staged' }).waitFor()
     t.equal(
       await page.locator('#events-account').textContent(),
       XSS,
-      'an account never staged: its number as text, and why it has no events'
+      'an account never staged: its number as text, its failure, and why it has no events'
     )
-    t.equal(await page.locator('#events li').count(), 0)
+    t.same(await page.locator('#events > li').evaluateAll((items: any[]) => items.map((li) => li.dataset.step)), [
+      'validate'
+    ])
     t.equal(await page.locator('img').count(), 0)
+  })
+
+  t.test('a search by external account number opens its timeline, or says none is found', async (t) => {
+    const events = (
+      await query(
+        app,
+        a.token,
+        'query { importProcessEvents(importSupplierCode: "A_ENERGY", externalAccountNumber: "A-GOOD-1") { type detail } }'
+      )
+    ).importProcessEvents as Array<{
+      type: string
+      detail: { service_account_number: string; ledgers: Array<{ ledger_code: string; ledger_number: string }> }
+    }>
+    const created = events.find((e) => e.type === 'CREATED')!.detail
+    await page.locator('#search-input').fill(' A-GOOD-1 ')
+    await page.locator('#search-input').press('Enter')
+    await page.locator('#search-message[data-result="found"]').waitFor()
+    t.equal(await page.locator('#events-account').textContent(), 'A-GOOD-1', 'the number, trimmed')
+    await page.waitForFunction(() => document.querySelectorAll('#events > li').length === 5)
+    t.same(
+      await page.locator('#events > li .event-what').allTextContents(),
+      [
+        'Staged',
+        'Create started',
+        `Created ${created.service_account_number} with ${created.ledgers.length === 1 ? 'ledger' : 'ledgers'} ` +
+          created.ledgers.map((l) => `${l.ledger_code} ${l.ledger_number}`).join(', '),
+        'Added 2 notes',
+        'Notes failed (HTTP 400)'
+      ],
+      'events in words, and the post-import failure in its place'
+    )
+    t.equal(
+      await page.locator('#events > li[data-step="notes"] .entry-meaning').textContent(),
+      ERROR_CODES.note_body_or_document_path_not_found.meaning
+    )
+    t.notOk(await page.locator('#events .event-detail').count(), 'no raw JSON')
+    await page.mouse.move(0, 0)
+    await page.screenshot({ path: join(artifacts, 'dashboard-search.png'), fullPage: true })
+
+    await page.locator('#search-input').fill('A-STAGE-1')
+    await page.locator('#search-input').press('Enter')
+    await page.locator('#events-account', { hasText: 'A-STAGE-1' }).waitFor()
+    await page.locator('#search-message[data-result="found"]').waitFor()
+    t.match(await page.locator('#events-message').textContent(), /^Never staged/, 'a stage failure: never staged')
+    t.notMatch(await page.locator('#events-panel').innerText(), /No events/)
+    t.same(
+      await page.locator('#events > li').evaluateAll((items: any[]) => items.map((li) => li.dataset.step)),
+      ['stage'],
+      'and its stage failure in its timeline'
+    )
+    t.equal(await page.locator('#events .entry-code').textContent(), 'invalid_phone_number')
+
+    await page.locator('#search-input').fill('A-NOPE-9')
+    await page.locator('#search-input').press('Enter')
+    await page.locator('#search-message[data-result="none"]').waitFor()
+    t.equal(
+      await page.locator('#search-message').textContent(),
+      'No account “A-NOPE-9” in A_ENERGY: it has never been staged and no failure is recorded for it. ' +
+        'External account numbers are matched exactly.',
+      'a miss says so'
+    )
+    t.equal(await page.locator('#events > li').count(), 0)
+    await page.locator('#close-events').click()
+    t.notOk(await page.locator('#search-message').isVisible(), 'closing the timeline clears the search message')
+    // As the next test expects: the HTML-shaped account chosen again.
+    await page.locator('#accounts-body button', { hasText: XSS }).click()
+    await page.locator('#events-message', { hasText: 'Never staged' }).waitFor()
+  })
+
+  t.test('the header fits a phone; the page at 1400 and 390 px', async (t) => {
+    for (const width of [1400, 390]) {
+      await page.setViewportSize({ width, height: 844 })
+      await page.mouse.move(0, 0)
+      const [title, signOut, who, topbar, scrollWidth] = await page.evaluate(() => [
+        ...['.brand-page', '#sign-out', '#who', '.topbar'].map((selector) => {
+          const r = document.querySelector(selector).getBoundingClientRect()
+          return { left: r.left, right: r.right, bottom: r.bottom, width: r.width }
+        }),
+        document.documentElement.scrollWidth
+      ])
+      const boxes = { title, signOut, who, topbar, scrollWidth }
+      for (const [name, b] of [
+        ['the title', boxes.title],
+        ['Sign out', boxes.signOut],
+        ['who is signed in', boxes.who]
+      ] as const) {
+        t.ok(
+          b.width > 0 && b.left >= 0 && b.right <= width && b.bottom <= boxes.topbar.bottom,
+          `${width} px: ${name} is in view in the header (${Math.round(b.left)}–${Math.round(b.right)} px)`
+        )
+      }
+      t.ok(boxes.title.right <= boxes.signOut.left, `${width} px: the title and Sign out do not overlap`)
+      t.ok(boxes.scrollWidth <= width, `${width} px: nothing wider than the window (${boxes.scrollWidth} px)`)
+      await page.screenshot({ path: join(artifacts, `dashboard-${width}.png`), fullPage: true })
+    }
+    await page.setViewportSize({ width: 1280, height: 800 })
   })
 
   t.test('refreshing keeps the selection and the scroll position, and never stacks requests', async (t) => {
@@ -470,7 +693,9 @@ t.test('the dashboard in headless Chromium', async (t) => {
     await metricShows(page, 'staged', later.staged)
     t.pass(`staged went from ${progress.staged} to ${later.staged} on screen`)
     t.equal(
-      await page.locator('#bars .bar[data-code="invalid_phone_number"]').getAttribute('aria-pressed'),
+      await page
+        .locator('#bars .bar[data-step="validate"][data-code="invalid_phone_number"]')
+        .getAttribute('aria-pressed'),
       'true',
       'the bar stays chosen'
     )
@@ -595,6 +820,51 @@ t.test('the dashboard in headless Chromium', async (t) => {
     await page.locator('#sign-in-form').waitFor({ state: 'visible' })
   })
 
+  t.test('the failing list downloads as CSV: every failure, all pages, with meanings', async (t) => {
+    await signIn(page, b.apiKey)
+    await page.locator('#bars .bar').first().waitFor()
+    const records = (
+      await query(
+        app,
+        b.token,
+        `query { migrationFailures(importSupplierCode: "B_ENERGY", first: 10000) {
+          externalAccountNumber step failedAt code errors { code attr } } }`
+      )
+    ).migrationFailures as Array<{
+      externalAccountNumber: string
+      step: string
+      failedAt: string
+      code: string
+      errors: Array<{ code: string; attr: string | null }>
+    }>
+    t.ok(records.length > 100, `more failures than a page of the table (${records.length})`)
+    const [download] = await Promise.all([page.waitForEvent('download'), page.locator('#download-csv').click()])
+    t.match(download.suggestedFilename(), /^failures-B_ENERGY-\d{4}-\d\d-\d\dT\d\d-\d\d\.csv$/)
+    const text = readFileSync((await download.path())!, 'utf8')
+    const lines = text.split('\r\n')
+    t.equal(lines.pop(), '', 'each line ends with CRLF')
+    t.equal(lines[0], '"external_account_number","step","code","attr","meaning","failed_at"')
+    const field = (v: string | null) => `"${(v ?? '').replace(/^[=+\-@]/, "'$&").replaceAll('"', '""')}"`
+    const expected = records.flatMap((f) =>
+      (f.errors.length > 0 ? f.errors : [{ code: f.code, attr: null }]).map((e) =>
+        [f.externalAccountNumber, f.step, e.code, e.attr, ERROR_CODES[e.code as ErrorCode].meaning, f.failedAt]
+          .map(field)
+          .join(',')
+      )
+    )
+    t.same(lines.slice(1), expected, `one row per failure entry (${expected.length}), as the API lists them`)
+    t.ok(
+      lines.some((l) => l.startsWith('"\'=SUM(1)","validate","invalid_phone_number","customers.0.landline"')),
+      'a number that reads as a formula is made inert'
+    )
+    t.match(
+      await page.locator('#download-message').textContent(),
+      /^Downloaded \d+ rows: 122 failures of 122 accounts\.$/
+    )
+    await page.locator('#sign-out').click()
+    await page.locator('#sign-in-form').waitFor({ state: 'visible' })
+  })
+
   t.test('the operator sees both suppliers', async (t) => {
     await signIn(page, TEST_OPERATOR_KEY)
     await page.waitForFunction(() => document.getElementById('who').textContent === 'the operator')
@@ -611,10 +881,11 @@ t.test('the dashboard in headless Chromium', async (t) => {
     await nextRefresh(page)
     t.equal(await page.locator('#supplier-picker').inputValue(), 'B_ENERGY', 'and a refresh keeps it')
     await page.locator('#bars .bar').first().waitFor()
-    t.equal(
-      await page.locator('#bars .bar-meaning:visible').count(),
-      0,
-      "no meanings: error-codes/ takes an organisation's token, so the page does not ask"
+    const codes = await page.locator('#bars .bar').evaluateAll((bars: any[]) => bars.map((b) => b.dataset.code))
+    t.same(
+      await page.locator('#bars .bar-meaning').allTextContents(),
+      codes.map((code: string) => ERROR_CODES[code as ErrorCode].meaning),
+      'the operator sees what each code means too (errorCodes: fixed texts, no tenant data)'
     )
     await page.screenshot({ path: join(artifacts, 'dashboard-operator.png'), fullPage: true })
   })

@@ -1,7 +1,7 @@
 // The migration dashboard: a plain browser module, no build step and no framework. Everything it
 // shows comes from the public GraphQL API (POST /graphql) with the token that obtainToken gave for
-// the API key typed in, and the error codes' meanings from GET /v1/data-import/error-codes/ (an
-// organisation's token only); the key itself is never stored. The DOM is built with createElement and
+// the API key typed in, the error codes' meanings included (errorCodes: the catalogue's fixed
+// texts, for the operator's token too); the key itself is never stored. The DOM is built with createElement and
 // textContent only: data from the service is never parsed as HTML.
 
 const STORAGE_KEY = 'amis.dashboard.session'
@@ -11,11 +11,20 @@ const RENEW_MARGIN_MS = 60_000
 const PAGE_SIZE = 100
 const MAX_PAGE = 10_000
 const RANGE_LABELS = { 60: 'Last hour', 360: 'Last 6 hours', 1440: 'Last 24 hours', 10080: 'Last 7 days' }
+/**
+ * The chart's lines. Staged is a shaded area with a dashed edge and Created a solid line over it:
+ * in a run that stages and creates each account in the same minute the two are equal, and a line
+ * drawn exactly over another would hide it. `total`: what the chart's totals call each count.
+ */
 const SERIES = [
-  { key: 'staged', label: 'Staged', color: '#2563eb' },
-  { key: 'created', label: 'Created', color: '#15803d' },
-  { key: 'failed', label: 'Failed', color: '#dc2626' }
+  { key: 'staged', label: 'Staged (area)', total: 'staged', color: '#2563eb', fill: 'rgba(37, 99, 235, 0.16)', dash: [6, 4], width: 2 },
+  { key: 'created', label: 'Created', total: 'created', color: '#15803d', width: 2 },
+  { key: 'failed', label: 'Failed requests', total: 'failed requests', color: '#dc2626', width: 1.5 }
 ]
+/** The rate is of the accounts created in the current minute and this many before it. */
+const RATE_MINUTES = 5
+/** Failure records read per request by the CSV download. */
+const DOWNLOAD_PAGE = 10_000
 
 const Q_OBTAIN_TOKEN = `mutation ObtainToken($input: ObtainTokenInput!) {
   obtainToken(input: $input) { token expiresIn refreshToken refreshExpiresIn }
@@ -40,6 +49,13 @@ const Q_FAILURES = `query Failures($supplier: String!, $step: String, $code: Str
 const Q_EVENTS = `query Events($supplier: String!, $account: String!) {
   importProcessEvents(importSupplierCode: $supplier, externalAccountNumber: $account) { type at actor detail }
 }`
+/** Apart from the events: an account never staged has failures but no events (importProcessEvents: not_found). */
+const Q_ACCOUNT_FAILURES = `query AccountFailures($supplier: String!, $account: String!) {
+  migrationFailures(importSupplierCode: $supplier, externalAccountNumber: $account, first: 100) {
+    step failedAt attempts httpStatus code errors { code attr }
+  }
+}`
+const Q_CODES = 'query Codes { errorCodes { code meaning } }'
 
 // ---------------------------------------------------------------------------------------------
 // DOM helpers
@@ -175,32 +191,24 @@ const hasCode = (results, codes) => results.some((r) => (r.errors ?? []).some((e
 
 /** What each error code means (code → one sentence), read once per sign-in; empty until then. */
 const meanings = new Map()
-/** 'none' (to read), 'loaded', or 'unavailable' (the operator's token may not read it). */
+/** 'none' (to read) or 'loaded'. */
 let meaningsState = 'none'
 
 /**
- * Reads the error codes' meanings, for an organisation's session. A failure leaves them unread
- * (tried again at the next refresh); the codes are shown without their meanings meanwhile.
+ * Reads the error codes' meanings (errorCodes: fixed texts, the same for every token, the
+ * operator's included). A failure leaves them unread (tried again at the next refresh); the codes
+ * are shown without their meanings meanwhile.
  */
 async function loadMeanings(gen) {
-  if (meaningsState !== 'none' || state.role === null) return
-  if (state.role !== 'organisation') {
-    meaningsState = 'unavailable'
-    return
-  }
-  let response
+  if (meaningsState !== 'none') return
+  let result
   try {
-    response = await fetch('/v1/data-import/error-codes/', {
-      headers: { authorization: `Bearer ${state.session.token}` }, cache: 'no-store', credentials: 'omit'
-    })
-  } catch {
+    [result] = await call([{ query: Q_CODES }])
+  } catch (err) {
+    if (err instanceof SessionEnded) throw err
     return
   }
-  if (!response.ok) {
-    if (response.status !== 401 && response.status < 500) meaningsState = 'unavailable'
-    return
-  }
-  const codes = await response.json().catch(() => null)
+  const codes = result?.data?.errorCodes
   if (gen !== generation || !Array.isArray(codes)) return
   for (const { code, meaning } of codes) if (typeof code === 'string' && typeof meaning === 'string') meanings.set(code, meaning)
   meaningsState = 'loaded'
@@ -295,11 +303,16 @@ const state = {
   bar: null,
   /** The failing accounts listed for the bar. */
   failures: { items: [], more: false, loaded: false, error: null },
-  /** The chosen account: {external, step}. */
+  /** The chosen account: {external, step} (step null when it was searched for). */
   account: null,
-  events: { items: [], loaded: false, error: null },
+  /** Its events and its open failure records, merged into one timeline when both are read. */
+  events: noEvents(),
   lastRefresh: null,
   refreshes: 0
+}
+
+function noEvents() {
+  return { items: [], failures: [], loaded: false, error: null, failuresError: null }
 }
 
 /** Bumped on sign-in and sign-out: answers to an earlier session are dropped. */
@@ -366,6 +379,8 @@ async function refresh() {
         if (account) {
           operations.push({ query: Q_EVENTS, variables: { supplier, account: account.external } })
           handlers.push((result) => applyEvents(result, supplier, account))
+          operations.push({ query: Q_ACCOUNT_FAILURES, variables: { supplier, account: account.external } })
+          handlers.push((result) => applyAccountFailures(result, supplier, account))
         }
       }
       const results = await call(operations)
@@ -449,7 +464,11 @@ function applyOverview(result, supplier, minutes, fetched, sentAt) {
     throw error
   }
   renderProgress(result.data.migrationProgress)
-  if (minutes === state.minutes) renderChart(mergeTimeline(supplier, minutes, fetched, result.data.migrationTimeline, sentAt), minutes)
+  if (minutes === state.minutes) {
+    const rows = mergeTimeline(supplier, minutes, fetched, result.data.migrationTimeline, sentAt)
+    renderChart(rows, minutes)
+    renderRate(rows)
+  }
   renderSummary(result.data.migrationFailureSummary)
 }
 
@@ -465,8 +484,19 @@ function applyFailures(result, supplier, bar, first) {
 function applyEvents(result, supplier, account) {
   if (supplier !== state.supplier || accountKey(account) !== accountKey(state.account)) return
   const error = errorOf(result)
-  state.events = error ? { items: [], loaded: true, error } : { items: result.data.importProcessEvents, loaded: true, error: null }
+  state.events = { ...state.events, items: error ? [] : result.data.importProcessEvents, error: error ?? null }
+}
+
+/** Comes right after applyEvents in the same answer: the account's timeline is then complete. */
+function applyAccountFailures(result, supplier, account) {
+  if (supplier !== state.supplier || accountKey(account) !== accountKey(state.account)) return
+  const error = errorOf(result)
+  state.events = { ...state.events, failures: error ? [] : result.data.migrationFailures, failuresError: error ?? null, loaded: true }
   renderEvents()
+  if (state.account.searched && !state.account.revealed) {
+    state.account.revealed = true
+    $('events-panel').scrollIntoView({ block: 'nearest' })
+  }
 }
 
 /** The next page of the bar's accounts, after the last one listed. */
@@ -509,7 +539,7 @@ function selectSupplier(code) {
   state.bar = null
   state.account = null
   state.failures = { items: [], more: false, loaded: false, error: null }
-  state.events = { items: [], loaded: false, error: null }
+  state.events = noEvents()
   resetSupplierView()
 }
 
@@ -518,7 +548,7 @@ function selectBar(bar) {
   state.bar = bar
   state.account = null
   state.failures = { items: [], more: false, loaded: false, error: null }
-  state.events = { items: [], loaded: false, error: null }
+  state.events = noEvents()
   markBars()
   renderFailures()
   renderEvents()
@@ -528,7 +558,7 @@ function selectBar(bar) {
 function selectAccount(account) {
   if (accountKey(account) === accountKey(state.account)) return
   state.account = account
-  state.events = { items: [], loaded: false, error: null }
+  state.events = noEvents()
   markAccounts()
   renderEvents()
   if (account) requestRefresh()
@@ -588,7 +618,7 @@ function renderSuppliers() {
   show($('supplier-code'), !many)
   $('supplier-org').textContent = chosen && state.role === 'operator' && !many ? chosen.organisation : ''
   setMetric('status', chosen?.status ?? '–')
-  $('board').querySelector('[data-card="status"]').dataset.status = chosen?.status ?? ''
+  $('supplier-status').dataset.status = chosen?.status ?? ''
   show($('no-suppliers'), state.suppliersLoaded && state.suppliers.length === 0)
   show($('supplier-view'), Boolean(chosen))
   show(document.querySelector('.supplier-bar'), state.suppliers.length > 0)
@@ -605,9 +635,32 @@ function renderProgress(progress) {
   document.querySelector('[data-hint="pending"]').textContent = progress.failed > 0
     ? `${formatNumber(progress.failed)} with a failed create`
     : 'staged, not yet created'
-  document.querySelector('[data-hint="imported"]').textContent = progress.staged > 0
-    ? `${Math.floor((progress.imported / progress.staged) * 100)}% of staged`
-    : 'created on the platform'
+  // Stated against what the service knows: the accounts staged so far. It never sees the client's
+  // file, so a share of "staged" would read as the file's progress (100% while a third was sent).
+  $('progress-note').textContent = progress.staged === 0
+    ? 'Nothing staged yet. The service learns of an account when it is staged; it does not know how many accounts the whole migration holds.'
+    : `${formatNumber(progress.imported)} created of ${formatNumber(progress.staged)} staged so far` +
+      `${progress.skipped > 0 ? ` (${formatNumber(progress.skipped)} skipped)` : ''}. ` +
+      'How many accounts the whole file holds is not known to the service: it learns of each account when it is staged.'
+}
+
+/**
+ * Accounts created per minute: those of the current minute and the RATE_MINUTES before it, over
+ * the time they span (the current minute only as far as it has gone).
+ */
+function renderRate(rows) {
+  const recent = rows.slice(-(RATE_MINUTES + 1))
+  const current = recent.at(-1)
+  if (!current) return
+  const elapsed = Math.min(1, Math.max(0, (Date.now() - Date.parse(current.minute)) / 60_000))
+  const span = recent.length - 1 + elapsed
+  const created = recent.reduce((n, m) => n + m.created, 0)
+  const rate = span > 0 ? created / span : 0
+  setMetric('rate', rate === 0 ? '0' : rate < 10 ? `${rate.toFixed(1)}` : formatNumber(Math.round(rate)))
+  $('board').querySelector('[data-metric="rate"]').dataset.rate = String(rate)
+  document.querySelector('[data-hint="rate"]').textContent = created === 0
+    ? `none created in the last ${RATE_MINUTES} minutes`
+    : `accounts created per minute, last ${RATE_MINUTES} minutes`
 }
 
 // The chart (uPlot). Dragging across it zooms in; a double click zooms out. A refresh keeps a zoom.
@@ -642,7 +695,9 @@ function createChart(data) {
       ...SERIES.map((s) => ({
         label: s.label,
         stroke: s.color,
-        width: 1.5,
+        width: s.width,
+        ...(s.fill ? { fill: s.fill } : {}),
+        ...(s.dash ? { dash: s.dash } : {}),
         paths: UPlot.paths.stepped({ align: 1 }),
         // Minutes with activity get a dot, so a single busy minute shows (unless there are many).
         points: { show: false, size: 5, width: 1, fill: s.color, filter: activeMinutes },
@@ -696,7 +751,7 @@ function renderChart(timeline, minutes) {
   renderIfChanged($('chart-totals'), JSON.stringify([minutes, totals.map(([, n]) => n)]), () => [
     h('span', 'range-label', `${RANGE_LABELS[minutes] ?? `Last ${minutes} minutes`}:`),
     ...totals.map(([s, n]) => {
-      const total = h('span', 'total', h('span', 'swatch'), h('strong', null, formatNumber(n)), ` ${s.label.toLowerCase()}`)
+      const total = h('span', 'total', h('span', 'swatch'), h('strong', null, formatNumber(n)), ` ${s.total}`)
       total.dataset.total = s.key
       total.firstChild.dataset.series = s.key
       return total
@@ -771,10 +826,11 @@ function accountRow(failure, bar) {
   const open = h('button', 'link mono', failure.externalAccountNumber)
   open.type = 'button'
   open.dataset.role = 'open'
-  open.title = 'Show this account\'s events'
+  open.title = 'Show this account\'s timeline'
   open.addEventListener('click', () => selectAccount({ external: failure.externalAccountNumber, step: failure.step }))
   const attrs = h('ul', 'attrs', ...failure.errors.map((e) => h('li', e.code === bar.code ? null : 'other',
-    h('code', null, e.attr ?? '(whole request)'), e.code === bar.code ? null : titled(h('span', 'muted', ` ${e.code}`), e.code))))
+    h('code', null, e.attr ?? '(whole request)'), e.code === bar.code ? null : titled(h('span', 'muted', ` ${e.code}`), e.code),
+    e.code === bar.code ? null : meaningElement('span', 'row-meaning', e.code))))
   if (failure.errors.length === 0) attrs.append(h('li', 'other', h('span', 'muted', failure.code), meaningElement('span', 'row-meaning', failure.code)))
   const failedAt = timeElement(null, failure.failedAt)
   const row = h('tr', null,
@@ -809,33 +865,237 @@ function renderEvents() {
   const account = state.account
   show($('events-panel'), Boolean(account))
   $('events-account').textContent = account?.external ?? ''
-  const { items, loaded, error } = state.events
+  const { items, failures, loaded, error, failuresError } = state.events
+  const neverStaged = error?.code === 'not_found'
   let message = ''
-  if (account && !loaded) message = 'Loading events…'
-  else if (account && error?.code === 'not_found') message = 'No events: this account has not been staged, so it has no import process yet.'
+  if (account && !loaded) message = 'Loading…'
+  else if (account && neverStaged && failures.length === 0 && !failuresError) message = notFoundText(account.external)
+  else if (account && neverStaged) message = 'Never staged: this account has no import process yet, only the failures below.'
   else if (account && error) message = errorText(error)
-  else if (account && items.length === 0) message = 'No events recorded for this account.'
+  else if (account && failuresError) message = `Its failures could not be read: ${errorText(failuresError)}`
+  else if (account && items.length === 0 && failures.length === 0) message = 'No events recorded for this account.'
   $('events-message').textContent = message
   show($('events-message'), Boolean(message))
-  renderIfChanged($('events'), JSON.stringify([accountKey(account), items]), () => items.map((event) => {
-    const at = timeElement('event-at', event.at)
-    const item = h('li', 'event', at, h('span', 'event-type', event.type), h('span', 'event-actor', event.actor),
-      hasDetail(event.detail) ? h('code', 'event-detail', JSON.stringify(event.detail)) : null)
-    item.dataset.type = event.type
+  show($('events-note'), Boolean(account) && loaded && failures.length > 0)
+  renderSearchResult()
+  const timeline = loaded ? mergedTimeline(items, failures) : []
+  renderIfChanged($('events'), JSON.stringify([accountKey(account), timeline, meaningsState]), () => timeline.map((entry) =>
+    entry.failure ? failureItem(entry.failure) : eventItem(entry.event)))
+}
+
+function notFoundText(external) {
+  return `No account “${external}” in ${state.supplier}: it has never been staged and no failure is recorded for it. ` +
+    'External account numbers are matched exactly.'
+}
+
+/** Events and failure records in time order (a failure after an event of the same second). */
+function mergedTimeline(events, failures) {
+  const entries = [
+    ...events.map((event, i) => ({ at: Date.parse(event.at), order: i, event })),
+    ...failures.map((failure, i) => ({ at: Date.parse(failure.failedAt), order: events.length + i, failure }))
+  ]
+  return entries.sort((a, b) => (a.at - b.at) || (a.order - b.order))
+}
+
+function eventItem(event) {
+  const { what, entries } = describeEvent(event)
+  const item = h('li', 'event', timeElement('event-at', event.at),
+    h('div', 'event-body', h('span', 'event-what', what), entries.length ? entryList(entries) : null),
+    h('span', 'event-actor', actorText(event.actor)))
+  item.dataset.type = event.type
+  item.title = event.type
+  return item
+}
+
+function failureItem(failure) {
+  const attempts = failure.attempts > 1 ? `, ${formatNumber(failure.attempts)} times in a row` : ''
+  const what = `${stepName(failure.step)} failed (HTTP ${failure.httpStatus}${attempts})`
+  const entries = failure.errors.length > 0 ? failure.errors : [{ code: failure.code, attr: null }]
+  const item = h('li', 'event failure', timeElement('event-at', failure.failedAt),
+    h('div', 'event-body', h('span', 'event-what', what), entryList(entries)),
+    h('span', 'event-actor', 'failure record'))
+  item.dataset.type = 'FAILURE'
+  item.dataset.step = failure.step
+  return item
+}
+
+/** Codes with their attrs and what each code means: the "why" of a failure. */
+function entryList(entries) {
+  return h('ul', 'entries', ...entries.map((e) => {
+    const item = h('li', 'entry', h('code', 'entry-code', e.code),
+      e.attr ? h('span', 'entry-attr', ' at ', h('code', null, e.attr)) : null,
+      meaningElement('span', 'entry-meaning', e.code))
+    item.dataset.code = e.code
     return item
   }))
 }
 
-/** Whether an event's detail says anything (not null, not an empty object). */
-function hasDetail(detail) {
-  if (detail === null || detail === undefined) return false
-  return typeof detail !== 'object' || Object.keys(detail).length > 0
+const STEP_NAMES = {
+  validate: 'Validate', stage: 'Stage', create: 'Create', notes: 'Notes', transactions: 'Transactions',
+  historical_agreements: 'Historical agreements', historical_billing_documents: 'Historical billing documents',
+  historical_statements: 'Historical statements', payment_instruction: 'Payment instruction'
+}
+const stepName = (step) => STEP_NAMES[step] ?? step
+
+function actorText(actor) {
+  if (typeof actor !== 'string') return ''
+  if (actor.startsWith('organisation:')) return `by ${actor.slice('organisation:'.length)}`
+  return actor === 'operator' ? 'by the operator' : `by ${actor}`
+}
+
+const plural = (n, one, many) => `${formatNumber(n)} ${n === 1 ? one : many}`
+
+/** An event in words ("Created A-1234 with ledgers ENERGY L-…"), with the codes it holds. */
+function describeEvent(event) {
+  const d = event.detail && typeof event.detail === 'object' ? event.detail : {}
+  const codes = (list) => (Array.isArray(list) ? list.filter((e) => e && typeof e.code === 'string').map((e) => ({ code: e.code, attr: e.attr ?? null })) : [])
+  switch (event.type) {
+    case 'STAGED': return { what: 'Staged', entries: [] }
+    case 'RESTAGED': return { what: 'Staged again: its staged data replaced', entries: [] }
+    case 'CREATE_ATTEMPTED': return { what: 'Create started', entries: [] }
+    case 'CREATED': {
+      const ledgers = Array.isArray(d.ledgers) ? d.ledgers.map((l) => `${l.ledger_code} ${l.ledger_number}`) : []
+      const account = d.service_account_number ?? 'the account'
+      return { what: `Created ${account}${ledgers.length ? ` with ${ledgers.length === 1 ? 'ledger' : 'ledgers'} ${ledgers.join(', ')}` : ''}`, entries: [] }
+    }
+    case 'CREATE_FAILED': return { what: 'Create failed', entries: codes(d.errors) }
+    case 'DRY_RUN': return d.would_succeed
+      ? { what: 'Dry run: the create would succeed', entries: [] }
+      : { what: 'Dry run: the create would fail', entries: codes(d.errors) }
+    case 'SKIPPED': return { what: `Skipped by the operator${d.previousState ? ` (it was ${String(d.previousState).toLowerCase()})` : ''}`, entries: [] }
+    case 'STAGED_DATA_ERASED': return { what: d.payloadErased === false ? 'Stored error details erased' : 'Staged data erased (personal data retention)', entries: [] }
+    case 'POST_IMPORT_WRITE': return { what: describeWrite(d), entries: [] }
+    default: return { what: event.type, entries: [] }
+  }
+}
+
+function describeWrite(d) {
+  switch (d.endpoint) {
+    case 'notes': return `Added ${plural(d.created ?? 0, 'note', 'notes')}`
+    case 'transactions': {
+      const extra = [d.already_existing ? `${formatNumber(d.already_existing)} already there` : '',
+        d.moved ? `${formatNumber(d.moved)} moved into the open statement` : ''].filter(Boolean)
+      return `Added ${plural(d.added ?? 0, 'transaction', 'transactions')}${extra.length ? ` (${extra.join(', ')})` : ''}`
+    }
+    case 'historical_agreements': return `Added ${plural(d.created ?? 0, 'historical agreement', 'historical agreements')}`
+    case 'historical_statements': return `Added ${plural(d.created ?? 0, 'historical statement', 'historical statements')}`
+    case 'historical_billing_documents':
+      return `Added ${plural(d.billing_documents ?? 0, 'billing document', 'billing documents')}${d.billing_document_type ? ` (${d.billing_document_type})` : ''}` +
+        ` with ${plural(d.transactions ?? 0, 'transaction', 'transactions')}${d.ledger_number ? ` on ledger ${d.ledger_number}` : ''}`
+    case 'payment_instruction':
+      return `Added a payment instruction${d.type ? ` (${d.type})` : ''}${d.vendor ? ` with ${d.vendor}` : ''}${d.reference ? `, reference ${d.reference}` : ''}`
+    default: return `Wrote ${d.endpoint ?? 'post-import data'}`
+  }
+}
+
+function renderSearchResult() {
+  const account = state.account
+  let text = ''
+  let result = ''
+  if (account?.searched) {
+    const { loaded, error, failures, failuresError } = state.events
+    if (!loaded) text = `Looking for ${account.external}…`
+    else if (error?.code === 'not_found' && failures.length === 0 && !failuresError) {
+      text = notFoundText(account.external)
+      result = 'none'
+    } else {
+      text = `Found ${account.external}: its timeline is below.`
+      result = 'found'
+    }
+  }
+  $('search-message').textContent = text
+  $('search-message').dataset.result = result
+  show($('search-message'), Boolean(text))
+}
+
+function searchAccount(event) {
+  event.preventDefault()
+  const external = $('search-input').value.trim()
+  if (!external || !state.supplier) return
+  if (state.account?.searched && state.account.external === external) {
+    $('events-panel').scrollIntoView({ block: 'nearest' })
+    return
+  }
+  selectAccount({ external, step: null, searched: true })
+}
+
+// ---------------------------------------------------------------------------------------------
+// The failing list as CSV: every open failure record of the supplier (all pages), one row per
+// code and attr, with the code's meaning.
+
+const CSV_COLUMNS = ['external_account_number', 'step', 'code', 'attr', 'meaning', 'failed_at']
+
+/** A CSV field: quoted, and a leading = + - @ made inert, so a spreadsheet never runs it as a formula. */
+function csvField(value) {
+  let text = value === null || value === undefined ? '' : String(value)
+  if (/^[=+\-@\t\r]/.test(text)) text = `'${text}`
+  return `"${text.replaceAll('"', '""')}"`
+}
+
+function csvRows(records) {
+  const rows = []
+  for (const f of records) {
+    const entries = f.errors.length > 0 ? f.errors : [{ code: f.code, attr: null }]
+    for (const e of entries) rows.push([f.externalAccountNumber, f.step, e.code, e.attr, meanings.get(e.code) ?? '', f.failedAt])
+  }
+  return rows
+}
+
+function downloadCsv() {
+  const supplier = state.supplier
+  const gen = generation
+  if (!supplier) return
+  const button = $('download-csv')
+  const message = $('download-message')
+  button.disabled = true
+  message.textContent = 'Reading every failure…'
+  show(message, true)
+  void exclusive(async () => {
+    try {
+      if (meaningsState !== 'loaded') await loadMeanings(gen)
+      const records = []
+      let after = null
+      for (;;) {
+        const [result] = await call([{ query: Q_FAILURES, variables: { supplier, first: DOWNLOAD_PAGE, ...(after ? { after } : {}) } }])
+        if (gen !== generation || supplier !== state.supplier) return
+        const error = errorOf(result)
+        if (error) throw error
+        const page = result.data.migrationFailures
+        records.push(...page)
+        message.textContent = `Reading every failure… ${formatNumber(records.length)} so far`
+        if (page.length < DOWNLOAD_PAGE) break
+        const last = page.at(-1)
+        after = `${last.externalAccountNumber}:${last.step}`
+      }
+      const rows = csvRows(records)
+      const text = [CSV_COLUMNS, ...rows].map((row) => row.map(csvField).join(',')).join('\r\n') + '\r\n'
+      const url = URL.createObjectURL(new Blob([text], { type: 'text/csv;charset=utf-8' }))
+      const link = h('a')
+      link.href = url
+      link.download = `failures-${supplier}-${new Date().toISOString().slice(0, 16).replace(':', '-')}.csv`
+      document.body.append(link)
+      link.click()
+      link.remove()
+      setTimeout(() => URL.revokeObjectURL(url), 60_000)
+      const accounts = new Set(records.map((f) => f.externalAccountNumber)).size
+      message.textContent = `Downloaded ${plural(rows.length, 'row', 'rows')}: ${plural(records.length, 'failure', 'failures')} of ${plural(accounts, 'account', 'accounts')}.`
+    } catch (err) {
+      if (gen !== generation) return
+      if (err instanceof SessionEnded) signOut(err.message)
+      else message.textContent = `The download failed (${err.code ?? 'error'}): ${err.message}`
+    } finally {
+      button.disabled = false
+    }
+  })
 }
 
 /** Clears every figure of the supplier shown (another supplier, or signing out). */
 function resetSupplierView() {
   destroyChart()
-  for (const name of ['staged', 'pending', 'imported', 'skipped', 'failing']) setMetric(name, '–')
+  for (const name of ['staged', 'pending', 'imported', 'skipped', 'failing', 'rate']) setMetric(name, '–')
+  $('progress-note').textContent = ''
+  show($('download-message'), false)
+  $('search-input').value = ''
   forget($('bars'))
   forget($('failing-steps'))
   show($('no-failures'), false)
@@ -880,7 +1140,7 @@ function signOut(message) {
   sessionStorage.clear()
   Object.assign(state, {
     session: null, role: null, suppliers: [], suppliersLoaded: false, supplier: null, minutes: state.minutes, timeline: null, bar: null, account: null,
-    failures: { items: [], more: false, loaded: false, error: null }, events: { items: [], loaded: false, error: null }, lastRefresh: null, refreshes: 0
+    failures: { items: [], more: false, loaded: false, error: null }, events: noEvents(), lastRefresh: null, refreshes: 0
   })
   resetSupplierView()
   forget($('supplier-picker'))
@@ -905,6 +1165,9 @@ async function signIn(event) {
   }
   const button = $('sign-in-button')
   button.disabled = true
+  button.textContent = 'Signing in…'
+  show($('sign-in-message'), false)
+  show($('sign-in-status'), true)
   try {
     const [result] = await post([{ query: Q_OBTAIN_TOKEN, variables: { input: { APIKey: key } } }])
     const error = errorOf(result)
@@ -922,6 +1185,8 @@ async function signIn(event) {
           : `Sign-in failed (${code}): ${err.message}`)
   } finally {
     button.disabled = false
+    button.textContent = 'Sign in'
+    show($('sign-in-status'), false)
   }
 }
 
@@ -939,6 +1204,8 @@ for (const button of document.querySelectorAll('.range button')) {
   button.addEventListener('click', () => selectRange(Number(button.dataset.minutes)))
 }
 $('clear-bar').addEventListener('click', () => selectBar(null))
+$('search-form').addEventListener('submit', searchAccount)
+$('download-csv').addEventListener('click', downloadCsv)
 $('load-more').addEventListener('click', loadMore)
 $('close-events').addEventListener('click', () => {
   const key = accountKey(state.account)
