@@ -40,6 +40,14 @@ export const EnvSchema = Type.Object({
   TOKEN_RATE_LIMIT_PER_MINUTE: Type.Integer({ minimum: 1, default: 20 }),
   ORG_RATE_LIMIT_PER_MINUTE: Type.Integer({ minimum: 0, default: 0 }),
   /** Days the staged data and error details of an imported or skipped account are kept; 0 = erased on the next run. */
+  /** Lines and bytes an import job may hold at most, and jobs an organisation may have queued, running or paused at once. */
+  IMPORT_JOB_MAX_LINES: Type.Integer({ minimum: 1, maximum: 100_000_000, default: 1_000_000 }),
+  IMPORT_JOB_MAX_BYTES: Type.Integer({
+    minimum: 1024,
+    maximum: 1024 * 1024 * 1024 * 1024,
+    default: 1024 * 1024 * 1024
+  }),
+  IMPORT_JOBS_PER_ORGANISATION: Type.Integer({ minimum: 1, maximum: 1000, default: 5 }),
   STAGED_DATA_RETENTION_DAYS: Type.Integer({ minimum: 0, maximum: 3650, default: 30 }),
   /** A static token a Prometheus scrape job may send to /metrics instead of an operator token. */
   METRICS_TOKEN: Type.Optional(Type.String({ minLength: 32 })),

@@ -320,6 +320,28 @@ export const ERROR_CODES = {
     meaning:
       'The ledger has historical transactions or a last statement balance but no last statement closing date; add the date to the source data.'
   },
+  import_job_does_not_exist: {
+    status: 404,
+    kind: 'entry',
+    steps: NO_STEP,
+    detail: 'No import job of yours has this id.',
+    meaning: "The import job id is not one of your organisation's jobs; list your jobs to find it."
+  },
+  import_job_not_cancellable: {
+    status: 400,
+    kind: 'entry',
+    steps: NO_STEP,
+    detail: 'The import job is {state}: it can no longer be cancelled.',
+    meaning: 'The import job has already completed or been cancelled; nothing is left to stop.'
+  },
+  import_job_not_open: {
+    status: 400,
+    kind: 'entry',
+    steps: NO_STEP,
+    detail: 'The import job is {state}: parts can be added, and the job started, only while it is OPEN.',
+    meaning:
+      'The import job has been started (or cancelled), so its input is fixed; submit the remaining lines as a new job.'
+  },
   import_process_does_not_exist: {
     status: 404,
     kind: 'entry',
@@ -344,6 +366,21 @@ export const ERROR_CODES = {
     meaning:
       "An account in the batch names another import supplier than the batch; send each supplier's accounts in their own batches."
   },
+  incomplete_line: {
+    status: 400,
+    kind: 'entry',
+    steps: NO_STEP,
+    detail: 'The part does not end with a line break: every part must hold whole lines, each ending with \\n.',
+    meaning:
+      'An uploaded part ends in the middle of a line; split the file at line breaks and send each part ending with one.'
+  },
+  incorrect_tax_amount: {
+    status: 400,
+    kind: 'both',
+    steps: WITH_TRANSACTIONS,
+    detail: 'The tax amount must equal value taxed × rate ({expected}) within 0.01.',
+    meaning: "A tax item's amount is not its value taxed times its rate; correct one of the three in the source data."
+  },
   incorrect_line_item_net_amount: {
     status: 400,
     kind: 'both',
@@ -352,12 +389,14 @@ export const ERROR_CODES = {
     meaning:
       "A line item's net amount is not its number of units times its price per unit; correct one of the three in the source data."
   },
-  incorrect_tax_amount: {
-    status: 400,
-    kind: 'both',
-    steps: WITH_TRANSACTIONS,
-    detail: 'The tax amount must equal value taxed × rate ({expected}) within 0.01.',
-    meaning: "A tax item's amount is not its value taxed times its rate; correct one of the three in the source data."
+
+  input_erased: {
+    status: 410,
+    kind: 'top',
+    steps: NO_STEP,
+    detail: "The job's input lines have been erased (personal data is kept only for the retention period).",
+    meaning:
+      "The job's input was erased under the retention rules; its results are still there, but its lines are gone."
   },
   invalid: {
     status: 400,
@@ -447,6 +486,13 @@ export const ERROR_CODES = {
     detail: 'issued_date is before bill_period_from_date.',
     meaning:
       'A statement is issued before its bill period starts; correct the issued date or the period in the source data.'
+  },
+  job_too_large: {
+    status: 413,
+    kind: 'entry',
+    steps: NO_STEP,
+    detail: 'The import job would hold more than {limit} bytes.',
+    meaning: "The import job is over the service's size limit; split the file into several jobs."
   },
   ledger_balances_not_equal_to_transfer_balance: {
     status: 400,
@@ -762,6 +808,7 @@ export const ERROR_CODES = {
     detail: 'Request was throttled. Expected available in {seconds} seconds.',
     meaning: 'Too many requests in the last minute; wait the seconds of the Retry-After header and send it again.'
   },
+
   token_expired: {
     status: 401,
     kind: 'top',
@@ -775,6 +822,21 @@ export const ERROR_CODES = {
     steps: NO_STEP,
     detail: 'Too many accounts of this import supplier are being processed. Retry shortly.',
     meaning: "The supplier's limit of accounts created at once is reached; retry after the Retry-After header's second."
+  },
+  too_many_jobs: {
+    status: 429,
+    kind: 'top',
+    steps: NO_STEP,
+    detail: 'Your organisation already has {count} import jobs queued, running or paused. Retry when one has finished.',
+    meaning:
+      "The organisation's limit of import jobs running at once is reached; start this one after another has finished (Retry-After says when to ask again)."
+  },
+  too_many_lines: {
+    status: 413,
+    kind: 'entry',
+    steps: NO_STEP,
+    detail: 'The import job would hold more than {limit} lines.',
+    meaning: "The import job is over the service's line limit; split the file into several jobs."
   },
   transaction_already_exists: {
     status: 400,

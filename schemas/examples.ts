@@ -55,6 +55,11 @@ export const REQUEST_EXAMPLES: Record<string, unknown> = {
     operations_team_name: 'Migrations',
     dry_run: false
   },
+  '/v1/data-import/import-jobs': {
+    import_supplier: 'ACME_ENERGY',
+    operations_team_name: 'Migrations',
+    dry_run: false
+  },
   '/v1/data-import/notes/create': {
     ...ref,
     notes: [

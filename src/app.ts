@@ -30,6 +30,7 @@ import healthRoutes from './modules/health/routes.js'
 import importsRoutes from './modules/imports/routes.js'
 import failuresRoutes from './modules/failures/routes.js'
 import errorCodesRoutes from './modules/error-codes/routes.js'
+import importJobsRoutes from './modules/import-jobs/routes.js'
 import batchesRoutes from './modules/batches/routes.js'
 import { loadSections, sectionRoutes } from './modules/sections.js'
 
@@ -150,6 +151,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
         const sections = await loadSections(scope.db, config)
         await scope.register(sectionRoutes, { sections })
         await scope.register(batchesRoutes, { sections })
+        await scope.register(importJobsRoutes, { config })
       },
       { prefix: '/v1/data-import' }
     )

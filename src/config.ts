@@ -46,6 +46,11 @@ export interface Config {
   emailFrom: string
   tokenRateLimitPerMinute: number
   orgRateLimitPerMinute: number
+  /** An import job's largest number of lines and of bytes. */
+  importJobMaxLines: number
+  importJobMaxBytes: number
+  /** Jobs an organisation may have QUEUED, RUNNING or PAUSED at once. */
+  importJobsPerOrganisation: number
   /** Days after an account was imported or skipped before its staged data and error details are erased. */
   stagedDataRetentionDays: number
   /** Accepted by /metrics as `Authorization: Bearer <token>` besides operator tokens. */
@@ -130,6 +135,9 @@ export function loadConfig(source: Record<string, string | undefined>, options: 
     emailFrom: typed.EMAIL_FROM,
     tokenRateLimitPerMinute: typed.TOKEN_RATE_LIMIT_PER_MINUTE,
     orgRateLimitPerMinute: typed.ORG_RATE_LIMIT_PER_MINUTE,
+    importJobMaxLines: typed.IMPORT_JOB_MAX_LINES,
+    importJobMaxBytes: typed.IMPORT_JOB_MAX_BYTES,
+    importJobsPerOrganisation: typed.IMPORT_JOBS_PER_ORGANISATION,
     stagedDataRetentionDays: typed.STAGED_DATA_RETENTION_DAYS,
     metricsToken: typed.METRICS_TOKEN,
     logLevel: typed.LOG_LEVEL,

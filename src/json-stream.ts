@@ -52,3 +52,45 @@ export function jsonArrayStream(
 
   return stream
 }
+
+/** NDJSON as a stream: each chunk's lines (already JSON text, or objects to write as JSON), one per line, pulled as above. */
+export function ndjsonStream(
+  chunks: AsyncGenerator<Array<string | object>, void, undefined>,
+  onError: (err: unknown) => void
+): Readable {
+  const stream: Readable = new Readable({
+    read() {
+      setImmediate(pull)
+    },
+    destroy(err, callback) {
+      chunks.return(undefined).then(
+        () => callback(err),
+        () => callback(err)
+      )
+    }
+  })
+
+  function pull(): void {
+    if (stream.destroyed) return
+    chunks.next().then(
+      ({ done, value }) => {
+        if (stream.destroyed) return
+        if (done) {
+          stream.push(null)
+          return
+        }
+        let text = ''
+        for (const item of value) text += (typeof item === 'string' ? item : JSON.stringify(item)) + '\n'
+        // An empty chunk still has to be followed by a read.
+        if (text === '') setImmediate(pull)
+        else stream.push(text)
+      },
+      (err: unknown) => {
+        onError(err)
+        stream.destroy(err as Error)
+      }
+    )
+  }
+
+  return stream
+}

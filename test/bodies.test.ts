@@ -168,6 +168,13 @@ t.test('bodies that are not UTF-8 are refused on every POST route, and nothing i
       },
       'body'
     ],
+    '/v1/data-import/import-jobs/': [
+      { import_supplier: 'ACME_ENERGY', operations_team_name: 'Migrations' },
+      'operations_team_name'
+    ],
+    // Start and cancel take no body: one sent is still read, and refused.
+    '/v1/data-import/import-jobs/:id/start/': [{ note: 'x' }, 'note'],
+    '/v1/data-import/import-jobs/:id/cancel/': [{ note: 'x' }, 'note'],
     '/graphql': [
       { query: 'mutation($n: String!) { createOrganisation(input: {name: $n}) { id } }', variables: { n: 'Bad' } },
       'n'

@@ -18,7 +18,12 @@ import { buildTestApp, TEST_OPERATOR_KEY, TEST_TOKEN_SECRET } from './helpers/ap
 import { asOperator, createTenant, gql, OBTAIN_TOKEN, operatorToken } from './helpers/graphql.js'
 import { concreteUrl, expectStandalone, routeRecorder, UNREACHABLE_VENDOR, type Endpoint } from './helpers/security.js'
 
-const PARAMS = { supplier: 'ACME_ENERGY', external: 'EXT-000123' }
+const PARAMS = {
+  supplier: 'ACME_ENERGY',
+  external: 'EXT-000123',
+  id: '00000000-0000-4000-8000-000000000000',
+  part: '1'
+}
 const b64 = (value: object) => Buffer.from(JSON.stringify(value)).toString('base64url')
 const nowSeconds = () => Math.floor(Date.now() / 1000)
 

@@ -114,8 +114,8 @@ t.test('hostile strings', async (t) => {
     const gets = routes.protected().filter((r) => r.method === 'GET' && r.url.startsWith('/v1/data-import/'))
     t.equal(
       gets.length,
-      9,
-      'the GET endpoints (the three lists, status, summary, failures, failure summary, timeline, error codes)'
+      13,
+      'the GET endpoints (the three lists, status, summary, failures, failure summary, timeline, error codes; jobs, a job, its results and failed lines)'
     )
     const raw = [
       '../../etc/passwd',
@@ -130,7 +130,7 @@ t.test('hostile strings', async (t) => {
     for (const route of gets) {
       const names = [...route.url.matchAll(/:(\w+)/g)].map((m) => m[1]!)
       for (const param of names) {
-        const others = { supplier: 'ACME_ENERGY', external: 'EXT-000123' }
+        const others = { supplier: 'ACME_ENERGY', external: 'EXT-000123', id: '00000000-0000-4000-8000-000000000000' }
         for (const [name, value] of Object.entries(NASTY)) {
           const url = concreteUrl(route.url, { ...others, [param]: value })
           const res = await app.inject({ url, headers })
@@ -159,7 +159,7 @@ t.test('hostile strings', async (t) => {
         for (const value of raw) {
           const url = route.url
             .replace(`:${param}`, value)
-            .replace(/:(\w+)/g, (_m, n: 'supplier' | 'external') => others[n])
+            .replace(/:(\w+)/g, (_m, n: 'supplier' | 'external' | 'id') => others[n])
           const res = await app.inject({ url, headers })
           const label = `${route.url} :${param} raw ${value.slice(0, 20)}`
           expectHandled(t, res, label)

@@ -35,6 +35,24 @@ t.test('organisation B learns nothing about, and changes nothing of, organisatio
   const asB = (method: 'GET' | 'POST', url: string, payload?: object) =>
     app.inject({ method, url, headers: bHeaders, ...(payload ? { payload } : {}) })
 
+  // A job of A's, with a part, started: B's calls with its id must answer as for an id nobody has.
+  const jobHeaders = { authorization: `Token ${a.tenant.token}` }
+  const aJob = (
+    await app.inject({
+      method: 'POST',
+      url: '/v1/data-import/import-jobs/',
+      headers: jobHeaders,
+      payload: { import_supplier: 'ACME_ENERGY', operations_team_name: 'Migrations' }
+    })
+  ).json().id as string
+  await app.inject({
+    method: 'PUT',
+    url: `/v1/data-import/import-jobs/${aJob}/parts/1/`,
+    headers: { ...jobHeaders, 'content-type': 'application/x-ndjson' },
+    payload: '{"account": {}}\n'
+  })
+  const NO_JOB = '00000000-0000-4000-8000-000000000000'
+
   const before = await tableCounts(database)
   const endpoints = routes.protected().filter((e) => e.url.startsWith('/v1/data-import/'))
   const seen = new Set<string>()
@@ -57,7 +75,34 @@ t.test('organisation B learns nothing about, and changes nothing of, organisatio
       let foreign: LightMyRequestResponse
       let unknown: LightMyRequestResponse
       let own: LightMyRequestResponse | undefined
-      if (endpoint.method === 'GET' || endpoint.method === 'HEAD') {
+      if (endpoint.url.includes('/import-jobs/')) {
+        const url = (id: string) => concreteUrl(endpoint.url, { id, part: '2' })
+        const ndjson = endpoint.method === 'PUT' ? { 'content-type': 'application/x-ndjson' } : {}
+        const payload =
+          endpoint.method === 'PUT'
+            ? '{"account": {}}\n'
+            : endpoint.method === 'POST'
+              ? { import_supplier: 'ACME_ENERGY', operations_team_name: 'Migrations' }
+              : undefined
+        const call = (id: string, supplier: string) =>
+          app.inject({
+            method: endpoint.method as 'GET',
+            url: endpoint.url.endsWith('/import-jobs/')
+              ? endpoint.method === 'GET' || endpoint.method === 'HEAD'
+                ? `${endpoint.url}?import_supplier=${supplier}`
+                : endpoint.url
+              : url(id),
+            headers: { ...bHeaders, ...ndjson },
+            ...(payload === undefined
+              ? {}
+              : { payload: typeof payload === 'string' ? payload : { ...payload, import_supplier: supplier } })
+          })
+        foreign = await call(aJob, 'ACME_ENERGY')
+        unknown = await call(NO_JOB, NOWHERE)
+        if (endpoint.method === 'GET' && !endpoint.url.endsWith('/import-jobs/')) {
+          own = await app.inject({ method: 'GET', url: url(aJob), headers: jobHeaders })
+        }
+      } else if (endpoint.method === 'GET' || endpoint.method === 'HEAD') {
         const url = (supplier: string) => concreteUrl(endpoint.url, { supplier, external })
         foreign = await app.inject({ method: endpoint.method, url: url('ACME_ENERGY'), headers: bHeaders })
         unknown = await app.inject({ method: endpoint.method, url: url(NOWHERE), headers: bHeaders })
@@ -145,10 +190,13 @@ t.test('organisation B learns nothing about, and changes nothing of, organisatio
       t.ok(foreign!.statusCode === 404 || foreign!.statusCode === 400, `${label}: refused (${foreign!.statusCode})`)
       if (foreign!.statusCode === 404 && endpoint.method !== 'HEAD') {
         t.equal(foreign!.json().code, 'not_found', `${label}: not_found`)
+        const entry = endpoint.url.includes('/import-jobs/:id/')
+          ? 'import_job_does_not_exist'
+          : 'import_process_does_not_exist'
         t.same(
           foreign!.json().errors.map((e: { code: string; attr: string | null }) => [e.code, e.attr]),
-          [['import_process_does_not_exist', null]],
-          `${label}: import_process_does_not_exist at null`
+          [[entry, null]],
+          `${label}: ${entry} at null`
         )
       }
       if (foreign!.statusCode === 400) {

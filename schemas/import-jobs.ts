@@ -1,0 +1,145 @@
+import { Type, type Static } from 'typebox'
+import { StandardErrorResponses, SupplierCode } from './common.js'
+import { STEP_NAMES } from './failures.js'
+import { Choice, Strict, Text } from './fields.js'
+
+/**
+ * Import jobs: a whole NDJSON file (one batch entry per line) uploaded in parts and migrated by
+ * the service, with a result for every line.
+ */
+
+export const JOB_STATES = ['OPEN', 'QUEUED', 'RUNNING', 'PAUSED', 'COMPLETED', 'CANCELLED'] as const
+export type JobState = (typeof JOB_STATES)[number]
+export const LINE_OUTCOMES = [
+  'created',
+  'already_imported',
+  'would_create',
+  'failed',
+  'not_processed',
+  'skipped_blank'
+] as const
+export type LineOutcome = (typeof LINE_OUTCOMES)[number]
+
+/** The highest part number. */
+export const MAX_PARTS = 10000
+
+const settings = {
+  import_supplier: Text(255),
+  operations_team_name: Text(255),
+  dry_run: Type.Optional(Type.Boolean({ default: false }))
+}
+
+export const CreateJobRequest = Strict(settings)
+export type CreateJobRequest = Static<typeof CreateJobRequest>
+
+/** The one-call form's settings, as query parameters (`dry_run=true`); required there, refused with a JSON body. */
+export const CreateJobQuery = Type.Object(
+  {
+    import_supplier: Type.Optional(settings.import_supplier),
+    operations_team_name: Type.Optional(settings.operations_team_name),
+    dry_run: Type.Optional(Type.Boolean())
+  },
+  { additionalProperties: false }
+)
+
+export const JobParams = Type.Object(
+  { id: Type.String({ minLength: 1, maxLength: 64 }) },
+  { additionalProperties: false }
+)
+export type JobParams = Static<typeof JobParams>
+
+export const PartParams = Type.Object(
+  {
+    id: Type.String({ minLength: 1, maxLength: 64 }),
+    part: Type.Integer({ minimum: 1, maximum: MAX_PARTS })
+  },
+  { additionalProperties: false }
+)
+export type PartParams = Static<typeof PartParams>
+
+const count = Type.Integer({ minimum: 0 })
+const time = Type.Union([Type.String({ format: 'date-time' }), Type.Null()])
+
+export const ImportJob = Type.Object({
+  id: Type.String(),
+  import_supplier: Type.String(),
+  state: Choice(JOB_STATES),
+  dry_run: Type.Boolean(),
+  created_at: Type.String({ format: 'date-time' }),
+  started_at: time,
+  finished_at: time,
+  lines: Type.Object({
+    total: count,
+    done: count,
+    created: count,
+    already_imported: count,
+    would_create: count,
+    failed: count,
+    not_processed: count,
+    skipped_blank: count
+  }),
+  rate_per_second: Type.Number({
+    minimum: 0,
+    description: 'Lines given their result per second over the last minute.'
+  }),
+  eta_seconds: Type.Union([Type.Integer({ minimum: 0 }), Type.Null()], {
+    description: 'Seconds until every line has its result at the current rate; null unless RUNNING.'
+  })
+})
+export type ImportJob = Static<typeof ImportJob>
+
+export const JobListQuery = Type.Object(
+  {
+    import_supplier: Type.Optional(SupplierCode),
+    state: Type.Optional(Choice(JOB_STATES)),
+    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 10000 })),
+    after: Type.Optional(Type.String({ minLength: 1, maxLength: 64 }))
+  },
+  { additionalProperties: false }
+)
+export type JobListQuery = Static<typeof JobListQuery>
+
+export const PartAnswer = Type.Object({ part: Type.Integer(), lines: count, bytes: count })
+
+export const ResultsQuery = Type.Object(
+  { outcome: Type.Optional(Choice(LINE_OUTCOMES)) },
+  { additionalProperties: false }
+)
+
+/** One line's result, as a batch entry's, with its line number and the outcomes only a job has. */
+export const LineResult = Type.Object({
+  line: Type.Integer({ minimum: 1 }),
+  external_account_number: Type.Union([Type.String(), Type.Null()]),
+  outcome: Choice(LINE_OUTCOMES),
+  service_account_number: Type.Union([Type.String(), Type.Null()]),
+  step: Type.Union([Choice(['stage', ...STEP_NAMES.slice(2)] as const), Type.Null()]),
+  status: Type.Union([Type.Integer(), Type.Null()]),
+  code: Type.Union([Type.String(), Type.Null()]),
+  errors: Type.Union(
+    [Type.Array(Type.Object({ code: Type.String(), attr: Type.Union([Type.String(), Type.Null()]) })), Type.Null()],
+    {
+      description: 'Codes and attrs only: details may quote the input, and results are kept longer than it.'
+    }
+  )
+})
+export type LineResult = Static<typeof LineResult>
+
+export const JobResponses = { 200: ImportJob, ...StandardErrorResponses }
+export const JobCreatedResponses = { 201: ImportJob, 202: ImportJob, ...StandardErrorResponses }
+export const JobAcceptedResponses = { 202: ImportJob, ...StandardErrorResponses }
+export const JobListResponses = { 200: Type.Array(ImportJob), ...StandardErrorResponses }
+export const PartResponses = { 200: PartAnswer, ...StandardErrorResponses }
+export const ResultsResponses = {
+  200: {
+    description: "One line's result per line (NDJSON).",
+    content: { 'application/x-ndjson': { schema: LineResult } }
+  },
+  ...StandardErrorResponses
+}
+export const FailedLinesResponses = {
+  200: {
+    description: 'The failed input lines, unchanged (NDJSON).',
+    content: { 'application/x-ndjson': { schema: { type: 'string' } } }
+  },
+  ...StandardErrorResponses
+}

@@ -1,0 +1,83 @@
+import { isUtf8 } from 'node:buffer'
+import { shapeProblem } from '../../json-shape.js'
+
+/** A line of an uploaded part, as it will be stored. */
+export interface UploadedLine {
+  /** Its place in the part, from 1. */
+  idx: number
+  text: string
+  /** The external account number it names, when it is a JSON entry naming one as a string. */
+  external: string | null
+}
+
+/** Why a part cannot be read as lines. */
+export type PartProblem = 'partial' | 'encoding' | 'oversized'
+
+export class PartError extends Error {
+  constructor(readonly problem: PartProblem) {
+    super(problem)
+  }
+}
+
+/** What an entry line names as its external account number (null: not JSON, not an entry, or none). */
+export function externalOf(text: string): string | null {
+  if (!text.includes('external_account_number')) return null
+  if (shapeProblem(Buffer.from(text)) !== undefined) return null
+  try {
+    const entry: unknown = JSON.parse(text)
+    const account = (entry as { account?: unknown } | null)?.account
+    const external = (account as { external_account_number?: unknown } | null | undefined)?.external_account_number
+    return typeof external === 'string' && external.length > 0 ? external : null
+  } catch {
+    return null
+  }
+}
+
+/** A NUL cannot be stored in text: it is kept as its JSON escape (a line holding one is no valid entry either way). */
+const stored = (text: string) => (text.includes('\u0000') ? text.replaceAll('\u0000', '\\u0000') : text)
+
+/**
+ * The lines of a part's body, in groups of about `groupBytes`, as the body arrives: each line
+ * ends at `\n` (a `\r` before it is dropped), the body must end with one, be valid UTF-8 and hold
+ * at most `maxBytes`. Memory holds one group and one partial line, whatever the size of the part.
+ */
+export async function* linesOf(
+  body: AsyncIterable<Buffer>,
+  maxBytes: number,
+  groupBytes = 1 << 20
+): AsyncGenerator<{ lines: UploadedLine[]; bytes: number }> {
+  let pending: Buffer[] = []
+  let pendingBytes = 0
+  let bytes = 0
+  let idx = 0
+  let group: UploadedLine[] = []
+  let groupSize = 0
+  for await (const chunk of body) {
+    bytes += chunk.length
+    if (bytes > maxBytes) throw new PartError('oversized')
+    let start = 0
+    for (let at = chunk.indexOf(10); at !== -1; at = chunk.indexOf(10, start)) {
+      const piece = chunk.subarray(start, at)
+      const whole = pending.length === 0 ? piece : Buffer.concat([...pending, piece], pendingBytes + piece.length)
+      pending = []
+      pendingBytes = 0
+      const line = whole.length > 0 && whole[whole.length - 1] === 13 ? whole.subarray(0, whole.length - 1) : whole
+      if (!isUtf8(line)) throw new PartError('encoding')
+      const text = stored(line.toString('utf8'))
+      group.push({ idx: ++idx, text, external: externalOf(text) })
+      groupSize += line.length + 64
+      start = at + 1
+      if (groupSize >= groupBytes) {
+        yield { lines: group, bytes }
+        group = []
+        groupSize = 0
+      }
+    }
+    if (start < chunk.length) {
+      pending.push(chunk.subarray(start))
+      pendingBytes += chunk.length - start
+    }
+  }
+  if (pendingBytes > 0 || idx === 0) throw new PartError('partial')
+  yield { lines: group, bytes }
+}

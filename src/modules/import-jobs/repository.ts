@@ -1,0 +1,289 @@
+import { sql } from 'drizzle-orm'
+import { importJobLines } from '../../../drizzle/schema/index.js'
+import { rowsOf, type Db } from '../../db/index.js'
+import type { SupplierRow } from '../../db/columns.js'
+import type { JobState, LineOutcome } from '../../../schemas/import-jobs.js'
+
+/** A job as stored, with its supplier's code and status. */
+export interface JobRow {
+  id: string
+  organisation_id: string
+  supplier_code: string
+  supplier_status: string
+  dry_run: boolean
+  state: JobState
+  created_at: string
+  started_at: string | null
+  finished_at: string | null
+  total_lines: number
+  total_bytes: number
+  done: number
+  created: number
+  already_imported: number
+  would_create: number
+  failed: number
+  skipped_blank: number
+  /** `[[epoch ms, done], …]` at the end of the chunks of the last minute or so. */
+  progress: Array<[number, number]>
+}
+
+/** A line of an upload, as stored. */
+export interface LineRow {
+  idx: number
+  text: string
+  external: string | null
+}
+
+/** A line's stored result. */
+export interface ResultRow {
+  line: number
+  outcome: LineOutcome
+  external_account_number: string | null
+  service_account_number: string | null
+  step: string | null
+  status: number | null
+  code: string | null
+  errors: Array<{ code: string; attr: string | null }> | null
+}
+
+/** Why a part or a start was refused, decided under the job's lock. */
+/** `closed`: the job is no longer OPEN; `lines`, `bytes`: the job would pass its limit; `busy`: the organisation has its most jobs going. */
+export type PartRefusal = 'closed' | 'lines' | 'bytes'
+export type StartRefusal = 'closed' | 'busy'
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
+
+const JOB_COLUMNS = sql`j.id, j.organisation_id, s.code as supplier_code, s.status as supplier_status, j.dry_run, j.state,
+  j.created_at, j.started_at, j.finished_at, j.total_lines, j.total_bytes, j.done, j.created, j.already_imported,
+  j.would_create, j.failed, j.skipped_blank, j.progress`
+
+function jobOfRow(row: Record<string, unknown>): JobRow {
+  const time = (value: unknown) => (value === null ? null : new Date(value as string).toISOString())
+  return {
+    ...(row as unknown as JobRow),
+    created_at: time(row.created_at)!,
+    started_at: time(row.started_at),
+    finished_at: time(row.finished_at),
+    total_bytes: Number(row.total_bytes),
+    progress: typeof row.progress === 'string' ? JSON.parse(row.progress) : ((row.progress as JobRow['progress']) ?? [])
+  }
+}
+
+export function createImportJobsRepository(db: Db) {
+  return {
+    /** The supplier of this code if it is the organisation's, and the team of this name. */
+    async supplierAndTeam(code: string, organisationId: string, teamName: string) {
+      const [row] = rowsOf<{ supplier: SupplierRow | string | null; team_id: string | null }>(
+        await db.execute(sql`select
+          (select json_build_object('id', s.id, 'code', s.code, 'status', s.status, 'documentRoot', s.document_root,
+            'sendMigrationEmails', s.send_migration_emails, 'maxConcurrentProcessing', s.max_concurrent_processing)
+            from import_suppliers s where s.code = ${code} and s.organisation_id = ${organisationId}::uuid) as supplier,
+          (select t.id from operations_teams t where t.name = ${teamName}) as team_id`)
+      )
+      const supplier = typeof row?.supplier === 'string' ? (JSON.parse(row.supplier) as SupplierRow) : row?.supplier
+      return { supplier: supplier ?? undefined, teamId: row?.team_id ?? undefined }
+    },
+
+    /** The organisation's supplier of this code, if any. */
+    async supplierId(code: string, organisationId: string): Promise<string | undefined> {
+      const [row] = rowsOf<{ id: string }>(
+        await db.execute(
+          sql`select id from import_suppliers where code = ${code} and organisation_id = ${organisationId}::uuid`
+        )
+      )
+      return row?.id
+    },
+
+    async create(job: {
+      organisationId: string
+      apiKeyId: string | null
+      supplierId: string
+      teamId: string
+      dryRun: boolean
+    }): Promise<string> {
+      const [row] = rowsOf<{ id: string }>(
+        await db.execute(sql`insert into import_jobs (organisation_id, api_key_id, supplier_id, team_id, dry_run)
+          values (${job.organisationId}::uuid, ${job.apiKeyId}::uuid, ${job.supplierId}::uuid, ${job.teamId}::uuid,
+            ${job.dryRun}) returning id`)
+      )
+      return row!.id
+    },
+
+    /** The organisation's job of this id (undefined for another's, or an id that is not one). */
+    async job(id: string, organisationId: string | null): Promise<JobRow | undefined> {
+      if (!UUID.test(id)) return undefined
+      const [row] = rowsOf(
+        await db.execute(sql`select ${JOB_COLUMNS} from import_jobs j join import_suppliers s on s.id = j.supplier_id
+          where j.id = ${id}::uuid ${organisationId === null ? sql`` : sql`and j.organisation_id = ${organisationId}::uuid`}`)
+      )
+      return row ? jobOfRow(row) : undefined
+    },
+
+    /** Jobs newest first, after the job `after` (exclusive; an unknown one: from the start). */
+    async list(filter: {
+      organisationId: string | null
+      supplierId?: string
+      state?: JobState
+      limit?: number
+      after?: string
+    }): Promise<JobRow[]> {
+      const conditions = [sql`true`]
+      if (filter.organisationId !== null) conditions.push(sql`j.organisation_id = ${filter.organisationId}::uuid`)
+      if (filter.supplierId !== undefined) conditions.push(sql`j.supplier_id = ${filter.supplierId}::uuid`)
+      if (filter.state !== undefined) conditions.push(sql`j.state = ${filter.state}`)
+      if (filter.after !== undefined) {
+        if (!UUID.test(filter.after)) return []
+        conditions.push(
+          sql`(j.created_at, j.id) < (select created_at, id from import_jobs where id = ${filter.after}::uuid)`
+        )
+      }
+      const rows = rowsOf(
+        await db.execute(sql`select ${JOB_COLUMNS} from import_jobs j join import_suppliers s on s.id = j.supplier_id
+          where ${sql.join(conditions, sql` and `)} order by j.created_at desc, j.id desc
+          ${filter.limit === undefined ? sql`` : sql`limit ${filter.limit}`}`)
+      )
+      return rows.map(jobOfRow)
+    },
+
+    /** Stores lines of an upload not yet part of its job (many per statement). */
+    async insertLines(jobId: string, uploadId: string, lines: LineRow[]): Promise<void> {
+      if (lines.length === 0) return
+      await db.insert(importJobLines).values(
+        lines.map((line) => ({
+          uploadId,
+          idx: line.idx,
+          jobId,
+          text: line.text,
+          externalAccountNumber: line.external
+        }))
+      )
+    },
+
+    /** Removes the lines of an upload that did not become a part. */
+    async discardUpload(uploadId: string): Promise<void> {
+      await db.execute(sql`delete from import_job_lines where upload_id = ${uploadId}::uuid`)
+    },
+
+    /**
+     * Makes an upload part `part` of the job, replacing what that part held, if the job is still
+     * OPEN and stays within its limits; otherwise the upload's lines are removed.
+     */
+    async finishUpload(
+      jobId: string,
+      part: number,
+      upload: { id: string; lines: number; bytes: number },
+      limits: { maxLines: number; maxBytes: number }
+    ): Promise<PartRefusal | undefined> {
+      const refusal = await db.transaction(async (tx) => {
+        const [job] = rowsOf<{ state: JobState }>(
+          await tx.execute(sql`select state from import_jobs where id = ${jobId}::uuid for update`)
+        )
+        if (job?.state !== 'OPEN') return 'closed' as const
+        const [others] = rowsOf<{ lines: number | string; bytes: number | string }>(
+          await tx.execute(sql`select coalesce(sum(lines), 0) as lines, coalesce(sum(bytes), 0) as bytes
+            from import_job_parts where job_id = ${jobId}::uuid and part <> ${part}`)
+        )
+        const lines = Number(others!.lines) + upload.lines
+        const bytes = Number(others!.bytes) + upload.bytes
+        if (lines > limits.maxLines) return 'lines' as const
+        if (bytes > limits.maxBytes) return 'bytes' as const
+        const [previous] = rowsOf<{ upload_id: string }>(
+          await tx.execute(sql`select upload_id from import_job_parts where job_id = ${jobId}::uuid and part = ${part}`)
+        )
+        await tx.execute(sql`insert into import_job_parts (job_id, part, upload_id, lines, bytes)
+          values (${jobId}::uuid, ${part}, ${upload.id}::uuid, ${upload.lines}, ${upload.bytes})
+          on conflict (job_id, part) do update set upload_id = excluded.upload_id, lines = excluded.lines,
+            bytes = excluded.bytes, uploaded_at = now()`)
+        if (previous) await tx.execute(sql`delete from import_job_lines where upload_id = ${previous.upload_id}::uuid`)
+        await tx.execute(sql`update import_jobs set total_lines = ${lines}, total_bytes = ${bytes}
+          where id = ${jobId}::uuid`)
+        return undefined
+      })
+      if (refusal !== undefined) await this.discardUpload(upload.id)
+      return refusal
+    },
+
+    /**
+     * Starts an OPEN job: numbers its lines (each part's offset, in part-number order) and queues
+     * it (PAUSED while its supplier is Paused), if the organisation has fewer than `maxActive`
+     * jobs queued, running or paused.
+     */
+    async start(jobId: string, organisationId: string, maxActive: number): Promise<StartRefusal | undefined> {
+      return db.transaction(async (tx) => {
+        // One start at a time per organisation, so that two cannot both pass the count.
+        await tx.execute(sql`select pg_advisory_xact_lock(hashtextextended(${'import-jobs:' + organisationId}, 0))`)
+        const [job] = rowsOf<{ state: JobState; supplier_status: string }>(
+          await tx.execute(sql`select j.state, s.status as supplier_status from import_jobs j
+            join import_suppliers s on s.id = j.supplier_id where j.id = ${jobId}::uuid for update of j`)
+        )
+        if (job?.state !== 'OPEN') return 'closed' as const
+        const [active] = rowsOf<{ n: number | string }>(
+          await tx.execute(sql`select count(*) as n from import_jobs where organisation_id = ${organisationId}::uuid
+            and state in ('QUEUED', 'RUNNING', 'PAUSED')`)
+        )
+        if (Number(active!.n) >= maxActive) return 'busy' as const
+        await tx.execute(sql`update import_job_parts p set line_offset = o.line_offset
+          from (select part, coalesce(sum(lines) over (order by part rows between unbounded preceding and 1 preceding), 0)
+            as line_offset from import_job_parts where job_id = ${jobId}::uuid) o
+          where p.job_id = ${jobId}::uuid and p.part = o.part`)
+        const state: JobState = job.supplier_status === 'Paused' ? 'PAUSED' : 'QUEUED'
+        await tx.execute(sql`update import_jobs set state = ${state}, started_at = now(), state_changed_at = now()
+          where id = ${jobId}::uuid`)
+        return undefined
+      })
+    },
+
+    /** Cancels a job not yet COMPLETED or CANCELLED; false when it was one of those. */
+    async cancel(jobId: string): Promise<boolean> {
+      const rows = rowsOf(
+        await db.execute(sql`update import_jobs set state = 'CANCELLED', finished_at = now(), state_changed_at = now(),
+          claimed_by = null, claimed_until = null
+          where id = ${jobId}::uuid and state not in ('COMPLETED', 'CANCELLED') returning id`)
+      )
+      return rows.length > 0
+    },
+
+    /** Removes a job and everything it holds (a one-call job whose part was refused). */
+    async remove(jobId: string): Promise<void> {
+      await db.transaction(async (tx) => {
+        await tx.execute(sql`delete from import_job_results where job_id = ${jobId}::uuid`)
+        await tx.execute(sql`delete from import_job_lines where job_id = ${jobId}::uuid`)
+        await tx.execute(sql`delete from import_job_parts where job_id = ${jobId}::uuid`)
+        await tx.execute(sql`delete from import_jobs where id = ${jobId}::uuid`)
+      })
+    },
+
+    /** Whether the job's input lines are still held. */
+    async inputHeld(jobId: string): Promise<boolean> {
+      const [row] = rowsOf<{ erased: boolean }>(
+        await db.execute(sql`select input_erased_at is not null as erased from import_jobs where id = ${jobId}::uuid`)
+      )
+      return row?.erased === false
+    },
+
+    /** The stored results of lines `from`…`to`, in line order (only the failed ones if asked). */
+    async results(jobId: string, from: number, to: number, failedOnly: boolean): Promise<ResultRow[]> {
+      const rows = rowsOf<ResultRow>(
+        await db.execute(sql`select line, outcome, external_account_number, service_account_number, step, status, code,
+            errors from import_job_results where job_id = ${jobId}::uuid and line between ${from} and ${to}
+            ${failedOnly ? sql`and outcome = 'failed'` : sql``} order by line`)
+      )
+      for (const row of rows) if (typeof row.errors === 'string') row.errors = JSON.parse(row.errors)
+      return rows
+    },
+
+    /** Lines `from`…`to` of a started job's input (with their text if asked), in line order. */
+    async linesIn(jobId: string, from: number, to: number, withText: boolean) {
+      return rowsOf<{ line: number; external: string | null; text: string | null }>(
+        await db.execute(sql`select p.line_offset + l.idx as line, l.external_account_number as external,
+            ${withText ? sql`l.text` : sql`null::text`} as text
+          from import_job_parts p join import_job_lines l on l.upload_id = p.upload_id
+            and l.idx between ${from}::int - p.line_offset and ${to}::int - p.line_offset
+          where p.job_id = ${jobId}::uuid and p.line_offset < ${to}::int and p.line_offset + p.lines >= ${from}::int
+          order by 1`)
+      )
+    }
+  }
+}
+
+export type ImportJobsRepository = ReturnType<typeof createImportJobsRepository>

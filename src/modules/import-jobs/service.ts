@@ -1,0 +1,291 @@
+import { randomUUID } from 'node:crypto'
+import type { Readable } from 'node:stream'
+import { CODE } from '../../../schemas/error-codes.js'
+import type { CreateJobRequest, ImportJob, JobListQuery, LineResult } from '../../../schemas/import-jobs.js'
+import { answer, invalidRequest, notFound, problem, type AppError } from '../../errors.js'
+import { supplierProblem, teamProblem } from '../../accounts/precheck.js'
+import type { OrganisationPrincipal } from '../auth/service.js'
+import { linesOf, PartError } from './lines.js'
+import { createImportJobsRepository, type JobRow } from './repository.js'
+import type { Db } from '../../db/index.js'
+
+/** Seconds a client is told to wait before starting another job when its organisation has its maximum running. */
+const TOO_MANY_JOBS_RETRY_SECONDS = 60
+/** Results read per statement when a job's results or failed lines are streamed. */
+const PAGE_LINES = 2000
+/** How far back the rate looks. */
+const RATE_WINDOW_MS = 60_000
+
+export interface ImportJobsLimits {
+  /** Bytes of one part (the request body limit). */
+  partBytes: number
+  maxLines: number
+  maxBytes: number
+  perOrganisation: number
+}
+
+/** Lines given their result per second over the last minute, from the job's progress samples. */
+export function rateOf(progress: Array<[number, number]>, now: number): number {
+  const recent = progress.filter(([at]) => at >= now - RATE_WINDOW_MS)
+  if (recent.length === 0) return 0
+  // From the sample just before the window (or the window's first) to the latest.
+  const before = progress.filter(([at]) => at < now - RATE_WINDOW_MS).at(-1) ?? recent[0]!
+  const last = recent.at(-1)!
+  const seconds = Math.max((now - before[0]) / 1000, 1)
+  return Math.round(((last[1] - before[1]) / seconds) * 10) / 10
+}
+
+/** The job as its readers see it: a cancelled job's lines without a result are `not_processed`. */
+export function jobObject(row: JobRow, now = Date.now()): ImportJob {
+  const notProcessed = row.state === 'CANCELLED' ? Math.max(row.total_lines - row.done, 0) : 0
+  const rate = row.state === 'RUNNING' ? rateOf(row.progress, now) : 0
+  const left = row.total_lines - row.done
+  return {
+    id: row.id,
+    import_supplier: row.supplier_code,
+    state: row.state,
+    dry_run: row.dry_run,
+    created_at: row.created_at,
+    started_at: row.started_at,
+    finished_at: row.finished_at,
+    lines: {
+      total: row.total_lines,
+      done: row.done + notProcessed,
+      created: row.created,
+      already_imported: row.already_imported,
+      would_create: row.would_create,
+      failed: row.failed,
+      not_processed: notProcessed,
+      skipped_blank: row.skipped_blank
+    },
+    rate_per_second: rate,
+    eta_seconds: row.state === 'RUNNING' && rate > 0 ? Math.ceil(left / rate) : null
+  }
+}
+
+const jobNotFound = (): AppError => notFound(CODE.import_job_does_not_exist)
+const notOpen = (state: string): AppError => invalidRequest([problem(CODE.import_job_not_open, null, { state })])
+
+/** Import jobs: create, upload parts, start, read, cancel, and stream results and failed lines. */
+export function createImportJobsService(db: Db, limits: ImportJobsLimits) {
+  const repo = createImportJobsRepository(db)
+
+  async function ownJob(principal: OrganisationPrincipal, id: string): Promise<JobRow> {
+    const job = await repo.job(id, principal.organisationId)
+    if (!job) throw jobNotFound()
+    return job
+  }
+
+  /** Stores a part's lines as they arrive, then makes them the part (replacing an earlier upload of it). */
+  async function upload(job: JobRow, part: number, body: AsyncIterable<Buffer>) {
+    if (job.state !== 'OPEN') throw notOpen(job.state)
+    const uploadId = randomUUID()
+    let lines = 0
+    let bytes = 0
+    try {
+      for await (const group of linesOf(body, limits.partBytes)) {
+        await repo.insertLines(job.id, uploadId, group.lines)
+        lines += group.lines.length
+        bytes = group.bytes
+      }
+    } catch (err) {
+      await repo.discardUpload(uploadId)
+      if (err instanceof PartError) throw partProblem(err)
+      throw err
+    }
+    const refusal = await repo.finishUpload(
+      job.id,
+      part,
+      { id: uploadId, lines, bytes },
+      { maxLines: limits.maxLines, maxBytes: limits.maxBytes }
+    )
+    if (refusal === 'closed') throw notOpen((await repo.job(job.id, null))?.state ?? 'CANCELLED')
+    if (refusal === 'lines') {
+      throw answer(CODE.payload_too_large, [problem(CODE.too_many_lines, null, { limit: limits.maxLines })])
+    }
+    if (refusal === 'bytes') {
+      throw answer(CODE.payload_too_large, [problem(CODE.job_too_large, null, { limit: limits.maxBytes })])
+    }
+    return { part, lines, bytes }
+  }
+
+  function partProblem(err: PartError): AppError {
+    if (err.problem === 'oversized') return answer(CODE.payload_too_large)
+    if (err.problem === 'encoding') {
+      return invalidRequest([problem(CODE.invalid, null, { detail: 'The part is not valid UTF-8.' })])
+    }
+    return invalidRequest([problem(CODE.incomplete_line, null)])
+  }
+
+  async function start(principal: OrganisationPrincipal, job: JobRow): Promise<ImportJob> {
+    const refusal = await repo.start(job.id, principal.organisationId, limits.perOrganisation)
+    if (refusal === 'closed') throw notOpen((await repo.job(job.id, null))?.state ?? job.state)
+    if (refusal === 'busy') {
+      throw answer(
+        CODE.too_many_jobs,
+        [],
+        { headers: { 'retry-after': String(TOO_MANY_JOBS_RETRY_SECONDS) } },
+        { count: limits.perOrganisation }
+      )
+    }
+    return jobObject((await repo.job(job.id, null))!)
+  }
+
+  async function create(principal: OrganisationPrincipal, settings: CreateJobRequest): Promise<JobRow> {
+    const found = await repo.supplierAndTeam(
+      settings.import_supplier,
+      principal.organisationId,
+      settings.operations_team_name
+    )
+    const problems = [
+      supplierProblem(found.supplier, settings.import_supplier, 'import_supplier'),
+      teamProblem(found.teamId, settings.operations_team_name)
+    ].filter((entry) => entry !== undefined)
+    if (problems.length > 0) throw invalidRequest(problems)
+    const id = await repo.create({
+      organisationId: principal.organisationId,
+      apiKeyId: principal.apiKeyId,
+      supplierId: found.supplier!.id,
+      teamId: found.teamId!,
+      dryRun: settings.dry_run === true
+    })
+    return (await repo.job(id, null))!
+  }
+
+  return {
+    async create(principal: OrganisationPrincipal, settings: CreateJobRequest): Promise<ImportJob> {
+      return jobObject(await create(principal, settings))
+    },
+
+    /** The one-call form: a job of one part, created and started; nothing is kept if the part is refused. */
+    async createAndStart(
+      principal: OrganisationPrincipal,
+      settings: CreateJobRequest,
+      body: Readable
+    ): Promise<ImportJob> {
+      const job = await create(principal, settings)
+      try {
+        await upload(job, 1, body)
+        return await start(principal, job)
+      } catch (err) {
+        await repo.remove(job.id)
+        throw err
+      }
+    },
+
+    async upload(principal: OrganisationPrincipal, id: string, part: number, body: Readable) {
+      return upload(await ownJob(principal, id), part, body)
+    },
+
+    async start(principal: OrganisationPrincipal, id: string): Promise<ImportJob> {
+      const job = await ownJob(principal, id)
+      if (job.state !== 'OPEN') throw notOpen(job.state)
+      return start(principal, job)
+    },
+
+    async get(principal: OrganisationPrincipal, id: string): Promise<ImportJob> {
+      return jobObject(await ownJob(principal, id))
+    },
+
+    async list(principal: OrganisationPrincipal, query: JobListQuery): Promise<ImportJob[]> {
+      let supplierId: string | undefined
+      if (query.import_supplier !== undefined) {
+        supplierId = await repo.supplierId(query.import_supplier, principal.organisationId)
+        if (supplierId === undefined) {
+          throw notFound(CODE.import_process_does_not_exist)
+        }
+      }
+      const rows = await repo.list({
+        organisationId: principal.organisationId,
+        supplierId,
+        state: query.state,
+        limit: query.limit,
+        after: query.after
+      })
+      const now = Date.now()
+      return rows.map((row) => jobObject(row, now))
+    },
+
+    async cancel(principal: OrganisationPrincipal, id: string): Promise<ImportJob> {
+      const job = await ownJob(principal, id)
+      if (!(await repo.cancel(job.id))) {
+        const state = (await repo.job(job.id, null))!.state
+        throw invalidRequest([problem(CODE.import_job_not_cancellable, null, { state })])
+      }
+      return jobObject((await repo.job(job.id, null))!)
+    },
+
+    /** The job, checked to be the caller's, before a stream of its results starts. */
+    ownJob,
+
+    /**
+     * Each line's result in line order, a page at a time: the lines with a result so far (a
+     * cancelled job's others as `not_processed`); only the failed ones if asked.
+     */
+    async *results(job: JobRow, failedOnly: boolean): AsyncGenerator<LineResult[]> {
+      const cancelled = job.state === 'CANCELLED' && !failedOnly
+      for (let from = 1; from <= job.total_lines; from += PAGE_LINES) {
+        const to = Math.min(from + PAGE_LINES - 1, job.total_lines)
+        const stored = (await repo.results(job.id, from, to, failedOnly)).map(resultOf)
+        if (!cancelled) {
+          if (stored.length > 0) yield stored
+          continue
+        }
+        const byLine = new Map(stored.map((result) => [result.line, result]))
+        const page = (await repo.linesIn(job.id, from, to, false)).map(
+          (line): LineResult =>
+            byLine.get(line.line) ?? {
+              line: line.line,
+              external_account_number: line.external,
+              outcome: 'not_processed',
+              service_account_number: null,
+              step: null,
+              status: null,
+              code: null,
+              errors: null
+            }
+        )
+        // Input erased: the stored results only.
+        yield page.length > 0 ? page : stored
+      }
+    },
+
+    /** The input text of each failed line, in line order, a page at a time (check `inputHeld` first). */
+    async *failedLines(job: JobRow): AsyncGenerator<string[]> {
+      for (let from = 1; from <= job.total_lines; from += PAGE_LINES) {
+        const to = Math.min(from + PAGE_LINES - 1, job.total_lines)
+        const failed = await repo.results(job.id, from, to, true)
+        if (failed.length === 0) continue
+        const wanted = new Set(failed.map((row) => row.line))
+        const lines = await repo.linesIn(job.id, failed[0]!.line, failed.at(-1)!.line, true)
+        yield lines.filter((line) => wanted.has(line.line)).map((line) => line.text!)
+      }
+    },
+
+    inputHeld: (job: JobRow) => repo.inputHeld(job.id)
+  }
+}
+
+function resultOf(row: {
+  line: number
+  outcome: LineResult['outcome']
+  external_account_number: string | null
+  service_account_number: string | null
+  step: string | null
+  status: number | null
+  code: string | null
+  errors: Array<{ code: string; attr: string | null }> | null
+}): LineResult {
+  return {
+    line: row.line,
+    external_account_number: row.external_account_number,
+    outcome: row.outcome,
+    service_account_number: row.service_account_number,
+    step: row.step as LineResult['step'],
+    status: row.status,
+    code: row.code,
+    errors: row.errors
+  }
+}
+
+export type ImportJobsService = ReturnType<typeof createImportJobsService>

@@ -1,0 +1,297 @@
+import t from 'tap'
+import { sql } from 'drizzle-orm'
+import { exampleAccount, importSetup, TEAM } from './helpers/accounts.js'
+import { rowsOf } from './helpers/database.js'
+import { createTenant, type Tenant } from './helpers/graphql.js'
+
+/**
+ * Import jobs, before they run: create, parts (whole lines, replaced when sent again, limits),
+ * start (line numbering, the organisation's limit), read, list, cancel; a refusal stores nothing.
+ */
+
+type Setup = Awaited<ReturnType<typeof importSetup>>
+
+function jobsClient(setup: Setup, tenant: Tenant = setup.tenant) {
+  const headers = { authorization: `Bearer ${tenant.token}` }
+  const url = (path: string) => `/v1/data-import/import-jobs/${path}`
+  return {
+    create: (body: unknown = { import_supplier: tenant.supplier, operations_team_name: TEAM }) =>
+      setup.app.inject({ method: 'POST', url: url(''), headers, payload: body as object }),
+    createAndStart: (lines: string, query = `import_supplier=${tenant.supplier}&operations_team_name=${TEAM}`) =>
+      setup.app.inject({
+        method: 'POST',
+        url: url(`?${query}`),
+        headers: { ...headers, 'content-type': 'application/x-ndjson' },
+        payload: lines
+      }),
+    part: (id: string, part: number | string, lines: string, contentType = 'application/x-ndjson') =>
+      setup.app.inject({
+        method: 'PUT',
+        url: url(`${id}/parts/${part}/`),
+        headers: { ...headers, 'content-type': contentType },
+        payload: lines
+      }),
+    start: (id: string) => setup.app.inject({ method: 'POST', url: url(`${id}/start/`), headers }),
+    cancel: (id: string) => setup.app.inject({ method: 'POST', url: url(`${id}/cancel/`), headers }),
+    get: (id: string) => setup.app.inject({ method: 'GET', url: url(`${id}/`), headers }),
+    list: (query = '') => setup.app.inject({ method: 'GET', url: url(query), headers }),
+    results: (id: string, query = '') =>
+      setup.app.inject({ method: 'GET', url: url(`${id}/results/${query}`), headers }),
+    failedLines: (id: string) => setup.app.inject({ method: 'GET', url: url(`${id}/failed-lines/`), headers })
+  }
+}
+
+const entry = (external: string) => JSON.stringify({ account: exampleAccount({ external_account_number: external }) })
+const lines = (...texts: string[]) => texts.map((text) => text + '\n').join('')
+const errorsOf = (res: { json(): unknown }) =>
+  ((res.json() as { errors: Array<{ code: string; attr: string | null }> }).errors ?? []).map((e) => [e.code, e.attr])
+
+async function counts(setup: Setup) {
+  const [row] = rowsOf<{ jobs: number; parts: number; lines: number }>(
+    await setup.app.db.execute(sql`select (select count(*)::int from import_jobs) as jobs,
+      (select count(*)::int from import_job_parts) as parts, (select count(*)::int from import_job_lines) as lines`)
+  )
+  return row!
+}
+
+t.test('a job is created OPEN, takes parts, starts QUEUED with its lines numbered in part order', async (t) => {
+  const setup = await importSetup(t)
+  const jobs = jobsClient(setup)
+  const created = await jobs.create()
+  t.equal(created.statusCode, 201, created.body)
+  const job = created.json()
+  t.match(job, {
+    import_supplier: 'ACME_ENERGY',
+    state: 'OPEN',
+    dry_run: false,
+    started_at: null,
+    finished_at: null,
+    lines: { total: 0, done: 0 },
+    rate_per_second: 0,
+    eta_seconds: null
+  })
+
+  // Part 2 before part 1; part 1 sent twice (the second replaces the first); \r\n and a blank line.
+  const two = await jobs.part(job.id, 2, lines(entry('A-3'), '', entry('A-4')))
+  t.same(two.json(), { part: 2, lines: 3, bytes: Buffer.byteLength(lines(entry('A-3'), '', entry('A-4'))) })
+  t.equal((await jobs.part(job.id, 1, lines('junk', 'junk', 'junk', 'junk'))).statusCode, 200)
+  const one = await jobs.part(job.id, 1, `${entry('A-1')}\r\n${entry('A-2')}\n`)
+  t.equal(one.statusCode, 200, one.body)
+  t.equal(one.json().lines, 2)
+  t.equal((await jobs.get(job.id)).json().lines.total, 5, 'the replaced part counts once')
+  t.equal((await counts(setup)).lines, 5, "the replaced upload's lines are gone")
+
+  const started = await jobs.start(job.id)
+  t.equal(started.statusCode, 202, started.body)
+  t.match(started.json(), { state: 'QUEUED', lines: { total: 5 } })
+  t.ok(started.json().started_at)
+  const numbered = rowsOf<{ line: number; external: string | null; text: string }>(
+    await setup.app.db.execute(sql`select p.line_offset + l.idx as line, l.external_account_number as external, l.text
+      from import_job_parts p join import_job_lines l on l.upload_id = p.upload_id order by 1`)
+  )
+  t.same(
+    numbered.map((row) => [row.line, row.external, row.text === '' ? '' : 'entry']),
+    [
+      [1, 'A-1', 'entry'],
+      [2, 'A-2', 'entry'],
+      [3, 'A-3', 'entry'],
+      [4, null, ''],
+      [5, 'A-4', 'entry']
+    ],
+    'the \\r before \\n is dropped'
+  )
+
+  const late = await jobs.part(job.id, 3, lines(entry('A-5')))
+  t.equal(late.statusCode, 400)
+  t.same(errorsOf(late), [['import_job_not_open', null]])
+  t.equal((await counts(setup)).lines, 5, 'a part after start stores nothing')
+  const again = await jobs.start(job.id)
+  t.equal(again.statusCode, 400)
+  t.same(errorsOf(again), [['import_job_not_open', null]])
+})
+
+t.test('bad parts are refused whole and store nothing', async (t) => {
+  const setup = await importSetup(t, { env: { BODY_LIMIT_BYTES: '4096', IMPORT_JOB_MAX_LINES: '3' } })
+  const jobs = jobsClient(setup)
+  const job = (await jobs.create()).json()
+
+  const partial = await jobs.part(job.id, 1, `${entry('A-1')}\n{"account":`)
+  t.equal(partial.statusCode, 400)
+  t.match(partial.json(), { code: 'invalid_request' })
+  t.same(errorsOf(partial), [['incomplete_line', null]])
+
+  const empty = await jobs.part(job.id, 1, '')
+  t.same(errorsOf(empty), [['incomplete_line', null]], 'an empty part holds no whole line')
+
+  const tooBig = await jobs.part(job.id, 1, lines(...Array.from({ length: 3 }, () => 'x'.repeat(2000))))
+  t.equal(tooBig.statusCode, 413)
+  t.match(tooBig.json(), { code: 'payload_too_large' })
+
+  const notUtf8 = await setup.app.inject({
+    method: 'PUT',
+    url: `/v1/data-import/import-jobs/${job.id}/parts/1/`,
+    headers: { authorization: `Bearer ${setup.tenant.token}`, 'content-type': 'application/x-ndjson' },
+    payload: Buffer.from([0x7b, 0xff, 0x7d, 0x0a])
+  })
+  t.equal(notUtf8.statusCode, 400)
+  t.same(errorsOf(notUtf8), [['invalid', null]])
+
+  t.equal((await jobs.part(job.id, 1, lines('a', 'b'))).statusCode, 200)
+  const over = await jobs.part(job.id, 2, lines('c', 'd'))
+  t.equal(over.statusCode, 413)
+  t.same(errorsOf(over), [['too_many_lines', null]])
+  t.equal((await jobs.part(job.id, 1, lines('a', 'b', 'c'))).statusCode, 200, 'replacing a part counts it once')
+
+  for (const part of [0, 10001, 'x']) {
+    const res = await jobs.part(job.id, part, lines('a'))
+    t.equal(res.statusCode, 400, `part ${part}`)
+    t.same(
+      errorsOf(res).map(([, attr]) => attr),
+      ['part'],
+      `part ${part}: its attr`
+    )
+  }
+  const json = await jobs.part(job.id, 2, lines('a'), 'application/json')
+  t.equal(json.statusCode, 415, json.body)
+
+  t.same(await counts(setup), { jobs: 1, parts: 1, lines: 3 }, 'only the good part is stored')
+})
+
+t.test('whole-request checks of a create store nothing; unknown and foreign jobs are 404', async (t) => {
+  const setup = await importSetup(t)
+  const jobs = jobsClient(setup)
+  const other = await createTenant(setup.app, 'Other', 'OTHER_ENERGY')
+  const theirs = jobsClient(setup, other)
+
+  const unknown = await jobs.create({ import_supplier: 'NOPE', operations_team_name: 'Nobody' })
+  t.equal(unknown.statusCode, 400)
+  t.same(errorsOf(unknown), [
+    ['does_not_exist', 'import_supplier'],
+    ['operations_team_name_does_not_exist', 'operations_team_name']
+  ])
+  const foreign = await jobs.create({ import_supplier: 'OTHER_ENERGY', operations_team_name: TEAM })
+  t.same(errorsOf(foreign), [['does_not_exist', 'import_supplier']])
+  const missing = await jobs.create({ import_supplier: 'ACME_ENERGY' })
+  t.equal(missing.statusCode, 400)
+  t.same(
+    errorsOf(missing).map(([, attr]) => attr),
+    ['operations_team_name']
+  )
+  const oneCall = await jobs.createAndStart(lines(entry('A-1')), `import_supplier=NOPE&operations_team_name=${TEAM}`)
+  t.equal(oneCall.statusCode, 400)
+  t.same(errorsOf(oneCall), [['does_not_exist', 'import_supplier']])
+  const oneCallPartial = await jobs.createAndStart(entry('A-1'))
+  t.same(errorsOf(oneCallPartial), [['incomplete_line', null]])
+  t.same(await counts(setup), { jobs: 0, parts: 0, lines: 0 }, 'nothing stored by any refusal')
+
+  const job = (await jobs.create()).json()
+  for (const res of [
+    await theirs.get(job.id),
+    await theirs.part(job.id, 1, lines('a')),
+    await theirs.start(job.id),
+    await theirs.cancel(job.id),
+    await theirs.results(job.id),
+    await theirs.failedLines(job.id),
+    await jobs.get('00000000-0000-0000-0000-000000000000'),
+    await jobs.get('not-a-job')
+  ]) {
+    t.equal(res.statusCode, 404, res.body)
+    t.same(errorsOf(res), [['import_job_does_not_exist', null]])
+  }
+  t.same((await theirs.list()).json(), [], "another organisation's list does not hold it")
+  const foreignList = await theirs.list('?import_supplier=ACME_ENERGY')
+  t.equal(foreignList.statusCode, 404)
+})
+
+t.test('the one-call form creates and starts a job of one part', async (t) => {
+  const setup = await importSetup(t)
+  const jobs = jobsClient(setup)
+  const res = await jobs.createAndStart(lines(entry('A-1'), entry('A-2')))
+  t.equal(res.statusCode, 202, res.body)
+  t.match(res.json(), { state: 'QUEUED', lines: { total: 2 } })
+})
+
+t.test('an organisation has at most IMPORT_JOBS_PER_ORGANISATION jobs going at once', async (t) => {
+  const setup = await importSetup(t, { env: { IMPORT_JOBS_PER_ORGANISATION: '2' } })
+  const jobs = jobsClient(setup)
+  const ids: string[] = []
+  for (let i = 0; i < 3; i++) {
+    const job = (await jobs.create()).json()
+    await jobs.part(job.id, 1, lines(entry(`A-${i}`)))
+    ids.push(job.id)
+  }
+  t.equal((await jobs.start(ids[0]!)).statusCode, 202)
+  t.equal((await jobs.start(ids[1]!)).statusCode, 202)
+  const third = await jobs.start(ids[2]!)
+  t.equal(third.statusCode, 429)
+  t.match(third.json(), { code: 'too_many_jobs' })
+  t.ok(Number(third.headers['retry-after']) > 0, 'Retry-After says when to ask again')
+  t.equal((await jobs.get(ids[2]!)).json().state, 'OPEN', 'the refused job stays OPEN')
+  t.equal((await jobs.cancel(ids[0]!)).statusCode, 200)
+  t.equal((await jobs.start(ids[2]!)).statusCode, 202, 'a cancelled job frees its place')
+})
+
+t.test('cancel: lines not begun are not_processed; a finished job cannot be cancelled', async (t) => {
+  const setup = await importSetup(t)
+  const jobs = jobsClient(setup)
+  const job = (await jobs.create()).json()
+  await jobs.part(job.id, 1, lines(entry('A-1'), '', entry('A-2')))
+  await jobs.start(job.id)
+  const cancelled = await jobs.cancel(job.id)
+  t.equal(cancelled.statusCode, 200)
+  t.match(cancelled.json(), { state: 'CANCELLED', lines: { total: 3, done: 3, not_processed: 3 } })
+  t.ok(cancelled.json().finished_at)
+  const results = await jobs.results(job.id)
+  t.equal(results.headers['content-type'], 'application/x-ndjson; charset=utf-8')
+  t.same(
+    results.body
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line)),
+    [1, 2, 3].map((line) => ({
+      line,
+      external_account_number: line === 1 ? 'A-1' : line === 3 ? 'A-2' : null,
+      outcome: 'not_processed',
+      service_account_number: null,
+      step: null,
+      status: null,
+      code: null,
+      errors: null
+    }))
+  )
+  t.equal((await jobs.failedLines(job.id)).body, '', 'no failed lines')
+  const again = await jobs.cancel(job.id)
+  t.equal(again.statusCode, 400)
+  t.same(errorsOf(again), [['import_job_not_cancellable', null]])
+})
+
+t.test('the list: newest first, filtered, paged with Link', async (t) => {
+  const setup = await importSetup(t)
+  const jobs = jobsClient(setup)
+  const ids: string[] = []
+  for (let i = 0; i < 3; i++) ids.push((await jobs.create()).json().id)
+  await jobs.cancel(ids[0]!)
+  const all = await jobs.list()
+  t.same(
+    all.json().map((job: { id: string }) => job.id),
+    [...ids].reverse()
+  )
+  const page = await jobs.list('?limit=2')
+  t.same(
+    page.json().map((job: { id: string }) => job.id),
+    [ids[2], ids[1]]
+  )
+  t.equal(page.headers.link, `</v1/data-import/import-jobs/?limit=2&after=${ids[1]}>; rel="next"`)
+  const next = await jobs.list(`?limit=2&after=${ids[1]}`)
+  t.same(
+    next.json().map((job: { id: string }) => job.id),
+    [ids[0]]
+  )
+  t.notOk(next.headers.link)
+  t.same(
+    (await jobs.list('?state=CANCELLED')).json().map((job: { id: string }) => job.id),
+    [ids[0]]
+  )
+  t.equal((await jobs.list('?import_supplier=ACME_ENERGY')).json().length, 3)
+  t.equal((await jobs.list('?state=DONE')).statusCode, 400)
+})
