@@ -48,6 +48,8 @@ export const EnvSchema = Type.Object({
     default: 1024 * 1024 * 1024
   }),
   IMPORT_JOBS_PER_ORGANISATION: Type.Integer({ minimum: 1, maximum: 1000, default: 5 }),
+  /** Chunks of import jobs this process runs at once; 0: it runs none (it only serves requests). */
+  IMPORT_JOB_WORKERS: Type.Integer({ minimum: 0, maximum: 16, default: 1 }),
   STAGED_DATA_RETENTION_DAYS: Type.Integer({ minimum: 0, maximum: 3650, default: 30 }),
   /** A static token a Prometheus scrape job may send to /metrics instead of an operator token. */
   METRICS_TOKEN: Type.Optional(Type.String({ minLength: 32 })),

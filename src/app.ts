@@ -151,7 +151,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
         const sections = await loadSections(scope.db, config)
         await scope.register(sectionRoutes, { sections })
         await scope.register(batchesRoutes, { sections })
-        await scope.register(importJobsRoutes, { config })
+        await scope.register(importJobsRoutes, { config, sections })
       },
       { prefix: '/v1/data-import' }
     )

@@ -51,6 +51,8 @@ export interface Config {
   importJobMaxBytes: number
   /** Jobs an organisation may have QUEUED, RUNNING or PAUSED at once. */
   importJobsPerOrganisation: number
+  /** Chunks of import jobs this process runs at once (0: none). */
+  importJobWorkers: number
   /** Days after an account was imported or skipped before its staged data and error details are erased. */
   stagedDataRetentionDays: number
   /** Accepted by /metrics as `Authorization: Bearer <token>` besides operator tokens. */
@@ -138,6 +140,7 @@ export function loadConfig(source: Record<string, string | undefined>, options: 
     importJobMaxLines: typed.IMPORT_JOB_MAX_LINES,
     importJobMaxBytes: typed.IMPORT_JOB_MAX_BYTES,
     importJobsPerOrganisation: typed.IMPORT_JOBS_PER_ORGANISATION,
+    importJobWorkers: typed.IMPORT_JOB_WORKERS,
     stagedDataRetentionDays: typed.STAGED_DATA_RETENTION_DAYS,
     metricsToken: typed.METRICS_TOKEN,
     logLevel: typed.LOG_LEVEL,

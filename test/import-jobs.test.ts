@@ -54,8 +54,11 @@ async function counts(setup: Setup) {
   return row!
 }
 
+/** This process runs no jobs: started ones stay QUEUED, as the tests of the states before running need. */
+const NO_RUNNER = { IMPORT_JOB_WORKERS: '0' }
+
 t.test('a job is created OPEN, takes parts, starts QUEUED with its lines numbered in part order', async (t) => {
-  const setup = await importSetup(t)
+  const setup = await importSetup(t, { env: NO_RUNNER })
   const jobs = jobsClient(setup)
   const created = await jobs.create()
   t.equal(created.statusCode, 201, created.body)
@@ -204,7 +207,7 @@ t.test('whole-request checks of a create store nothing; unknown and foreign jobs
 })
 
 t.test('the one-call form creates and starts a job of one part', async (t) => {
-  const setup = await importSetup(t)
+  const setup = await importSetup(t, { env: NO_RUNNER })
   const jobs = jobsClient(setup)
   const res = await jobs.createAndStart(lines(entry('A-1'), entry('A-2')))
   t.equal(res.statusCode, 202, res.body)
@@ -212,7 +215,7 @@ t.test('the one-call form creates and starts a job of one part', async (t) => {
 })
 
 t.test('an organisation has at most IMPORT_JOBS_PER_ORGANISATION jobs going at once', async (t) => {
-  const setup = await importSetup(t, { env: { IMPORT_JOBS_PER_ORGANISATION: '2' } })
+  const setup = await importSetup(t, { env: { ...NO_RUNNER, IMPORT_JOBS_PER_ORGANISATION: '2' } })
   const jobs = jobsClient(setup)
   const ids: string[] = []
   for (let i = 0; i < 3; i++) {
@@ -232,7 +235,7 @@ t.test('an organisation has at most IMPORT_JOBS_PER_ORGANISATION jobs going at o
 })
 
 t.test('cancel: lines not begun are not_processed; a finished job cannot be cancelled', async (t) => {
-  const setup = await importSetup(t)
+  const setup = await importSetup(t, { env: NO_RUNNER })
   const jobs = jobsClient(setup)
   const job = (await jobs.create()).json()
   await jobs.part(job.id, 1, lines(entry('A-1'), '', entry('A-2')))

@@ -57,6 +57,7 @@ CREATE TABLE "import_jobs" (
 	"next_line" integer DEFAULT 1 NOT NULL,
 	"claimed_by" text,
 	"claimed_until" timestamp with time zone,
+	"chunk_started_at" timestamp with time zone,
 	"served_at" timestamp with time zone,
 	"input_erased_at" timestamp with time zone
 );

@@ -76,6 +76,11 @@ export const importJobs = pgTable(
     /** The server process running it and until when its claim holds (a dead process's claim runs out). */
     claimedBy: text('claimed_by'),
     claimedUntil: timestamp('claimed_until', { withTimezone: true }),
+    /**
+     * When the chunk being run began (null between chunks): an account this organisation created
+     * since then, which a rerun after a crash finds already imported, was created by this job.
+     */
+    chunkStartedAt: timestamp('chunk_started_at', { withTimezone: true }),
     /** When the runner last finished a chunk of it: jobs are taken least recently served first. */
     servedAt: timestamp('served_at', { withTimezone: true }),
     /** When its input lines were erased (retention or an erasure request): failed lines answer 410. */

@@ -77,7 +77,17 @@ export function createBatchesService(deps: {
   )
 
   return {
-    async run(principal: OrganisationPrincipal, body: BatchRequest, log: FastifyBaseLogger): Promise<BatchResponse> {
+    /**
+     * Runs a batch. `slotWaitMs`: how long an entry waits for a free concurrency slot of its
+     * supplier before it fails with 429 (an import job waits as long as it takes).
+     */
+    async run(
+      principal: OrganisationPrincipal,
+      body: BatchRequest,
+      log: FastifyBaseLogger,
+      options: { slotWaitMs?: number } = {}
+    ): Promise<BatchResponse> {
+      const slotWaitMs = options.slotWaitMs ?? SLOT_WAIT_MS
       const found = await repo.supplierAndTeam(
         body.import_supplier,
         principal.organisationId,
@@ -378,7 +388,7 @@ export function createBatchesService(deps: {
               return settle(e, 'create', created.answer)
             case 'no_slot':
               // A batch waits for a free slot of its supplier instead of answering 429.
-              if (Date.now() - started >= SLOT_WAIT_MS) return failRecorded(e, 'create', created.answer)
+              if (Date.now() - started >= slotWaitMs) return failRecorded(e, 'create', created.answer)
               await new Promise((resolve) => setTimeout(resolve, 50 + Math.random() * 200))
           }
         }

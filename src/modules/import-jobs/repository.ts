@@ -1,6 +1,6 @@
 import { sql } from 'drizzle-orm'
 import { importJobLines } from '../../../drizzle/schema/index.js'
-import { rowsOf, type Db } from '../../db/index.js'
+import { rowsOf, textList, type Db } from '../../db/index.js'
 import type { SupplierRow } from '../../db/columns.js'
 import type { JobState, LineOutcome } from '../../../schemas/import-jobs.js'
 
@@ -25,6 +25,19 @@ export interface JobRow {
   skipped_blank: number
   /** `[[epoch ms, done], …]` at the end of the chunks of the last minute or so. */
   progress: Array<[number, number]>
+}
+
+/** A job claimed by a runner, with what running its next chunk needs. */
+export interface ClaimedJob {
+  id: string
+  organisation_id: string
+  organisation_name: string
+  api_key_id: string | null
+  supplier_code: string
+  team_name: string
+  dry_run: boolean
+  next_line: number
+  chunk_started_at: string
 }
 
 /** A line of an upload, as stored. */
@@ -282,6 +295,142 @@ export function createImportJobsRepository(db: Db) {
           where p.job_id = ${jobId}::uuid and p.line_offset < ${to}::int and p.line_offset + p.lines >= ${from}::int
           order by 1`)
       )
+    },
+
+    /**
+     * Claims the job to run a chunk of next, for `leaseSeconds`: a QUEUED or RUNNING job of an
+     * Ongoing supplier that no live process holds, of the organisation served least recently
+     * (then its job served least recently), so that organisations share the runners evenly.
+     */
+    async claim(me: string, leaseSeconds: number): Promise<ClaimedJob | undefined> {
+      const [row] = rowsOf<ClaimedJob>(
+        await db.execute(sql`with next as (
+            select j.id from import_jobs j join import_suppliers s on s.id = j.supplier_id
+            where j.state in ('QUEUED', 'RUNNING') and s.status = 'Ongoing'
+              and (j.claimed_until is null or j.claimed_until < now())
+            order by (select max(o.served_at) from import_jobs o where o.organisation_id = j.organisation_id)
+              asc nulls first, j.served_at asc nulls first, j.created_at, j.id
+            limit 1 for update of j skip locked)
+          update import_jobs j set state = 'RUNNING', claimed_by = ${me},
+            claimed_until = now() + make_interval(secs => ${leaseSeconds}),
+            chunk_started_at = coalesce(j.chunk_started_at, now()),
+            state_changed_at = case when j.state = 'RUNNING' then j.state_changed_at else now() end
+          from next, import_suppliers s, organisations o, operations_teams t
+          where j.id = next.id and s.id = j.supplier_id and o.id = j.organisation_id and t.id = j.team_id
+          returning j.id, j.organisation_id, o.name as organisation_name, j.api_key_id, s.code as supplier_code,
+            t.name as team_name, j.dry_run, j.next_line, j.chunk_started_at`)
+      )
+      return row
+    },
+
+    /** Up to `limit` lines from `from` on that have no result yet, with their text, in line order. */
+    async pendingLines(jobId: string, from: number, limit: number) {
+      return rowsOf<{ line: number; text: string | null; external: string | null }>(
+        await db.execute(sql`select p.line_offset + l.idx as line, l.text, l.external_account_number as external
+          from import_job_parts p join import_job_lines l on l.upload_id = p.upload_id
+            and l.idx >= ${from}::int - p.line_offset
+          where p.job_id = ${jobId}::uuid and p.line_offset + p.lines >= ${from}::int
+            and not exists (select 1 from import_job_results r where r.job_id = ${jobId}::uuid
+              and r.line = p.line_offset + l.idx)
+          order by p.part, l.idx limit ${limit}`)
+      )
+    },
+
+    /** The first line of the job naming each of these external account numbers. */
+    async firstLines(jobId: string, externals: string[]): Promise<Map<string, number>> {
+      if (externals.length === 0) return new Map()
+      const rows = rowsOf<{ external: string; first: number }>(
+        await db.execute(sql`select l.external_account_number as external, min(p.line_offset + l.idx) as first
+          from import_job_lines l join import_job_parts p on p.upload_id = l.upload_id
+          where l.job_id = ${jobId}::uuid and l.external_account_number in ${textList(externals)}
+          group by 1`)
+      )
+      return new Map(rows.map((row) => [row.external, Number(row.first)]))
+    },
+
+    /**
+     * Of these accounts of the supplier, those the organisation created since `since` (a rerun
+     * of a chunk after a crash finds them already imported: the job created them).
+     */
+    async createdSince(supplierCode: string, organisationId: string, externals: string[], since: string) {
+      if (externals.length === 0) return new Set<string>()
+      const rows = rowsOf<{ external: string }>(
+        await db.execute(sql`select p.external_account_number as external
+          from import_processes p join import_suppliers s on s.id = p.supplier_id
+          where s.code = ${supplierCode} and p.external_account_number in ${textList(externals)}
+            and exists (select 1 from import_events e where e.import_process_id = p.id and e.type = 'CREATED'
+              and e.at >= ${since}::timestamptz and e.organisation_id = ${organisationId}::uuid)`)
+      )
+      return new Set(rows.map((row) => row.external))
+    },
+
+    /**
+     * Stores a chunk's results (a line that has one keeps it), counts them on the job, moves its
+     * place on, samples its progress, completes a RUNNING job with every line done, and lets the
+     * claim go: all in one transaction, so a crash leaves either all of it or none.
+     */
+    async finishChunk(jobId: string, me: string, results: ResultRow[], nextLine: number): Promise<void> {
+      await db.transaction(async (tx) => {
+        let inserted: Array<{ outcome: LineOutcome }> = []
+        if (results.length > 0) {
+          inserted = rowsOf<{ outcome: LineOutcome }>(
+            await tx.execute(sql`insert into import_job_results (job_id, line, outcome, external_account_number,
+                service_account_number, step, status, code, errors)
+              select ${jobId}::uuid, r.line, r.outcome::import_job_outcome, r.external_account_number,
+                r.service_account_number, r.step, r.status, r.code, r.errors
+              from jsonb_to_recordset(${JSON.stringify(results)}::jsonb) as r(line int, outcome text,
+                external_account_number text, service_account_number text, step text, status smallint, code text,
+                errors jsonb)
+              on conflict (job_id, line) do nothing returning outcome`)
+          )
+        }
+        const count = (outcome: LineOutcome) => inserted.filter((row) => row.outcome === outcome).length
+        await tx.execute(sql`update import_jobs set
+            done = done + ${inserted.length}, created = created + ${count('created')},
+            already_imported = already_imported + ${count('already_imported')},
+            would_create = would_create + ${count('would_create')}, failed = failed + ${count('failed')},
+            skipped_blank = skipped_blank + ${count('skipped_blank')},
+            next_line = greatest(next_line, ${nextLine}::int), served_at = now(), chunk_started_at = null,
+            claimed_by = null, claimed_until = null,
+            progress = (select coalesce(jsonb_agg(sample), '[]'::jsonb) from (
+                select sample from jsonb_array_elements(progress) sample
+                where (sample->>0)::bigint >= (extract(epoch from now()) * 1000)::bigint - 120000
+                union all select jsonb_build_array((extract(epoch from now()) * 1000)::bigint, done + ${inserted.length})
+              ) samples)
+          where id = ${jobId}::uuid and claimed_by = ${me}`)
+        await tx.execute(sql`update import_jobs set state = 'COMPLETED', finished_at = now(), state_changed_at = now()
+          where id = ${jobId}::uuid and state = 'RUNNING' and done >= total_lines`)
+      })
+    },
+
+    /** Extends a claim this process still holds. */
+    async renew(jobId: string, me: string, leaseSeconds: number): Promise<void> {
+      await db.execute(sql`update import_jobs set claimed_until = now() + make_interval(secs => ${leaseSeconds})
+        where id = ${jobId}::uuid and claimed_by = ${me}`)
+    },
+
+    /** Lets a claim go without storing anything (the supplier stopped being Ongoing mid-chunk, or the run failed). */
+    async release(jobId: string, me: string): Promise<void> {
+      await db.execute(sql`update import_jobs set claimed_by = null, claimed_until = null, served_at = now()
+        where id = ${jobId}::uuid and claimed_by = ${me}`)
+    },
+
+    /**
+     * The states that follow from the suppliers and the clock: PAUSED while the supplier is
+     * Paused (back to QUEUED when it is Ongoing), CANCELLED when it is Complete, an OPEN job
+     * never started after a day and a job PAUSED for 30 days.
+     */
+    async settleStates(): Promise<void> {
+      await db.execute(sql`update import_jobs j set state = 'PAUSED', state_changed_at = now()
+        from import_suppliers s where s.id = j.supplier_id and s.status = 'Paused'
+          and j.state in ('QUEUED', 'RUNNING') and (j.claimed_until is null or j.claimed_until < now())`)
+      await db.execute(sql`update import_jobs j set state = 'QUEUED', state_changed_at = now()
+        from import_suppliers s where s.id = j.supplier_id and s.status = 'Ongoing' and j.state = 'PAUSED'`)
+      await db.execute(sql`update import_jobs j set state = 'CANCELLED', finished_at = now(), state_changed_at = now(),
+          claimed_by = null, claimed_until = null
+        from import_suppliers s where s.id = j.supplier_id and j.state not in ('COMPLETED', 'CANCELLED')
+          and (s.status = 'Complete' or (j.state = 'OPEN' and j.state_changed_at < now() - interval '1 day')
+            or (j.state = 'PAUSED' and j.state_changed_at < now() - interval '30 days'))`)
     }
   }
 }

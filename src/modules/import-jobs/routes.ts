@@ -23,6 +23,10 @@ import { answer, entriesFromAjv, invalidRequest, notFound, payloadTooLarge, prob
 import { ndjsonStream } from '../../json-stream.js'
 import { compileBody, validatorCompiler } from '../../validation.js'
 import { organisationOf } from '../auth/service.js'
+import { createBatchesService } from '../batches/service.js'
+import { createImportsService } from '../imports/service.js'
+import type { Section } from '../post-import/section.js'
+import { createImportJobsRunner, createImportJobsWorker } from './runner.js'
 import { createImportJobsService } from './service.js'
 
 const NDJSON = 'application/x-ndjson'
@@ -30,232 +34,256 @@ const isNdjson = (request: FastifyRequest) => (request.headers['content-type'] ?
 const TAGS = ['Import jobs']
 
 /** Import jobs under /v1/data-import: a whole file uploaded in parts and migrated by the service. */
-const importJobsRoutes: FastifyPluginAsyncTypebox<{ config: Config }> = async function importJobsRoutes(app, opts) {
-  const service = createImportJobsService(app.db, {
-    partBytes: opts.config.bodyLimitBytes,
-    maxLines: opts.config.importJobMaxLines,
-    maxBytes: opts.config.importJobMaxBytes,
-    perOrganisation: opts.config.importJobsPerOrganisation
-  })
-  const checkSettings = compileBody(CreateJobRequest)
-
-  // A part's body is read as it arrives, never held whole.
-  app.addContentTypeParser(NDJSON, function streamed(_request, payload, done) {
-    done(null, payload)
-  })
-
-  /** A body over the part limit by its declared length is refused before it is read. */
-  function capPart(request: FastifyRequest) {
-    if (Number(request.headers['content-length']) > opts.config.bodyLimitBytes) throw payloadTooLarge()
-  }
-
-  app.post(
-    '/import-jobs/',
-    {
-      schema: {
-        tags: TAGS,
-        summary: 'Create an import job',
-        description:
-          'With a JSON body `{import_supplier, operations_team_name, dry_run}`: a job in state OPEN (201), to which ' +
-          'parts are then uploaded. With an NDJSON body (`Content-Type: application/x-ndjson`, one batch entry per ' +
-          'line) and the three settings as query parameters: a job of that one part, created and started (202). The ' +
-          'supplier must be yours and Ongoing, the team must exist; a refusal stores nothing.',
-        querystring: CreateJobQuery,
-        body: CreateJobRequest,
-        response: JobCreatedResponses
+const importJobsRoutes: FastifyPluginAsyncTypebox<{ config: Config; sections: Section[] }> =
+  async function importJobsRoutes(app, opts) {
+    // The runner: the batch engine, run in this process's workers (IMPORT_JOB_WORKERS of them).
+    const batches = createBatchesService({
+      db: app.db,
+      imports: createImportsService(app.db, app.failures),
+      sections: opts.sections,
+      failures: app.failures
+    })
+    const log = app.log.child({ component: 'import-jobs' })
+    const worker = createImportJobsWorker(
+      createImportJobsRunner({ db: app.db, batches, log }),
+      opts.config.importJobWorkers,
+      log
+    )
+    app.addHook('onReady', async function startImportJobs() {
+      worker.start()
+    })
+    app.addHook('preClose', async function stopImportJobs() {
+      await worker.stop()
+    })
+    const service = createImportJobsService(
+      app.db,
+      {
+        partBytes: opts.config.bodyLimitBytes,
+        maxLines: opts.config.importJobMaxLines,
+        maxBytes: opts.config.importJobMaxBytes,
+        perOrganisation: opts.config.importJobsPerOrganisation
       },
-      // An NDJSON body is a stream, read by the handler: only a JSON body is validated against the settings.
-      validatorCompiler: (route) => {
-        const validate = validatorCompiler(route)
-        if (route.httpPart !== 'body') return validate
-        const check = (data: unknown) => data instanceof Readable || validate(data)
-        return Object.defineProperty(check, 'errors', { get: () => (validate as { errors?: unknown }).errors })
-      },
-      onRequest: async (request) => capPart(request)
-    },
-    async function createJob(request, reply) {
-      const principal = organisationOf(request.principal)
-      const query = request.query as Record<string, unknown>
-      if (isNdjson(request)) {
-        // The settings of the one-call form, as the JSON body's (the query's types already converted).
-        if (!checkSettings(query)) throw invalidRequest(entriesFromAjv(checkSettings.errors ?? []))
-        const job = await service.createAndStart(
-          principal,
-          query as CreateJobRequest,
-          request.body as unknown as Readable
-        )
-        return reply.code(202).send(job)
-      }
-      const extra = Object.keys(query)
-      if (extra.length > 0) {
-        const detail = 'With a JSON body the settings go in the body, not in the query.'
-        throw invalidRequest(extra.map((key) => problem(CODE.unexpected_field, key, { detail })))
-      }
-      return reply.code(201).send(await service.create(principal, request.body as CreateJobRequest))
+      worker.wake
+    )
+    const checkSettings = compileBody(CreateJobRequest)
+
+    // A part's body is read as it arrives, never held whole.
+    app.addContentTypeParser(NDJSON, function streamed(_request, payload, done) {
+      done(null, payload)
+    })
+
+    /** A body over the part limit by its declared length is refused before it is read. */
+    function capPart(request: FastifyRequest) {
+      if (Number(request.headers['content-length']) > opts.config.bodyLimitBytes) throw payloadTooLarge()
     }
-  )
 
-  app.get(
-    '/import-jobs/',
-    {
-      schema: {
-        tags: TAGS,
-        summary: 'Your import jobs, newest first',
-        description:
-          '`import_supplier` and `state` filter; `limit` and `after` (a job id) page through the list, with ' +
-          '`Link: <…>; rel="next"` while jobs remain.',
-        querystring: JobListQuery,
-        response: JobListResponses
+    app.post(
+      '/import-jobs/',
+      {
+        schema: {
+          tags: TAGS,
+          summary: 'Create an import job',
+          description:
+            'With a JSON body `{import_supplier, operations_team_name, dry_run}`: a job in state OPEN (201), to which ' +
+            'parts are then uploaded. With an NDJSON body (`Content-Type: application/x-ndjson`, one batch entry per ' +
+            'line) and the three settings as query parameters: a job of that one part, created and started (202). The ' +
+            'supplier must be yours and Ongoing, the team must exist; a refusal stores nothing.',
+          querystring: CreateJobQuery,
+          body: CreateJobRequest,
+          response: JobCreatedResponses
+        },
+        // An NDJSON body is a stream, read by the handler: only a JSON body is validated against the settings.
+        validatorCompiler: (route) => {
+          const validate = validatorCompiler(route)
+          if (route.httpPart !== 'body') return validate
+          const check = (data: unknown) => data instanceof Readable || validate(data)
+          return Object.defineProperty(check, 'errors', { get: () => (validate as { errors?: unknown }).errors })
+        },
+        onRequest: async (request) => capPart(request)
+      },
+      async function createJob(request, reply) {
+        const principal = organisationOf(request.principal)
+        const query = request.query as Record<string, unknown>
+        if (isNdjson(request)) {
+          // The settings of the one-call form, as the JSON body's (the query's types already converted).
+          if (!checkSettings(query)) throw invalidRequest(entriesFromAjv(checkSettings.errors ?? []))
+          const job = await service.createAndStart(
+            principal,
+            query as CreateJobRequest,
+            request.body as unknown as Readable
+          )
+          return reply.code(202).send(job)
+        }
+        const extra = Object.keys(query)
+        if (extra.length > 0) {
+          const detail = 'With a JSON body the settings go in the body, not in the query.'
+          throw invalidRequest(extra.map((key) => problem(CODE.unexpected_field, key, { detail })))
+        }
+        return reply.code(201).send(await service.create(principal, request.body as CreateJobRequest))
       }
-    },
-    async function listJobs(request, reply) {
-      const { import_supplier: supplier, limit } = request.query
-      if (supplier !== undefined && !SUPPLIER_CODE.test(supplier)) {
-        throw notFound(CODE.import_process_does_not_exist)
-      }
-      const principal = organisationOf(request.principal)
-      const jobs = await service.list(principal, {
-        ...request.query,
-        ...(limit === undefined ? {} : { limit: limit + 1 })
-      })
-      if (limit !== undefined && jobs.length > limit) {
-        const query = new URLSearchParams({
-          ...(supplier === undefined ? {} : { import_supplier: supplier }),
-          ...(request.query.state === undefined ? {} : { state: request.query.state }),
-          limit: String(limit),
-          after: jobs[limit - 1]!.id
+    )
+
+    app.get(
+      '/import-jobs/',
+      {
+        schema: {
+          tags: TAGS,
+          summary: 'Your import jobs, newest first',
+          description:
+            '`import_supplier` and `state` filter; `limit` and `after` (a job id) page through the list, with ' +
+            '`Link: <…>; rel="next"` while jobs remain.',
+          querystring: JobListQuery,
+          response: JobListResponses
+        }
+      },
+      async function listJobs(request, reply) {
+        const { import_supplier: supplier, limit } = request.query
+        if (supplier !== undefined && !SUPPLIER_CODE.test(supplier)) {
+          throw notFound(CODE.import_process_does_not_exist)
+        }
+        const principal = organisationOf(request.principal)
+        const jobs = await service.list(principal, {
+          ...request.query,
+          ...(limit === undefined ? {} : { limit: limit + 1 })
         })
-        reply.header('link', `</v1/data-import/import-jobs/?${query.toString().replace(/\+/g, '%20')}>; rel="next"`)
+        if (limit !== undefined && jobs.length > limit) {
+          const query = new URLSearchParams({
+            ...(supplier === undefined ? {} : { import_supplier: supplier }),
+            ...(request.query.state === undefined ? {} : { state: request.query.state }),
+            limit: String(limit),
+            after: jobs[limit - 1]!.id
+          })
+          reply.header('link', `</v1/data-import/import-jobs/?${query.toString().replace(/\+/g, '%20')}>; rel="next"`)
+        }
+        return limit === undefined ? jobs : jobs.slice(0, limit)
       }
-      return limit === undefined ? jobs : jobs.slice(0, limit)
-    }
-  )
+    )
 
-  app.get(
-    '/import-jobs/:id/',
-    {
-      schema: {
-        tags: TAGS,
-        summary: 'An import job: state, line counts, rate and ETA',
-        params: JobParams,
-        response: JobResponses
-      }
-    },
-    async function getJob(request) {
-      return service.get(organisationOf(request.principal), request.params.id)
-    }
-  )
-
-  app.put(
-    '/import-jobs/:id/parts/:part/',
-    {
-      schema: {
-        tags: TAGS,
-        summary: 'Upload a part of an OPEN job',
-        description:
-          'NDJSON (`Content-Type: application/x-ndjson`), whole lines only (the part ends with `\\n`), at most the ' +
-          'request body limit. Sending a part again replaces it. Lines are numbered in part-number order when the ' +
-          'job starts.',
-        params: PartParams,
-        response: PartResponses
+    app.get(
+      '/import-jobs/:id/',
+      {
+        schema: {
+          tags: TAGS,
+          summary: 'An import job: state, line counts, rate and ETA',
+          params: JobParams,
+          response: JobResponses
+        }
       },
-      // Before the body is read: only NDJSON, and not over the part limit by its declared length.
-      onRequest: async (request) => {
-        if (!isNdjson(request)) throw answer(CODE.unsupported_media_type)
-        capPart(request)
+      async function getJob(request) {
+        return service.get(organisationOf(request.principal), request.params.id)
       }
-    },
-    async function uploadPart(request) {
-      return service.upload(
-        organisationOf(request.principal),
-        request.params.id,
-        request.params.part,
-        request.body as Readable
-      )
-    }
-  )
+    )
 
-  app.post(
-    '/import-jobs/:id/start/',
-    {
-      schema: {
-        tags: TAGS,
-        summary: 'Start an OPEN job',
-        description: 'The job is QUEUED (PAUSED while its supplier is Paused) and no more parts are taken.',
-        params: JobParams,
-        response: JobAcceptedResponses
+    app.put(
+      '/import-jobs/:id/parts/:part/',
+      {
+        schema: {
+          tags: TAGS,
+          summary: 'Upload a part of an OPEN job',
+          description:
+            'NDJSON (`Content-Type: application/x-ndjson`), whole lines only (the part ends with `\\n`), at most the ' +
+            'request body limit. Sending a part again replaces it. Lines are numbered in part-number order when the ' +
+            'job starts.',
+          params: PartParams,
+          response: PartResponses
+        },
+        // Before the body is read: only NDJSON, and not over the part limit by its declared length.
+        onRequest: async (request) => {
+          if (!isNdjson(request)) throw answer(CODE.unsupported_media_type)
+          capPart(request)
+        }
+      },
+      async function uploadPart(request) {
+        return service.upload(
+          organisationOf(request.principal),
+          request.params.id,
+          request.params.part,
+          request.body as Readable
+        )
       }
-    },
-    async function startJob(request, reply) {
-      return reply.code(202).send(await service.start(organisationOf(request.principal), request.params.id))
-    }
-  )
+    )
 
-  app.post(
-    '/import-jobs/:id/cancel/',
-    {
-      schema: {
-        tags: TAGS,
-        summary: 'Cancel a job',
-        description:
-          'Lines not yet begun get the outcome `not_processed`; what was written stays. A COMPLETED or CANCELLED ' +
-          'job cannot be cancelled.',
-        params: JobParams,
-        response: JobResponses
+    app.post(
+      '/import-jobs/:id/start/',
+      {
+        schema: {
+          tags: TAGS,
+          summary: 'Start an OPEN job',
+          description: 'The job is QUEUED (PAUSED while its supplier is Paused) and no more parts are taken.',
+          params: JobParams,
+          response: JobAcceptedResponses
+        }
+      },
+      async function startJob(request, reply) {
+        return reply.code(202).send(await service.start(organisationOf(request.principal), request.params.id))
       }
-    },
-    async function cancelJob(request) {
-      return service.cancel(organisationOf(request.principal), request.params.id)
-    }
-  )
+    )
 
-  app.get(
-    '/import-jobs/:id/results/',
-    {
-      schema: {
-        tags: TAGS,
-        summary: "Each line's result (NDJSON)",
-        description:
-          'One line per input line with a result, in line order: `{line, external_account_number, outcome, ' +
-          'service_account_number, step, status, code, errors}` (errors as codes and attrs). `outcome=failed` ' +
-          'keeps the failed ones.',
-        params: JobParams,
-        querystring: ResultsQuery,
-        response: ResultsResponses
+    app.post(
+      '/import-jobs/:id/cancel/',
+      {
+        schema: {
+          tags: TAGS,
+          summary: 'Cancel a job',
+          description:
+            'Lines not yet begun get the outcome `not_processed`; what was written stays. A COMPLETED or CANCELLED ' +
+            'job cannot be cancelled.',
+          params: JobParams,
+          response: JobResponses
+        }
+      },
+      async function cancelJob(request) {
+        return service.cancel(organisationOf(request.principal), request.params.id)
       }
-    },
-    async function jobResults(request, reply) {
-      const job = await service.ownJob(organisationOf(request.principal), request.params.id)
-      const pages = service.results(job, request.query.outcome === 'failed')
-      const body = ndjsonStream(pages, function streamFailed(err) {
-        request.log.error({ err }, 'job results stream failed after the response started: body truncated')
-      })
-      return reply.type(`${NDJSON}; charset=utf-8`).send(body as never)
-    }
-  )
+    )
 
-  app.get(
-    '/import-jobs/:id/failed-lines/',
-    {
-      schema: {
-        tags: TAGS,
-        summary: 'The input lines that failed (NDJSON), unchanged',
-        description:
-          'Ready to fix and submit as a new job. 410 `input_erased` once the input has been erased under the ' +
-          'retention rules.',
-        params: JobParams,
-        response: FailedLinesResponses
+    app.get(
+      '/import-jobs/:id/results/',
+      {
+        schema: {
+          tags: TAGS,
+          summary: "Each line's result (NDJSON)",
+          description:
+            'One line per input line with a result, in line order: `{line, external_account_number, outcome, ' +
+            'service_account_number, step, status, code, errors}` (errors as codes and attrs). `outcome=failed` ' +
+            'keeps the failed ones.',
+          params: JobParams,
+          querystring: ResultsQuery,
+          response: ResultsResponses
+        }
+      },
+      async function jobResults(request, reply) {
+        const job = await service.ownJob(organisationOf(request.principal), request.params.id)
+        const pages = service.results(job, request.query.outcome === 'failed')
+        const body = ndjsonStream(pages, function streamFailed(err) {
+          request.log.error({ err }, 'job results stream failed after the response started: body truncated')
+        })
+        return reply.type(`${NDJSON}; charset=utf-8`).send(body as never)
       }
-    },
-    async function failedLines(request, reply) {
-      const job = await service.ownJob(organisationOf(request.principal), request.params.id)
-      if (!(await service.inputHeld(job))) throw answer(CODE.input_erased)
-      const body = ndjsonStream(service.failedLines(job), function streamFailed(err) {
-        request.log.error({ err }, 'failed lines stream failed after the response started: body truncated')
-      })
-      return reply.type(`${NDJSON}; charset=utf-8`).send(body as never)
-    }
-  )
-}
+    )
+
+    app.get(
+      '/import-jobs/:id/failed-lines/',
+      {
+        schema: {
+          tags: TAGS,
+          summary: 'The input lines that failed (NDJSON), unchanged',
+          description:
+            'Ready to fix and submit as a new job. 410 `input_erased` once the input has been erased under the ' +
+            'retention rules.',
+          params: JobParams,
+          response: FailedLinesResponses
+        }
+      },
+      async function failedLines(request, reply) {
+        const job = await service.ownJob(organisationOf(request.principal), request.params.id)
+        if (!(await service.inputHeld(job))) throw answer(CODE.input_erased)
+        const body = ndjsonStream(service.failedLines(job), function streamFailed(err) {
+          request.log.error({ err }, 'failed lines stream failed after the response started: body truncated')
+        })
+        return reply.type(`${NDJSON}; charset=utf-8`).send(body as never)
+      }
+    )
+  }
 
 export default importJobsRoutes

@@ -67,7 +67,7 @@ const jobNotFound = (): AppError => notFound(CODE.import_job_does_not_exist)
 const notOpen = (state: string): AppError => invalidRequest([problem(CODE.import_job_not_open, null, { state })])
 
 /** Import jobs: create, upload parts, start, read, cancel, and stream results and failed lines. */
-export function createImportJobsService(db: Db, limits: ImportJobsLimits) {
+export function createImportJobsService(db: Db, limits: ImportJobsLimits, onStarted: () => void = () => {}) {
   const repo = createImportJobsRepository(db)
 
   async function ownJob(principal: OrganisationPrincipal, id: string): Promise<JobRow> {
@@ -128,6 +128,7 @@ export function createImportJobsService(db: Db, limits: ImportJobsLimits) {
         { count: limits.perOrganisation }
       )
     }
+    onStarted()
     return jobObject((await repo.job(job.id, null))!)
   }
 

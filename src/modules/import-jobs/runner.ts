@@ -1,0 +1,244 @@
+import { randomUUID } from 'node:crypto'
+import { hostname } from 'node:os'
+import type { FastifyBaseLogger } from 'fastify'
+import { CODE } from '../../../schemas/error-codes.js'
+import type { BatchResult } from '../../../schemas/batches.js'
+import { AppError } from '../../errors.js'
+import { shapeProblem } from '../../json-shape.js'
+import type { Db } from '../../db/index.js'
+import type { OrganisationPrincipal } from '../auth/service.js'
+import type { createBatchesService } from '../batches/service.js'
+import { createImportJobsRepository, type ClaimedJob, type ResultRow } from './repository.js'
+
+type BatchesService = ReturnType<typeof createBatchesService>
+
+/** Lines run per chunk: one batch of the batch engine. */
+export const CHUNK_LINES = 100
+/** How long a claim holds without being renewed: a process that died lets its job go after this. */
+const LEASE_SECONDS = 30
+/** How often a runner with nothing to do looks for work, and how often job states are settled. */
+const IDLE_MS = 1000
+const SETTLE_MS = 5000
+
+const noResult = {
+  service_account_number: null,
+  step: null,
+  status: null,
+  code: null,
+  errors: null
+} as const
+
+/** A line that is not a JSON text fails alone, as an unparseable single request would. */
+function unreadable(line: number): ResultRow {
+  return {
+    line,
+    external_account_number: null,
+    outcome: 'failed',
+    service_account_number: null,
+    step: 'stage',
+    status: 400,
+    code: CODE.invalid_request,
+    errors: [{ code: CODE.invalid, attr: null }]
+  }
+}
+
+/** What a line holds, parsed: nothing (blank), not JSON, or an entry. */
+export function readLine(text: string): { kind: 'empty' } | { kind: 'unreadable' } | { kind: 'entry'; entry: unknown } {
+  if (text.trim() === '') return { kind: 'empty' }
+  if (shapeProblem(Buffer.from(text)) !== undefined) return { kind: 'unreadable' }
+  try {
+    return { kind: 'entry', entry: JSON.parse(text) }
+  } catch {
+    return { kind: 'unreadable' }
+  }
+}
+
+function resultOf(line: number, result: BatchResult): ResultRow {
+  return {
+    line,
+    external_account_number: result.external_account_number,
+    outcome: result.outcome,
+    service_account_number: result.service_account_number,
+    step: result.step,
+    status: result.status,
+    code: result.code,
+    errors: result.errors?.map(({ code, attr }) => ({ code, attr })) ?? null
+  }
+}
+
+/**
+ * Runs import jobs a chunk at a time through the batch engine (the same rules, events, failure
+ * records and slots as a batch). A chunk is claimed for a while and its claim renewed as it runs;
+ * its results, counts and the job's place are stored in one transaction at its end, so a process
+ * killed mid-chunk leaves the chunk to be run again by whichever process claims the job next.
+ */
+export function createImportJobsRunner(deps: { db: Db; batches: BatchesService; log: FastifyBaseLogger }) {
+  const { batches, log } = deps
+  const repo = createImportJobsRepository(deps.db)
+  const me = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`
+
+  async function runChunk(job: ClaimedJob): Promise<void> {
+    const lines = await repo.pendingLines(job.id, job.next_line, CHUNK_LINES)
+    if (lines.length === 0) return repo.finishChunk(job.id, me, [], job.next_line)
+    const first = await repo.firstLines(job.id, [
+      ...new Set(lines.map((line) => line.external).filter((e): e is string => e !== null))
+    ])
+    const results: ResultRow[] = []
+    const entries: unknown[] = []
+    const entryLines: number[] = []
+    for (const line of lines) {
+      const read = readLine(line.text ?? '')
+      if (read.kind === 'empty') {
+        results.push({ line: line.line, external_account_number: null, outcome: 'skipped_blank', ...noResult })
+      } else if (read.kind === 'unreadable') {
+        results.push(unreadable(line.line))
+      } else if (line.external !== null && (first.get(line.external) ?? line.line) < line.line) {
+        // The number is an earlier line's: only its first line of the job may migrate it.
+        results.push({
+          line: line.line,
+          external_account_number: line.external,
+          outcome: 'failed',
+          service_account_number: null,
+          step: 'stage',
+          status: 400,
+          code: CODE.account_failed_validation,
+          errors: [{ code: CODE.duplicate_external_account_number, attr: 'external_account_number' }]
+        })
+      } else {
+        entries.push(read.entry)
+        entryLines.push(line.line)
+      }
+    }
+
+    if (entries.length > 0) {
+      const principal: OrganisationPrincipal = {
+        kind: 'organisation',
+        organisationId: job.organisation_id,
+        organisationName: job.organisation_name,
+        apiKeyId: job.api_key_id!
+      }
+      let answered: BatchResult[]
+      try {
+        const response = await batches.run(
+          principal,
+          {
+            import_supplier: job.supplier_code,
+            operations_team_name: job.team_name,
+            dry_run: job.dry_run,
+            accounts: entries
+          },
+          log,
+          { slotWaitMs: Infinity }
+        )
+        answered = response.results
+      } catch (err) {
+        // The supplier stopped being Ongoing: nothing ran; the job pauses (or is cancelled) as its supplier says.
+        if (err instanceof AppError && err.errors.some((e) => e.code === CODE.import_supplier_migration_not_ongoing)) {
+          return repo.release(job.id, me)
+        }
+        if (!(err instanceof AppError) || err.statusCode >= 500) throw err
+        // Any other refusal of the whole (the team gone): every entry of the chunk fails with it.
+        answered = entries.map(() => ({
+          external_account_number: null,
+          outcome: 'failed',
+          service_account_number: null,
+          step: 'stage',
+          status: err.statusCode,
+          code: err.code,
+          errors: err.errors
+        }))
+      }
+      // An account the batch finds already imported but this organisation created since the chunk
+      // began was created by this job, in a run a crash cut short.
+      const already = answered
+        .filter((r) => r.outcome === 'already_imported' && r.external_account_number !== null)
+        .map((r) => r.external_account_number!)
+      const ours = await repo.createdSince(job.supplier_code, job.organisation_id, already, job.chunk_started_at)
+      answered.forEach((result, i) => {
+        const row = resultOf(entryLines[i]!, result)
+        if (row.outcome === 'already_imported' && ours.has(row.external_account_number!)) row.outcome = 'created'
+        results.push(row)
+      })
+    }
+    results.sort((a, b) => a.line - b.line)
+    await repo.finishChunk(job.id, me, results, Math.max(...lines.map((line) => line.line)) + 1)
+  }
+
+  /** Claims a job and runs one chunk of it; false when there was nothing to run. */
+  async function step(): Promise<boolean> {
+    const job = await repo.claim(me, LEASE_SECONDS)
+    if (!job) return false
+    const renewal = setInterval(
+      () => {
+        repo.renew(job.id, me, LEASE_SECONDS).catch((err: unknown) => log.warn({ err }, 'import job claim not renewed'))
+      },
+      (LEASE_SECONDS * 1000) / 3
+    )
+    try {
+      await runChunk(job)
+    } catch (err) {
+      log.error({ err, job: job.id }, 'import job chunk failed: it will be run again')
+      await repo.release(job.id, me).catch(() => undefined)
+    } finally {
+      clearInterval(renewal)
+    }
+    return true
+  }
+
+  return { step, settleStates: () => repo.settleStates(), me }
+}
+
+export type ImportJobsRunner = ReturnType<typeof createImportJobsRunner>
+
+/**
+ * The runner's loops in this process (`workers` of them, none with 0): each runs chunks while
+ * there are any, then looks again every second or when `wake` is called (a job started here).
+ */
+export function createImportJobsWorker(runner: ImportJobsRunner, workers: number, log: FastifyBaseLogger) {
+  const state = { running: false }
+  let loops: Array<Promise<void>> = []
+  let wakeUp: (() => void) | undefined
+  let settledAt = 0
+
+  const pause = () =>
+    new Promise<void>((resolve) => {
+      const timer = setTimeout(done, IDLE_MS)
+      function done() {
+        clearTimeout(timer)
+        wakeUp = undefined
+        resolve()
+      }
+      wakeUp = done
+    })
+
+  async function loop(): Promise<void> {
+    while (state.running) {
+      try {
+        if (Date.now() - settledAt >= SETTLE_MS) {
+          settledAt = Date.now()
+          await runner.settleStates()
+        }
+        if (!(await runner.step())) await pause()
+      } catch (err) {
+        log.error({ err }, 'import job runner failed; trying again shortly')
+        await pause()
+      }
+    }
+  }
+
+  return {
+    start() {
+      if (state.running || workers === 0) return
+      state.running = true
+      loops = Array.from({ length: workers }, () => loop())
+    },
+    wake() {
+      wakeUp?.()
+    },
+    async stop() {
+      state.running = false
+      wakeUp?.()
+      await Promise.all(loops)
+    }
+  }
+}

@@ -1,0 +1,207 @@
+import t, { type Test } from 'tap'
+import { sql } from 'drizzle-orm'
+import { exampleAccount, importSetup, TEAM } from './helpers/accounts.js'
+import { buildTestApp } from './helpers/app.js'
+import { rowsOf } from './helpers/database.js'
+import { asOperator } from './helpers/graphql.js'
+
+/**
+ * Import jobs run by the service: every line gets exactly one result (blank, unreadable,
+ * invalid, repeated and good lines alike), through the batch engine's rules; a dry run stores no
+ * account; a paused supplier pauses the job; a chunk cut short by a dead process is run again by
+ * another, and the accounts it had created are reported as created.
+ */
+
+type App = Awaited<ReturnType<typeof importSetup>>['app']
+
+const headersOf = (token: string) => ({ authorization: `Bearer ${token}` })
+
+async function submit(app: App, token: string, text: string, query = '') {
+  const res = await app.inject({
+    method: 'POST',
+    url: `/v1/data-import/import-jobs/?import_supplier=ACME_ENERGY&operations_team_name=${TEAM}${query}`,
+    headers: { ...headersOf(token), 'content-type': 'application/x-ndjson' },
+    payload: text
+  })
+  if (res.statusCode !== 202) throw new Error(`submit: ${res.statusCode} ${res.body}`)
+  return res.json().id as string
+}
+
+/** The job once it is in one of `states` (polled: the runner works in the background). */
+async function until(t: Test, app: App, token: string, id: string, states = ['COMPLETED', 'CANCELLED']) {
+  const deadline = Date.now() + 60_000
+  for (;;) {
+    const job = (await app.inject({ url: `/v1/data-import/import-jobs/${id}/`, headers: headersOf(token) })).json()
+    if (states.includes(job.state)) return job
+    if (Date.now() > deadline) {
+      t.fail(`job still ${job.state} after a minute`)
+      return job
+    }
+    await new Promise((resolve) => setTimeout(resolve, 50))
+  }
+}
+
+async function results(app: App, token: string, id: string, query = '') {
+  const res = await app.inject({ url: `/v1/data-import/import-jobs/${id}/results/${query}`, headers: headersOf(token) })
+  return res.body
+    .split('\n')
+    .filter(Boolean)
+    .map((line) => JSON.parse(line))
+}
+
+const entry = (external: string, more: Record<string, unknown> = {}) =>
+  JSON.stringify({ account: exampleAccount({ external_account_number: external }), ...more })
+
+t.test('every line gets one result, in line order; failed lines come back unchanged', async (t) => {
+  const setup = await importSetup(t)
+  const { app, tenant } = setup
+  const invalid = entry('J-4', { account: exampleAccount({ external_account_number: 'J-4', transfer_balance: 'x' }) })
+  const lines = [
+    entry('J-1', { notes: [{ body: 'Moved.' }] }),
+    '',
+    'this is not JSON',
+    invalid,
+    entry('J-2'),
+    entry('J-1'),
+    '[1, 2]',
+    entry('J-3', { notes: [{ body: 'Hello' }, { body: 'Again' }] })
+  ]
+  const id = await submit(app, tenant.token, lines.map((line) => line + '\n').join(''))
+  const job = await until(t, app, tenant.token, id)
+  t.match(job, {
+    state: 'COMPLETED',
+    lines: {
+      total: 8,
+      done: 8,
+      created: 3,
+      already_imported: 0,
+      would_create: 0,
+      failed: 4,
+      not_processed: 0,
+      skipped_blank: 1
+    },
+    eta_seconds: null
+  })
+  t.ok(job.finished_at, 'finished_at set')
+
+  const all = await results(app, tenant.token, id)
+  t.same(
+    all.map((r: { line: number; outcome: string; step: string | null; code: string | null }) => [
+      r.line,
+      r.outcome,
+      r.step,
+      r.code
+    ]),
+    [
+      [1, 'created', null, null],
+      [2, 'skipped_blank', null, null],
+      [3, 'failed', 'stage', 'invalid_request'],
+      [4, 'failed', 'stage', 'account_failed_validation'],
+      [5, 'created', null, null],
+      [6, 'failed', 'stage', 'account_failed_validation'],
+      [7, 'failed', 'stage', 'invalid_request'],
+      [8, 'created', null, null]
+    ]
+  )
+  t.same(all[2].errors, [{ code: 'invalid', attr: null }], 'not JSON: invalid at null')
+  t.same(all[5].errors, [{ code: 'duplicate_external_account_number', attr: 'external_account_number' }])
+  t.match(all[0], { external_account_number: 'J-1', service_account_number: /^A-/ })
+  t.notOk(JSON.stringify(all).includes('"detail"'), 'codes and attrs only')
+
+  const failed = await results(app, tenant.token, id, '?outcome=failed')
+  t.same(
+    failed.map((r: { line: number }) => r.line),
+    [3, 4, 6, 7]
+  )
+  const failedLines = await app.inject({
+    url: `/v1/data-import/import-jobs/${id}/failed-lines/`,
+    headers: headersOf(tenant.token)
+  })
+  t.equal(failedLines.body, [lines[2], lines[3], lines[5], lines[6]].map((line) => line + '\n').join(''))
+
+  const [counts] = rowsOf<{ accounts: number; notes: number }>(
+    await app.db.execute(sql`select (select count(*)::int from accounts) as accounts,
+      (select count(*)::int from notes) as notes`)
+  )
+  t.same(counts, { accounts: 3, notes: 3 }, 'the accounts and their notes, once each')
+  // The failure records and events are the batch engine's.
+  const [records] = rowsOf<{ n: number }>(await app.db.execute(sql`select count(*)::int as n from import_failures`))
+  t.equal(records!.n, 1, "the invalid account's failure record (lines without a usable number have none)")
+})
+
+t.test('a dry-run job creates nothing and says what would be created', async (t) => {
+  const { app, tenant } = await importSetup(t)
+  const id = await submit(app, tenant.token, `${entry('D-1')}\n${entry('D-2')}\n`, '&dry_run=true')
+  const job = await until(t, app, tenant.token, id)
+  t.match(job, { dry_run: true, state: 'COMPLETED', lines: { would_create: 2, created: 0 } })
+  const [row] = rowsOf<{ n: number }>(await app.db.execute(sql`select count(*)::int as n from accounts`))
+  t.equal(row!.n, 0)
+})
+
+const setStatus = (app: App, status: string) =>
+  asOperator(
+    app,
+    'mutation($c: String!, $s: ImportSupplierStatus!) { updateImportSupplier(input: {code: $c, status: $s}) { code } }',
+    { c: 'ACME_ENERGY', s: status }
+  )
+
+t.test('a supplier Paused pauses its jobs; Ongoing again, they go on; Complete cancels them', async (t) => {
+  const setup = await importSetup(t, { env: { IMPORT_JOB_WORKERS: '0' } })
+  const { app, tenant } = setup
+  const id = await submit(app, tenant.token, `${entry('P-1')}\n${entry('P-2')}\n`)
+  await setStatus(app, 'Paused')
+  // Another server process on the same database runs the jobs.
+  const other = await buildTestApp(t, { database: setup.database })
+  await other.app.ready()
+  t.match(await until(t, app, tenant.token, id, ['PAUSED']), { state: 'PAUSED', lines: { done: 0 } })
+  await setStatus(app, 'Ongoing')
+  t.match(await until(t, app, tenant.token, id), { state: 'COMPLETED', lines: { created: 2 } })
+
+  const second = await submit(app, tenant.token, `${entry('P-3')}\n`)
+  void second
+  await setStatus(app, 'Paused')
+  await until(t, app, tenant.token, second, ['PAUSED'])
+  await setStatus(app, 'Complete')
+  t.match(await until(t, app, tenant.token, second), { state: 'CANCELLED', lines: { not_processed: 1, done: 1 } })
+})
+
+t.test('a chunk cut short by a dead process is run again by another; what it created counts as created', async (t) => {
+  const setup = await importSetup(t, { env: { IMPORT_JOB_WORKERS: '0' } })
+  const { app, tenant } = setup
+  const id = await submit(app, tenant.token, `${entry('K-1', { notes: [{ body: 'Once' }] })}\n${entry('K-2')}\n`)
+  // The dead process had claimed the job, begun its chunk and created K-1 (with its note) before it died.
+  await app.db.execute(sql`update import_jobs set state = 'RUNNING', claimed_by = 'dead:1',
+    claimed_until = now() - interval '1 second', chunk_started_at = now() - interval '1 minute' where id = ${id}::uuid`)
+  const batch = await app.inject({
+    method: 'POST',
+    url: '/v1/data-import/batches/',
+    headers: headersOf(tenant.token),
+    payload: {
+      import_supplier: 'ACME_ENERGY',
+      operations_team_name: TEAM,
+      accounts: [JSON.parse(entry('K-1', { notes: [{ body: 'Once' }] }))]
+    }
+  })
+  t.equal(batch.json().results[0].outcome, 'created')
+
+  const other = await buildTestApp(t, { database: setup.database })
+  await other.app.ready()
+  const job = await until(t, app, tenant.token, id)
+  t.match(job, { state: 'COMPLETED', lines: { created: 2, already_imported: 0, failed: 0, done: 2 } })
+  const [row] = rowsOf<{ accounts: number; notes: number; results: number }>(
+    await app.db.execute(sql`select (select count(*)::int from accounts) as accounts,
+      (select count(*)::int from notes) as notes, (select count(*)::int from import_job_results) as results`)
+  )
+  t.same(row, { accounts: 2, notes: 1, results: 2 }, 'nothing written twice, one result per line')
+
+  // A claim that is still live is left alone.
+  const live = await submit(app, tenant.token, `${entry('K-3')}\n`)
+  await app.db.execute(sql`update import_jobs set state = 'RUNNING', claimed_by = 'alive:1',
+    claimed_until = now() + interval '1 hour' where id = ${live}::uuid`)
+  await new Promise((resolve) => setTimeout(resolve, 1500))
+  t.match(
+    (await app.inject({ url: `/v1/data-import/import-jobs/${live}/`, headers: headersOf(tenant.token) })).json(),
+    { state: 'RUNNING', lines: { done: 0 } },
+    'not run by another process while its claim holds'
+  )
+})
