@@ -1,4 +1,4 @@
-import { Ajv } from 'ajv'
+import { Ajv, type ErrorObject } from 'ajv'
 import { EnvSchema, type Env } from '../schemas/config.js'
 
 export interface Config {
@@ -69,6 +69,49 @@ export class ConfigError extends Error {
 const ajv = new Ajv({ coerceTypes: true, useDefaults: true, allErrors: true, removeAdditional: false, strict: true })
 const validateEnv = ajv.compile<Env>(EnvSchema)
 
+/** One setting's problem in plain words, with the value given and what it may be (never Ajv's wording). */
+function settingProblem(error: ErrorObject, env: Record<string, unknown>): string {
+  const name = error.instancePath.slice(1)
+  const spec = (EnvSchema.properties as unknown as Record<string, Record<string, unknown>>)[name] ?? {}
+  const given = `(given: ${JSON.stringify(env[name])})`
+  const { minimum, maximum } = spec as { minimum?: number; maximum?: number }
+  const range =
+    minimum !== undefined && maximum !== undefined
+      ? ` from ${minimum} to ${maximum}`
+      : minimum !== undefined
+        ? ` of at least ${minimum}`
+        : ''
+  switch (error.keyword) {
+    case 'type':
+      if (spec.type === 'integer') return `${name} must be a whole number${range} ${given}`
+      if (spec.type === 'boolean') return `${name} must be true or false ${given}`
+      return `${name} has the wrong type ${given}`
+    case 'minimum':
+    case 'maximum':
+      return `${name} must be a whole number${range} ${given}`
+    case 'minLength':
+      return `${name} must be at least ${(spec as { minLength: number }).minLength} characters long`
+    case 'anyOf':
+    case 'enum': {
+      const choices = ((spec.anyOf as Array<{ const?: unknown }> | undefined) ?? [])
+        .map((choice) => choice.const)
+        .filter((choice) => choice !== undefined)
+      return choices.length > 0
+        ? `${name} must be one of ${choices.join(', ')} ${given}`
+        : `${name} is not one of the values it takes ${given}`
+    }
+    case 'pattern':
+    case 'format':
+      // Not echoed: it may hold a password.
+      return `${name} is not in the form it takes`
+    case 'const':
+      // One choice of a list: the list's own problem (anyOf) says it once.
+      return ''
+    default:
+      return `${name || 'the environment'} is not a value the service takes`
+  }
+}
+
 /**
  * Reads the configuration from an environment record (never from `process.env` directly, so tests
  * pass their own). Empty strings count as unset. Throws `ConfigError` with a one-line reason.
@@ -82,8 +125,8 @@ export function loadConfig(source: Record<string, string | undefined>, options: 
     if (value !== undefined && value.trim() !== '') env[key] = value.trim()
   }
   if (!validateEnv(env)) {
-    const problems = (validateEnv.errors ?? []).map((e) => `${e.instancePath.slice(1) || 'environment'} ${e.message}`)
-    throw new ConfigError(`invalid configuration: ${problems.join('; ')}`)
+    const problems = new Set((validateEnv.errors ?? []).map((e) => settingProblem(e, env)).filter(Boolean))
+    throw new ConfigError(`invalid configuration: ${[...problems].join('; ')}`)
   }
   const production = env.NODE_ENV === 'production'
   const typed = env as Env

@@ -67,7 +67,7 @@ t.test('DATABASE_PREPARE: on by default, true or false', async (t) => {
   t.equal(loadConfig({ DATABASE_PREPARE: 'true' }).databasePrepare, true)
   t.throws(() => loadConfig({ DATABASE_PREPARE: 'no' }), {
     name: 'ConfigError',
-    message: /^invalid configuration: DATABASE_PREPARE must be boolean$/
+    message: /^invalid configuration: DATABASE_PREPARE must be true or false \(given: "no"\)$/
   })
 })
 
@@ -105,8 +105,38 @@ t.test('invalid values give one line naming the variable', async (t) => {
       t.type(err, ConfigError)
       t.match((err as Error).message, new RegExp(`^invalid configuration: .*${name}`), name)
       t.notMatch((err as Error).message, /\n/)
+      // Plain words for a person starting the service, never the validator's.
+      t.notMatch(
+        (err as Error).message,
+        /must be (integer|boolean|string|<=|>=|equal)|must match|must NOT|anyOf|schema/,
+        name
+      )
     }
   }
+})
+
+t.test('a bad setting says what it may be, and never echoes what may be a password', async (t) => {
+  const message = (env: Record<string, string>) => {
+    try {
+      loadConfig(env)
+      return ''
+    } catch (err) {
+      return (err as Error).message
+    }
+  }
+  t.equal(
+    message({ PORT: '70000' }),
+    'invalid configuration: PORT must be a whole number from 0 to 65535 (given: 70000)'
+  )
+  t.equal(
+    message({ LOG_LEVEL: 'loud' }),
+    'invalid configuration: LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent (given: "loud")'
+  )
+  t.equal(
+    message({ METRICS_TOKEN: 'short' }),
+    'invalid configuration: METRICS_TOKEN must be at least 32 characters long'
+  )
+  t.notMatch(message({ SMTP_URL: 'http://user:secret@x' }), /secret/)
 })
 
 t.test('production needs TOKEN_SECRET and OPERATOR_API_KEY', async (t) => {
