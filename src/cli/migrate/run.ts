@@ -667,7 +667,7 @@ export function renderSummary(s: Summary): string {
     lines.push(`Run again with --resume to carry on${fix}: accounts already created are not created twice.`)
   } else if (s.codes.account_already_imported && !s.dryRun && !s.validateOnly) {
     lines.push(
-      `${count(s.codes.account_already_imported, 'account was', 'accounts were')} already imported: --resume sends their post-import data instead.`
+      `${count(s.codes.account_already_imported, 'account was', 'accounts were')} already imported: with --resume they are not created again (those an earlier report shows completed are skipped, the others get their post-import data).`
     )
   }
   if (s.failed > 0) {
