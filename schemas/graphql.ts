@@ -148,6 +148,42 @@ export const graphqlSchema = /* GraphQL */ `
     failed: Int!
   }
 
+  enum ImportJobState {
+    OPEN
+    QUEUED
+    RUNNING
+    PAUSED
+    COMPLETED
+    CANCELLED
+  }
+  "An import job's lines by outcome: done counts every line that has its result, total every line uploaded."
+  type ImportJobLines {
+    total: Int!
+    done: Int!
+    created: Int!
+    alreadyImported: Int!
+    wouldCreate: Int!
+    failed: Int!
+    "Lines of a cancelled job that never began."
+    notProcessed: Int!
+    skippedBlank: Int!
+  }
+  "A whole file migrated by the service, as GET /v1/data-import/import-jobs/<id>/ answers it."
+  type ImportJob {
+    id: ID!
+    importSupplier: String!
+    state: ImportJobState!
+    dryRun: Boolean!
+    createdAt: String!
+    startedAt: String
+    finishedAt: String
+    lines: ImportJobLines!
+    "Lines given their result per second over the last minute."
+    ratePerSecond: Float!
+    "Seconds until every line has its result at the current rate; null unless RUNNING."
+    etaSeconds: Int
+  }
+
   input CreateOrganisationInput {
     name: String!
   }
@@ -184,6 +220,10 @@ export const graphqlSchema = /* GraphQL */ `
     externalAccountNumber: String!
   }
 
+  input CancelImportJobInput {
+    id: ID!
+  }
+
   type Mutation {
     obtainToken(input: ObtainTokenInput!): ObtainTokenPayload
     createOrganisation(input: CreateOrganisationInput!): Organisation
@@ -195,6 +235,8 @@ export const graphqlSchema = /* GraphQL */ `
     skipImportProcess(input: SkipImportProcessInput!): ImportProcess
     "Erases one account's staged data and the details of its stored errors at once, whatever its state (a person's erasure request)."
     eraseStagedData(input: EraseStagedDataInput!): ImportProcess
+    "Cancels an import job not yet COMPLETED or CANCELLED: an organisation's own, any for the operator. Lines not yet begun get the outcome not_processed."
+    cancelImportJob(input: CancelImportJobInput!): ImportJob
   }
 
   type Query {
@@ -221,5 +263,9 @@ export const graphqlSchema = /* GraphQL */ `
     migrationTimeline(importSupplierCode: String!, minutes: Int): [TimelineMinute!]!
     "The error catalogue (as GET /v1/data-import/error-codes/ answers it), for any signed-in token, the operator's included."
     errorCodes: [ErrorCodeInfo!]!
+    "Import jobs newest first: an organisation's own, every job for the operator. state: one of ImportJobState's values; first 1-10000 (default 100); after: a job id."
+    importJobs(importSupplierCode: String, state: String, first: Int, after: String): [ImportJob!]!
+    "One import job; null for an id that is none of the caller's (every job is the operator's to read)."
+    importJob(id: ID!): ImportJob
   }
 `

@@ -251,6 +251,20 @@ t.test(
             !own.errors && (own.data?.errorCodes?.length ?? 0) > 10,
             'errorCodes with an organisation token: the catalogue'
           )
+        } else if (name === 'importJobs') {
+          // An organisation's own jobs: another's supplier is as if it did not exist.
+          expectCode(
+            await gql(app, '{ importJobs(importSupplierCode: "OTHER_ENERGY") { id } }', {}, acme.token),
+            'not_found',
+            "importJobs of another organisation's supplier"
+          )
+          const own = await gql(app, '{ importJobs { id } }', {}, acme.token)
+          t.same([own.errors, own.data?.importJobs], [undefined, []], 'importJobs with an organisation token: its own')
+        } else if (name === 'importJob') {
+          const own = await gql(app, document, {}, acme.token)
+          t.same([own.errors, own.data?.importJob], [undefined, null], 'importJob of a job not its own: null')
+        } else if (name === 'cancelImportJob') {
+          expectCode(await gql(app, document, {}, acme.token), 'not_found', 'cancelImportJob of a job not its own')
         } else if (ownSuppliers[name]) {
           expectCode(
             await gql(app, ownSuppliers[name]!, {}, acme.token),

@@ -4,11 +4,13 @@ import { GraphQLError, GraphQLScalarType, Kind, parse, type DocumentNode, type S
 import mercurius, { type IResolvers, type MercuriusContext } from 'mercurius'
 import { graphqlSchema } from '../../schemas/graphql.js'
 import { isWellFormedJson } from '../../schemas/text.js'
-import { CODE } from '../../schemas/error-codes.js'
+import { CODE, formatDetail } from '../../schemas/error-codes.js'
+import { JOB_STATES, type ImportJob, type JobState } from '../../schemas/import-jobs.js'
 import { errorCodeList } from '../../schemas/error-code-list.js'
 import { AppError, answer, fieldError } from '../errors.js'
 import { formatDateTime, formatNullableDateTime } from '../format.js'
 import { tokenFromHeader, type Principal } from '../modules/auth/service.js'
+import { createImportJobsReader } from '../modules/import-jobs/service.js'
 import { createOperatorRepository } from '../modules/operator/repository.js'
 import { createOperatorService, type UpdateSupplierInput } from '../modules/operator/service.js'
 import { bodyError, sendError, toAppError } from './errors.js'
@@ -20,6 +22,25 @@ const camelCase = (name: string) => name.replace(/_([a-z])/g, (_m, c: string) =>
 
 function graphqlError(code: string, message: string): mercurius.ErrorWithProps {
   return new mercurius.ErrorWithProps(message, { code })
+}
+
+/** A job id as the service makes them (a UUID). */
+const JOB_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
+
+/** The REST job object with its keys in camelCase (its lines' too). */
+function jobFields(job: ImportJob) {
+  return {
+    id: job.id,
+    importSupplier: job.import_supplier,
+    state: job.state,
+    dryRun: job.dry_run,
+    createdAt: job.created_at,
+    startedAt: job.started_at,
+    finishedAt: job.finished_at,
+    lines: Object.fromEntries(Object.entries(job.lines).map(([outcome, n]) => [camelCase(outcome), n])),
+    ratePerSecond: job.rate_per_second,
+    etaSeconds: job.eta_seconds
+  }
 }
 
 /** A field's `invalid` error: `detail` says what is wrong with its arguments. */
@@ -137,6 +158,18 @@ export default fp(
         })
     }
 
+    /** Resolver for the import job fields: an organisation's own jobs (its id), every job for the operator (null). */
+    function forJobs<A, T>(run: (args: A, organisationId: string | null) => Promise<T>) {
+      return (_root: unknown, args: A, ctx: MercuriusContext) =>
+        guarded(async () => {
+          const caller = await principal(ctx)
+          if (!isWellFormedJson(args)) throw invalid('Strings must be well-formed Unicode without U+0000.')
+          return run(args, caller.kind === 'organisation' ? caller.organisationId : null)
+        })
+    }
+    const jobs = createImportJobsReader(app.db)
+    const jobNotFound = (id: string) => fieldError(CODE.not_found, { detail: `Import job ${id} does not exist.` })
+
     const { failures } = app
     const codes = errorCodeList()
     const supplierIdOf = async (code: string, owner: string | undefined) => (await operator.supplier(code, owner)).id
@@ -182,7 +215,13 @@ export default fp(
               await operator.supplier(input.importSupplierCode),
               input.externalAccountNumber
             )
-        )
+        ),
+        cancelImportJob: forJobs(async ({ input }: { input: { id: string } }, organisationId) => {
+          const done = await jobs.cancel(organisationId, input.id)
+          if ('job' in done) return jobFields(done.job)
+          if (done.refused === 'missing') throw jobNotFound(input.id)
+          throw invalid(formatDetail(CODE.import_job_not_cancellable, { state: done.state }))
+        })
       },
       Query: {
         importSuppliers: forOwnerOrOperator((_args: unknown, owner) => operator.listImportSuppliers(owner)),
@@ -266,7 +305,39 @@ export default fp(
           }
         ),
         // Fixed texts, the same for every caller: the operator's dashboard shows the meanings too.
-        errorCodes: forOwnerOrOperator(async () => codes)
+        errorCodes: forOwnerOrOperator(async () => codes),
+        importJobs: forJobs(
+          async (
+            args: {
+              importSupplierCode?: string | null
+              state?: string | null
+              first?: number | null
+              after?: string | null
+            },
+            organisationId
+          ) => {
+            const first = args.first ?? 100
+            if (!Number.isInteger(first) || first < 1 || first > 10_000) throw invalid('first must be 1–10000.')
+            if (args.state != null && !JOB_STATES.includes(args.state as JobState)) {
+              throw invalid(`state must be one of ${JOB_STATES.join(', ')}.`)
+            }
+            if (args.after != null && !JOB_ID.test(args.after)) throw invalid('after must be the id of a job.')
+            const list = await jobs.list(organisationId, {
+              ...(args.importSupplierCode != null ? { supplierCode: args.importSupplierCode } : {}),
+              ...(args.state != null ? { state: args.state as JobState } : {}),
+              ...(args.after != null ? { after: args.after } : {}),
+              limit: first
+            })
+            if (list === undefined) {
+              throw fieldError(CODE.not_found, { detail: `Import supplier ${args.importSupplierCode} does not exist.` })
+            }
+            return list.map(jobFields)
+          }
+        ),
+        importJob: forJobs(async (args: { id: string }, organisationId) => {
+          const job = await jobs.get(organisationId, args.id)
+          return job === undefined ? null : jobFields(job)
+        })
       }
     }
 

@@ -107,6 +107,15 @@ export function createImportJobsRepository(db: Db) {
       return row?.id
     },
 
+    /** The supplier of this code: the organisation's, or any organisation's for `null` (the operator). */
+    async supplierIdFor(code: string, organisationId: string | null): Promise<string | undefined> {
+      const [row] = rowsOf<{ id: string }>(
+        await db.execute(sql`select id from import_suppliers where code = ${code}
+          ${organisationId === null ? sql`` : sql`and organisation_id = ${organisationId}::uuid`}`)
+      )
+      return row?.id
+    },
+
     async create(job: {
       organisationId: string
       apiKeyId: string | null

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import type { Readable } from 'node:stream'
 import { CODE } from '../../../schemas/error-codes.js'
-import type { CreateJobRequest, ImportJob, JobListQuery, LineResult } from '../../../schemas/import-jobs.js'
+import type { CreateJobRequest, ImportJob, JobListQuery, JobState, LineResult } from '../../../schemas/import-jobs.js'
 import { answer, invalidRequest, notFound, problem, type AppError } from '../../errors.js'
 import { supplierProblem, teamProblem } from '../../accounts/precheck.js'
 import type { OrganisationPrincipal } from '../auth/service.js'
@@ -266,6 +266,55 @@ export function createImportJobsService(db: Db, limits: ImportJobsLimits, onStar
     inputHeld: (job: JobRow) => repo.inputHeld(job.id)
   }
 }
+
+/**
+ * The GraphQL fields' jobs: an organisation's own (`organisationId`), or every job for the
+ * operator (`null`). Another organisation's job is as one that does not exist.
+ */
+export function createImportJobsReader(db: Db) {
+  const repo = createImportJobsRepository(db)
+  return {
+    /** The job, or undefined for another organisation's or an id that is none. */
+    async get(organisationId: string | null, id: string): Promise<ImportJob | undefined> {
+      const row = await repo.job(id, organisationId)
+      return row ? jobObject(row) : undefined
+    },
+
+    /** Jobs newest first; undefined when `supplierCode` names no supplier the caller may see. */
+    async list(
+      organisationId: string | null,
+      filter: { supplierCode?: string; state?: JobState; limit: number; after?: string }
+    ): Promise<ImportJob[] | undefined> {
+      let supplierId: string | undefined
+      if (filter.supplierCode !== undefined) {
+        supplierId = await repo.supplierIdFor(filter.supplierCode, organisationId)
+        if (supplierId === undefined) return undefined
+      }
+      const rows = await repo.list({
+        organisationId,
+        supplierId,
+        state: filter.state,
+        limit: filter.limit,
+        after: filter.after
+      })
+      const now = Date.now()
+      return rows.map((row) => jobObject(row, now))
+    },
+
+    /** Cancels the job: `missing` for another organisation's or none, `finished` once COMPLETED or CANCELLED. */
+    async cancel(
+      organisationId: string | null,
+      id: string
+    ): Promise<{ job: ImportJob } | { refused: 'missing' } | { refused: 'finished'; state: JobState }> {
+      const row = await repo.job(id, organisationId)
+      if (!row) return { refused: 'missing' }
+      if (!(await repo.cancel(row.id))) return { refused: 'finished', state: (await repo.job(row.id, null))!.state }
+      return { job: jobObject((await repo.job(row.id, null))!) }
+    }
+  }
+}
+
+export type ImportJobsReader = ReturnType<typeof createImportJobsReader>
 
 function resultOf(row: {
   line: number
