@@ -953,15 +953,24 @@ t.test('the service cannot be reached', async (t) => {
   t.equal(refused.code, 1)
   t.equal(
     refused.stderr,
-    `error: cannot reach the service at http://127.0.0.1:${port}: connect ECONNREFUSED 127.0.0.1:${port}\n`
+    `error: cannot reach the service at http://127.0.0.1:${port}: connect ECONNREFUSED 127.0.0.1:${port}\n` +
+      '  Is the service running there? Set --url or ADMIN_URL to its address.\n'
   )
   t.equal(refused.stdout, '')
+  // The migration client's AMIS_URL is read too, so one setting serves both command lines.
+  const viaAmisUrl = await admin(['list-suppliers'], {
+    env: { AMIS_URL: `http://127.0.0.1:${port}`, OPERATOR_API_KEY: 'k' }
+  })
+  t.match(viaAmisUrl.stderr, `cannot reach the service at http://127.0.0.1:${port}:`)
 
   const blocked = await admin(['create-organisation', 'X', '--url', 'http://127.0.0.1:1'], {
     env: { OPERATOR_API_KEY: 'k' }
   })
   t.equal(blocked.code, 1)
-  t.match(blocked.stderr, /^error: cannot reach the service at http:\/\/127\.0\.0\.1:1: [^\n]+\n$/)
+  t.match(
+    blocked.stderr,
+    /^error: cannot reach the service at http:\/\/127\.0\.0\.1:1: [^\n]+\n  Is the service running there\?/
+  )
 
   const notGraphql = await admin(['list-suppliers'], {
     env: { OPERATOR_API_KEY: 'k' },
@@ -971,7 +980,8 @@ t.test('the service cannot be reached', async (t) => {
   t.equal(
     notGraphql.stderr,
     'error: cannot reach the service at http://127.0.0.1:3000: the answer is not a GraphQL response ' +
-      '(HTTP 200, text/html); is this the import service?\n'
+      '(HTTP 200, text/html); is this the import service?\n' +
+      "  Set --url or ADMIN_URL to the import service's address.\n"
   )
 })
 

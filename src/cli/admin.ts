@@ -70,7 +70,10 @@ const OPTION_HELP: Record<OptionName, [string, string]> = {
     '--max-concurrent-processing <n|none>',
     'Accounts processing at once; none = no limit (the create default).'
   ],
-  url: ['--url <url>', `Service URL (env ADMIN_URL, default ${DEFAULT_URL}).`],
+  url: [
+    '--url <url>',
+    `Service URL (env ADMIN_URL, or AMIS_URL as the migration client reads it; default ${DEFAULT_URL}).`
+  ],
   'operator-key': ['--operator-key <key>', 'Operator API key (env OPERATOR_API_KEY; prefer the env variable).'],
   json: [
     '--json',
@@ -821,7 +824,7 @@ function checkCommandLine(command: Command, args: string[], flags: Flags): void 
 
 /** The service's GraphQL endpoint and the operator key, from options or environment. */
 function connection(flags: Flags, env: AdminIO['env']): { url: string; endpoint: string; key: string } {
-  const raw = (stringFlag(flags, 'url') ?? (env.ADMIN_URL || DEFAULT_URL)).trim()
+  const raw = (stringFlag(flags, 'url') ?? (env.ADMIN_URL || env.AMIS_URL || DEFAULT_URL)).trim()
   let parsed: URL
   try {
     parsed = new URL(raw)
@@ -936,7 +939,11 @@ export async function runAdmin(argv: string[], io: AdminIO): Promise<number> {
       return 2
     }
     if (err instanceof UnreachableError) {
-      io.stderr(`error: ${err.message}\n`)
+      // Something answered but not the service, or nothing answered at all.
+      const hint = /GraphQL/.test(err.reason)
+        ? "Set --url or ADMIN_URL to the import service's address."
+        : 'Is the service running there? Set --url or ADMIN_URL to its address.'
+      io.stderr(`error: ${err.message}\n  ${hint}\n`)
       return 1
     }
     if (err instanceof ServiceError) {
