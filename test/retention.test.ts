@@ -620,7 +620,8 @@ t.test('the worker runs at start, then again after each interval, and stop waits
       while (runs.length >= 4 && control.shouldStop?.() !== true) await sleep(5)
       stopAsked ||= control.shouldStop?.() === true
       return { processes: 0, payloads: 0 }
-    }
+    },
+    eraseJobInputs: async () => ({ jobs: 0, lines: 0 })
   } as unknown as RetentionService
   const silent = { info: () => {}, error: () => {} } as unknown as FastifyBaseLogger
   const worker = createRetentionWorker(service, silent, { intervalMs: 30 })

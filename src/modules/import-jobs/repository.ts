@@ -294,7 +294,10 @@ export function createImportJobsRepository(db: Db) {
       return rows
     },
 
-    /** Lines `from`…`to` of a started job's input (with their text if asked), in line order. */
+    /**
+     * Lines `from`…`to` of a started job's input (with their text if asked), in line order. With
+     * their text, lines an erasure request emptied are left out (a blank line never fails).
+     */
     async linesIn(jobId: string, from: number, to: number, withText: boolean) {
       return rowsOf<{ line: number; external: string | null; text: string | null }>(
         await db.execute(sql`select p.line_offset + l.idx as line, l.external_account_number as external,

@@ -42,6 +42,20 @@ function unreadable(line: number): ResultRow {
   }
 }
 
+/** A line whose text an erasure request removed before it ran: it fails, and nothing of it runs. */
+function erased(line: number, external: string): ResultRow {
+  return {
+    line,
+    external_account_number: external,
+    outcome: 'failed',
+    service_account_number: null,
+    step: null,
+    status: 410,
+    code: CODE.input_erased,
+    errors: []
+  }
+}
+
 /** What a line holds, parsed: nothing (blank), not JSON, or an entry. */
 export function readLine(text: string): { kind: 'empty' } | { kind: 'unreadable' } | { kind: 'entry'; entry: unknown } {
   if (text.trim() === '') return { kind: 'empty' }
@@ -88,7 +102,10 @@ export function createImportJobsRunner(deps: { db: Db; batches: BatchesService; 
     const entryLines: number[] = []
     for (const line of lines) {
       const read = readLine(line.text ?? '')
-      if (read.kind === 'empty') {
+      if (read.kind === 'empty' && line.external !== null) {
+        // Empty yet naming a number: an erasure request took its text (a blank line names none).
+        results.push(erased(line.line, line.external))
+      } else if (read.kind === 'empty') {
         results.push({ line: line.line, external_account_number: null, outcome: 'skipped_blank', ...noResult })
       } else if (read.kind === 'unreadable') {
         results.push(unreadable(line.line))

@@ -232,22 +232,24 @@ export function createImportJobsService(db: Db, limits: ImportJobsLimits, onStar
           if (stored.length > 0) yield stored
           continue
         }
+        // The lines still held without a result are not_processed; the erasure of the input gives
+        // the lines it deletes that result first, so stored results and held lines make the page.
         const byLine = new Map(stored.map((result) => [result.line, result]))
-        const page = (await repo.linesIn(job.id, from, to, false)).map(
-          (line): LineResult =>
-            byLine.get(line.line) ?? {
-              line: line.line,
-              external_account_number: line.external,
-              outcome: 'not_processed',
-              service_account_number: null,
-              step: null,
-              status: null,
-              code: null,
-              errors: null
-            }
-        )
-        // Input erased: the stored results only.
-        yield page.length > 0 ? page : stored
+        for (const line of await repo.linesIn(job.id, from, to, false)) {
+          if (byLine.has(line.line)) continue
+          byLine.set(line.line, {
+            line: line.line,
+            external_account_number: line.external,
+            outcome: 'not_processed',
+            service_account_number: null,
+            step: null,
+            status: null,
+            code: null,
+            errors: null
+          })
+        }
+        const page = [...byLine.values()].sort((a, b) => a.line - b.line)
+        if (page.length > 0) yield page
       }
     },
 

@@ -66,15 +66,69 @@ export function createRetentionRepository(db: Db) {
     },
 
     /**
+     * Marks the input of up to `limit` import jobs that finished or were cancelled at or before
+     * `cutoff` as erased (`input_erased_at`: from then on their failed lines answer 410); their
+     * lines are deleted by `eraseJobLinesBatch`. Returns how many jobs were marked.
+     */
+    async markJobInputsErased(cutoff: Date, limit: number): Promise<number> {
+      const rows = rowsOf(
+        await db.execute(sql`update import_jobs j set input_erased_at = now()
+          from (select id from import_jobs where input_erased_at is null and state in ('COMPLETED', 'CANCELLED')
+              and finished_at <= ${cutoff.toISOString()}::timestamptz
+            order by finished_at limit ${limit}::int for update skip locked) due
+          where j.id = due.id returning j.id`)
+      )
+      return rows.length
+    },
+
+    /**
+     * Deletes, in one short transaction, up to `limit` input lines of jobs whose input is marked
+     * erased (lines another transaction holds are skipped). A line of a cancelled job that never
+     * got a result is given its `not_processed` result first, so the job's results stay whole
+     * once the lines are gone. Returns how many lines were deleted.
+     */
+    async eraseJobLinesBatch(limit: number): Promise<number> {
+      const [row] = rowsOf<{ lines: number | string }>(
+        await db.execute(sql`with doomed as (
+            select l.upload_id, l.idx from import_jobs j
+            cross join lateral (select upload_id, idx from import_job_lines where job_id = j.id
+              limit ${limit}::int for update skip locked) l
+            where j.input_erased_at is not null
+            limit ${limit}::int),
+          gone as (
+            delete from import_job_lines l using doomed d where l.upload_id = d.upload_id and l.idx = d.idx
+            returning l.job_id, l.upload_id, l.idx, l.external_account_number),
+          kept as (
+            insert into import_job_results (job_id, line, outcome, external_account_number)
+            select g.job_id, p.line_offset + g.idx, 'not_processed', g.external_account_number
+            from gone g join import_job_parts p on p.job_id = g.job_id and p.upload_id = g.upload_id
+              join import_jobs j on j.id = g.job_id
+            where j.state = 'CANCELLED' and p.line_offset is not null
+            on conflict (job_id, line) do nothing)
+          select count(*) as lines from gone`)
+      )
+      return Number(row!.lines)
+    },
+
+    /**
      * Erases one process's staged data and error details whatever its state, and records a
      * `STAGED_DATA_ERASED` event, in one transaction; undefined when there is no such process.
+     * In the same transaction the pair's lines in every import job of the supplier lose their
+     * text (kept as an empty line that names the number: it still gets its result, or keeps its
+     * place among a cancelled job's lines); `jobLines` says how many.
      */
     async erasePair(
       supplierId: string,
       externalAccountNumber: string,
       actor: string
-    ): Promise<ErasedProcess | undefined> {
+    ): Promise<{ process: ErasedProcess | undefined; jobLines: number }> {
       return db.transaction(async (tx) => {
+        const lines = rowsOf(
+          await tx.execute(sql`update import_job_lines set text = ''
+            where job_id in (select id from import_jobs where supplier_id = ${supplierId}::uuid)
+              and external_account_number = ${externalAccountNumber} and text <> '' returning idx`)
+        )
+        const jobLines = lines.length
         const [process] = await tx
           .select({
             id: importProcesses.id,
@@ -90,7 +144,7 @@ export function createRetentionRepository(db: Db) {
             )
           )
           .for('update')
-        if (!process) return undefined
+        if (!process) return { process: undefined, jobLines }
         await runInOrder(db, [
           tx.execute(sql`update import_processes set ${eraseProcess} where id = ${process.id}`),
           tx.execute(reduceEvents(sql`(${process.id})`)),
@@ -98,10 +152,13 @@ export function createRetentionRepository(db: Db) {
             importProcessId: process.id,
             type: 'STAGED_DATA_ERASED',
             actor,
-            detail: { payloadErased: process.payloadErased === true }
+            detail: {
+              payloadErased: process.payloadErased === true,
+              ...(jobLines > 0 ? { jobLinesErased: jobLines } : {})
+            }
           })
         ])
-        return { ...process, payloadErased: process.payloadErased === true }
+        return { process: { ...process, payloadErased: process.payloadErased === true }, jobLines }
       })
     }
   }

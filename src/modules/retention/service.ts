@@ -7,6 +7,8 @@ const DAY_MS = 86_400_000
 
 /** Processes erased per transaction: each batch holds its row locks only for a moment. */
 export const RETENTION_BATCH_SIZE = 1000
+/** Import job input lines deleted per transaction (a job may hold a million). */
+export const JOB_LINES_BATCH_SIZE = 5000
 
 /** `retention`: by the background job, once the period ended; `request`: by the operator's mutation. */
 export type ErasureReason = 'retention' | 'request'
@@ -18,6 +20,8 @@ export interface RetentionOptions {
   /** The clock the period is measured with (tests move it). */
   now?: () => Date
   batchSize?: number
+  /** Import job input lines deleted per transaction. */
+  linesBatchSize?: number
   /** Called after each committed batch of a run (tests interrupt a run there). */
   afterBatch?: (erased: { processes: number; payloads: number }) => void | Promise<void>
 }
@@ -25,6 +29,13 @@ export interface RetentionOptions {
 export interface RunTotals {
   processes: number
   payloads: number
+}
+
+export interface JobInputTotals {
+  /** Jobs whose input was marked erased in this run. */
+  jobs: number
+  /** Input lines deleted in this run (of those jobs, or of jobs marked before). */
+  lines: number
 }
 
 /**
@@ -37,6 +48,7 @@ export function createRetentionService(db: Db, options: RetentionOptions) {
   const repo = createRetentionRepository(db)
   const now = options.now ?? (() => new Date())
   const batchSize = options.batchSize ?? RETENTION_BATCH_SIZE
+  const linesBatchSize = options.linesBatchSize ?? JOB_LINES_BATCH_SIZE
   const listeners: ErasureListener[] = []
 
   function tell(reason: ErasureReason, payloads: number): void {
@@ -67,12 +79,40 @@ export function createRetentionService(db: Db, options: RetentionOptions) {
       }
     },
 
-    /** The operator's erasure of one pair (a person's request), whatever its state. */
+    /**
+     * The input of import jobs that finished or were cancelled more than `retentionDays` ago:
+     * each such job is marked erased (its failed lines answer 410 from then on), then its lines
+     * are deleted in batches of `linesBatchSize`, each in its own short transaction taking only
+     * rows no one else holds. Results stay. A run stopped halfway leaves the rest to the next.
+     */
+    async eraseJobInputs(control: { shouldStop?: () => boolean } = {}): Promise<JobInputTotals> {
+      const cutoff = this.cutoff()
+      const totals: JobInputTotals = { jobs: 0, lines: 0 }
+      for (;;) {
+        const marked = await repo.markJobInputsErased(cutoff, batchSize)
+        totals.jobs += marked
+        if (marked < batchSize || control.shouldStop?.() === true) break
+      }
+      for (;;) {
+        if (control.shouldStop?.() === true) return totals
+        const lines = await repo.eraseJobLinesBatch(linesBatchSize)
+        totals.lines += lines
+        if (lines < linesBatchSize) return totals
+      }
+    },
+
+    /**
+     * The operator's erasure of one pair (a person's request), whatever its state; the pair's
+     * lines in every import job of the supplier lose their text at the same time.
+     */
     async eraseStagedData(supplier: { id: string; code: string }, externalAccountNumber: string) {
-      const erased = await repo.erasePair(supplier.id, externalAccountNumber, 'operator')
+      const { process: erased, jobLines } = await repo.erasePair(supplier.id, externalAccountNumber, 'operator')
       if (!erased) {
+        const lines = jobLines === 1 ? 'Its 1 line in import jobs was' : `Its ${jobLines} lines in import jobs were`
         throw fieldError(CODE.not_found, {
-          detail: `No import process for ${supplier.code} / ${externalAccountNumber}.`
+          detail:
+            `No import process for ${supplier.code} / ${externalAccountNumber}.` +
+            (jobLines > 0 ? ` ${lines} erased.` : '')
         })
       }
       tell('request', erased.payloadErased ? 1 : 0)

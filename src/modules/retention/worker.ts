@@ -20,11 +20,16 @@ export function createRetentionWorker(
 
   function run(): void {
     const started = Date.now()
+    const control = { shouldStop: () => stopped }
     running = service
-      .runOnce({ shouldStop: () => stopped })
-      .then((totals) => {
-        if (totals.processes > 0) {
-          log.info({ ...totals, ms: Date.now() - started }, 'staged data erased after the retention period')
+      .runOnce(control)
+      .then(async (totals) => {
+        const jobs = await service.eraseJobInputs(control)
+        if (totals.processes > 0 || jobs.jobs > 0 || jobs.lines > 0) {
+          log.info(
+            { ...totals, jobInputs: jobs.jobs, jobLines: jobs.lines, ms: Date.now() - started },
+            'staged data erased after the retention period'
+          )
         }
       })
       .catch((err) => {
