@@ -3,7 +3,7 @@ import { eq, sql, type SQL } from 'drizzle-orm'
 import type { FastifyInstance } from 'fastify'
 import { importProcesses } from '../drizzle/schema/index.js'
 import type { Database } from '../src/db/index.js'
-import { exampleAccount, importClient, importedSetup, importSetup } from './helpers/accounts.js'
+import { exampleAccount, importClient, importedSetup, importSetup, TEAM } from './helpers/accounts.js'
 import { rowsOf, testDatabaseUrl } from './helpers/database.js'
 import { asOperator, createTenant, operatorToken } from './helpers/graphql.js'
 import { setTimeout as sleep } from 'node:timers/promises'
@@ -406,4 +406,85 @@ t.test('recorded failures are counted by supplier, step and code', async (t) => 
   t.equal(valueOf(samples, name, { supplier: 'ACME_ENERGY', step: 'validate', code: 'invalid_decimal' }), 2)
   t.equal(valueOf(samples, name, { supplier: 'ACME_ENERGY', step: 'create', code: 'import_process_does_not_exist' }), 1)
   t.equal(samples.filter((s) => s.name === name).length, 3, 'nothing counted for an unknown supplier')
+})
+
+t.test('import jobs: their lines by outcome and the jobs by state, by supplier', async (t) => {
+  const { app, tenant } = await importSetup(t)
+  const beta = await createTenant(app, 'Beta', 'BETA_POWER')
+  await createTenant(app, 'Gamma', 'GAMMA_GAS')
+  const jobsUrl = '/v1/data-import/import-jobs/'
+  const line = (external: string, changes: Record<string, unknown> = {}) =>
+    JSON.stringify({ account: exampleAccount({ external_account_number: external, ...changes }) }) + '\n'
+  const ask = async (token: string, method: 'GET' | 'POST' | 'PUT', url: string, payload?: string | object) => {
+    const res = await app.inject({
+      method,
+      url,
+      headers: {
+        authorization: `Bearer ${token}`,
+        ...(typeof payload === 'string' ? { 'content-type': 'application/x-ndjson' } : {})
+      },
+      ...(payload === undefined ? {} : { payload })
+    })
+    if (res.statusCode >= 300) throw new Error(`${method} ${url}: ${res.statusCode} ${res.body}`)
+    return res.json()
+  }
+  const settings = (supplier: string, dryRun = false) =>
+    `?import_supplier=${supplier}&operations_team_name=${TEAM}${dryRun ? '&dry_run=true' : ''}`
+  const finished = async (token: string, id: string) => {
+    for (let i = 0; i < 1200; i++) {
+      const job = await ask(token, 'GET', `${jobsUrl}${id}/`)
+      if (job.state === 'COMPLETED') return
+      await sleep(50)
+    }
+    throw new Error(`job ${id} did not complete`)
+  }
+  const open = async (token: string, supplier: string, text: string) => {
+    const job = await ask(token, 'POST', jobsUrl, { import_supplier: supplier, operations_team_name: TEAM })
+    await ask(token, 'PUT', `${jobsUrl}${job.id}/parts/1/`, text)
+    return job.id as string
+  }
+
+  // ACME: a job run (2 created, 1 failed, 1 blank), a dry run (1 would create), one naming an
+  // account created before (already imported), one cancelled before it began (3 not processed),
+  // one left OPEN.
+  const ran = await ask(
+    tenant.token,
+    'POST',
+    jobsUrl + settings('ACME_ENERGY'),
+    [line('J-1'), '\n', line('J-2', { transfer_balance: 'x' }), line('J-3')].join('')
+  )
+  await finished(tenant.token, ran.id)
+  const dry = await ask(tenant.token, 'POST', jobsUrl + settings('ACME_ENERGY', true), line('J-4'))
+  await finished(tenant.token, dry.id)
+  const again = await ask(tenant.token, 'POST', jobsUrl + settings('ACME_ENERGY'), line('J-1'))
+  await finished(tenant.token, again.id)
+  const cancelled = await open(tenant.token, 'ACME_ENERGY', line('C-1') + line('C-2') + line('C-3'))
+  await ask(tenant.token, 'POST', `${jobsUrl}${cancelled}/cancel/`)
+  await open(tenant.token, 'ACME_ENERGY', line('O-1'))
+  // BETA: a job started while its supplier is Paused: PAUSED, its 2 lines waiting.
+  const paused = await open(beta.token, 'BETA_POWER', line('B-1') + line('B-2'))
+  await asOperator(app, 'mutation { updateImportSupplier(input: {code: "BETA_POWER", status: Paused}) { code } }')
+  t.match(await ask(beta.token, 'POST', `${jobsUrl}${paused}/start/`), { state: 'PAUSED' })
+
+  const { res, samples } = await scrape(app, await operatorToken(app))
+  t.match(res.body, /^# TYPE amis_import_job_lines gauge$/m)
+  t.match(res.body, /^# TYPE amis_import_jobs gauge$/m)
+  const of = (name: string, label: string, supplier: string) =>
+    Object.fromEntries(
+      samples.filter((s) => s.name === name && s.labels.supplier === supplier).map((s) => [s.labels[label], s.value])
+    )
+  const noLines = { created: 0, already_imported: 0, would_create: 0, failed: 0, not_processed: 0, skipped_blank: 0 }
+  const noJobs = { OPEN: 0, QUEUED: 0, RUNNING: 0, PAUSED: 0, COMPLETED: 0, CANCELLED: 0 }
+  t.same(
+    of('amis_import_job_lines', 'outcome', 'ACME_ENERGY'),
+    { ...noLines, created: 2, already_imported: 1, would_create: 1, failed: 1, not_processed: 3, skipped_blank: 1 },
+    'lines by outcome, over every job of the supplier'
+  )
+  t.same(of('amis_import_jobs', 'state', 'ACME_ENERGY'), { ...noJobs, OPEN: 1, COMPLETED: 3, CANCELLED: 1 })
+  t.same(of('amis_import_job_lines', 'outcome', 'BETA_POWER'), noLines, 'a paused job has no outcome yet')
+  t.same(of('amis_import_jobs', 'state', 'BETA_POWER'), { ...noJobs, PAUSED: 1 })
+  t.equal(valueOf(samples, 'amis_import_job_lines_waiting', { supplier: 'BETA_POWER' }), 2, 'its lines wait')
+  t.equal(valueOf(samples, 'amis_import_job_lines_waiting', { supplier: 'ACME_ENERGY' }), 0)
+  t.same(of('amis_import_job_lines', 'outcome', 'GAMMA_GAS'), noLines, 'a supplier without jobs: zeros')
+  t.same(of('amis_import_jobs', 'state', 'GAMMA_GAS'), noJobs)
 })

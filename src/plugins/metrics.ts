@@ -5,7 +5,7 @@ import type { Config } from '../config.js'
 import { notAuthenticated, permissionDenied } from '../errors.js'
 import { tokenFromHeader } from '../modules/auth/service.js'
 import { hashSecret, sameHash } from '../modules/auth/secrets.js'
-import { createMetricsRepository, type SupplierCounts } from '../modules/metrics/repository.js'
+import { createMetricsRepository, type SupplierCounts, type SupplierJobCounts } from '../modules/metrics/repository.js'
 
 /**
  * Process metrics (CPU, memory, event loop, GC) describe the process, not an app, and
@@ -106,6 +106,52 @@ export default fp(
         inFlight.reset()
         for (const row of suppliers) inFlight.set({ supplier: row.supplier }, 0)
         for (const row of running) inFlight.set({ supplier: row.supplier }, row.creates)
+      }
+    })
+
+    // Import jobs: one grouped statement over the jobs per scrape, shared by the three gauges.
+    let countingJobs: Promise<SupplierJobCounts[]> | undefined
+    function jobCounts(): Promise<SupplierJobCounts[]> {
+      countingJobs ??= repo.jobCounts().finally(() => {
+        countingJobs = undefined
+      })
+      return countingJobs
+    }
+    const jobLines: Gauge<'supplier' | 'outcome'> = new Gauge({
+      name: 'amis_import_job_lines',
+      help: "Lines of import jobs by outcome, by supplier (a cancelled job's lines that never began: not_processed).",
+      labelNames: ['supplier', 'outcome'],
+      registers: [register],
+      async collect() {
+        const rows = await jobCounts()
+        jobLines.reset()
+        for (const row of rows) {
+          for (const [outcome, n] of Object.entries(row.lines)) jobLines.set({ supplier: row.supplier, outcome }, n)
+        }
+      }
+    })
+    const jobLinesWaiting: Gauge<'supplier'> = new Gauge({
+      name: 'amis_import_job_lines_waiting',
+      help: 'Lines of started import jobs (queued, running or paused) without a result yet, by supplier.',
+      labelNames: ['supplier'],
+      registers: [register],
+      async collect() {
+        const rows = await jobCounts()
+        jobLinesWaiting.reset()
+        for (const row of rows) jobLinesWaiting.set({ supplier: row.supplier }, row.waiting)
+      }
+    })
+    const jobsByState: Gauge<'supplier' | 'state'> = new Gauge({
+      name: 'amis_import_jobs',
+      help: 'Import jobs by state, by supplier.',
+      labelNames: ['supplier', 'state'],
+      registers: [register],
+      async collect() {
+        const rows = await jobCounts()
+        jobsByState.reset()
+        for (const row of rows) {
+          for (const [state, n] of Object.entries(row.jobs)) jobsByState.set({ supplier: row.supplier, state }, n)
+        }
       }
     })
 

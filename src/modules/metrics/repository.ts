@@ -1,6 +1,7 @@
 import { eq, sql } from 'drizzle-orm'
 import { importProcesses, importSuppliers } from '../../../drizzle/schema/index.js'
-import type { Db } from '../../db/index.js'
+import { rowsOf, type Db } from '../../db/index.js'
+import { JOB_STATES, LINE_OUTCOMES, type JobState, type LineOutcome } from '../../../schemas/import-jobs.js'
 
 /** The operator's `migrationProgress` counts, for every supplier at once. */
 export interface SupplierCounts {
@@ -13,6 +14,16 @@ export interface SupplierCounts {
   /** Staged with a latest error: the last create failed. */
   failed: number
   skipped: number
+}
+
+/** Import jobs of a supplier: their lines by outcome and the jobs by state. */
+export interface SupplierJobCounts {
+  supplier: string
+  /** Lines with each outcome over the supplier's jobs (a cancelled job's lines without a result: `not_processed`). */
+  lines: Record<LineOutcome, number>
+  /** Lines of started, unfinished jobs (QUEUED, RUNNING, PAUSED) that have no result yet. */
+  waiting: number
+  jobs: Record<JobState, number>
 }
 
 /** What `/metrics` reads from the database at scrape time. */
@@ -34,6 +45,45 @@ export function createMetricsRepository(db: Db) {
         .leftJoin(p, eq(p.supplierId, importSuppliers.id))
         .groupBy(importSuppliers.code)
         .orderBy(importSuppliers.code)
+    },
+
+    /**
+     * Every supplier's import jobs, from the counts each job keeps (one row per job, never its
+     * lines or results): one grouped statement; a supplier without jobs gets zeros.
+     */
+    async jobCounts(): Promise<SupplierJobCounts[]> {
+      // Each outcome is a column of the job; a cancelled job's lines without a result are not_processed.
+      const line = (outcome: LineOutcome) =>
+        outcome === 'not_processed'
+          ? sql`coalesce(sum(greatest(j.total_lines - j.done, 0)) filter (where j.state = 'CANCELLED'), 0)::float8`
+          : sql`coalesce(sum(j.${sql.identifier(outcome)}), 0)::float8`
+      const rows = rowsOf<Record<string, string | number>>(
+        await db.execute(sql`select s.code as supplier,
+            ${sql.join(
+              LINE_OUTCOMES.map((outcome) => sql`${line(outcome)} as ${sql.identifier(`line_${outcome}`)}`),
+              sql`, `
+            )},
+            coalesce(sum(j.total_lines - j.done) filter (where j.state in ('QUEUED', 'RUNNING', 'PAUSED')), 0)::float8
+              as waiting,
+            ${sql.join(
+              JOB_STATES.map(
+                (state) =>
+                  sql`(count(j.id) filter (where j.state = ${state}))::int as ${sql.identifier(`state_${state}`)}`
+              ),
+              sql`, `
+            )}
+          from import_suppliers s left join import_jobs j on j.supplier_id = s.id
+          group by s.code order by s.code`)
+      )
+      return rows.map((row) => ({
+        supplier: String(row.supplier),
+        lines: Object.fromEntries(LINE_OUTCOMES.map((o) => [o, Number(row[`line_${o}`])])) as Record<
+          LineOutcome,
+          number
+        >,
+        waiting: Number(row.waiting),
+        jobs: Object.fromEntries(JOB_STATES.map((s) => [s, Number(row[`state_${s}`])])) as Record<JobState, number>
+      }))
     },
 
     /**
