@@ -2,13 +2,25 @@
 /**
  * The migration client: `npm run migrate -- <file> [options]` migrates the accounts of a
  * newline-delimited JSON file; `npm run migrate -- generate N [options]` writes synthetic ones;
- * `npm run migrate -- report <report>` summarises a run's report.
+ * `npm run migrate -- report <report>` summarises a run's report; `submit`, `job`, `jobs`,
+ * `results`, `failed-lines` and `cancel` hand a whole file to the service as an import job.
  *
  * Exit codes: 0 every account migrated, 1 an account failed or the run could not go on, 2 usage error.
  */
 import { accessSync, constants, existsSync, statSync } from 'node:fs'
 import { resolve } from 'node:path'
 import { generateAccounts } from './generate.js'
+import { MIN_PART_BYTES, PlanError } from './job-file.js'
+import {
+  cancelJob,
+  download,
+  JobCommandError,
+  listJobs,
+  showJob,
+  submit,
+  type Connection,
+  type JobsIO
+} from './jobs.js'
 import { OperatorKeyError, PreflightError } from './preflight.js'
 import { failedLines, NotAReportError, renderReport, writeFailedLines } from './report-file.js'
 import { migrate, numberedReport, renderSummary, ReportExistsError } from './run.js'
@@ -28,6 +40,8 @@ export interface MigrateCliIO {
   progressIntervalMs?: number
   fetch?: typeof fetch
   signal?: AbortSignal
+  /** How often a followed import job is read (default 1 s). */
+  pollIntervalMs?: number
 }
 
 export const DEFAULT_URL = 'http://127.0.0.1:3000'
@@ -63,6 +77,12 @@ const OPTIONS = {
   code: { type: 'string' },
   'failed-lines': { type: 'string' },
   input: { type: 'string' },
+  follow: { type: 'boolean' },
+  'part-size': { type: 'string' },
+  out: { type: 'string' },
+  failed: { type: 'boolean' },
+  state: { type: 'string' },
+  limit: { type: 'string' },
   help: { type: 'boolean', short: 'h' }
 } as const
 type OptionName = keyof typeof OPTIONS
@@ -84,6 +104,16 @@ const MIGRATE_OPTIONS: OptionName[] = [
   'wait',
   'help'
 ]
+const CONNECTION_OPTIONS: OptionName[] = ['url', 'timeout', 'max-attempts', 'wait', 'help']
+const JOB_COMMANDS: Record<string, OptionName[]> = {
+  submit: [...CONNECTION_OPTIONS, 'team', 'dry-run', 'part-size', 'supplier', 'follow'],
+  job: [...CONNECTION_OPTIONS, 'follow'],
+  jobs: [...CONNECTION_OPTIONS, 'state', 'supplier', 'limit'],
+  results: [...CONNECTION_OPTIONS, 'failed', 'out'],
+  'failed-lines': [...CONNECTION_OPTIONS, 'out'],
+  cancel: CONNECTION_OPTIONS
+}
+const JOB_STATES = ['OPEN', 'QUEUED', 'RUNNING', 'PAUSED', 'COMPLETED', 'CANCELLED']
 const GENERATE_OPTIONS: OptionName[] = [
   'seed',
   'invalid-share',
@@ -99,6 +129,12 @@ const HELP = `Account Migration Import Service — migration client
 Usage:
   ${PROGRAM} <file.ndjson> --team <operations team> [options]
   ${PROGRAM} report <report.ndjson> [--code <code>] [--failed-lines <out.ndjson>]
+  ${PROGRAM} submit <file.ndjson> --team <operations team> [--follow] [--dry-run] [--part-size 8MB]
+  ${PROGRAM} job <id> [--follow]
+  ${PROGRAM} jobs [--state <state>] [--supplier <code>]
+  ${PROGRAM} results <id> [--failed] [--out <file>]
+  ${PROGRAM} failed-lines <id> [--out <file>]
+  ${PROGRAM} cancel <id>
   ${PROGRAM} generate <N> [options] > accounts.ndjson
 
 Migrates every account of a newline-delimited JSON file (one account per line, optionally with
@@ -140,6 +176,33 @@ code means, and the failing line numbers of each code (the first 10):
   --input <file>           The input file the report was made from (default: from the report's name,
                            <file>.report.ndjson or <file>.report-N.ndjson).
 
+Import jobs: the whole file handed to the service, which runs it by itself (nothing more is
+needed from this terminal; the dashboard and job <id> show its progress). The batch mode above
+is for when the client should drive the migration itself.
+submit <file.ndjson> uploads the file in parts (whole lines) with a progress bar, then starts the
+job. Its lines are batch entries, {"account": {…}, "notes": […], …}. It keeps the upload's state
+in <file>.job.json: run the same command again after an interruption and only the parts the
+service does not hold yet are sent (then the job is started); for a job already started it says
+so and, with --follow, follows it. Remove <file>.job.json to submit the file as a new job.
+  --team <name>            Operations team (env AMIS_TEAM). Required.
+  --dry-run                A dry-run job: every line is checked and dry-run created, nothing created.
+  --part-size <size>       Bytes per part, e.g. 8MB, 512kB, 100000 (default 8MB; at most the
+                           service's body limit, 10 MiB unless its operator changed it).
+  --supplier <code>        The job's import supplier (default: the one the file's lines name).
+  --follow                 Then show the job's progress until it ends (as job <id> --follow).
+job <id> prints a job: state, lines done, created, failed, rate and ETA.
+  --follow                 Show its progress as the service reports it until it ends, then a summary
+                           and how to download the failures. Ctrl-C stops following, never the job.
+jobs lists your organisation's newest jobs (--state OPEN|QUEUED|RUNNING|PAUSED|COMPLETED|CANCELLED,
+  --supplier <code>, --limit <n>, default 20).
+results <id> writes each line's result (NDJSON: line, external account number, outcome, error
+  codes) to a new file, job-<id>.results.ndjson by default (-2, -3… when taken).
+  --failed                 Only the failed lines' results (job-<id>.failed-results.ndjson).
+  --out <file>             The file to write; never overwritten.
+failed-lines <id> writes the input lines that failed, unchanged, to a new file
+  (job-<id>.failed-lines.ndjson, or --out <file>), to fix and submit as a new job.
+cancel <id> cancels a job: lines not yet begun are not processed; what was done stays.
+
 generate <N> writes N synthetic accounts to standard output:
   --seed <text>            Same seed, same accounts (default: random, printed on standard error).
   --invalid-share <0–1>    Share of deliberately invalid accounts (default 0).
@@ -149,6 +212,8 @@ generate <N> writes N synthetic accounts to standard output:
   --as-of <YYYY-MM-DD>     The day the data is made for; nothing is dated after it (default today, UTC).
 
 Exit codes: 0 every account migrated, 1 an account failed or the run stopped, 2 usage error.
+For jobs: 0 done (a followed job ended with every line through), 1 a line failed, the job was
+cancelled or could not be reached, or following or the upload was stopped, 2 usage error.
 `
 
 function integer(name: string, value: string, min: number, max: number): number {
@@ -279,6 +344,103 @@ async function runReport(args: string[], flags: Flags, io: MigrateCliIO): Promis
   return 0
 }
 
+/** The service, the API key and the retry settings of the command line and the environment. */
+function connectionOf(flags: Flags, io: MigrateCliIO): Connection {
+  const apiKey = io.env.AMIS_API_KEY
+  if (!apiKey) throw new UsageError("no API key: set AMIS_API_KEY to the organisation's API key")
+  const url = serviceUrl(typeof flags.url === 'string' ? flags.url : io.env.AMIS_URL || DEFAULT_URL)
+  const retry = {
+    ...DEFAULT_RETRY,
+    ...(typeof flags.timeout === 'string' ? { timeoutMs: integer('timeout', flags.timeout, 1, 3600) * 1000 } : {}),
+    ...(typeof flags['max-attempts'] === 'string'
+      ? { maxAttempts: integer('max-attempts', flags['max-attempts'], 1, 100) }
+      : {}),
+    ...(typeof flags.wait === 'string' ? { waitMs: integer('wait', flags.wait, 0, 86_400) * 1000 } : {})
+  }
+  return { apiKey, url, retry }
+}
+
+/** `8MB`, `512kB`, `100000`: bytes (k and M are 1024 and 1024², as a body limit is counted). */
+function partSize(value: string): number {
+  const m = /^([0-9]+(?:\.[0-9]+)?)\s*(b|k|kb|kib|m|mb|mib)?$/i.exec(value.trim())
+  const bytes = m ? Math.floor(Number(m[1]) * ({ k: 1024, m: 1024 * 1024 }[(m[2] ?? 'b')[0]!.toLowerCase()] ?? 1)) : NaN
+  if (!(bytes >= MIN_PART_BYTES && bytes <= 1024 * 1024 * 1024)) {
+    throw new UsageError(`--part-size must be a size from 1kB to 1024MB (e.g. 8MB, 512kB, 100000), not "${value}"`)
+  }
+  return bytes
+}
+
+function jobsIO(io: MigrateCliIO): JobsIO {
+  return {
+    stdout: io.stdout,
+    stderr: io.stderr,
+    tty: io.tty ?? false,
+    ...(io.columns !== undefined ? { columns: io.columns } : {}),
+    progressIntervalMs: io.progressIntervalMs ?? 5000,
+    ...(io.pollIntervalMs !== undefined ? { pollIntervalMs: io.pollIntervalMs } : {}),
+    ...(io.fetch ? { fetch: io.fetch } : {}),
+    ...(io.signal ? { signal: io.signal } : {})
+  }
+}
+
+/** submit, job, jobs, results, failed-lines, cancel. */
+async function runJobCommand(command: string, args: string[], flags: Flags, io: MigrateCliIO): Promise<number> {
+  onlyOptions(flags, JOB_COMMANDS[command]!, command)
+  if (command === 'submit') {
+    if (args.length !== 1) {
+      throw new UsageError(`give one input file: ${PROGRAM} submit <file.ndjson> --team <name> (see --help)`)
+    }
+    const file = callerPath(io, args[0]!)
+    readable(file, args[0]!)
+    const team = typeof flags.team === 'string' ? flags.team : io.env.AMIS_TEAM
+    if (!team) throw new UsageError('no operations team: pass --team <name> or set AMIS_TEAM')
+    return submit(
+      {
+        file,
+        label: args[0]!,
+        team,
+        dryRun: flags['dry-run'] === true,
+        ...(typeof flags['part-size'] === 'string' ? { partBytes: partSize(flags['part-size']) } : {}),
+        ...(typeof flags.supplier === 'string' ? { supplier: flags.supplier } : {}),
+        follow: flags.follow === true
+      },
+      connectionOf(flags, io),
+      jobsIO(io)
+    )
+  }
+  if (command === 'jobs') {
+    if (args.length !== 0) throw new UsageError(`${PROGRAM} jobs takes no argument (see --help)`)
+    const state = typeof flags.state === 'string' ? flags.state.toUpperCase() : undefined
+    if (state !== undefined && !JOB_STATES.includes(state)) {
+      throw new UsageError(`--state must be one of ${JOB_STATES.join(', ')}, not "${flags.state}"`)
+    }
+    return listJobs(
+      {
+        ...(state ? { state } : {}),
+        ...(typeof flags.supplier === 'string' ? { supplier: flags.supplier } : {}),
+        limit: typeof flags.limit === 'string' ? integer('limit', flags.limit, 1, 1000) : 20
+      },
+      connectionOf(flags, io),
+      jobsIO(io)
+    )
+  }
+  if (args.length !== 1) throw new UsageError(`give one job id: ${PROGRAM} ${command} <id> (see --help)`)
+  const id = args[0]!.trim()
+  if (command === 'job') return showJob(id, flags.follow === true, connectionOf(flags, io), jobsIO(io))
+  if (command === 'cancel') return cancelJob(id, connectionOf(flags, io), jobsIO(io))
+  const out = typeof flags.out === 'string' ? { path: callerPath(io, flags.out), label: flags.out } : undefined
+  return download(
+    {
+      id,
+      what: command === 'failed-lines' ? 'failed-lines' : flags.failed === true ? 'failed-results' : 'results',
+      ...(out ? { out } : {}),
+      folder: (name) => callerPath(io, name)
+    },
+    connectionOf(flags, io),
+    jobsIO(io)
+  )
+}
+
 async function runMigration(args: string[], flags: Flags, io: MigrateCliIO): Promise<number> {
   onlyOptions(flags, MIGRATE_OPTIONS, 'migrate')
   if (args.length !== 1) {
@@ -310,17 +472,7 @@ async function runMigration(args: string[], flags: Flags, io: MigrateCliIO): Pro
       return 0
     }
   }
-  const apiKey = io.env.AMIS_API_KEY
-  if (!apiKey) throw new UsageError("no API key: set AMIS_API_KEY to the organisation's API key")
-  const url = serviceUrl(typeof flags.url === 'string' ? flags.url : io.env.AMIS_URL || DEFAULT_URL)
-  const retry = {
-    ...DEFAULT_RETRY,
-    ...(typeof flags.timeout === 'string' ? { timeoutMs: integer('timeout', flags.timeout, 1, 3600) * 1000 } : {}),
-    ...(typeof flags['max-attempts'] === 'string'
-      ? { maxAttempts: integer('max-attempts', flags['max-attempts'], 1, 100) }
-      : {}),
-    ...(typeof flags.wait === 'string' ? { waitMs: integer('wait', flags.wait, 0, 86_400) * 1000 } : {})
-  }
+  const { apiKey, url, retry } = connectionOf(flags, io)
   // --resume leaves out the lines this report name's earlier reports show completed.
   let earlierReports: Array<{ path: string; label: string }> | undefined
   if (resume && !retrying && flags['resend-history'] !== true) {
@@ -385,8 +537,17 @@ export async function runMigrateCli(argv: string[], io: MigrateCliIO): Promise<n
     const [first, ...rest] = positionals
     if (first === 'generate') return await runGenerate(rest, flags, io)
     if (first === 'report') return await runReport(rest, flags, io)
+    if (first !== undefined && Object.hasOwn(JOB_COMMANDS, first)) return await runJobCommand(first, rest, flags, io)
     return await runMigration(positionals, flags, io)
   } catch (err) {
+    if (err instanceof JobCommandError) {
+      io.stderr(`error: ${err.message}\n`)
+      return err.exitCode
+    }
+    if (err instanceof PlanError) {
+      io.stderr(`error: ${err.message}\n`)
+      return 2
+    }
     if (err instanceof UsageError || err instanceof ReportExistsError || err instanceof NotAReportError) {
       io.stderr(`error: ${err.message}\n`)
       return 2
@@ -440,13 +601,19 @@ if (isEntryPoint(import.meta.url)) {
   // signal within a second of the first is that same keypress.
   const stop = new AbortController()
   let firstSignalAt = 0
+  // A job runs in the service: stopping the client never stops it.
+  const command = process.argv.slice(2).find((arg) => !arg.startsWith('-'))
+  const stopping =
+    command === 'submit' || command === 'job'
+      ? 'stopping the client; the job is not cancelled'
+      : 'finishing the accounts in flight'
   const onSignal = (signal: NodeJS.Signals) => {
     if (stop.signal.aborted) {
       if (Date.now() - firstSignalAt < SAME_SIGNAL_MS) return
       process.exit(130)
     }
     firstSignalAt = Date.now()
-    process.stderr.write(`\n${signal}: finishing the accounts in flight (again to quit at once)\n`)
+    process.stderr.write(`\n${signal}: ${stopping} (again to quit at once)\n`)
     stop.abort()
   }
   process.on('SIGINT', onSignal)

@@ -1,11 +1,31 @@
 /**
  * Progress on standard error: a bar redrawn in place on a terminal (accounts done, failed, rate,
- * ETA), plain lines every few seconds otherwise (logs, CI).
+ * ETA), plain lines every few seconds otherwise (logs, CI). Also the bytes of an import job's
+ * upload, and the lines of a job the service runs (its own rate, ETA and state).
  */
 
 export interface ProgressCounts {
   done: number
   failed: number
+  /** Per second, when someone else measures it (the service); else counted from the start. */
+  rate?: number
+  /** Seconds left, when someone else knows it (null: not known). */
+  etaSeconds?: number | null
+  /** Accounts created, shown before the failures. */
+  created?: number
+  /** A job's state, shown last. */
+  state?: string
+}
+
+/** What is counted: accounts (the default), a job's lines, or bytes uploaded. */
+export type ProgressUnit = 'accounts' | 'lines' | 'bytes'
+
+/** `3.6 MB`, `812 kB`, `940 B` (decimal units). */
+export function size(bytes: number): string {
+  if (bytes >= 1e9) return `${(bytes / 1e9).toFixed(2)} GB`
+  if (bytes >= 1e6) return `${(bytes / 1e6).toFixed(1)} MB`
+  if (bytes >= 1e3) return `${(bytes / 1e3).toFixed(0)} kB`
+  return `${bytes} B`
 }
 
 export interface ProgressOptions {
@@ -18,6 +38,7 @@ export interface ProgressOptions {
   /** How often a plain line is written (not a terminal). */
   intervalMs: number
   now?: () => number
+  unit?: ProgressUnit
 }
 
 /** `1h 02m`, `3m 05s`, `42s`. */
@@ -33,28 +54,53 @@ export function createProgress(options: ProgressOptions) {
   const started = now()
   let counts: ProgressCounts = { done: 0, failed: 0 }
   let lastDrawn = ''
+  let finished = false
+  const unit = options.unit ?? 'accounts'
+  let total = options.total
 
   function figures() {
     const elapsed = now() - started
-    const rate = elapsed > 0 ? counts.done / (elapsed / 1000) : 0
-    const total = options.total
+    const rate = counts.rate ?? (elapsed > 0 ? counts.done / (elapsed / 1000) : 0)
     const eta =
-      total !== undefined && rate > 0 && counts.done < total
-        ? duration(((total - counts.done) / rate) * 1000)
-        : undefined
+      counts.etaSeconds !== undefined
+        ? counts.etaSeconds === null
+          ? undefined
+          : duration(counts.etaSeconds * 1000)
+        : total !== undefined && rate > 0 && counts.done < total
+          ? duration(((total - counts.done) / rate) * 1000)
+          : undefined
     return { elapsed, rate, total, eta }
   }
 
+  /** The figures after the count, each with its separator. */
+  function parts(separator: string): string {
+    const { rate, eta } = figures()
+    const shown =
+      unit === 'bytes'
+        ? [`${size(rate)}/s`]
+        : [
+            ...(counts.created !== undefined ? [`${counts.created} created`] : []),
+            `${counts.failed} failed`,
+            `${rate.toFixed(1)}/s`
+          ]
+    if (eta) shown.push(`ETA ${eta}`)
+    if (counts.state) shown.push(counts.state)
+    return shown.map((p) => separator + p).join('')
+  }
+
+  const amount = (n: number) => (unit === 'bytes' ? size(n) : String(n))
+
   function line(): string {
-    const { rate, total, eta } = figures()
-    const of = total !== undefined ? `/${total}` : ''
-    return `${counts.done}${of} accounts done, ${counts.failed} failed, ${rate.toFixed(1)}/s${eta ? `, ETA ${eta}` : ''}`
+    const of = total !== undefined ? `/${amount(total)}` : ''
+    const what = unit === 'bytes' ? 'uploaded' : `${unit} done`
+    return `${amount(counts.done)}${of} ${what}${parts(', ')}`
   }
 
   function bar(): string {
-    const { rate, total, eta } = figures()
-    const text = ` ${counts.done}${total !== undefined ? `/${total}` : ''} · ${counts.failed} failed · ${rate.toFixed(1)}/s${eta ? ` · ETA ${eta}` : ''}`
-    if (total === undefined || total === 0) return `migrating${text}`
+    const text = ` ${amount(counts.done)}${total !== undefined ? `/${amount(total)}` : ''}${parts(' · ')}`
+    if (total === undefined || total === 0) {
+      return `${unit === 'bytes' ? 'uploading' : unit === 'lines' ? 'running' : 'migrating'}${text}`
+    }
     const width = Math.max(10, Math.min(40, (options.columns || 80) - text.length - 10))
     const filled = Math.min(width, Math.round((counts.done / total) * width))
     const percent = String(Math.floor((counts.done / total) * 100)).padStart(3)
@@ -75,9 +121,12 @@ export function createProgress(options: ProgressOptions) {
   timer.unref()
 
   return {
-    update(next: ProgressCounts): void {
+    update(next: ProgressCounts, nextTotal?: number): void {
       counts = next
+      if (nextTotal !== undefined) total = nextTotal
     },
+    /** Draws now (a plain line too), e.g. when a job's state changed. */
+    draw,
     /** A line of its own (a notice), the bar drawn again below it on a terminal. */
     note(text: string): void {
       if (!options.tty) return options.write(text)
@@ -87,6 +136,8 @@ export function createProgress(options: ProgressOptions) {
     },
     /** The last state; on a terminal the bar is left on its own line. */
     finish(): void {
+      if (finished) return
+      finished = true
       clearInterval(timer)
       draw()
       if (options.tty) options.write('\n')

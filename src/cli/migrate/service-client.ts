@@ -57,6 +57,46 @@ export interface Answer {
   body: unknown
   /** Attempts made, the last included. */
   attempts: number
+  /** A streamed request's answer (200 only), its body not yet read. */
+  response?: Response
+  /** The answer's Retry-After header, when it had one. */
+  retryAfter?: string
+}
+
+/** A request's body of raw bytes (an NDJSON part), sent in pieces so that progress can be counted. */
+export interface RawBody {
+  bytes: Buffer
+  contentType: string
+  /** Told the bytes handed to the connection so far in this attempt (from 0 again on a retry). */
+  onSent?: (bytes: number) => void
+}
+
+export interface SendOptions {
+  /** 400 codes that mean "not now" (e.g. a create of the same account still running): retried. */
+  transient?: readonly string[]
+  raw?: RawBody
+  /** 429 answers with one of these codes are returned to the caller instead of being waited out. */
+  throttleCodes?: readonly string[]
+  /** A 200's body is left unread in `response`, for the caller to stream. */
+  stream?: boolean
+}
+
+/** Bytes per piece of a raw body. */
+const RAW_PIECE = 64 * 1024
+
+/** The bytes as a stream of pieces, telling `onSent` as each is taken. */
+function piecesOf(raw: RawBody): ReadableStream<Uint8Array> {
+  let sent = 0
+  raw.onSent?.(0)
+  return new ReadableStream({
+    pull(controller) {
+      if (sent >= raw.bytes.length) return controller.close()
+      const piece = raw.bytes.subarray(sent, sent + RAW_PIECE)
+      sent += piece.length
+      controller.enqueue(piece)
+      raw.onSent?.(sent)
+    }
+  })
 }
 
 /** The API key was refused: nothing more can be done with it. */
@@ -229,12 +269,13 @@ export function createServiceClient(options: ServiceClientOptions) {
    * names 400 codes that mean "not now" (e.g. a create of the same account still running).
    */
   async function send(
-    method: 'GET' | 'POST',
+    method: 'GET' | 'POST' | 'PUT',
     path: string,
     body: unknown,
     auth: boolean,
-    transient: readonly string[] = []
+    sendOptions: SendOptions = {}
   ): Promise<Answer> {
+    const { transient = [], raw, throttleCodes = [] } = sendOptions
     let failures = 0
     let throttles = 0
     let renewed = false
@@ -256,11 +297,18 @@ export function createServiceClient(options: ServiceClientOptions) {
           headers: {
             accept: 'application/json',
             ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
+            ...(raw ? { 'content-type': raw.contentType, 'content-length': String(raw.bytes.length) } : {}),
             ...(token ? { authorization: `Token ${token}` } : {})
           },
           ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+          ...(raw ? { body: piecesOf(raw), duplex: 'half' } : {}),
           signal: controller.signal
-        })
+        } as RequestInit)
+        if (sendOptions.stream && response.status === 200) {
+          // The caller reads the body (a download); the time allowed was for the answer to begin.
+          clearTimeout(timer)
+          return { status: 200, body: undefined, attempts, response }
+        }
         text = await response.text()
       } catch (err) {
         clearTimeout(timer)
@@ -299,7 +347,7 @@ export function createServiceClient(options: ServiceClientOptions) {
         await tokens.renew(token)
         continue
       }
-      if (status === 429 && throttles < policy.maxThrottleWaits) {
+      if (status === 429 && throttles < policy.maxThrottleWaits && !throttleCodes.some((c) => hasCode(parsed, c))) {
         counts.throttled++
         throttles++
         const after = retryAfterMs(response.headers.get('retry-after'))
@@ -319,7 +367,8 @@ export function createServiceClient(options: ServiceClientOptions) {
         await sleep(backoff(failures))
         continue
       }
-      return { status, body: parsed, attempts }
+      const retryAfter = response.headers.get('retry-after')
+      return { status, body: parsed, attempts, ...(retryAfter !== null ? { retryAfter } : {}) }
     }
   }
 
@@ -435,9 +484,12 @@ export function createServiceClient(options: ServiceClientOptions) {
     /** A GraphQL request with the organisation's token, its answer as it came (errors included). */
     graphqlAnswer: (query: string, variables: Record<string, unknown> = {}) =>
       send('POST', '/graphql', { query, variables }, true),
-    get: (path: string) => send('GET', '/v1/data-import/' + path, undefined, true),
-    post: (path: string, body: unknown, transient: readonly string[] = []) =>
-      send('POST', '/v1/data-import/' + path, body, true, transient)
+    get: (path: string, sendOptions: SendOptions = {}) =>
+      send('GET', '/v1/data-import/' + path, undefined, true, sendOptions),
+    post: (path: string, body: unknown, transient: readonly string[] = [], sendOptions: SendOptions = {}) =>
+      send('POST', '/v1/data-import/' + path, body, true, { ...sendOptions, transient }),
+    /** PUT of raw bytes (an import job's part). */
+    put: (path: string, raw: RawBody) => send('PUT', '/v1/data-import/' + path, undefined, true, { raw })
   }
 }
 

@@ -1,0 +1,793 @@
+import { createWriteStream, existsSync, linkSync, rmSync } from 'node:fs'
+import { basename } from 'node:path'
+import { Readable, Transform } from 'node:stream'
+import { pipeline } from 'node:stream/promises'
+import type { ReadableStream as WebReadableStream } from 'node:stream/web'
+import { CODE } from '../../../schemas/error-codes.js'
+import { isObject } from '../http.js'
+import {
+  DEFAULT_PART_BYTES,
+  partBytes,
+  planParts,
+  readState,
+  stateFileOf,
+  unchangedParts,
+  writeState,
+  type FilePlan,
+  type JobState
+} from './job-file.js'
+import { readLines } from './lines.js'
+import { preflight, refuseOperatorKey, suppliersIn } from './preflight.js'
+import { createProgress, duration, size } from './progress.js'
+import { aligned, numberedReport } from './run.js'
+import {
+  createServiceClient,
+  hasCode,
+  problemsOf,
+  retryAfterMs,
+  type Answer,
+  type RetryPolicy,
+  type ServiceClient
+} from './service-client.js'
+
+/**
+ * Import jobs from the command line: `submit` uploads a file in parts (continuing an upload that
+ * stopped, from the state file beside the input) and starts the job; `job` shows one (`--follow`
+ * until it ends); `results` and `failed-lines` download its NDJSON; `jobs` lists them; `cancel`.
+ */
+
+const PROGRAM = 'npm run migrate --'
+const NDJSON = 'application/x-ndjson'
+const FINISHED = ['COMPLETED', 'CANCELLED']
+/** Lines read for a bare account (a job's lines are batch entries), as the pre-flight reads suppliers. */
+const LINES_CHECKED = 1000
+
+export interface Job {
+  id: string
+  import_supplier: string
+  state: string
+  dry_run: boolean
+  created_at: string
+  started_at: string | null
+  finished_at: string | null
+  lines: {
+    total: number
+    done: number
+    created: number
+    already_imported: number
+    would_create: number
+    failed: number
+    not_processed: number
+    skipped_blank: number
+  }
+  rate_per_second: number
+  eta_seconds: number | null
+}
+
+export interface JobsIO {
+  stdout: (text: string) => void | Promise<void>
+  stderr: (text: string) => void
+  tty: boolean
+  columns?: number
+  /** Plain progress lines this often when not on a terminal. */
+  progressIntervalMs: number
+  /** How often a followed job is read (default 1 s). */
+  pollIntervalMs?: number
+  fetch?: typeof fetch
+  /** Aborted (Ctrl-C): stop uploading after the part in flight, stop following, stop waiting. */
+  signal?: AbortSignal
+}
+
+export interface Connection {
+  url: string
+  apiKey: string
+  retry: RetryPolicy
+}
+
+/** A job command could not do its work: the message, and the exit code (1, or 2 for a usage mistake). */
+export class JobCommandError extends Error {
+  override name = 'JobCommandError'
+  constructor(
+    message: string,
+    readonly exitCode = 1
+  ) {
+    super(message)
+  }
+}
+
+const count = (n: number, one: string, many = one + 's') => `${n} ${n === 1 ? one : many}`
+const enc = encodeURIComponent
+
+/** Waits `ms`, or less when the signal is aborted. */
+function pause(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal?.aborted) return resolve()
+    const done = () => {
+      clearTimeout(timer)
+      signal?.removeEventListener('abort', done)
+      resolve()
+    }
+    const timer = setTimeout(done, ms)
+    signal?.addEventListener('abort', done, { once: true })
+  })
+}
+
+async function connect(connection: Connection, io: JobsIO): Promise<ServiceClient> {
+  const client = createServiceClient({
+    url: connection.url,
+    apiKey: connection.apiKey,
+    retry: connection.retry,
+    notice: (text) => io.stderr(text),
+    ...(io.fetch ? { fetch: io.fetch } : {})
+  })
+  await client.login()
+  await refuseOperatorKey(client)
+  return client
+}
+
+/** The service's refusal in one sentence: its detail and its entries' details, with the codes. */
+function refusal(answer: Answer): string {
+  const body = answer.body
+  const top = isObject(body) && typeof body.detail === 'string' ? body.detail.replace(/\.$/, '') : undefined
+  const entries = problemsOf(answer)
+    .filter((p) => p.detail !== '' || p.code !== (isObject(body) ? body.code : undefined))
+    .map((p) => `${p.detail.replace(/\.$/, '') || p.code}${p.attr ? ` (at ${p.attr})` : ''} (${p.code})`)
+  const code = isObject(body) && typeof body.code === 'string' ? body.code : `http_${answer.status}`
+  if (entries.length === 0) return `${top ?? `HTTP ${answer.status}`} (${code})`
+  return `${top ? `${top}: ` : ''}${entries.join('; ')}`
+}
+
+/** A job answer, or the command's error: not found names the job and the service. */
+async function readJob(client: ServiceClient, url: string, id: string): Promise<Job> {
+  const answer = await client.get(`import-jobs/${enc(id)}/`)
+  if (answer.status === 200 && isObject(answer.body)) return answer.body as unknown as Job
+  if (answer.status === 404) {
+    throw new JobCommandError(
+      `no import job ${id} at ${url} for this API key (jobs are seen only by the organisation that made them): check the id (${PROGRAM} jobs lists yours) and --url`
+    )
+  }
+  throw new JobCommandError(`cannot read job ${id}: ${refusal(answer)}`)
+}
+
+/** The job's counts as `  key:  value` rows. */
+function jobRows(job: Job): Array<[string, string]> {
+  const l = job.lines
+  const rows: Array<[string, string]> = [
+    ['lines', `${l.done} of ${l.total} done${l.skipped_blank > 0 ? ` (${l.skipped_blank} blank)` : ''}`]
+  ]
+  if (job.dry_run) rows.push(['would be created', String(l.would_create)])
+  else rows.push(['created', String(l.created)])
+  if (l.already_imported > 0) rows.push(['already imported', String(l.already_imported)])
+  rows.push(['failed', String(l.failed)])
+  if (l.not_processed > 0) rows.push(['not processed', `${l.not_processed} (the job was cancelled before them)`])
+  return rows
+}
+
+/** The job as `job <id>` prints it. */
+export function renderJob(job: Job, now = Date.now()): string {
+  const rows = jobRows(job)
+  if (job.state === 'RUNNING') {
+    rows.push([
+      'rate',
+      `${job.rate_per_second.toFixed(1)} lines/s${job.eta_seconds !== null ? `, ETA ${duration(job.eta_seconds * 1000)}` : ''}`
+    ])
+  }
+  rows.push(['created at', job.created_at])
+  if (job.started_at) rows.push(['started at', job.started_at])
+  if (job.finished_at) {
+    rows.push([
+      'finished at',
+      `${job.finished_at} (${duration(Date.parse(job.finished_at) - Date.parse(job.started_at ?? job.created_at))})`
+    ])
+  } else if (job.started_at) {
+    rows.push(['running for', duration(now - Date.parse(job.started_at))])
+  }
+  const lines = [
+    `Job ${job.id} of ${job.import_supplier}${job.dry_run ? ' (dry run)' : ''}: ${job.state}`,
+    ...aligned(rows)
+  ]
+  if (!FINISHED.includes(job.state) && job.state !== 'OPEN') {
+    lines.push(`Follow it: ${PROGRAM} job ${job.id} --follow`)
+  }
+  if (job.state === 'PAUSED') {
+    lines.push(
+      `Paused while its import supplier ${job.import_supplier} is Paused; it goes on when an operator sets it Ongoing.`
+    )
+  }
+  if (job.state === 'OPEN') {
+    lines.push('Not started: its upload is not finished (run submit again for the same file to finish it).')
+  }
+  lines.push(...downloadHints(job))
+  return lines.join('\n') + '\n'
+}
+
+/** How to get the failures of a job that has some. */
+function downloadHints(job: Job): string[] {
+  if (job.lines.failed === 0) return []
+  return [
+    `Failed lines' results (line, external account number, error codes): ${PROGRAM} results ${job.id} --failed`,
+    `The failed input lines, to fix and submit as a new job: ${PROGRAM} failed-lines ${job.id}`
+  ]
+}
+
+/** The summary printed when a followed job ends. */
+export function renderEnd(job: Job): string {
+  const rows = jobRows(job)
+  if (job.started_at && job.finished_at) {
+    const ms = Date.parse(job.finished_at) - Date.parse(job.started_at)
+    const rate = ms > 0 ? (job.lines.done / (ms / 1000)).toFixed(1) : '0.0'
+    rows.push(['time', `${duration(ms)} (${rate} lines/s)`])
+  }
+  const title = `Job ${job.id} of ${job.import_supplier}${job.dry_run ? ' (dry run)' : ''}: ${job.state}`
+  const lines = [title, ...aligned(rows), `All results: ${PROGRAM} results ${job.id}`, ...downloadHints(job)]
+  return lines.join('\n') + '\n'
+}
+
+/** The exit code of a job that ended: 0 when every line went through. */
+const endCode = (job: Job) => (job.state === 'COMPLETED' && job.lines.failed === 0 ? 0 : 1)
+
+const STATE_NOTES: Record<string, string> = {
+  QUEUED: 'queued: it runs when a worker of the service is free',
+  RUNNING: 'running',
+  PAUSED: 'paused: its import supplier is Paused; it goes on by itself when an operator sets the supplier Ongoing',
+  COMPLETED: 'completed',
+  CANCELLED: 'cancelled'
+}
+
+/**
+ * Shows the job's progress as the service reports it until the job ends (then its summary on
+ * standard output), or until the signal: following stops, the job goes on.
+ */
+export async function follow(client: ServiceClient, url: string, id: string, io: JobsIO): Promise<number> {
+  let job = await readJob(client, url, id)
+  io.stderr(`Following job ${id} (Ctrl-C stops following; the job goes on in the service)\n`)
+  const progress = createProgress({
+    write: io.stderr,
+    tty: io.tty,
+    columns: io.columns,
+    total: job.lines.total,
+    intervalMs: io.progressIntervalMs,
+    unit: 'lines'
+  })
+  let lastState: string | undefined
+  try {
+    for (;;) {
+      const l = job.lines
+      progress.update(
+        {
+          done: l.done,
+          failed: l.failed,
+          created: job.dry_run ? l.would_create : l.created + l.already_imported,
+          rate: job.rate_per_second,
+          etaSeconds: job.eta_seconds,
+          state: job.state
+        },
+        l.total
+      )
+      if (job.state !== lastState) {
+        progress.note(`job ${id}: ${STATE_NOTES[job.state] ?? job.state}\n`)
+        lastState = job.state
+      }
+      if (FINISHED.includes(job.state)) break
+      await pause(io.pollIntervalMs ?? 1000, io.signal)
+      if (io.signal?.aborted) {
+        progress.finish()
+        io.stderr(
+          `Stopped following job ${id}; the job goes on in the service (${job.state}, ${l.done} of ${l.total} lines done). Follow it again: ${PROGRAM} job ${id} --follow\n`
+        )
+        return 1
+      }
+      const answer = await client.get(`import-jobs/${enc(id)}/`)
+      if (answer.status !== 200 || !isObject(answer.body)) {
+        progress.finish()
+        throw new JobCommandError(
+          `stopped following job ${id}: ${refusal(answer)}. The job goes on in the service: follow it again with ${PROGRAM} job ${id} --follow`
+        )
+      }
+      job = answer.body as unknown as Job
+    }
+  } finally {
+    progress.finish()
+  }
+  await io.stdout(renderEnd(job))
+  return endCode(job)
+}
+
+export interface SubmitOptions {
+  file: string
+  /** The file as the user named it. */
+  label: string
+  team: string
+  dryRun: boolean
+  /** --part-size, when given. */
+  partBytes?: number
+  /** --supplier, when given (else the one the file names). */
+  supplier?: string
+  follow: boolean
+}
+
+function isBareAccount(text: string): boolean {
+  try {
+    const value: unknown = JSON.parse(text)
+    return isObject(value) && !('account' in value) && 'external_account_number' in value
+  } catch {
+    return false
+  }
+}
+
+/** The import suppliers the first lines name, and the first line that is an account on its own (not a batch entry). */
+async function checkLines(file: string): Promise<{ suppliers: string[]; bare?: number }> {
+  const suppliers = await suppliersIn(file)
+  const lines = readLines(file, 64)
+  try {
+    for (let seen = 0; seen < LINES_CHECKED; seen++) {
+      const next = await lines.next()
+      if (next === undefined) break
+      if (next.text.trim() === '') continue
+      // The batch mode takes an object without `account` as a bare account; a job takes batch entries only.
+      if (isBareAccount(next.text)) return { suppliers, bare: next.number }
+    }
+  } finally {
+    lines.close()
+  }
+  return { suppliers }
+}
+
+/** Uploads the file as a new job, or the rest of the job of its state file; starts it; follows it if asked. */
+export async function submit(options: SubmitOptions, connection: Connection, io: JobsIO): Promise<number> {
+  const statePath = stateFileOf(options.file)
+  const stateLabel = stateFileOf(options.label)
+  let state = readState(statePath)
+  if (state) {
+    const differ = [
+      ...(state.operations_team_name !== options.team ? [`--team ${JSON.stringify(state.operations_team_name)}`] : []),
+      ...(state.dry_run !== options.dryRun ? [state.dry_run ? 'with --dry-run' : 'without --dry-run'] : []),
+      ...(options.supplier !== undefined && options.supplier !== state.import_supplier
+        ? [`--supplier ${state.import_supplier}`]
+        : [])
+    ]
+    if (differ.length > 0) {
+      throw new JobCommandError(
+        `job ${state.job_id} (${stateLabel}) was made ${differ.join(' and ')}: run submit with the same settings to continue it, or remove ${stateLabel} to submit the file as a new job`,
+        2
+      )
+    }
+  }
+
+  const client = await connect(connection, io)
+  if (state) {
+    const job = await readJob(client, connection.url, state.job_id).catch((err: unknown) => {
+      if (err instanceof JobCommandError) {
+        // The same service may be reached at another address (a proxy, a name): the job id decides.
+        const where =
+          state!.url !== connection.url ? ` (its upload began at ${state!.url}: pass --url ${state!.url}?)` : ''
+        throw new JobCommandError(
+          `${err.message}${where}. ${stateLabel} names it: remove ${stateLabel} to submit the file as a new job`
+        )
+      }
+      throw err
+    })
+    if (state.url !== connection.url) state = { ...state, url: connection.url }
+    if (job.state !== 'OPEN') {
+      return submittedBefore(client, connection.url, job, state, statePath, stateLabel, options, io)
+    }
+  }
+
+  // The plan: the parts of the file as it is now (with the part size of an upload begun, once it has parts on the service).
+  const acknowledged = state?.parts.some((p) => p.acknowledged) === true
+  const partSize = acknowledged ? state!.part_bytes : (options.partBytes ?? DEFAULT_PART_BYTES)
+  if (acknowledged && options.partBytes !== undefined && options.partBytes !== state!.part_bytes) {
+    io.stderr(
+      `Continuing job ${state!.job_id} with the part size its upload began with (${state!.part_bytes} bytes), not --part-size\n`
+    )
+  }
+
+  let importSupplier = state?.import_supplier
+  if (!state) {
+    const { suppliers, bare } = await checkLines(options.file)
+    if (bare !== undefined) {
+      throw new JobCommandError(
+        `line ${bare} of ${options.label} is an account on its own: a job's lines are batch entries, {"account": {…}, "notes": […], …}. Write each account as {"account": …} (the batch mode, ${PROGRAM} ${options.label} --team …, takes either form)`,
+        2
+      )
+    }
+    const supplier = options.supplier ?? (suppliers.length === 1 ? suppliers[0] : undefined)
+    if (supplier === undefined) {
+      throw new JobCommandError(
+        suppliers.length === 0
+          ? `no line of the first ${LINES_CHECKED} of ${options.label} names an import supplier: name it with --supplier <code>`
+          : `${options.label} names the import suppliers ${suppliers.join(', ')}: a job is of one supplier. Split the file by supplier (or name one with --supplier <code>: the other supplier's lines fail)`,
+        2
+      )
+    }
+    await preflight(client, { team: options.team, suppliers: [supplier] })
+    importSupplier = supplier
+  }
+  const plan = await planParts(options.file, partSize)
+  if (plan.parts.length === 0) throw new JobCommandError(`${options.label} is empty: nothing to submit`, 2)
+
+  let send: number[]
+  if (state) {
+    const unchanged = unchangedParts(state, plan)
+    const stale = state.parts.filter((p) => p.acknowledged && p.part > plan.parts.length)
+    if (stale.length > 0) {
+      throw new JobCommandError(
+        `${options.label} changed since job ${state.job_id}'s upload began: it has ${count(plan.parts.length, 'part')} now, and the service holds part ${stale[0]!.part} of the file as it was. Cancel that job (${PROGRAM} cancel ${state.job_id}), remove ${stateLabel}, and submit the file again`
+      )
+    }
+    const changed = state.parts.filter((p) => p.acknowledged && !unchanged.has(p.part)).map((p) => p.part)
+    if (changed.length > 0) {
+      io.stderr(
+        `${options.label} changed since the upload began: ${count(changed.length, 'part')} the service holds (${changed.join(', ')}) will be sent again as the file is now\n`
+      )
+    }
+    const held = new Set(state.parts.filter((p) => p.acknowledged && unchanged.has(p.part)).map((p) => p.part))
+    state = {
+      ...state,
+      file_bytes: plan.size,
+      part_bytes: plan.partBytes,
+      parts: plan.parts.map((p) => ({ ...p, acknowledged: held.has(p.part) }))
+    }
+    writeState(statePath, state)
+    send = plan.parts.filter((p) => !held.has(p.part)).map((p) => p.part)
+    io.stderr(
+      `Continuing job ${state.job_id} (from ${stateLabel}): ${held.size} of ${count(plan.parts.length, 'part')} on the service already, sending ${send.length === 0 ? 'none' : `the other ${send.length}`}\n`
+    )
+  } else {
+    state = await createJob(client, { ...options, supplier: importSupplier! }, connection.url, plan, statePath)
+    send = plan.parts.map((p) => p.part)
+    io.stderr(
+      `Created job ${state.job_id} for ${options.label} (${state.import_supplier}${options.dryRun ? ', dry run' : ''}): ${size(plan.size)} in ${count(plan.parts.length, 'part')}; upload state: ${stateLabel}\n`
+    )
+  }
+
+  if (!(await upload(client, options, state, send, statePath, stateLabel, io))) return 1
+  return start(client, connection.url, state, statePath, options, io)
+}
+
+async function createJob(
+  client: ServiceClient,
+  options: SubmitOptions & { supplier: string },
+  url: string,
+  plan: FilePlan,
+  statePath: string
+): Promise<JobState> {
+  const supplier = options.supplier
+  const answer = await client.post('import-jobs/', {
+    import_supplier: supplier,
+    operations_team_name: options.team,
+    dry_run: options.dryRun
+  })
+  if (answer.status !== 201 || !isObject(answer.body) || typeof answer.body.id !== 'string') {
+    throw new JobCommandError(`the service did not create the job: ${refusal(answer)}. Nothing was sent`)
+  }
+  const state: JobState = {
+    version: 1,
+    url,
+    job_id: answer.body.id,
+    import_supplier: supplier,
+    operations_team_name: options.team,
+    dry_run: options.dryRun,
+    file_bytes: plan.size,
+    part_bytes: plan.partBytes,
+    parts: plan.parts.map((p) => ({ ...p, acknowledged: false })),
+    started: false
+  }
+  writeState(statePath, state)
+  return state
+}
+
+/** Sends the parts named, in order, recording each the service takes; false when the upload stopped. */
+async function upload(
+  client: ServiceClient,
+  options: SubmitOptions,
+  state: JobState,
+  send: number[],
+  statePath: string,
+  stateLabel: string,
+  io: JobsIO
+): Promise<boolean> {
+  if (send.length === 0) return true
+  const total = send.reduce((sum, n) => sum + partLength(state.parts[n - 1]!), 0)
+  const progress = createProgress({
+    write: io.stderr,
+    tty: io.tty,
+    columns: io.columns,
+    total,
+    intervalMs: io.progressIntervalMs,
+    unit: 'bytes'
+  })
+  let before = 0
+  const held = () => state.parts.filter((p) => p.acknowledged).length
+  const stopped = (why: string) =>
+    `Upload of job ${state.job_id} stopped (${why}): ${held()} of ${count(state.parts.length, 'part')} on the service. Run the same command again to send the rest (the job stays OPEN, unstarted, for a day)\n`
+  try {
+    for (const n of send) {
+      if (io.signal?.aborted) {
+        progress.finish()
+        io.stderr(stopped('interrupted'))
+        return false
+      }
+      const part = state.parts[n - 1]!
+      const bytes = await partBytes(options.file, part)
+      const answer = await client.put(`import-jobs/${enc(state.job_id)}/parts/${n}/`, {
+        bytes,
+        contentType: NDJSON,
+        onSent: (sent) => progress.update({ done: before + sent, failed: 0 })
+      })
+      if (answer.status !== 200) {
+        progress.finish()
+        throw new JobCommandError(partRefused(answer, state, n, held(), stateLabel))
+      }
+      before += bytes.length
+      progress.update({ done: before, failed: 0 })
+      part.acknowledged = true
+      writeState(statePath, state)
+    }
+  } finally {
+    progress.finish()
+  }
+  io.stderr(`Uploaded ${count(state.parts.length, 'part')} of job ${state.job_id} (${size(state.file_bytes)})\n`)
+  return true
+}
+
+const partLength = (p: { start: number; end: number; newline_added?: boolean }) =>
+  p.end - p.start + (p.newline_added ? 1 : 0)
+
+/** Why the service refused part `n`, and what to do. */
+function partRefused(answer: Answer, state: JobState, n: number, held: number, stateLabel: string): string {
+  const id = state.job_id
+  const onService = `${held} of ${count(state.parts.length, 'part')} are on the service`
+  if (hasCode(answer.body, CODE.too_many_lines) || hasCode(answer.body, CODE.job_too_large)) {
+    return `the file is over the service's limit for one job: ${refusal(answer)}. Split it into several files and submit each; job ${id} stays OPEN, unstarted (cancel it: ${PROGRAM} cancel ${id}; remove ${stateLabel})`
+  }
+  if (answer.status === 413) {
+    return `the service refused part ${n} (${size(partLength(state.parts[n - 1]!))}) as larger than its body limit: ${held === 0 ? `pass a smaller --part-size (e.g. --part-size ${Math.max(1, Math.floor(state.part_bytes / 2 / 1024 / 1024))}MB)` : `cancel job ${id} (${PROGRAM} cancel ${id}), remove ${stateLabel} and submit again with a smaller --part-size`}`
+  }
+  if (hasCode(answer.body, CODE.import_job_not_open)) {
+    return `job ${id} is no longer OPEN (it was cancelled or started meanwhile): see ${PROGRAM} job ${id}; to submit the file as a new job, remove ${stateLabel}`
+  }
+  if (answer.status === 0 || answer.status >= 500) {
+    return `part ${n} could not be sent: ${refusal(answer)}. ${onService}: run the same command again to send the rest`
+  }
+  return `the service refused part ${n}: ${refusal(answer)}. ${onService}`
+}
+
+/** Starts the uploaded job, waiting while the organisation has its most jobs going; follows it if asked. */
+async function start(
+  client: ServiceClient,
+  url: string,
+  state: JobState,
+  statePath: string,
+  options: SubmitOptions,
+  io: JobsIO
+): Promise<number> {
+  const id = state.job_id
+  const job = await readJob(client, url, id)
+  const lines = state.parts.reduce((sum, p) => sum + p.lines, 0)
+  if (job.lines.total !== lines) {
+    throw new JobCommandError(
+      `job ${id} holds ${job.lines.total} lines, but the file's parts have ${lines}: not started. Cancel it (${PROGRAM} cancel ${id}), remove ${stateFileOf(options.label)} and submit again`
+    )
+  }
+  for (;;) {
+    const answer = await client.post(`import-jobs/${enc(id)}/start/`, undefined, [], {
+      throttleCodes: [CODE.too_many_jobs]
+    })
+    if (answer.status === 202 && isObject(answer.body)) {
+      state.started = true
+      writeState(statePath, state)
+      const started = answer.body as unknown as Job
+      io.stderr(`Started job ${id}: ${count(started.lines.total, 'line')}, ${started.state}\n`)
+      if (options.follow) return follow(client, url, id, io)
+      await io.stdout(
+        `Job ${id} started (${started.state}): the service runs it; nothing more is needed from this terminal.\nFollow it: ${PROGRAM} job ${id} --follow\n`
+      )
+      return 0
+    }
+    if (answer.status === 429 && hasCode(answer.body, CODE.too_many_jobs)) {
+      const wait = retryAfterMs(answer.retryAfter ?? null) ?? 60_000
+      io.stderr(
+        `Your organisation has the most import jobs going at once that the service allows: waiting ${duration(wait)} to start job ${id} (Ctrl-C stops waiting; the job stays uploaded, OPEN: run the same command again to start it)\n`
+      )
+      await pause(wait, io.signal)
+      if (io.signal?.aborted) {
+        io.stderr(
+          `Job ${id} is uploaded but not started. Run the same command again to start it (within a day: an OPEN job is cancelled after that)\n`
+        )
+        return 1
+      }
+      continue
+    }
+    throw new JobCommandError(`job ${id} could not be started: ${refusal(answer)}`)
+  }
+}
+
+/** `submit` for a file whose job is no longer OPEN: say what became of it. */
+async function submittedBefore(
+  client: ServiceClient,
+  url: string,
+  job: Job,
+  state: JobState,
+  statePath: string,
+  stateLabel: string,
+  options: SubmitOptions,
+  io: JobsIO
+): Promise<number> {
+  const id = job.id
+  if (job.state === 'CANCELLED') {
+    await io.stdout(renderJob(job))
+    throw new JobCommandError(
+      `job ${id} of ${stateLabel} was cancelled${job.started_at ? '' : ' before it was started (an OPEN job is cancelled a day after it was made)'}: to submit ${options.label} as a new job, remove ${stateLabel} and run the same command again`
+    )
+  }
+  if (!state.started) {
+    state.started = true
+    writeState(statePath, state)
+  }
+  if (job.state === 'COMPLETED') {
+    io.stderr(
+      `Job ${id} of ${stateLabel} ran already: nothing sent (to submit ${options.label} again as a new job, remove ${stateLabel})\n`
+    )
+    await io.stdout(renderEnd(job))
+    return endCode(job)
+  }
+  io.stderr(`Job ${id} of ${stateLabel} was uploaded and started already (${job.state}): nothing sent\n`)
+  if (options.follow) return follow(client, url, id, io)
+  await io.stdout(renderJob(job))
+  return 0
+}
+
+/** `job <id>`: the job once, or followed until it ends. */
+export async function showJob(id: string, followIt: boolean, connection: Connection, io: JobsIO): Promise<number> {
+  const client = await connect(connection, io)
+  if (followIt) return follow(client, connection.url, id, io)
+  await io.stdout(renderJob(await readJob(client, connection.url, id)))
+  return 0
+}
+
+/** `cancel <id>`. */
+export async function cancelJob(id: string, connection: Connection, io: JobsIO): Promise<number> {
+  const client = await connect(connection, io)
+  const answer = await client.post(`import-jobs/${enc(id)}/cancel/`, undefined)
+  if (answer.status === 200 && isObject(answer.body)) {
+    await io.stdout(renderJob(answer.body as unknown as Job))
+    return 0
+  }
+  if (answer.status === 404) await readJob(client, connection.url, id)
+  throw new JobCommandError(`job ${id} was not cancelled: ${refusal(answer)}`)
+}
+
+/** `jobs`: the organisation's newest jobs. */
+export async function listJobs(
+  filter: { state?: string; supplier?: string; limit: number },
+  connection: Connection,
+  io: JobsIO
+): Promise<number> {
+  const client = await connect(connection, io)
+  const query = new URLSearchParams({
+    limit: String(filter.limit + 1),
+    ...(filter.state ? { state: filter.state } : {}),
+    ...(filter.supplier ? { import_supplier: filter.supplier } : {})
+  })
+  const answer = await client.get(`import-jobs/?${query.toString()}`)
+  if (answer.status !== 200 || !Array.isArray(answer.body)) {
+    throw new JobCommandError(`cannot list the jobs: ${refusal(answer)}`)
+  }
+  const jobs = answer.body as Job[]
+  if (jobs.length === 0) {
+    await io.stdout(
+      `No import jobs${filter.state ? ` in state ${filter.state}` : ''}${filter.supplier ? ` of ${filter.supplier}` : ''}.\n`
+    )
+    return 0
+  }
+  const rows = jobs
+    .slice(0, filter.limit)
+    .map((j) => [
+      j.id,
+      j.import_supplier,
+      j.state + (j.dry_run ? ' (dry run)' : ''),
+      `${j.lines.done}/${j.lines.total}`,
+      String(j.dry_run ? j.lines.would_create : j.lines.created),
+      String(j.lines.failed),
+      j.created_at.slice(0, 19).replace('T', ' ')
+    ])
+  const header = ['ID', 'SUPPLIER', 'STATE', 'DONE', 'CREATED', 'FAILED', 'CREATED AT (UTC)']
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)))
+  const table = [header, ...rows].map((r) =>
+    r
+      .map((cell, i) => cell.padEnd(widths[i]!))
+      .join('  ')
+      .trimEnd()
+  )
+  const more = jobs.length > filter.limit ? [`(newest ${filter.limit} shown; --limit <n> shows more)`] : []
+  await io.stdout([...table, ...more].join('\n') + '\n')
+  return 0
+}
+
+export interface DownloadOptions {
+  id: string
+  /** `results` (all, or only the failed ones) or the failed input lines. */
+  what: 'results' | 'failed-results' | 'failed-lines'
+  /** --out as the user wrote it, and its path. */
+  out?: { path: string; label: string }
+  /** The folder names are taken from (the caller's). */
+  folder: (name: string) => string
+}
+
+/** The default file name of a download: `job-<id>.results.ndjson`, … */
+const defaultName = (id: string, what: DownloadOptions['what']) => `job-${id}.${what}.ndjson`
+
+/** `results` and `failed-lines`: the stream to a new file (never over an existing one). */
+export async function download(options: DownloadOptions, connection: Connection, io: JobsIO): Promise<number> {
+  const { id, what } = options
+  if (options.out && existsSync(options.out.path)) {
+    throw new JobCommandError(`${options.out.label} exists already: give another --out, or move that one away`, 2)
+  }
+  const client = await connect(connection, io)
+  const job = await readJob(client, connection.url, id)
+  const path =
+    what === 'failed-lines'
+      ? `import-jobs/${enc(id)}/failed-lines/`
+      : `import-jobs/${enc(id)}/results/${what === 'failed-results' ? '?outcome=failed' : ''}`
+  const answer = await client.get(path, { stream: true })
+  if (answer.status === 410 || hasCode(answer.body, CODE.input_erased)) {
+    throw new JobCommandError(
+      `the input of job ${id} was erased under the service's retention rules (its lines are personal data, kept a set number of days after the job ended): its failed lines cannot be downloaded any more. Its results are kept: ${PROGRAM} results ${id} --failed gives each failed line's number, external account number and error codes, to find the lines in your copy of the file`
+    )
+  }
+  if (answer.status !== 200 || !answer.response?.body) {
+    throw new JobCommandError(`cannot download the ${what.replace('-', ' ')} of job ${id}: ${refusal(answer)}`)
+  }
+  // The name: --out, or the first free default name.
+  let target = options.out
+  if (!target) {
+    const base = defaultName(id, what)
+    let n = 1
+    while (existsSync(options.folder(numberedReport(base, n)))) n++
+    target = { path: options.folder(numberedReport(base, n)), label: numberedReport(base, n) }
+  }
+  const temporary = `${target.path}.${process.pid}.download`
+  let lines = 0
+  const counter = new Transform({
+    transform(chunk: Buffer, _encoding, done) {
+      for (let at = chunk.indexOf(10); at !== -1; at = chunk.indexOf(10, at + 1)) lines++
+      done(null, chunk)
+    }
+  })
+  try {
+    await pipeline(
+      Readable.fromWeb(answer.response.body as WebReadableStream<Uint8Array>),
+      counter,
+      createWriteStream(temporary, { flags: 'wx' })
+    )
+    if (lines > 0) linkSync(temporary, target.path) // fails rather than replace a file made meanwhile
+  } catch (err) {
+    if ((err as { code?: unknown }).code === 'EEXIST') {
+      throw new JobCommandError(`${target.label} exists already: give another --out, or move that one away`, 2)
+    }
+    throw new JobCommandError(
+      `the download of job ${id} broke off: ${(err as Error).message}. Nothing was written; run the same command again`
+    )
+  } finally {
+    rmSync(temporary, { force: true })
+  }
+  const running = FINISHED.includes(job.state)
+    ? ''
+    : ` (job ${job.state}: ${job.lines.done} of ${job.lines.total} lines have a result so far)`
+  if (what === 'failed-lines') {
+    await io.stdout(
+      lines === 0
+        ? `No failed lines in job ${id}${running}: nothing written.\n`
+        : `Wrote the ${count(lines, 'failed line')} of job ${id} to ${target.label}${running}: fix them there, then submit that file as a new job: ${PROGRAM} submit ${basename(target.label)} --team …\n`
+    )
+  } else {
+    const which = what === 'failed-results' ? 'failed line' : 'line'
+    await io.stdout(
+      lines === 0
+        ? `No ${which}s with a result in job ${id}${running}: nothing written.\n`
+        : `Wrote the results of ${count(lines, which)} of job ${id} to ${target.label}${running}\n`
+    )
+  }
+  return 0
+}
