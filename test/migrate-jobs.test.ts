@@ -67,10 +67,19 @@ async function parts(server: Server, id: string) {
   )
 }
 
+/** Waits (at most a minute) until `ready` holds or the child exits. */
+async function until(ready: () => boolean, child: { exitCode: number | null }) {
+  const deadline = Date.now() + 60_000
+  while (!ready() && Date.now() < deadline && child.exitCode === null) {
+    await new Promise((resolve) => setTimeout(resolve, 50))
+  }
+}
+
 const readLinesOf = (path: string) => readFileSync(path, 'utf8').split('\n').slice(0, -1)
 
 t.test('submit --follow runs a generated file to the end; results and failed lines are downloaded', async (t) => {
-  const server = await migrationServer(t)
+  // This server runs no jobs: the client follows the job QUEUED until another process runs it.
+  const server = await migrationServer(t, { env: { IMPORT_JOB_WORKERS: '0' } })
   const dir = tempDir(t)
   const lines = await generatedFile(dir, 'accounts.ndjson', ['12', '--seed', 'jobs-follow', '--invalid-share', '0.25'])
   // The same accounts from the generator itself, which says which it made invalid.
@@ -83,15 +92,27 @@ t.test('submit --follow runs a generated file to the end; results and failed lin
   const bad = made.flatMap((m, i) => (m.invalid ? [i] : []))
   const file = join(dir, 'accounts.ndjson')
   const env = { AMIS_API_KEY: server.tenant.apiKey }
-  const { done } = npmMigrate(['submit', file, '--url', server.url, '--team', TEAM, '--follow'], env)
-  const run = await done
+  const { child, run, done } = npmMigrate(['submit', file, '--url', server.url, '--team', TEAM, '--follow'], env)
+  t.teardown(() => {
+    if (child.exitCode === null && child.signalCode === null) process.kill(-child.pid!, 'SIGKILL')
+  })
+  await until(() => run.stderr.includes('progress: 0/12 lines done, 0 created, 0 failed, 0.0/s, QUEUED\n'), child)
+  const runner = await buildTestApp(t, { database: server.database })
+  await runner.app.ready()
+  await done
   const [job] = await jobsOf(server)
   const id = job!.id
   t.match(run.stderr, new RegExp(`^Created job ${id} for .*accounts\\.ndjson \\(ACME_ENERGY\\): \\S+ kB in 1 part; `))
   t.match(run.stderr, new RegExp(`Uploaded 1 part of job ${id}`))
   t.match(run.stderr, new RegExp(`Started job ${id}: 12 lines, QUEUED\\n`))
   t.match(run.stderr, new RegExp(`Following job ${id} \\(Ctrl-C stops following; the job goes on in the service\\)\\n`))
-  t.match(run.stderr, /progress: 12\/12 lines done, \d+ created, \d+ failed, [\d.]+\/s, COMPLETED\n/)
+  t.match(run.stderr, new RegExp(`\\njob ${id}: queued: it runs when a worker of the service is free\\n`))
+  t.match(
+    run.stderr,
+    new RegExp(
+      `\\njob ${id}: completed\\nprogress: 12/12 lines done, \\d+ created, \\d+ failed, [\\d.]+/s, COMPLETED\\n`
+    )
+  )
   const failed = (await get(server, `import-jobs/${id}/`)).json().lines.failed as number
   t.ok(failed > 0 && failed < 12, `some lines failed (${failed})`)
   t.equal(run.code, 1, 'a line failed: exit 1')
@@ -256,10 +277,7 @@ t.test('Ctrl-C while following stops following, never the job', async (t) => {
   t.teardown(() => {
     if (child.exitCode === null && child.signalCode === null) process.kill(-child.pid!, 'SIGKILL')
   })
-  const deadline = Date.now() + 60_000
-  while (!run.stderr.includes('Following job') && Date.now() < deadline && child.exitCode === null) {
-    await new Promise((resolve) => setTimeout(resolve, 50))
-  }
+  await until(() => run.stderr.includes('Following job'), child)
   // A terminal's Ctrl-C goes to the whole process group (npm and the client).
   process.kill(-child.pid!, 'SIGINT')
   await done
