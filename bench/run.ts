@@ -23,7 +23,8 @@ import { exampleAccount } from '../schemas/examples.js'
  * BENCH_PRELOAD (50000 accounts written before the create scenarios), BENCH_E2E (20000 accounts
  * migrated by the client in batches), BENCH_E2E_SINGLE (2000, one by one), BENCH_PGLITE=0 to skip
  * PGlite. `npm run bench -- --table <results.json>` writes that run's Markdown table again;
- * `npm run bench -- --only dry-run` runs the dry-run row alone, on both databases.
+ * `npm run bench -- --only dry-run` runs the dry-run row alone, on both databases; `--only jobs` the
+ * client's batches, the import job of the same file and the large upload.
  */
 
 const ADMIN_URL = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres'
@@ -134,7 +135,9 @@ const SUPPLIERS = [
   'BENCH_E2E',
   'BENCH_E2E1',
   'BENCH_BIG',
-  'BENCH_DRY'
+  'BENCH_DRY',
+  'BENCH_JOB',
+  'BENCH_UPLOAD'
 ]
 
 /** Organisation, key, suppliers and team through the operator GraphQL; returns a client token and the key. */
@@ -297,6 +300,94 @@ async function migrateFile(
   return { perSecond: accounts / ((Date.now() - started) / 1000), summary: out }
 }
 
+/** Parts of an NDJSON file, cut at line breaks, of about `bytes` each. */
+function partsOf(text: Buffer, bytes: number): Buffer[] {
+  const parts: Buffer[] = []
+  for (let start = 0; start < text.length;) {
+    let end = Math.min(start + bytes, text.length)
+    if (end < text.length) end = text.lastIndexOf(10, end - 1) + 1
+    parts.push(text.subarray(start, end))
+    start = end
+  }
+  return parts
+}
+
+/** Uploads a file to a new import job in 8 MB parts, starts it and waits for it to complete: accounts/s from the first byte. */
+async function runJob(url: string, token: string, file: string, supplier: string) {
+  const api = `${url}/v1/data-import/import-jobs/`
+  const headers = { authorization: `Bearer ${token}` }
+  const started = Date.now()
+  const job = await json(
+    url,
+    { import_supplier: supplier, operations_team_name: 'Migrations' },
+    token,
+    '/v1/data-import/import-jobs/'
+  )
+  const parts = partsOf(readFileSync(file), 8 * 1024 * 1024)
+  for (const [i, part] of parts.entries()) {
+    const res = await fetch(`${api}${job.id}/parts/${i + 1}/`, {
+      method: 'PUT',
+      headers: { ...headers, 'content-type': 'application/x-ndjson' },
+      body: part
+    })
+    if (res.status !== 200) throw new Error(`part ${i + 1}: ${res.status} ${await res.text()}`)
+  }
+  const uploadedMs = Date.now() - started
+  await fetch(`${api}${job.id}/start/`, { method: 'POST', headers })
+  for (;;) {
+    const state = (await (await fetch(`${api}${job.id}/`, { headers })).json()) as {
+      state: string
+      lines: { created: number; failed: number }
+    }
+    if (state.state === 'COMPLETED' || state.state === 'CANCELLED') {
+      const seconds = (Date.now() - started) / 1000
+      if (state.lines.failed > 0) console.log(`job: ${state.lines.failed} lines failed`)
+      return {
+        perSecond: state.lines.created / seconds,
+        note: `${parts.length} parts uploaded in ${(uploadedMs / 1000).toFixed(1)} s, ${state.lines.created} created, ${state.lines.failed} failed`
+      }
+    }
+    await new Promise((resolve) => setTimeout(resolve, 200))
+  }
+}
+
+/** Uploads `mb` MB of lines to a job (never started) in 8 MB parts, sampling the server's RSS. */
+async function uploadOnly(url: string, token: string, pid: number, mb: number) {
+  const api = `${url}/v1/data-import/import-jobs/`
+  const headers = { authorization: `Bearer ${token}` }
+  const job = await json(
+    url,
+    { import_supplier: 'BENCH_UPLOAD', operations_team_name: 'Migrations' },
+    token,
+    '/v1/data-import/import-jobs/'
+  )
+  const line = JSON.stringify({ account: { ...account, import_supplier: 'BENCH_UPLOAD' } })
+  const perPart = Math.floor((8 * 1024 * 1024) / (line.length + 1))
+  const part = Buffer.from((line + '\n').repeat(perPart))
+  const count = Math.ceil((mb * 1024 * 1024) / part.length)
+  const before = rssMb(pid)
+  let peak = before
+  const sampler = setInterval(() => {
+    peak = Math.max(peak, rssMb(pid))
+  }, 50)
+  const started = Date.now()
+  try {
+    for (let i = 1; i <= count; i++) {
+      const res = await fetch(`${api}${job.id}/parts/${i}/`, {
+        method: 'PUT',
+        headers: { ...headers, 'content-type': 'application/x-ndjson' },
+        body: part
+      })
+      if (res.status !== 200) throw new Error(`upload part ${i}: ${res.status} ${await res.text()}`)
+    }
+  } finally {
+    clearInterval(sampler)
+  }
+  await fetch(`${api}${job.id}/cancel/`, { method: 'POST', headers })
+  const total = (count * part.length) / 1024 / 1024
+  return { mb: Math.round(total), growth: peak - before, peak, mbPerSecond: total / ((Date.now() - started) / 1000) }
+}
+
 /** Generated accounts with their post-import data (half of them), one per line. */
 function generate(file: string, count: number, supplier: string, seed: string): Promise<void> {
   const out = createWriteStream(file)
@@ -361,6 +452,45 @@ async function ours(
     }
     if (ONLY === 'dry-run') {
       await dryRun()
+      return rows
+    }
+    /** The migration client's batches against an import job of the same kind of file, and a large upload. */
+    const endToEnd = async () => {
+      // End to end: the migration client, generated accounts with their post-import data.
+      const e2e = database === 'postgres' ? E2E : Math.round(E2E / 4)
+      const batchFile = join(dir, `${database}-e2e.ndjson`)
+      await generate(batchFile, e2e, 'BENCH_E2E', `bench-${database}`)
+      const byBatch = await migrateFile(server.url, key, batchFile, [])
+      record(
+        `migrate ${e2e} accounts with post-import data, batches`,
+        { rps: byBatch.perSecond, p50: 0, p99: 0, errors: 0, non2xx: 0, peakRssMb: Math.round(rssMb(pid)) },
+        { unit: 'accounts/s', perSecond: Math.round(byBatch.perSecond) }
+      )
+      // The same kind of file as an import job: uploaded in parts, then run by the service.
+      const jobFile = join(dir, `${database}-job.ndjson`)
+      await generate(jobFile, e2e, 'BENCH_JOB', `bench-${database}`)
+      const job = await runJob(server.url, token, jobFile, 'BENCH_JOB')
+      record(
+        `import job of ${e2e} accounts with post-import data`,
+        { rps: job.perSecond, p50: 0, p99: 0, errors: 0, non2xx: 0, peakRssMb: Math.round(rssMb(pid)) },
+        {
+          unit: 'accounts/s',
+          perSecond: Math.round(job.perSecond),
+          ratio: job.perSecond / byBatch.perSecond,
+          note: `${job.note}; ${(job.perSecond / byBatch.perSecond).toFixed(2)}× the client's batches`
+        }
+      )
+      const upload = await uploadOnly(server.url, token, pid, database === 'postgres' ? 200 : 50)
+      record(
+        `upload ${upload.mb} MB to an import job`,
+        { rps: upload.mbPerSecond, p50: 0, p99: 0, errors: 0, non2xx: 0, peakRssMb: Math.round(upload.peak) },
+        { unit: 'MB RSS growth', perSecond: Math.round(upload.growth), note: `${upload.mbPerSecond.toFixed(1)} MB/s` }
+      )
+
+      return byBatch
+    }
+    if (ONLY === 'jobs') {
+      await endToEnd()
       return rows
     }
 
@@ -646,17 +776,9 @@ async function ours(
       )
     }
 
-    // End to end: the migration client, generated accounts with their post-import data.
-    const e2e = database === 'postgres' ? E2E : Math.round(E2E / 4)
+    await endToEnd()
     const single = database === 'postgres' ? E2E_SINGLE : Math.round(E2E_SINGLE / 2)
-    const batchFile = join(dir, `${database}-e2e.ndjson`)
-    await generate(batchFile, e2e, 'BENCH_E2E', `bench-${database}`)
-    const byBatch = await migrateFile(server.url, key, batchFile, [])
-    record(
-      `migrate ${e2e} accounts with post-import data, batches`,
-      { rps: byBatch.perSecond, p50: 0, p99: 0, errors: 0, non2xx: 0, peakRssMb: Math.round(rssMb(pid)) },
-      { unit: 'accounts/s', perSecond: Math.round(byBatch.perSecond) }
-    )
+
     const singleFile = join(dir, `${database}-e2e1.ndjson`)
     await generate(singleFile, single, 'BENCH_E2E1', `bench1-${database}`)
     const oneByOne = await migrateFile(server.url, key, singleFile, ['--batch-size', '1', '--concurrency', '16'])
@@ -727,6 +849,11 @@ function verdict(r: Row, rows: Row[]): string {
     check('p99 < 150 ms', r.p99 < 150, `${r.p99} ms`)
   }
   if (postgres && r.scenario.startsWith('batch (')) ratioOf('ceiling: bulk', 0.5, r.perSecond ?? 0)
+  if (r.scenario.startsWith('import job') && r.ratio !== undefined) {
+    check("≥ 0.9× the client's batches", r.ratio >= 0.9, `${r.ratio.toFixed(2)}×`)
+    if (postgres) check('≥ 500 accounts/s', (r.perSecond ?? 0) >= 500, `${r.perSecond}/s`)
+  }
+  if (r.scenario.startsWith('upload')) check('RSS growth < 50 MB', (r.perSecond ?? 0) < 50, `${r.perSecond} MB`)
   if (r.scenario.startsWith('transactions')) check('rate ≥ 20,000/s', (r.perSecond ?? 0) >= 20_000, `${r.perSecond}/s`)
   if (r.scenario.startsWith('all- list')) check('growth < 50 MB', (r.perSecond ?? 0) < 50, `${r.perSecond} MB`)
   if (r.scenario.startsWith('failure summary') || r.scenario.startsWith('timeline')) {
@@ -766,8 +893,8 @@ function table(rows: Row[]): string {
 }
 
 async function main(): Promise<void> {
-  if (ONLY !== undefined && ONLY !== 'dry-run') {
-    throw new Error(`--only: the only row that runs alone is dry-run, not ${ONLY}`)
+  if (ONLY !== undefined && ONLY !== 'dry-run' && ONLY !== 'jobs') {
+    throw new Error(`--only: the rows that run alone are dry-run and jobs, not ${ONLY}`)
   }
   execFileSync('npm', ['run', 'build'], { cwd: projectRoot, stdio: 'inherit' })
   const name = DATABASE

@@ -1,5 +1,4 @@
 import { isUtf8 } from 'node:buffer'
-import { shapeProblem } from '../../json-shape.js'
 
 /** A line of an uploaded part, as it will be stored. */
 export interface UploadedLine {
@@ -19,15 +18,19 @@ export class PartError extends Error {
   }
 }
 
-/** What an entry line names as its external account number (null: not JSON, not an entry, or none). */
+const EXTERNAL = /"external_account_number"\s*:\s*("(?:[^"\\]|\\.)*")/
+
+/**
+ * What an entry line names as its external account number (null: none as a string). Read from
+ * the text, not by parsing the line: a key's quotes inside a string value are escaped, so only a
+ * real key matches; the runner parses the line when it runs it.
+ */
 export function externalOf(text: string): string | null {
-  if (!text.includes('external_account_number')) return null
-  if (shapeProblem(Buffer.from(text)) !== undefined) return null
+  const found = EXTERNAL.exec(text)
+  if (!found) return null
   try {
-    const entry: unknown = JSON.parse(text)
-    const account = (entry as { account?: unknown } | null)?.account
-    const external = (account as { external_account_number?: unknown } | null | undefined)?.external_account_number
-    return typeof external === 'string' && external.length > 0 ? external : null
+    const external = JSON.parse(found[1]!) as string
+    return external.length > 0 ? external : null
   } catch {
     return null
   }
@@ -37,14 +40,14 @@ export function externalOf(text: string): string | null {
 const stored = (text: string) => (text.includes('\u0000') ? text.replaceAll('\u0000', '\\u0000') : text)
 
 /**
- * The lines of a part's body, in groups of about `groupBytes`, as the body arrives: each line
+ * The lines of a part's body, in groups of about `groupBytes` (256 KB), as the body arrives: each line
  * ends at `\n` (a `\r` before it is dropped), the body must end with one, be valid UTF-8 and hold
  * at most `maxBytes`. Memory holds one group and one partial line, whatever the size of the part.
  */
 export async function* linesOf(
   body: AsyncIterable<Buffer>,
   maxBytes: number,
-  groupBytes = 1 << 20
+  groupBytes = 1 << 18
 ): AsyncGenerator<{ lines: UploadedLine[]; bytes: number }> {
   let pending: Buffer[] = []
   let pendingBytes = 0
