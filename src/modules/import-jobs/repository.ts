@@ -305,6 +305,7 @@ export function createImportJobsRepository(db: Db) {
           from import_job_parts p join import_job_lines l on l.upload_id = p.upload_id
             and l.idx between ${from}::int - p.line_offset and ${to}::int - p.line_offset
           where p.job_id = ${jobId}::uuid and p.line_offset < ${to}::int and p.line_offset + p.lines >= ${from}::int
+            ${withText ? sql`and l.text <> ''` : sql``}
           order by 1`)
       )
     },
@@ -383,6 +384,12 @@ export function createImportJobsRepository(db: Db) {
      */
     async finishChunk(jobId: string, me: string, results: ResultRow[], nextLine: number): Promise<void> {
       await db.transaction(async (tx) => {
+        // A process that stalled past its claim stores nothing: the results it would insert would
+        // not be counted, and the new holder's, for the same lines, would then be refused.
+        const held = rowsOf(
+          await tx.execute(sql`select 1 from import_jobs where id = ${jobId}::uuid and claimed_by = ${me} for update`)
+        )
+        if (held.length === 0) return
         let inserted: Array<{ outcome: LineOutcome }> = []
         if (results.length > 0) {
           inserted = rowsOf<{ outcome: LineOutcome }>(
