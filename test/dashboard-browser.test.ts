@@ -3,6 +3,7 @@ import { mkdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { createSigner } from 'fast-jwt'
+import { sql } from 'drizzle-orm'
 import type { FastifyInstance } from 'fastify'
 import type { Page } from 'playwright-core'
 import { ERROR_CODES, type ErrorCode } from '../schemas/error-codes.js'
@@ -160,6 +161,56 @@ t.test('the dashboard in headless Chromium', async (t) => {
   }
   await ok('validate =SUM(1)', clientB.validate(badPhone('B_ENERGY', '=SUM(1)')), 400)
 
+  // C's import jobs: one run to its end by the service (2 created, 2 failed, a blank line), and
+  // one of 100 lines that the test makes RUNNING as another server process holding it would show.
+  const c = await createTenant(app, 'Gamma Gas', 'C_ENERGY')
+  const jobsOf = (path: string, init: { method?: 'GET' | 'POST' | 'PUT'; payload?: string | object } = {}) =>
+    app.inject({
+      method: init.method ?? 'GET',
+      url: `/v1/data-import/import-jobs/${path}`,
+      headers: {
+        authorization: `Bearer ${c.token}`,
+        ...(typeof init.payload === 'string' ? { 'content-type': 'application/x-ndjson' } : {})
+      },
+      ...(init.payload === undefined ? {} : { payload: init.payload })
+    })
+  const jobLine = (value: unknown) => JSON.stringify(value) + '\n'
+  const badJobLine = jobLine({ account: badPhone('C_ENERGY', 'C-BAD-1') })
+  const finished = await jobsOf(`?import_supplier=C_ENERGY&operations_team_name=${encodeURIComponent(TEAM)}`, {
+    method: 'POST',
+    payload:
+      jobLine({ account: account('C_ENERGY', 'C-OK-1') }) +
+      badJobLine +
+      '\n' +
+      'not JSON\n' +
+      jobLine({ account: account('C_ENERGY', 'C-OK-2') })
+  })
+  if (finished.statusCode !== 202) throw new Error(`job: ${finished.body}`)
+  const finishedId = finished.json().id as string
+  for (let i = 0; (await jobsOf(`${finishedId}/`)).json().state !== 'COMPLETED'; i++) {
+    if (i > 600) throw new Error('the job did not complete')
+    await sleep(100)
+  }
+  const running = await jobsOf('', {
+    method: 'POST',
+    payload: { import_supplier: 'C_ENERGY', operations_team_name: TEAM }
+  })
+  const runningId = running.json().id as string
+  const hundred = Array.from({ length: 100 }, (_, i) => jobLine({ account: account('C_ENERGY', `C-RUN-${i + 1}`) }))
+  await ok(
+    'part of the running job',
+    jobsOf(`${runningId}/parts/1/`, { method: 'PUT', payload: hundred.join('') }),
+    200
+  )
+  /** The job RUNNING, held by another process, 40 lines done in the last 30 seconds (rate and ETA read from them). */
+  const makeRunning = () =>
+    app.db.execute(sql`update import_jobs set state = 'RUNNING', started_at = now() - interval '1 minute',
+        state_changed_at = now(), claimed_by = 'another-server', claimed_until = now() + interval '1 hour',
+        done = 40, created = 36, failed = 3, skipped_blank = 1,
+        progress = jsonb_build_array(jsonb_build_array((extract(epoch from now()) * 1000)::bigint - 30000, 0),
+          jsonb_build_array((extract(epoch from now()) * 1000)::bigint - 1000, 40))
+      where id = ${runningId}::uuid`)
+
   // What the API answers A's token: the page must show the same.
   const progressOf = async (token: string, supplier: string) =>
     (
@@ -224,7 +275,15 @@ t.test('the dashboard in headless Chromium', async (t) => {
   page.on('pageerror', (err) => {
     problems.push(err.message)
   })
+  // A confirm the test expects (cancelling a job) is answered as `confirmAnswer` says; any other dialog is a problem.
+  let confirmAnswer: boolean | undefined
+  const confirms: string[] = []
   page.on('dialog', (dialog) => {
+    if (dialog.type() === 'confirm' && confirmAnswer !== undefined) {
+      confirms.push(dialog.message())
+      void (confirmAnswer ? dialog.accept() : dialog.dismiss())
+      return
+    }
     dialogs.push(dialog.message())
     void dialog.dismiss()
   })
@@ -866,6 +925,193 @@ t.test('the dashboard in headless Chromium', async (t) => {
     await page.locator('#sign-in-form').waitFor({ state: 'visible' })
   })
 
+  t.test("a supplier's import jobs: progress against the total, rate, ETA, downloads and cancel", async (t) => {
+    await makeRunning()
+    await signIn(page, c.apiKey)
+    t.equal(await page.locator('#who').textContent(), 'Gamma Gas')
+    await page.locator('#jobs .job').nth(1).waitFor()
+    const JOB_QUERY = `query { importJobs(importSupplierCode: "C_ENERGY") { id state ratePerSecond etaSeconds
+      lines { total done created alreadyImported wouldCreate failed notProcessed skippedBlank } } }`
+    const jobs = (await query(app, c.token, JOB_QUERY)).importJobs as Array<{
+      id: string
+      state: string
+      ratePerSecond: number
+      etaSeconds: number | null
+      lines: Record<string, number>
+    }>
+    t.same(
+      jobs.map((job) => [job.id, job.state]),
+      [
+        [runningId, 'RUNNING'],
+        [finishedId, 'COMPLETED']
+      ],
+      'the API: the running job, then the finished one'
+    )
+    t.same(
+      await page
+        .locator('#jobs .job')
+        .evaluateAll((items: any[]) => items.map((i) => [i.dataset.key, i.dataset.state])),
+      jobs.map((job) => [job.id, job.state]),
+      'the page lists them, newest first, with their states'
+    )
+    const job = (id: string) => page.locator(`#jobs .job[data-key="${id}"]`)
+    for (const api of jobs) {
+      const item = job(api.id)
+      const done = item.locator('.job-done')
+      t.same(
+        [await done.getAttribute('data-done'), await done.getAttribute('data-total')],
+        [String(api.lines.done), String(api.lines.total)],
+        `${api.state}: lines done of the total`
+      )
+      t.equal(
+        await done.textContent(),
+        `${api.lines.done} of ${api.lines.total} lines done`,
+        `${api.state}: in words (${await done.textContent()})`
+      )
+      const bar = item.locator('[role="progressbar"]')
+      t.same(
+        [await bar.getAttribute('aria-valuenow'), await bar.getAttribute('aria-valuemax')],
+        [String(api.lines.done), String(api.lines.total)],
+        `${api.state}: a progress bar against the total`
+      )
+      for (const figure of ['created', 'failed']) {
+        t.equal(
+          digits(await item.locator(`.job-figure[data-figure="${figure}"]`).textContent()),
+          api.lines[figure],
+          `${api.state}: ${figure} ${api.lines[figure]}`
+        )
+      }
+    }
+    // The bar's segments: created, failed and blank lines as shares of the whole job.
+    const track = await job(runningId).locator('.job-track').boundingBox()
+    const ok = await job(runningId).locator('.job-segment[data-figure="created"]').boundingBox()
+    const bad = await job(runningId).locator('.job-segment[data-figure="failed"]').boundingBox()
+    t.ok(track && ok && bad, 'the running job has its segments')
+    t.ok(
+      Math.abs(ok!.width / track!.width - 0.36) < 0.01,
+      `created fills 36 % of the bar (${ok!.width}/${track!.width})`
+    )
+    t.ok(Math.abs(bad!.width / track!.width - 0.03) < 0.01, 'failed 3 %')
+
+    // Rate and ETA of the running job, as the API computes them (the rate falls as time passes).
+    const running = jobs[0]!
+    t.ok(
+      running.ratePerSecond > 1 && running.etaSeconds! > 30,
+      `the API: ${running.ratePerSecond}/s, ${running.etaSeconds} s`
+    )
+    const shownRate = Number(await job(runningId).locator('.job-rate').getAttribute('data-rate'))
+    t.ok(Math.abs(shownRate - running.ratePerSecond) <= 0.3, `the rate shown (${shownRate}) is the API's`)
+    t.match(await job(runningId).locator('.job-rate').textContent(), /^\d+\.\d lines\/s$/)
+    const shownEta = Number(await job(runningId).locator('.job-eta').getAttribute('data-eta'))
+    t.ok(Math.abs(shownEta - running.etaSeconds!) <= 15, `the ETA shown (${shownEta} s) is the API's`)
+    t.match(await job(runningId).locator('.job-eta').textContent(), /^ETA \d+ s$/)
+    t.equal(await job(finishedId).locator('.job-rate, .job-eta').count(), 0, 'a finished job has no rate or ETA')
+    t.match(await job(finishedId).locator('.job-pace').textContent(), /^finished /)
+    t.equal(await job(finishedId).locator('.job-figure[data-figure="skippedBlank"]').textContent(), '1 blank')
+
+    // The progress note states the running job's total, no longer that the total is unknown.
+    const cProgress = await progressOf(c.token, 'C_ENERGY')
+    t.equal(
+      await page.locator('#progress-note').textContent(),
+      `${cProgress.imported} created of ${cProgress.staged} staged so far. ` +
+        'The running import job holds 100 lines: 40 have their result (see Import jobs below).'
+    )
+
+    // Actions: cancel for the running job only; downloads for jobs with failed lines (the organisation's key).
+    t.equal(await job(runningId).locator('[data-role="cancel"]').count(), 1, 'the running job can be cancelled')
+    t.equal(await job(finishedId).locator('[data-role="cancel"]').count(), 0, 'a finished one cannot')
+    t.equal(await job(finishedId).locator('.job-download').count(), 2, 'failed results and failed lines')
+    t.notOk(await page.locator('#jobs-note').isVisible(), 'no note about keys for the organisation')
+
+    for (const width of [1400, 390]) {
+      await page.setViewportSize({ width, height: 844 })
+      await page.locator('#jobs-panel').screenshot({ path: join(artifacts, `dashboard-jobs-${width}.png`) })
+      await page.screenshot({ path: join(artifacts, `dashboard-jobs-page-${width}.png`), fullPage: true })
+      const overflow = await page.evaluate(() => document.scrollingElement.scrollWidth - window.innerWidth)
+      t.ok(overflow <= 0, `nothing wider than ${width} px (${overflow})`)
+      const actions = await job(finishedId).locator('.job-actions').boundingBox()
+      t.ok(actions && actions.x + actions.width <= width, `the buttons are in view at ${width} px`)
+    }
+    await page.setViewportSize({ width: 1280, height: 800 })
+
+    // Downloads: the REST streams with the organisation's token, saved as they are.
+    const restBody = async (path: string) => {
+      const res = await jobsOf(path)
+      t.equal(res.statusCode, 200, path)
+      return res.body
+    }
+    const [results] = await Promise.all([
+      page.waitForEvent('download'),
+      job(finishedId).locator('[data-role="download-results"]').click()
+    ])
+    t.equal(results.suggestedFilename(), `C_ENERGY-job-${finishedId.slice(0, 8)}-failed-results.ndjson`)
+    const resultsText = readFileSync((await results.path())!, 'utf8')
+    t.equal(
+      resultsText,
+      await restBody(`${finishedId}/results/?outcome=failed`),
+      'the failed results, as the API streams them'
+    )
+    const failedResults = resultsText
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line))
+    t.same(
+      failedResults.map((r: { line: number; outcome: string; external_account_number: string | null }) => [
+        r.line,
+        r.outcome,
+        r.external_account_number
+      ]),
+      [
+        [2, 'failed', 'C-BAD-1'],
+        [4, 'failed', null]
+      ],
+      'lines 2 (an invalid account) and 4 (not JSON)'
+    )
+    await page.locator('#job-message', { hasText: 'Downloaded 2 failed results' }).waitFor()
+    const [failedLines] = await Promise.all([
+      page.waitForEvent('download'),
+      job(finishedId).locator('[data-role="download-lines"]').click()
+    ])
+    t.equal(failedLines.suggestedFilename(), `C_ENERGY-job-${finishedId.slice(0, 8)}-failed-lines.ndjson`)
+    const linesText = readFileSync((await failedLines.path())!, 'utf8')
+    t.equal(linesText, badJobLine + 'not JSON\n', 'the failed input lines, unchanged, ready to fix')
+    t.equal(linesText, await restBody(`${finishedId}/failed-lines/`))
+    t.equal(
+      await page.locator('#job-message').textContent(),
+      `Downloaded 2 failed lines of job ${finishedId.slice(0, 8)}: fix them and submit them as a new job.`
+    )
+
+    // Cancel asks first: dismissed, nothing happens; accepted, the job is cancelled.
+    confirmAnswer = false
+    await job(runningId).locator('[data-role="cancel"]').click()
+    await sleep(500)
+    t.equal(confirms.length, 1, 'a confirm is asked')
+    t.match(confirms[0], /^Cancel import job [0-9a-f]{8} of C_ENERGY\?/)
+    t.match(confirms[0], /60 lines without a result will not be processed; what the job has written stays/)
+    t.equal((await jobsOf(`${runningId}/`)).json().state, 'RUNNING', 'dismissed: the job goes on')
+    confirmAnswer = true
+    await job(runningId).locator('[data-role="cancel"]').click()
+    await page.locator(`#jobs .job[data-key="${runningId}"][data-state="CANCELLED"]`).waitFor()
+    confirmAnswer = undefined
+    t.equal(confirms.length, 2)
+    t.match(
+      (await jobsOf(`${runningId}/`)).json(),
+      { state: 'CANCELLED', lines: { not_processed: 60 } },
+      'the API agrees'
+    )
+    t.equal(await job(runningId).locator('.job-state').textContent(), 'Cancelled')
+    t.equal(await job(runningId).locator('.job-figure[data-figure="notProcessed"]').textContent(), '60 not processed')
+    t.equal(await job(runningId).locator('[data-role="cancel"]').count(), 0, 'no cancel any more')
+    t.equal(
+      await page.locator('#job-message').textContent(),
+      `Import job ${runningId.slice(0, 8)} cancelled: 60 lines not processed.`
+    )
+    await page.waitForFunction(() => document.getElementById('progress-note').dataset.jobs === '0')
+    t.match(await page.locator('#progress-note').textContent(), /is not known to the service/, 'no job under way now')
+    await page.locator('#sign-out').click()
+    await page.locator('#sign-in-form').waitFor({ state: 'visible' })
+  })
+
   t.test('the operator sees both suppliers', async (t) => {
     await signIn(page, TEST_OPERATOR_KEY)
     await page.waitForFunction(() => document.getElementById('who').textContent === 'the operator')
@@ -873,7 +1119,7 @@ t.test('the dashboard in headless Chromium', async (t) => {
     const options: string[] = await page.evaluate(() =>
       [...document.querySelectorAll('#supplier-picker option')].map((o: any) => o.value)
     )
-    t.same([...options].sort(), ['A_ENERGY', 'B_ENERGY'])
+    t.same([...options].sort(), ['A_ENERGY', 'B_ENERGY', 'C_ENERGY'])
     await page.locator('#supplier-picker').selectOption('B_ENERGY')
     const bProgress = await progressOf(b.token, 'B_ENERGY')
     await metricShows(page, 'staged', bProgress.staged)
@@ -889,6 +1135,14 @@ t.test('the dashboard in headless Chromium', async (t) => {
       'the operator sees what each code means too (errorCodes: fixed texts, no tenant data)'
     )
     await page.screenshot({ path: join(artifacts, 'dashboard-operator.png'), fullPage: true })
+
+    // Every organisation's jobs are the operator's to read and cancel; the downloads are the organisation's.
+    await page.locator('#supplier-picker').selectOption('C_ENERGY')
+    await page.locator(`#jobs .job[data-key="${finishedId}"]`).waitFor()
+    t.equal(await page.locator('#jobs .job').count(), 2, "C's jobs")
+    t.equal(await page.locator('#jobs .job-download').count(), 0, 'no download for the operator')
+    t.ok(await page.locator('#jobs-note').isVisible(), "a note says they need the organisation's key")
+    await page.locator('#jobs-panel').screenshot({ path: join(artifacts, 'dashboard-jobs-operator.png') })
   })
 
   t.test('nothing came from elsewhere, and nothing went wrong', async (t) => {

@@ -56,6 +56,23 @@ const Q_ACCOUNT_FAILURES = `query AccountFailures($supplier: String!, $account: 
   }
 }`
 const Q_CODES = 'query Codes { errorCodes { code meaning } }'
+/** The supplier's import jobs, newest first (the operator's token: every organisation's). */
+const Q_JOBS = `query Jobs($supplier: String!, $first: Int!) {
+  importJobs(importSupplierCode: $supplier, first: $first) {
+    id state dryRun createdAt startedAt finishedAt ratePerSecond etaSeconds
+    lines { total done created alreadyImported wouldCreate failed notProcessed skippedBlank }
+  }
+}`
+const Q_CANCEL_JOB = `mutation CancelJob($id: ID!) {
+  cancelImportJob(input: {id: $id}) {
+    id state dryRun createdAt startedAt finishedAt ratePerSecond etaSeconds
+    lines { total done created alreadyImported wouldCreate failed notProcessed skippedBlank }
+  }
+}`
+/** Import jobs listed, newest first. */
+const JOBS_SHOWN = 20
+/** States of a job that is not over: it can be cancelled, and its lines count towards the progress note. */
+const UNDER_WAY = ['QUEUED', 'RUNNING', 'PAUSED']
 
 // ---------------------------------------------------------------------------------------------
 // DOM helpers
@@ -307,8 +324,16 @@ const state = {
   account: null,
   /** Its events and its open failure records, merged into one timeline when both are read. */
   events: noEvents(),
+  /** The supplier's import jobs, newest first. */
+  jobs: noJobs(),
+  /** The supplier's migrationProgress, as last read. */
+  progress: null,
   lastRefresh: null,
   refreshes: 0
+}
+
+function noJobs() {
+  return { items: [], loaded: false, error: null }
 }
 
 function noEvents() {
@@ -371,6 +396,8 @@ async function refresh() {
       if (supplier) {
         operations.push({ query: Q_OVERVIEW, variables: { supplier, minutes: fetchMinutes } })
         handlers.push((result) => applyOverview(result, supplier, minutes, fetchMinutes, sentAt))
+        operations.push({ query: Q_JOBS, variables: { supplier, first: JOBS_SHOWN } })
+        handlers.push((result) => applyJobs(result, supplier))
         if (bar) {
           const first = Math.min(MAX_PAGE, Math.max(PAGE_SIZE, state.failures.items.length))
           operations.push({ query: Q_FAILURES, variables: { supplier, step: bar.step, code: bar.code, first } })
@@ -416,6 +443,16 @@ function applyRole(result) {
   if (result.data?.operationsTeams) state.role = 'operator'
   else if (errorOf(result)?.code === 'permission_denied') state.role = 'organisation'
   renderWho()
+  renderJobs()
+}
+
+/** The jobs are read apart from the overview: an error here leaves the figures above standing. */
+function applyJobs(result, supplier) {
+  if (supplier !== state.supplier) return
+  const error = errorOf(result)
+  state.jobs = error ? { ...state.jobs, loaded: true, error } : { items: result.data.importJobs, loaded: true, error: null }
+  renderJobs()
+  renderProgressNote()
 }
 
 function applySuppliers(result) {
@@ -540,6 +577,8 @@ function selectSupplier(code) {
   state.account = null
   state.failures = { items: [], more: false, loaded: false, error: null }
   state.events = noEvents()
+  state.jobs = noJobs()
+  state.progress = null
   resetSupplierView()
 }
 
@@ -635,13 +674,39 @@ function renderProgress(progress) {
   document.querySelector('[data-hint="pending"]').textContent = progress.failed > 0
     ? `${formatNumber(progress.failed)} with a failed create`
     : 'staged, not yet created'
-  // Stated against what the service knows: the accounts staged so far. It never sees the client's
-  // file, so a share of "staged" would read as the file's progress (100% while a third was sent).
-  $('progress-note').textContent = progress.staged === 0
-    ? 'Nothing staged yet. The service learns of an account when it is staged; it does not know how many accounts the whole migration holds.'
+  state.progress = progress
+  renderProgressNote()
+}
+
+/**
+ * Stated against what the service knows: the accounts staged so far, and the lines of the import
+ * jobs under way when there are any (a job's file is the service's to know). Otherwise it never
+ * sees the client's file, so a share of "staged" would read as the file's progress (100% while a
+ * third was sent).
+ */
+function renderProgressNote() {
+  const progress = state.progress
+  if (!progress) {
+    $('progress-note').textContent = ''
+    return
+  }
+  const underWay = state.jobs.items.filter((job) => UNDER_WAY.includes(job.state))
+  const total = underWay.reduce((n, job) => n + job.lines.total, 0)
+  const done = underWay.reduce((n, job) => n + job.lines.done, 0)
+  const jobs = underWay.length === 1
+    ? `The ${underWay[0].state.toLowerCase()} import job holds ${plural(total, 'line', 'lines')}: ${formatNumber(done)} ${done === 1 ? 'has its' : 'have their'} result (see Import jobs below).`
+    : `${formatNumber(underWay.length)} import jobs under way hold ${plural(total, 'line', 'lines')}: ${formatNumber(done)} ${done === 1 ? 'has its' : 'have their'} result (see Import jobs below).`
+  const note = $('progress-note')
+  note.dataset.jobs = String(underWay.length)
+  note.textContent = progress.staged === 0
+    ? (underWay.length > 0
+        ? `Nothing staged yet. ${jobs}`
+        : 'Nothing staged yet. The service learns of an account when it is staged; it does not know how many accounts the whole migration holds.')
     : `${formatNumber(progress.imported)} created of ${formatNumber(progress.staged)} staged so far` +
       `${progress.skipped > 0 ? ` (${formatNumber(progress.skipped)} skipped)` : ''}. ` +
-      'How many accounts the whole file holds is not known to the service: it learns of each account when it is staged.'
+      (underWay.length > 0
+        ? jobs
+        : 'How many accounts the whole file holds is not known to the service: it learns of each account when it is staged.')
 }
 
 /**
@@ -1020,6 +1085,247 @@ function searchAccount(event) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Import jobs: a whole file each, run by the service. Progress against the job's total, rate and
+// ETA; cancel (after a confirm); with the organisation's token, its failed results and failed
+// lines as files (the REST streams, which are the organisation's: the operator's token may not).
+
+const JOB_STATE_NAMES = { OPEN: 'Open', QUEUED: 'Queued', RUNNING: 'Running', PAUSED: 'Paused', COMPLETED: 'Completed', CANCELLED: 'Cancelled' }
+/** The lines of a job by what became of them, in the bar's order: [figure, label, bar segment]. */
+const JOB_FIGURES = [
+  ['created', 'created', 'ok'],
+  ['alreadyImported', 'already imported', 'ok'],
+  ['wouldCreate', 'would create', 'ok'],
+  ['failed', 'failed', 'bad'],
+  ['skippedBlank', 'blank', 'other'],
+  ['notProcessed', 'not processed', 'other']
+]
+const JOB_DOWNLOADS = {
+  results: { label: 'Failed results', path: 'results/?outcome=failed', file: 'failed-results', what: ['failed result', 'failed results'] },
+  lines: { label: 'Failed lines', path: 'failed-lines/', file: 'failed-lines', what: ['failed line', 'failed lines'] }
+}
+/** Jobs whose cancel or download is on its way (the button is disabled meanwhile). */
+const jobsBusy = new Set()
+
+const shortId = (id) => id.slice(0, 8)
+
+/** "45 s", "12 min", "2 h 5 min". */
+function formatDuration(seconds) {
+  if (seconds < 90) return `${Math.max(1, Math.round(seconds))} s`
+  const minutes = Math.round(seconds / 60)
+  if (minutes < 60) return `${minutes} min`
+  return `${Math.floor(minutes / 60)} h${minutes % 60 ? ` ${minutes % 60} min` : ''}`
+}
+
+const formatRate = (rate) => (rate >= 100 ? formatNumber(Math.round(rate)) : rate.toFixed(1))
+
+function renderJobs() {
+  const { items, loaded, error } = state.jobs
+  let message = ''
+  if (!state.supplier) message = ''
+  else if (!loaded) message = 'Loading import jobs…'
+  else if (error) message = `The import jobs could not be read: ${errorText(error)}`
+  else if (items.length === 0) message = `No import job for ${state.supplier} yet. A job takes a whole file (npm run migrate -- submit <file>); batches sent by the client show in the figures above, not here.`
+  $('jobs-message').textContent = message
+  show($('jobs-message'), Boolean(message))
+  show($('jobs-note'), state.role === 'operator' && items.some((job) => job.lines.failed > 0))
+  const underWay = items.filter((job) => UNDER_WAY.includes(job.state)).length
+  renderIfChanged($('jobs-totals'), JSON.stringify([items.length, underWay]), () => items.length === 0
+    ? []
+    : [h('span', null, h('strong', null, formatNumber(underWay)), ' under way'),
+        h('span', null, h('strong', null, formatNumber(items.length)), items.length >= JOBS_SHOWN ? ' latest shown' : items.length === 1 ? ' job' : ' jobs')])
+  renderIfChanged($('jobs'), JSON.stringify([state.role, items, [...jobsBusy]]), () => items.map(jobItem))
+}
+
+function jobItem(job) {
+  const { lines } = job
+  const badge = h('span', 'job-state', JOB_STATE_NAMES[job.state] ?? job.state)
+  badge.dataset.state = job.state
+  const id = h('span', 'job-id mono', shortId(job.id))
+  id.title = job.id
+  const head = h('div', 'job-head', badge, h('span', 'job-name', 'Job ', id), job.dryRun ? h('span', 'chip', 'dry run') : null,
+    h('span', 'job-created muted', 'created ', timeElement(null, job.createdAt)))
+
+  // The bar: every line of the job, filled by what became of those with a result.
+  const track = h('span', 'job-track')
+  for (const [key, label, kind] of JOB_FIGURES) {
+    if (!lines[key] || !lines.total) continue
+    const segment = h('span', `job-segment ${kind}`)
+    segment.style.width = `${(lines[key] / lines.total) * 100}%`
+    segment.dataset.figure = key
+    segment.title = `${formatNumber(lines[key])} ${label}`
+    track.append(segment)
+  }
+  track.setAttribute('role', 'progressbar')
+  track.setAttribute('aria-valuemin', '0')
+  track.setAttribute('aria-valuemax', String(lines.total))
+  track.setAttribute('aria-valuenow', String(lines.done))
+  track.setAttribute('aria-label', `Lines with a result, of ${formatNumber(lines.total)}`)
+  const done = h('span', 'job-done', h('strong', null, formatNumber(lines.done)), ` of ${plural(lines.total, 'line', 'lines')} done`)
+  done.dataset.done = String(lines.done)
+  done.dataset.total = String(lines.total)
+
+  const figures = h('span', 'job-figures', ...JOB_FIGURES
+    .filter(([key]) => key === 'created' || key === 'failed' || lines[key] > 0)
+    .map(([key, label, kind]) => {
+      const figure = h('span', `job-figure ${kind}`, h('strong', null, formatNumber(lines[key])), ` ${label}`)
+      figure.dataset.figure = key
+      return figure
+    }))
+
+  const pace = h('span', 'job-pace', ...jobPace(job))
+  const actions = h('span', 'job-actions')
+  if (UNDER_WAY.includes(job.state) || job.state === 'OPEN') {
+    const cancel = h('button', 'quiet job-cancel', 'Cancel')
+    cancel.type = 'button'
+    cancel.dataset.role = 'cancel'
+    cancel.disabled = jobsBusy.has(job.id)
+    cancel.title = 'Stop this job: lines without a result are not processed; what it wrote stays'
+    cancel.addEventListener('click', () => cancelJob(job))
+    actions.append(cancel)
+  }
+  if (state.role === 'organisation' && lines.failed > 0) {
+    for (const [kind, download] of Object.entries(JOB_DOWNLOADS)) {
+      const button = h('button', 'quiet job-download', download.label)
+      button.type = 'button'
+      button.dataset.role = `download-${kind}`
+      button.disabled = jobsBusy.has(job.id)
+      button.title = kind === 'results'
+        ? 'Each failed line\'s result (NDJSON): line number, account, step, code and attrs'
+        : 'The input lines that failed, unchanged (NDJSON): fix them and submit them as a new job'
+      button.addEventListener('click', () => downloadJob(job, kind))
+      actions.append(button)
+    }
+  }
+
+  const item = h('li', 'job', head, h('div', 'job-progress', track, done), h('div', 'job-foot', figures, pace), actions.childElementCount ? actions : null)
+  item.dataset.key = job.id
+  item.dataset.state = job.state
+  return item
+}
+
+/** Rate and ETA while it runs; otherwise what it waits for or when it ended. */
+function jobPace(job) {
+  switch (job.state) {
+    case 'RUNNING': {
+      if (!job.ratePerSecond) return [h('span', 'job-rate', 'starting: no rate yet')]
+      const rate = h('span', 'job-rate', h('strong', null, formatRate(job.ratePerSecond)), ' lines/s')
+      rate.dataset.rate = String(job.ratePerSecond)
+      const eta = h('span', 'job-eta', 'ETA ', h('strong', null, job.etaSeconds == null ? '–' : formatDuration(job.etaSeconds)))
+      if (job.etaSeconds != null) {
+        eta.dataset.eta = String(job.etaSeconds)
+        eta.title = `About ${dateTimeFormat.format(new Date(Date.now() + job.etaSeconds * 1000))} at the rate of the last minute`
+      }
+      return [rate, eta]
+    }
+    case 'QUEUED': return [h('span', 'muted', 'waiting for a runner')]
+    case 'PAUSED': return [h('span', 'muted', 'paused while the supplier is Paused')]
+    case 'OPEN': return [h('span', 'muted', 'open: its parts are being uploaded')]
+    case 'COMPLETED': return job.finishedAt ? [h('span', 'muted', 'finished ', timeElement(null, job.finishedAt))] : []
+    case 'CANCELLED': return job.finishedAt ? [h('span', 'muted', 'cancelled ', timeElement(null, job.finishedAt))] : []
+    default: return []
+  }
+}
+
+function setJobMessage(text, result) {
+  $('job-message').textContent = text
+  $('job-message').dataset.result = result ?? ''
+  show($('job-message'), Boolean(text))
+}
+
+function cancelJob(job) {
+  const left = job.lines.total - job.lines.done
+  const question = `Cancel import job ${shortId(job.id)} of ${state.supplier}?\n\n` +
+    `${plural(left, 'line', 'lines')} without a result will not be processed; what the job has written stays. This cannot be undone.`
+  if (!window.confirm(question)) return
+  const gen = generation
+  jobsBusy.add(job.id)
+  renderJobs()
+  void exclusive(async () => {
+    try {
+      const [result] = await call([{ query: Q_CANCEL_JOB, variables: { id: job.id } }])
+      if (gen !== generation) return
+      const error = errorOf(result)
+      if (error) throw error
+      const cancelled = result.data.cancelImportJob
+      state.jobs = { ...state.jobs, items: state.jobs.items.map((j) => (j.id === cancelled.id ? cancelled : j)) }
+      setJobMessage(`Import job ${shortId(job.id)} cancelled: ${plural(cancelled.lines.notProcessed, 'line', 'lines')} not processed.`, 'cancelled')
+      requestRefresh()
+    } catch (err) {
+      if (gen !== generation) return
+      if (err instanceof SessionEnded) signOut(err.message)
+      else setJobMessage(`Import job ${shortId(job.id)} could not be cancelled (${err.code ?? 'error'}): ${err.message}`, 'error')
+    } finally {
+      jobsBusy.delete(job.id)
+      if (gen === generation) {
+        renderJobs()
+        renderProgressNote()
+      }
+    }
+  })
+}
+
+/** A GET of the REST API with the token (renewed as for GraphQL), answered as text. */
+async function restText(path) {
+  if (!state.session) throw new SessionEnded('You are signed out.')
+  if (Date.now() >= state.session.expiresAt - RENEW_MARGIN_MS) await renew()
+  const get = async () => {
+    try {
+      return await fetch(path, { headers: { authorization: `Bearer ${state.session.token}` }, cache: 'no-store', credentials: 'omit' })
+    } catch {
+      throw new ServiceError('unreachable', 'The service cannot be reached.')
+    }
+  }
+  let response = await get()
+  if (response.status === 401) {
+    await renew()
+    response = await get()
+  }
+  if (response.ok) return response.text()
+  let body = null
+  try {
+    body = await response.json()
+  } catch {
+    // not the error body: said by its status below
+  }
+  if (response.status === 401) throw new SessionEnded('The service no longer accepts this session (the key may have been revoked). Sign in again.')
+  throw new ServiceError(body?.code ?? 'bad_response', body?.detail ?? `HTTP ${response.status}`)
+}
+
+function downloadJob(job, kind) {
+  const download = JOB_DOWNLOADS[kind]
+  const supplier = state.supplier
+  const gen = generation
+  jobsBusy.add(job.id)
+  renderJobs()
+  setJobMessage(`Reading the ${download.what[1]} of job ${shortId(job.id)}…`, 'busy')
+  void (async () => {
+    try {
+      const text = await restText(`/v1/data-import/import-jobs/${encodeURIComponent(job.id)}/${download.path}`)
+      if (gen !== generation) return
+      const count = text.split('\n').filter((line) => line !== '').length
+      const url = URL.createObjectURL(new Blob([text], { type: 'application/x-ndjson;charset=utf-8' }))
+      const link = h('a')
+      link.href = url
+      link.download = `${supplier}-job-${shortId(job.id)}-${download.file}.ndjson`
+      document.body.append(link)
+      link.click()
+      link.remove()
+      setTimeout(() => URL.revokeObjectURL(url), 60_000)
+      setJobMessage(`Downloaded ${plural(count, ...download.what)} of job ${shortId(job.id)}` +
+        (kind === 'lines' ? ': fix them and submit them as a new job.' : '.'), 'downloaded')
+    } catch (err) {
+      if (gen !== generation) return
+      if (err instanceof SessionEnded) signOut(err.message)
+      else if (err.code === 'input_erased') setJobMessage(`The input of job ${shortId(job.id)} has been erased under the personal data retention rules: its failed lines are gone (its failed results remain).`, 'error')
+      else setJobMessage(`The download failed (${err.code ?? 'error'}): ${err.message}`, 'error')
+    } finally {
+      jobsBusy.delete(job.id)
+      if (gen === generation) renderJobs()
+    }
+  })()
+}
+
+// ---------------------------------------------------------------------------------------------
 // The failing list as CSV: every open failure record of the supplier (all pages), one row per
 // code and attr, with the code's meaning.
 
@@ -1094,7 +1400,10 @@ function resetSupplierView() {
   destroyChart()
   for (const name of ['staged', 'pending', 'imported', 'skipped', 'failing', 'rate']) setMetric(name, '–')
   $('progress-note').textContent = ''
+  delete $('progress-note').dataset.jobs
   show($('download-message'), false)
+  show($('job-message'), false)
+  renderJobs()
   $('search-input').value = ''
   forget($('bars'))
   forget($('failing-steps'))
@@ -1140,7 +1449,7 @@ function signOut(message) {
   sessionStorage.clear()
   Object.assign(state, {
     session: null, role: null, suppliers: [], suppliersLoaded: false, supplier: null, minutes: state.minutes, timeline: null, bar: null, account: null,
-    failures: { items: [], more: false, loaded: false, error: null }, events: noEvents(), lastRefresh: null, refreshes: 0
+    failures: { items: [], more: false, loaded: false, error: null }, events: noEvents(), jobs: noJobs(), progress: null, lastRefresh: null, refreshes: 0
   })
   resetSupplierView()
   forget($('supplier-picker'))
