@@ -96,7 +96,7 @@ t.test('submit --follow runs a generated file to the end; results and failed lin
   t.teardown(() => {
     if (child.exitCode === null && child.signalCode === null) process.kill(-child.pid!, 'SIGKILL')
   })
-  await until(() => run.stderr.includes('progress: 0/12 lines done, 0 created, 0 failed, 0.0/s, QUEUED\n'), child)
+  await until(() => run.stderr.includes('progress: 0/12 lines done, 0 created, 0 failed, QUEUED\n'), child)
   const runner = await buildTestApp(t, { database: server.database })
   await runner.app.ready()
   await done
@@ -109,9 +109,7 @@ t.test('submit --follow runs a generated file to the end; results and failed lin
   t.match(run.stderr, new RegExp(`\\njob ${id}: queued: it runs when a worker of the service is free\\n`))
   t.match(
     run.stderr,
-    new RegExp(
-      `\\njob ${id}: completed\\nprogress: 12/12 lines done, \\d+ created, \\d+ failed, [\\d.]+/s, COMPLETED\\n`
-    )
+    new RegExp(`\\njob ${id}: completed\\nprogress: 12/12 lines done, \\d+ created, \\d+ failed, COMPLETED\\n`)
   )
   const failed = (await get(server, `import-jobs/${id}/`)).json().lines.failed as number
   t.ok(failed > 0 && failed < 12, `some lines failed (${failed})`)

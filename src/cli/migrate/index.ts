@@ -383,6 +383,40 @@ function jobsIO(io: MigrateCliIO): JobsIO {
   }
 }
 
+/** Time a job command has after Ctrl-C to stop by itself (and say where it stopped). */
+const STOP_GRACE_MS = 1000
+
+/**
+ * A job command stopped by Ctrl-C: it finishes by itself when it can (an upload after its part,
+ * a follow between two reads); when it is waiting on the service, it is left after a second.
+ * Nothing is lost: the job is the service's, and the upload's state file is written whole.
+ */
+async function stoppable(work: Promise<number>, command: string, io: MigrateCliIO): Promise<number> {
+  const signal = io.signal
+  if (!signal) return work
+  let leave: (() => void) | undefined
+  const onAbort = () => {
+    const timer = setTimeout(() => leave?.(), STOP_GRACE_MS)
+    timer.unref()
+  }
+  signal.addEventListener('abort', onAbort, { once: true })
+  const left = new Promise<number>((resolve) => {
+    leave = () => {
+      io.stderr(
+        command === 'submit'
+          ? 'Stopped while waiting for the service: nothing is lost (a job made is not cancelled, and the parts it took are noted); run the same command again to carry on\n'
+          : 'Stopped while waiting for the service; any job goes on in the service\n'
+      )
+      resolve(1)
+    }
+  })
+  try {
+    return await Promise.race([work, left])
+  } finally {
+    signal.removeEventListener('abort', onAbort)
+  }
+}
+
 /** submit, job, jobs, results, failed-lines, cancel. */
 async function runJobCommand(command: string, args: string[], flags: Flags, io: MigrateCliIO): Promise<number> {
   onlyOptions(flags, JOB_COMMANDS[command]!, command)
@@ -537,7 +571,9 @@ export async function runMigrateCli(argv: string[], io: MigrateCliIO): Promise<n
     const [first, ...rest] = positionals
     if (first === 'generate') return await runGenerate(rest, flags, io)
     if (first === 'report') return await runReport(rest, flags, io)
-    if (first !== undefined && Object.hasOwn(JOB_COMMANDS, first)) return await runJobCommand(first, rest, flags, io)
+    if (first !== undefined && Object.hasOwn(JOB_COMMANDS, first)) {
+      return await stoppable(runJobCommand(first, rest, flags, io), first, io)
+    }
     return await runMigration(positionals, flags, io)
   } catch (err) {
     if (err instanceof JobCommandError) {

@@ -112,6 +112,25 @@ function pause(ms: number, signal?: AbortSignal): Promise<void> {
   })
 }
 
+/** The promise's value, or undefined as soon as the signal is aborted (the work itself goes on, unawaited). */
+function untilAborted<T>(work: Promise<T>, signal?: AbortSignal): Promise<T | undefined> {
+  if (!signal) return work
+  return new Promise((resolve, reject) => {
+    const onAbort = () => resolve(undefined)
+    signal.addEventListener('abort', onAbort, { once: true })
+    work.then(
+      (value) => {
+        signal.removeEventListener('abort', onAbort)
+        resolve(value)
+      },
+      (err: unknown) => {
+        signal.removeEventListener('abort', onAbort)
+        reject(err)
+      }
+    )
+  })
+}
+
 async function connect(connection: Connection, io: JobsIO): Promise<ServiceClient> {
   const client = createServiceClient({
     url: connection.url,
@@ -258,7 +277,7 @@ export async function follow(client: ServiceClient, url: string, id: string, io:
           done: l.done,
           failed: l.failed,
           created: job.dry_run ? l.would_create : l.created + l.already_imported,
-          rate: job.rate_per_second,
+          rate: job.state === 'RUNNING' ? job.rate_per_second : null,
           etaSeconds: job.eta_seconds,
           state: job.state
         },
@@ -270,14 +289,17 @@ export async function follow(client: ServiceClient, url: string, id: string, io:
       }
       if (FINISHED.includes(job.state)) break
       await pause(io.pollIntervalMs ?? 1000, io.signal)
-      if (io.signal?.aborted) {
+      // A busy service may take its time to answer: Ctrl-C does not wait for it.
+      const answer = io.signal?.aborted
+        ? undefined
+        : await untilAborted(client.get(`import-jobs/${enc(id)}/`), io.signal)
+      if (answer === undefined) {
         progress.finish()
         io.stderr(
           `Stopped following job ${id}; the job goes on in the service (${job.state}, ${l.done} of ${l.total} lines done). Follow it again: ${PROGRAM} job ${id} --follow\n`
         )
         return 1
       }
-      const answer = await client.get(`import-jobs/${enc(id)}/`)
       if (answer.status !== 200 || !isObject(answer.body)) {
         progress.finish()
         throw new JobCommandError(
@@ -759,15 +781,17 @@ export async function download(options: DownloadOptions, connection: Connection,
     await pipeline(
       Readable.fromWeb(answer.response.body as WebReadableStream<Uint8Array>),
       counter,
-      createWriteStream(temporary, { flags: 'wx' })
+      createWriteStream(temporary, { flags: 'wx' }),
+      ...(io.signal ? [{ signal: io.signal }] : [])
     )
     if (lines > 0) linkSync(temporary, target.path) // fails rather than replace a file made meanwhile
   } catch (err) {
     if ((err as { code?: unknown }).code === 'EEXIST') {
       throw new JobCommandError(`${target.label} exists already: give another --out, or move that one away`, 2)
     }
+    const why = io.signal?.aborted ? 'it was interrupted' : (err as Error).message
     throw new JobCommandError(
-      `the download of job ${id} broke off: ${(err as Error).message}. Nothing was written; run the same command again`
+      `the download of job ${id} broke off: ${why}. Nothing was written; run the same command again`
     )
   } finally {
     rmSync(temporary, { force: true })

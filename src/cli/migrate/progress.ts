@@ -7,8 +7,8 @@
 export interface ProgressCounts {
   done: number
   failed: number
-  /** Per second, when someone else measures it (the service); else counted from the start. */
-  rate?: number
+  /** Per second, when someone else measures it (the service; null: not measured now); else counted from the start. */
+  rate?: number | null
   /** Seconds left, when someone else knows it (null: not known). */
   etaSeconds?: number | null
   /** Accounts created, shown before the failures. */
@@ -60,13 +60,13 @@ export function createProgress(options: ProgressOptions) {
 
   function figures() {
     const elapsed = now() - started
-    const rate = counts.rate ?? (elapsed > 0 ? counts.done / (elapsed / 1000) : 0)
+    const rate = counts.rate === undefined ? (elapsed > 0 ? counts.done / (elapsed / 1000) : 0) : counts.rate
     const eta =
       counts.etaSeconds !== undefined
         ? counts.etaSeconds === null
           ? undefined
           : duration(counts.etaSeconds * 1000)
-        : total !== undefined && rate > 0 && counts.done < total
+        : total !== undefined && rate !== null && rate > 0 && counts.done < total
           ? duration(((total - counts.done) / rate) * 1000)
           : undefined
     return { elapsed, rate, total, eta }
@@ -77,11 +77,11 @@ export function createProgress(options: ProgressOptions) {
     const { rate, eta } = figures()
     const shown =
       unit === 'bytes'
-        ? [`${size(rate)}/s`]
+        ? [`${size(rate ?? 0)}/s`]
         : [
             ...(counts.created !== undefined ? [`${counts.created} created`] : []),
             `${counts.failed} failed`,
-            `${rate.toFixed(1)}/s`
+            ...(rate === null ? [] : [`${rate.toFixed(1)}/s`])
           ]
     if (eta) shown.push(`ETA ${eta}`)
     if (counts.state) shown.push(counts.state)
