@@ -99,6 +99,12 @@ export const JobListQuery = Type.Object(
 )
 export type JobListQuery = Static<typeof JobListQuery>
 
+/** A part's body as the document shows it: NDJSON text. */
+export const PartBody = Type.String({
+  description: 'Whole lines of NDJSON, one batch entry `{account, notes?, …}` per line, each ending with `\\n`.',
+  examples: ['{"account": {"external_account_number": "EXT-000123", "import_supplier": "ACME_ENERGY"}}\n']
+})
+
 export const PartAnswer = Type.Object({ part: Type.Integer(), lines: count, bytes: count })
 
 export const ResultsQuery = Type.Object(

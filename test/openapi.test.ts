@@ -335,7 +335,8 @@ t.test('request bodies are the schemas the routes validate with', async (t) => {
 
   let compared = 0
   for (const route of routes) {
-    if (!route.schema?.body || route.url === '/graphql') continue
+    // A part of an import job is NDJSON text, read as a stream: documented, not a JSON body.
+    if (!route.schema?.body || route.url === '/graphql' || route.method === 'PUT') continue
     t.same(
       shape(bodyOf(route.url), doc.components.schemas),
       shape(toOpenApiSchema(route.schema.body, { request: true })),
@@ -348,6 +349,9 @@ t.test('request bodies are the schemas the routes validate with', async (t) => {
     Object.keys(REQUEST_EXAMPLES).length + 1,
     'every data-import POST compared (the payment instruction too)'
   )
+  const part = doc.paths['/v1/data-import/import-jobs/{id}/parts/{part}'].put.requestBody
+  t.same(Object.keys(part.content), ['application/x-ndjson'], 'a part is documented as NDJSON')
+  t.equal(part.content['application/x-ndjson'].schema.type, 'string')
 })
 
 t.test('the document describes what the service really accepts and answers', async (t) => {

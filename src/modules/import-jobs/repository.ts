@@ -422,6 +422,11 @@ export function createImportJobsRepository(db: Db) {
       })
     },
 
+    /** Lets every claim go: at the start of the one process an embedded database has, any claim is a dead one's. */
+    async releaseAllClaims(): Promise<void> {
+      await db.execute(sql`update import_jobs set claimed_by = null, claimed_until = null where claimed_by is not null`)
+    },
+
     /** Extends a claim this process still holds. */
     async renew(jobId: string, me: string, leaseSeconds: number): Promise<void> {
       await db.execute(sql`update import_jobs set claimed_until = now() + make_interval(secs => ${leaseSeconds})

@@ -202,7 +202,7 @@ export function createImportJobsRunner(deps: { db: Db; batches: BatchesService; 
     return true
   }
 
-  return { step, settleStates: () => repo.settleStates(), me }
+  return { step, settleStates: () => repo.settleStates(), releaseAllClaims: () => repo.releaseAllClaims(), me }
 }
 
 export type ImportJobsRunner = ReturnType<typeof createImportJobsRunner>
