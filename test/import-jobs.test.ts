@@ -298,3 +298,40 @@ t.test('the list: newest first, filtered, paged with Link', async (t) => {
   t.equal((await jobs.list('?import_supplier=ACME_ENERGY')).json().length, 3)
   t.equal((await jobs.list('?state=DONE')).statusCode, 400)
 })
+
+t.test('a part that would take the job past IMPORT_JOB_MAX_BYTES is refused whole', async (t) => {
+  const setup = await importSetup(t, { env: { ...NO_RUNNER, IMPORT_JOB_MAX_BYTES: '2048' } })
+  const jobs = jobsClient(setup)
+  const job = (await jobs.create()).json()
+  t.equal((await jobs.part(job.id, 1, lines('x'.repeat(1500)))).statusCode, 200)
+  const over = await jobs.part(job.id, 2, lines('y'.repeat(600)))
+  t.equal(over.statusCode, 413)
+  t.match(over.json(), { code: 'payload_too_large' })
+  t.same(errorsOf(over), [['job_too_large', null]])
+  t.same(await counts(setup), { jobs: 1, parts: 1, lines: 1 }, 'the refused part left nothing')
+  t.equal((await jobs.get(job.id)).json().lines.total, 1)
+})
+
+t.test('an OPEN job never started is cancelled after a day, a PAUSED one after 30 days', async (t) => {
+  const setup = await importSetup(t, { env: NO_RUNNER })
+  const jobs = jobsClient(setup)
+  const open = (await jobs.create()).json()
+  const fresh = (await jobs.create()).json()
+  const paused = (await jobs.create()).json()
+  await jobs.part(paused.id, 1, lines(entry('A-1')))
+  await jobs.start(paused.id)
+  await setup.app.db.execute(sql`update import_jobs set state_changed_at = now() - interval '25 hours'
+    where id in (${open.id}::uuid, ${fresh.id}::uuid)`)
+  await setup.app.db.execute(sql`update import_jobs set state_changed_at = now() - interval '23 hours'
+    where id = ${fresh.id}::uuid`)
+  // The supplier paused all that time (its status set straight in the table: the operator's mutation would pause the other jobs too).
+  await setup.app.db.execute(sql`update import_suppliers set status = 'Paused' where code = 'ACME_ENERGY'`)
+  await setup.app.db.execute(sql`update import_jobs set state = 'PAUSED', state_changed_at = now() - interval '31 days'
+    where id = ${paused.id}::uuid`)
+  // What the runners do every few seconds, done once here (this app runs none).
+  const { createImportJobsRepository } = await import('../src/modules/import-jobs/repository.js')
+  await createImportJobsRepository(setup.app.db).settleStates()
+  t.equal((await jobs.get(open.id)).json().state, 'CANCELLED', 'a day OPEN')
+  t.equal((await jobs.get(fresh.id)).json().state, 'OPEN', 'less than a day OPEN')
+  t.match((await jobs.get(paused.id)).json(), { state: 'CANCELLED', lines: { not_processed: 1 } }, '30 days PAUSED')
+})

@@ -445,16 +445,16 @@ export function createImportJobsRepository(db: Db) {
      * never started after a day and a job PAUSED for 30 days.
      */
     async settleStates(): Promise<void> {
-      await db.execute(sql`update import_jobs j set state = 'PAUSED', state_changed_at = now()
-        from import_suppliers s where s.id = j.supplier_id and s.status = 'Paused'
-          and j.state in ('QUEUED', 'RUNNING') and (j.claimed_until is null or j.claimed_until < now())`)
-      await db.execute(sql`update import_jobs j set state = 'QUEUED', state_changed_at = now()
-        from import_suppliers s where s.id = j.supplier_id and s.status = 'Ongoing' and j.state = 'PAUSED'`)
       await db.execute(sql`update import_jobs j set state = 'CANCELLED', finished_at = now(), state_changed_at = now(),
           claimed_by = null, claimed_until = null
         from import_suppliers s where s.id = j.supplier_id and j.state not in ('COMPLETED', 'CANCELLED')
           and (s.status = 'Complete' or (j.state = 'OPEN' and j.state_changed_at < now() - interval '1 day')
             or (j.state = 'PAUSED' and j.state_changed_at < now() - interval '30 days'))`)
+      await db.execute(sql`update import_jobs j set state = 'PAUSED', state_changed_at = now()
+        from import_suppliers s where s.id = j.supplier_id and s.status = 'Paused'
+          and j.state in ('QUEUED', 'RUNNING') and (j.claimed_until is null or j.claimed_until < now())`)
+      await db.execute(sql`update import_jobs j set state = 'QUEUED', state_changed_at = now()
+        from import_suppliers s where s.id = j.supplier_id and s.status = 'Ongoing' and j.state = 'PAUSED'`)
     }
   }
 }
