@@ -336,7 +336,8 @@ function resultOf(row: {
     step: row.step as LineResult['step'],
     status: row.status,
     code: row.code,
-    errors: row.errors
+    // In the order of every other answer (jsonb keeps keys its own way).
+    errors: row.errors?.map(({ code, attr }) => ({ code, attr })) ?? null
   }
 }
 
