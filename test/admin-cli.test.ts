@@ -969,7 +969,7 @@ t.test('the service cannot be reached', async (t) => {
   t.equal(blocked.code, 1)
   t.match(
     blocked.stderr,
-    /^error: cannot reach the service at http:\/\/127\.0\.0\.1:1: [^\n]+\n  Is the service running there\?/
+    /^error: cannot reach the service at http:\/\/127\.0\.0\.1:1: [^\n]+\n {2}Is the service running there\?/
   )
 
   const notGraphql = await admin(['list-suppliers'], {
