@@ -1,17 +1,20 @@
 import { Readable } from 'node:stream'
 
 /**
- * A JSON array as a stream, written from chunks of items pulled one at a time: the next chunk is
- * read only when the stream wants more (the socket drained), so memory does not grow with the
- * list. Destroying the stream (client gone) ends the generator, so nothing more is read. A
- * failure after the status was sent can only cut the body short: `onError` is told and the
- * stream is destroyed, which closes the connection without the final chunk.
+ * Text written from chunks of items pulled one at a time: the next chunk is read only when the
+ * stream wants more (the socket drained), so memory does not grow with the list. Destroying the
+ * stream (client gone) ends the generator, so nothing more is read. A failure after the status
+ * was sent can only cut the body short: `onError` is told and the stream is destroyed, which
+ * closes the connection without the end. `write` renders a chunk (told whether it is the first),
+ * `end` what follows the last (told whether any item was written).
  */
-export function jsonArrayStream(
-  chunks: AsyncGenerator<object[], void, undefined>,
+function pulledStream<T>(
+  chunks: AsyncGenerator<T[], void, undefined>,
+  write: (items: T[], first: boolean) => string,
+  end: (wrote: boolean) => string,
   onError: (err: unknown) => void
 ): Readable {
-  let opened = false
+  let wrote = false
   const stream: Readable = new Readable({
     read() {
       // One turn of the event loop per chunk: PGlite answers without yielding, and other requests
@@ -32,55 +35,13 @@ export function jsonArrayStream(
       ({ done, value }) => {
         if (stream.destroyed) return
         if (done) {
-          stream.push(opened ? ']' : '[]')
+          const last = end(wrote)
+          if (last !== '') stream.push(last)
           stream.push(null)
           return
         }
-        let text = ''
-        for (const item of value) {
-          text += (opened ? ',' : '[') + JSON.stringify(item)
-          opened = true
-        }
-        stream.push(text)
-      },
-      (err: unknown) => {
-        onError(err)
-        stream.destroy(err as Error)
-      }
-    )
-  }
-
-  return stream
-}
-
-/** NDJSON as a stream: each chunk's lines (already JSON text, or objects to write as JSON), one per line, pulled as above. */
-export function ndjsonStream(
-  chunks: AsyncGenerator<Array<string | object>, void, undefined>,
-  onError: (err: unknown) => void
-): Readable {
-  const stream: Readable = new Readable({
-    read() {
-      setImmediate(pull)
-    },
-    destroy(err, callback) {
-      chunks.return(undefined).then(
-        () => callback(err),
-        () => callback(err)
-      )
-    }
-  })
-
-  function pull(): void {
-    if (stream.destroyed) return
-    chunks.next().then(
-      ({ done, value }) => {
-        if (stream.destroyed) return
-        if (done) {
-          stream.push(null)
-          return
-        }
-        let text = ''
-        for (const item of value) text += (typeof item === 'string' ? item : JSON.stringify(item)) + '\n'
+        const text = value.length > 0 ? write(value, !wrote) : ''
+        wrote ||= value.length > 0
         // An empty chunk still has to be followed by a read.
         if (text === '') setImmediate(pull)
         else stream.push(text)
@@ -93,4 +54,30 @@ export function ndjsonStream(
   }
 
   return stream
+}
+
+/** A JSON array as a stream (see `pulledStream`). */
+export function jsonArrayStream(
+  chunks: AsyncGenerator<object[], void, undefined>,
+  onError: (err: unknown) => void
+): Readable {
+  return pulledStream(
+    chunks,
+    (items, first) => (first ? '[' : ',') + items.map((item) => JSON.stringify(item)).join(','),
+    (wrote) => (wrote ? ']' : '[]'),
+    onError
+  )
+}
+
+/** NDJSON as a stream: each item one line, already JSON text or an object to write as JSON (see `pulledStream`). */
+export function ndjsonStream(
+  chunks: AsyncGenerator<Array<string | object>, void, undefined>,
+  onError: (err: unknown) => void
+): Readable {
+  return pulledStream(
+    chunks,
+    (items) => items.map((item) => (typeof item === 'string' ? item : JSON.stringify(item)) + '\n').join(''),
+    () => '',
+    onError
+  )
 }

@@ -15,24 +15,11 @@ import {
 } from 'drizzle-orm/pg-core'
 import { apiKeys, importSuppliers, operationsTeams, organisations } from './tenancy.js'
 import { textC } from './types.js'
+import { JOB_STATES, LINE_OUTCOMES } from '../../schemas/import-jobs.js'
 
-export const importJobState = pgEnum('import_job_state', [
-  'OPEN',
-  'QUEUED',
-  'RUNNING',
-  'PAUSED',
-  'COMPLETED',
-  'CANCELLED'
-])
+export const importJobState = pgEnum('import_job_state', JOB_STATES)
 
-export const importJobOutcome = pgEnum('import_job_outcome', [
-  'created',
-  'already_imported',
-  'would_create',
-  'failed',
-  'not_processed',
-  'skipped_blank'
-])
+export const importJobOutcome = pgEnum('import_job_outcome', LINE_OUTCOMES)
 
 /** A whole file migrated by the service: its settings, state, counts and the runner's claim. */
 export const importJobs = pgTable(

@@ -1,5 +1,5 @@
 import { CODE } from '../../schemas/error-codes.js'
-import { accountFailed, answer, problem, type AppError, type ErrorEntry } from '../errors.js'
+import { accountFailed, answer, invalidRequest, problem, type AppError, type ErrorEntry } from '../errors.js'
 
 /**
  * The account prechecks, judged on what was looked up: the supplier (known, the caller's, its
@@ -61,4 +61,19 @@ export function teamProblem(teamId: string | null | undefined, name: string): Er
   return teamId === null || teamId === undefined
     ? problem(CODE.operations_team_name_does_not_exist, 'operations_team_name', { team: name })
     : undefined
+}
+
+/**
+ * A request that names a supplier and a team for all it holds (a batch, an import job), judged as
+ * a whole: a 400 listing the supplier's and the team's problems, or undefined when there are none.
+ */
+export function wholeRequestRefusal(
+  found: { supplier: { code: string; status: string } | undefined; teamId: string | null | undefined },
+  request: { import_supplier: string; operations_team_name: string }
+): AppError | undefined {
+  const problems = [
+    supplierProblem(found.supplier, request.import_supplier, 'import_supplier'),
+    teamProblem(found.teamId, request.operations_team_name)
+  ].filter((entry) => entry !== undefined)
+  return problems.length > 0 ? invalidRequest(problems) : undefined
 }

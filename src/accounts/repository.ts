@@ -16,7 +16,8 @@ import {
   transactionLineItems,
   transactionTaxItems
 } from '../../drizzle/schema/index.js'
-import { runInOrder, type Db, type Tx } from '../db/index.js'
+import { rowsOf, runInOrder, type Db, type Tx } from '../db/index.js'
+import type { SupplierRow } from '../db/columns.js'
 import { insertRows, type TableRows } from '../db/insert.js'
 import type { AccountRows } from './plan.js'
 
@@ -97,6 +98,19 @@ export const accountTableRows = (rows: AccountRows): TableRows[] => [
   { table: accountMetadata, rows: rows.metadata },
   { table: emailOutbox, rows: rows.outbox }
 ]
+
+/** The supplier of this code if it is the organisation's, and the id of the team of this name (for a batch or an import job). */
+export async function supplierAndTeam(db: Db, code: string, organisationId: string, teamName: string) {
+  const [row] = rowsOf<{ supplier: SupplierRow | string | null; team_id: string | null }>(
+    await db.execute(sql`select
+      (select json_build_object('id', s.id, 'code', s.code, 'status', s.status, 'documentRoot', s.document_root,
+        'sendMigrationEmails', s.send_migration_emails, 'maxConcurrentProcessing', s.max_concurrent_processing)
+        from import_suppliers s where s.code = ${code} and s.organisation_id = ${organisationId}::uuid) as supplier,
+      (select t.id from operations_teams t where t.name = ${teamName}) as team_id`)
+  )
+  const supplier = typeof row?.supplier === 'string' ? (JSON.parse(row.supplier) as SupplierRow) : row?.supplier
+  return { supplier: supplier ?? undefined, teamId: row?.team_id ?? undefined }
+}
 
 export function createAccountsRepository(db: Db) {
   /**

@@ -18,9 +18,15 @@ import {
 import { rowsOf, runInOrder, supplierExternals, type Db } from '../../db/index.js'
 import type { ErrorEntry } from '../../errors.js'
 import type { TableRows } from '../../db/insert.js'
-import type { ProcessState, SupplierRow } from '../../db/columns.js'
+import type { ProcessState } from '../../db/columns.js'
 import { PROCESS_LOCK_BASE } from '../../db/locks.js'
-import { accountTableRows, createAccountsRepository, insertsOf, type Actor } from '../../accounts/repository.js'
+import {
+  accountTableRows,
+  createAccountsRepository,
+  insertsOf,
+  supplierAndTeam,
+  type Actor
+} from '../../accounts/repository.js'
 import type { PgTable } from 'drizzle-orm/pg-core'
 import { noChildRows, type AccountRows } from '../../accounts/plan.js'
 import type { AccountData } from '../../../schemas/account.js'
@@ -111,18 +117,8 @@ export function createBatchesRepository(db: Db) {
   const accountsRepo = createAccountsRepository(db)
   return {
     /** The caller's supplier with this code and the operations team of this name, in one round trip. */
-    async supplierAndTeam(code: string, organisationId: string, teamName: string) {
-      const [row] = rowsOf<{ supplier: SupplierRow | null; team_id: string | null }>(
-        await db.execute(sql`select
-          (select json_build_object('id', s.id, 'code', s.code, 'status', s.status, 'documentRoot', s.document_root,
-            'sendMigrationEmails', s.send_migration_emails, 'maxConcurrentProcessing', s.max_concurrent_processing)
-            from import_suppliers s where s.code = ${code} and s.organisation_id = ${organisationId}::uuid) as supplier,
-          (select t.id from operations_teams t where t.name = ${teamName}) as team_id`)
-      )
-      const supplier =
-        typeof row?.supplier === 'string' ? (JSON.parse(row.supplier) as SupplierRow) : (row?.supplier ?? undefined)
-      return { supplier, teamId: row?.team_id ?? undefined }
-    },
+    supplierAndTeam: (code: string, organisationId: string, teamName: string) =>
+      supplierAndTeam(db, code, organisationId, teamName),
 
     /** The ledgers of an account, by its service account number. */
     async ledgersOf(serviceAccountNumber: string): Promise<Array<{ ledger_code: string; ledger_number: string }>> {

@@ -15,7 +15,7 @@ import {
 } from '../../errors.js'
 import { utcToday } from '../../rules/context.js'
 import { checkAccountData } from '../../accounts/rules.js'
-import { skipped, standingOf, supplierProblem, teamProblem } from '../../accounts/precheck.js'
+import { skipped, standingOf, wholeRequestRefusal } from '../../accounts/precheck.js'
 import { judgeStagedData } from '../../accounts/create-check.js'
 import { compileBody } from '../../validation.js'
 import type { OrganisationPrincipal } from '../auth/service.js'
@@ -93,11 +93,8 @@ export function createBatchesService(deps: {
         principal.organisationId,
         body.operations_team_name
       )
-      const problems = [
-        supplierProblem(found.supplier, body.import_supplier, 'import_supplier'),
-        teamProblem(found.teamId, body.operations_team_name)
-      ].filter((problem) => problem !== undefined)
-      if (problems.length > 0) throw invalidRequest(problems)
+      const refusal = wholeRequestRefusal(found, body)
+      if (refusal) throw refusal
       const supplier = found.supplier!
       const teamId = found.teamId!
       const dryRun = body.dry_run === true

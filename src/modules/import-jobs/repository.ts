@@ -1,7 +1,7 @@
 import { sql } from 'drizzle-orm'
 import { importJobLines } from '../../../drizzle/schema/index.js'
 import { rowsOf, textList, type Db } from '../../db/index.js'
-import type { SupplierRow } from '../../db/columns.js'
+import { supplierAndTeam } from '../../accounts/repository.js'
 import type { JobState, LineOutcome } from '../../../schemas/import-jobs.js'
 
 /** A job as stored, with its supplier's code and status. */
@@ -84,18 +84,9 @@ function jobOfRow(row: Record<string, unknown>): JobRow {
 
 export function createImportJobsRepository(db: Db) {
   return {
-    /** The supplier of this code if it is the organisation's, and the team of this name. */
-    async supplierAndTeam(code: string, organisationId: string, teamName: string) {
-      const [row] = rowsOf<{ supplier: SupplierRow | string | null; team_id: string | null }>(
-        await db.execute(sql`select
-          (select json_build_object('id', s.id, 'code', s.code, 'status', s.status, 'documentRoot', s.document_root,
-            'sendMigrationEmails', s.send_migration_emails, 'maxConcurrentProcessing', s.max_concurrent_processing)
-            from import_suppliers s where s.code = ${code} and s.organisation_id = ${organisationId}::uuid) as supplier,
-          (select t.id from operations_teams t where t.name = ${teamName}) as team_id`)
-      )
-      const supplier = typeof row?.supplier === 'string' ? (JSON.parse(row.supplier) as SupplierRow) : row?.supplier
-      return { supplier: supplier ?? undefined, teamId: row?.team_id ?? undefined }
-    },
+    /** The supplier of this code if it is the organisation's, and the team of this name, in one round trip. */
+    supplierAndTeam: (code: string, organisationId: string, teamName: string) =>
+      supplierAndTeam(db, code, organisationId, teamName),
 
     /** The organisation's supplier of this code, if any. */
     async supplierId(code: string, organisationId: string): Promise<string | undefined> {

@@ -3,10 +3,10 @@ import type { Readable } from 'node:stream'
 import { CODE } from '../../../schemas/error-codes.js'
 import type { CreateJobRequest, ImportJob, JobListQuery, JobState, LineResult } from '../../../schemas/import-jobs.js'
 import { answer, invalidRequest, notFound, problem, type AppError } from '../../errors.js'
-import { supplierProblem, teamProblem } from '../../accounts/precheck.js'
+import { wholeRequestRefusal } from '../../accounts/precheck.js'
 import type { OrganisationPrincipal } from '../auth/service.js'
 import { linesOf, PartError } from './lines.js'
-import { createImportJobsRepository, type JobRow } from './repository.js'
+import { createImportJobsRepository, type JobRow, type ResultRow } from './repository.js'
 import type { Db } from '../../db/index.js'
 
 /** Seconds a client is told to wait before starting another job when its organisation has its maximum running. */
@@ -138,11 +138,8 @@ export function createImportJobsService(db: Db, limits: ImportJobsLimits, onStar
       principal.organisationId,
       settings.operations_team_name
     )
-    const problems = [
-      supplierProblem(found.supplier, settings.import_supplier, 'import_supplier'),
-      teamProblem(found.teamId, settings.operations_team_name)
-    ].filter((entry) => entry !== undefined)
-    if (problems.length > 0) throw invalidRequest(problems)
+    const refusal = wholeRequestRefusal(found, settings)
+    if (refusal) throw refusal
     const id = await repo.create({
       organisationId: principal.organisationId,
       apiKeyId: principal.apiKeyId,
@@ -318,16 +315,7 @@ export function createImportJobsReader(db: Db) {
 
 export type ImportJobsReader = ReturnType<typeof createImportJobsReader>
 
-function resultOf(row: {
-  line: number
-  outcome: LineResult['outcome']
-  external_account_number: string | null
-  service_account_number: string | null
-  step: string | null
-  status: number | null
-  code: string | null
-  errors: Array<{ code: string; attr: string | null }> | null
-}): LineResult {
+function resultOf(row: ResultRow): LineResult {
   return {
     line: row.line,
     external_account_number: row.external_account_number,
