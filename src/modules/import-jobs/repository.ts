@@ -327,16 +327,19 @@ export function createImportJobsRepository(db: Db) {
       return row
     },
 
-    /** Up to `limit` lines from `from` on that have no result yet, with their text, in line order. */
+    /** Lines `from` to `from + limit - 1` that have no result yet, with their text, in line order. */
     async pendingLines(jobId: string, from: number, limit: number) {
+      // Lines from..to by number (every line before `from` has its result): an index range per part
+      // that holds some of them, never a scan of the job's later lines.
+      const to = from + limit - 1
       return rowsOf<{ line: number; text: string | null; external: string | null }>(
         await db.execute(sql`select p.line_offset + l.idx as line, l.text, l.external_account_number as external
           from import_job_parts p join import_job_lines l on l.upload_id = p.upload_id
-            and l.idx >= ${from}::int - p.line_offset
-          where p.job_id = ${jobId}::uuid and p.line_offset + p.lines >= ${from}::int
+            and l.idx between ${from}::int - p.line_offset and ${to}::int - p.line_offset
+          where p.job_id = ${jobId}::uuid and p.line_offset < ${to}::int and p.line_offset + p.lines >= ${from}::int
             and not exists (select 1 from import_job_results r where r.job_id = ${jobId}::uuid
               and r.line = p.line_offset + l.idx)
-          order by p.part, l.idx limit ${limit}`)
+          order by p.part, l.idx`)
       )
     },
 
