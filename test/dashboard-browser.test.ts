@@ -1029,8 +1029,14 @@ t.test('the dashboard in headless Chromium', async (t) => {
       await page.screenshot({ path: join(artifacts, `dashboard-jobs-page-${width}.png`), fullPage: true })
       const overflow = await page.evaluate(() => document.scrollingElement.scrollWidth - window.innerWidth)
       t.ok(overflow <= 0, `nothing wider than ${width} px (${overflow})`)
-      const actions = await job(finishedId).locator('.job-actions').boundingBox()
-      t.ok(actions && actions.x + actions.width <= width, `the buttons are in view at ${width} px`)
+      // The list is drawn again on each refresh: a box read as it is replaced is null, so look again.
+      let inView = false
+      for (let i = 0; i < 30 && !inView; i++) {
+        const actions = await job(finishedId).locator('.job-actions').boundingBox()
+        inView = actions !== null && actions.x + actions.width <= width
+        if (!inView) await page.waitForTimeout(100)
+      }
+      t.ok(inView, `the buttons are in view at ${width} px`)
     }
     await page.setViewportSize({ width: 1280, height: 800 })
 
