@@ -186,17 +186,30 @@ function statuses(answers: Answer[], expected: number): { all: number[]; odd: st
   return { all: answers.map((r) => r.status), odd: odd ? `: ${odd.status} ${JSON.stringify(odd.body)}` : '' }
 }
 
-/** One request; a server that does not answer within 30 s fails the test instead of hanging it. */
+/** What the database, PgBouncer and the servers were doing, for the message of a request left unanswered. */
+const stalled: { snapshot?: () => Promise<string> } = {}
+
+/**
+ * One request; a server that does not answer within 30 s (the 60 concurrent creates below take about a second here) fails
+ * the test instead of hanging it, with a snapshot of what held things up.
+ */
 async function call(base: string, method: string, path: string, token: string, body?: unknown): Promise<Answer> {
-  const res = await fetch(base + path, {
-    method,
-    signal: AbortSignal.timeout(30_000),
-    headers: {
-      authorization: `Bearer ${token}`,
-      ...(body === undefined ? {} : { 'content-type': 'application/json' })
-    },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) })
-  })
+  let res: Response
+  try {
+    res = await fetch(base + path, {
+      method,
+      signal: AbortSignal.timeout(30_000),
+      headers: {
+        authorization: `Bearer ${token}`,
+        ...(body === undefined ? {} : { 'content-type': 'application/json' })
+      },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) })
+    })
+  } catch (err) {
+    if ((err as Error).name !== 'TimeoutError') throw err
+    const snapshot = await stalled.snapshot?.().catch((e: Error) => `(no snapshot: ${e.message})`)
+    throw new Error(`${method} ${base}${path}: no answer within 30 s\n${snapshot ?? ''}`, { cause: err })
+  }
   const text = await res.text()
   let parsed: unknown = text
   try {
@@ -291,6 +304,25 @@ if (!testDatabaseUrl) {
     // Two servers start at once on the empty database: both migrate through PgBouncer.
     const [a, b] = await startServers(t, bouncer.url(name), 2, env)
     const servers = [a!, b!]
+    stalled.snapshot = async () => {
+      const activity = await direct`select pid, application_name, state, wait_event_type, wait_event,
+          round(extract(epoch from now() - state_change)::numeric, 1) as seconds, left(query, 160) as query
+        from pg_stat_activity where datname = ${name} and application_name is distinct from ${DIRECT}
+        order by state_change`
+      const pools = (await bouncer.show('POOLS')).filter((p) => p.database === name)
+      return [
+        'pg_stat_activity:',
+        ...activity.map((r) => '  ' + JSON.stringify(r)),
+        'PgBouncer pools: ' + JSON.stringify(pools),
+        "PgBouncer's log:",
+        ...bouncer.output().trim().split('\n').slice(-10),
+        'server errors:',
+        ...servers.flatMap((s) => errorLines(s.output()).slice(-5))
+      ].join('\n')
+    }
+    t.teardown(() => {
+      stalled.snapshot = undefined
+    })
 
     let logged = ''
     const logStream = new PassThrough()
