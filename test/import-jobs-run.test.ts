@@ -1,15 +1,16 @@
 import t, { type Test } from 'tap'
 import { sql } from 'drizzle-orm'
 import { exampleAccount, importSetup, TEAM } from './helpers/accounts.js'
-import { buildTestApp } from './helpers/app.js'
-import { rowsOf } from './helpers/database.js'
-import { asOperator } from './helpers/graphql.js'
+import { buildSharedTestApp, buildTestApp } from './helpers/app.js'
+import { holdLocks, rowsOf, testDatabaseUrl } from './helpers/database.js'
+import { asOperator, createTenant } from './helpers/graphql.js'
 
 /**
  * Import jobs run by the service: every line gets exactly one result (blank, unreadable,
  * invalid, repeated and good lines alike), through the batch engine's rules; a dry run stores no
  * account; a paused supplier pauses the job; a chunk cut short by a dead process is run again by
- * another, and the accounts it had created are reported as created.
+ * another, and the accounts it had created are reported as created; a line waits for its
+ * supplier's concurrency slot for as long as it is held (PostgreSQL only).
  */
 
 type App = Awaited<ReturnType<typeof importSetup>>['app']
@@ -205,3 +206,77 @@ t.test('a chunk cut short by a dead process is run again by another; what it cre
     'not run by another process while its claim holds'
   )
 })
+
+if (!testDatabaseUrl) {
+  t.skip(
+    "a job's line waiting for its supplier's only slot needs the slot held from a second connection, and PGlite has one connection (set TEST_DATABASE_URL)",
+    () => {}
+  )
+} else {
+  t.test(
+    "PostgreSQL: a line waits for its supplier's only slot for as long as it is held (past a batch's 30 s), then every line is created",
+    async (t) => {
+      const { app, url } = await buildSharedTestApp(t)
+      const tenant = await createTenant(app, 'Acme', 'ACME_ENERGY')
+      await asOperator(app, 'mutation($n: String!) { createOperationsTeam(input: {name: $n}) { id } }', { n: TEAM })
+      await asOperator(
+        app,
+        'mutation { updateImportSupplier(input: {code: "ACME_ENERGY", maxConcurrentProcessing: 1}) { code } }'
+      )
+      const [supplier] = rowsOf<{ id: string }>(
+        await app.db.execute(sql`select id from import_suppliers where code = 'ACME_ENERGY'`)
+      )
+      // The supplier's only slot, held by another session (as a create running elsewhere would).
+      const release = await holdLocks(t, url!, (s) => s`select pg_advisory_xact_lock(hashtext(${supplier!.id}), 0)`)
+      const id = await submit(
+        app,
+        tenant.token,
+        `${entry('W-1', { notes: [{ body: 'Waited.' }] })}\n${entry('W-2')}\n${entry('W-3')}\n`
+      )
+      await until(t, app, tenant.token, id, ['RUNNING'])
+      // A batch's entry gives up after 30 s with too_many_accounts_processing; a job's line waits on.
+      const counts = async () =>
+        rowsOf<{ accounts: number; failures: number }>(
+          await app.db.execute(sql`select (select count(*)::int from accounts) as accounts,
+            (select count(*)::int from import_failures) as failures`)
+        )[0]
+      const holdUntil = Date.now() + 35_000
+      let waiting: { state: string; lines: { done: number } } | undefined
+      while (Date.now() < holdUntil) {
+        waiting = (
+          await app.inject({ url: `/v1/data-import/import-jobs/${id}/`, headers: headersOf(tenant.token) })
+        ).json()
+        if (waiting!.state !== 'RUNNING' || waiting!.lines.done !== 0) break
+        await new Promise((resolve) => setTimeout(resolve, 500))
+      }
+      t.match(
+        waiting,
+        { state: 'RUNNING', lines: { done: 0, failed: 0, created: 0 } },
+        'after 35 s the job still waits for the slot'
+      )
+      t.same(await counts(), { accounts: 0, failures: 0 }, 'nothing created, no failure recorded')
+
+      await release()
+      const job = await until(t, app, tenant.token, id)
+      t.match(job, {
+        state: 'COMPLETED',
+        lines: { total: 3, done: 3, created: 3, failed: 0, already_imported: 0, not_processed: 0 }
+      })
+      t.same(
+        (await results(app, tenant.token, id)).map((r: { line: number; outcome: string; code: string | null }) => [
+          r.line,
+          r.outcome,
+          r.code
+        ]),
+        [
+          [1, 'created', null],
+          [2, 'created', null],
+          [3, 'created', null]
+        ]
+      )
+      t.same(await counts(), { accounts: 3, failures: 0 }, 'every line created once, no failure recorded')
+      const [notes] = rowsOf<{ n: number }>(await app.db.execute(sql`select count(*)::int as n from notes`))
+      t.equal(notes!.n, 1, "the waiting line's note too")
+    }
+  )
+}

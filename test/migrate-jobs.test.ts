@@ -3,18 +3,23 @@ import { spawn } from 'node:child_process'
 import { existsSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { sql } from 'drizzle-orm'
-import { TEAM } from './helpers/accounts.js'
+import { exampleAccount, TEAM } from './helpers/accounts.js'
 import { buildTestApp } from './helpers/app.js'
 import { rowsOf } from './helpers/database.js'
 import { faultyProxy } from './helpers/fault-proxy.js'
-import { generated, migrationServer, runClient, type ClientRun } from './helpers/migrate.js'
+import { asOperator } from './helpers/graphql.js'
+import { generated, inputFile, migrationServer, runClient, type ClientRun } from './helpers/migrate.js'
 import { tempDir } from './helpers/temp-dir.js'
+import { runMigrateCli, type MigrateCliIO } from '../src/cli/migrate/index.js'
+import { renderJob, type Job } from '../src/cli/migrate/jobs.js'
 import { projectRoot } from '../src/paths.js'
 
 /**
  * Import jobs from the migration client, as a person runs it: submit a generated file and follow
  * it to the end, download its results and failed lines, resume an upload that stopped part-way
- * (only the missing parts are sent again), and Ctrl-C while following (the job goes on).
+ * (only the missing parts are sent again), and Ctrl-C while following (the job goes on); submit
+ * waiting while the organisation has its most jobs going; cancel; the list of jobs; files a job
+ * cannot take (a bare account, two suppliers), refused before anything is made.
  */
 
 type Server = Awaited<ReturnType<typeof migrationServer>>
@@ -74,6 +79,56 @@ async function until(ready: () => boolean, child: { exitCode: number | null }) {
     await new Promise((resolve) => setTimeout(resolve, 50))
   }
 }
+
+/** The client in this process, in the background: its output as it comes, and its end. */
+function clientInBackground(argv: string[], env: Record<string, string>, io: Partial<MigrateCliIO> = {}) {
+  const run: ClientRun = { code: -1, stdout: '', stderr: '' }
+  const done = runMigrateCli(argv, {
+    env,
+    stdout: (s) => {
+      run.stdout += s
+    },
+    stderr: (s) => {
+      run.stderr += s
+    },
+    progressIntervalMs: 200,
+    ...io
+  }).then((code) => {
+    run.code = code
+    return run
+  })
+  return { run, done }
+}
+
+/** Waits (at most a minute) until `ready` holds. */
+async function waitFor(ready: () => boolean) {
+  const deadline = Date.now() + 60_000
+  while (!ready() && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50))
+}
+
+/** A job of `lines` made and started through the service's one-call form (as another client would). */
+async function submitted(server: Server, lines: string[]): Promise<Job> {
+  const res = await server.app.inject({
+    method: 'POST',
+    url: `/v1/data-import/import-jobs/?import_supplier=ACME_ENERGY&operations_team_name=${TEAM}`,
+    headers: { authorization: `Token ${server.tenant.token}`, 'content-type': 'application/x-ndjson' },
+    payload: lines.map((line) => line + '\n').join('')
+  })
+  if (res.statusCode !== 202) throw new Error(`submit: ${res.statusCode} ${res.body}`)
+  return res.json() as Job
+}
+
+const cancelled = (server: Server, id: string) =>
+  server.app.inject({
+    method: 'POST',
+    url: `/v1/data-import/import-jobs/${id}/cancel/`,
+    headers: { authorization: `Token ${server.tenant.token}` }
+  })
+
+const entry = (external: string, account: Record<string, unknown> = {}) =>
+  JSON.stringify({ account: exampleAccount({ external_account_number: external, ...account }) })
+
+const stateOf = (path: string) => JSON.parse(readFileSync(path, 'utf8')) as { job_id: string; started: boolean }
 
 const readLinesOf = (path: string) => readFileSync(path, 'utf8').split('\n').slice(0, -1)
 
@@ -302,4 +357,283 @@ t.test('Ctrl-C while following stops following, never the job', async (t) => {
   )
   const shown = await runClient(['job', id, '--url', server.url], env)
   t.match(shown.stdout, new RegExp(`^Job ${id} of ACME_ENERGY: COMPLETED\\n`))
+})
+
+t.test(
+  'submit while the organisation has its most jobs going waits and starts the job once one ended; Ctrl-C while waiting leaves it OPEN',
+  async (t) => {
+    // One job going at most; no runner here, so started jobs stay QUEUED.
+    const server = await migrationServer(t, { env: { IMPORT_JOB_WORKERS: '0', IMPORT_JOBS_PER_ORGANISATION: '1' } })
+    const dir = tempDir(t)
+    for (const name of ['first', 'second', 'third']) {
+      await generatedFile(dir, `${name}.ndjson`, ['3', '--seed', `jobs-busy-${name}`])
+    }
+    const env = { AMIS_API_KEY: server.tenant.apiKey, INIT_CWD: dir }
+    const args = (name: string) => ['submit', `${name}.ndjson`, '--url', server.url, '--team', TEAM]
+    const first = await runClient(args('first'), env)
+    t.equal(first.code, 0, first.stderr)
+    const firstId = stateOf(join(dir, 'first.ndjson.job.json')).job_id
+    t.equal((await get(server, `import-jobs/${firstId}/`)).json().state, 'QUEUED')
+
+    // The service's 429 says to ask again in 60 s; the client waits what it says (made 1 s here, to be quick).
+    const retryAfters: Array<string | null> = []
+    const quick: typeof fetch = async (input, init) => {
+      const answer = await fetch(input, init)
+      if (answer.status !== 429 || !String(input).endsWith('/start/')) return answer
+      retryAfters.push(answer.headers.get('retry-after'))
+      const headers = new Headers(answer.headers)
+      headers.set('retry-after', '1')
+      return new Response(answer.body, { status: answer.status, headers })
+    }
+    const second = clientInBackground(args('second'), env, { fetch: quick })
+    await waitFor(() => second.run.stderr.includes('Your organisation has') || second.run.code !== -1)
+    const secondId = stateOf(join(dir, 'second.ndjson.job.json')).job_id
+    t.match(
+      second.run.stderr,
+      new RegExp(
+        `\\nUploaded 1 part of job ${secondId} \\([^)]+\\)\\nYour organisation has the most import jobs going at once that the service allows: waiting 1s to start job ${secondId} \\(Ctrl-C stops waiting; the job stays uploaded, OPEN: run the same command again to start it\\)\\n`
+      )
+    )
+    t.equal(second.run.code, -1, 'still waiting')
+    t.ok(retryAfters.length > 0 && retryAfters.every((r) => r === '60'), `the service's Retry-After: ${retryAfters}`)
+    t.equal((await get(server, `import-jobs/${secondId}/`)).json().state, 'OPEN', 'uploaded, not started')
+
+    // The first job cancelled, the waiting submit starts its job.
+    const cancel = await runClient(['cancel', firstId, '--url', server.url], env)
+    t.equal(cancel.code, 0, cancel.stderr)
+    await second.done
+    t.equal(second.run.code, 0, second.run.stderr)
+    t.match(second.run.stderr, new RegExp(`\\nStarted job ${secondId}: 3 lines, QUEUED\\n$`))
+    t.equal(
+      second.run.stdout,
+      `Job ${secondId} started (QUEUED): the service runs it; nothing more is needed from this terminal.\nFollow it: npm run migrate -- job ${secondId} --follow\n`
+    )
+    t.equal((await get(server, `import-jobs/${secondId}/`)).json().state, 'QUEUED')
+    t.equal(stateOf(join(dir, 'second.ndjson.job.json')).started, true)
+
+    // The third waits the service's own 60 s, and Ctrl-C stops the wait: the job stays uploaded, OPEN.
+    const stop = new AbortController()
+    const third = clientInBackground(args('third'), env, { signal: stop.signal })
+    await waitFor(() => third.run.stderr.includes('Your organisation has') || third.run.code !== -1)
+    const thirdId = stateOf(join(dir, 'third.ndjson.job.json')).job_id
+    t.match(
+      third.run.stderr,
+      new RegExp(
+        `\\nYour organisation has the most import jobs going at once that the service allows: waiting 1m 00s to start job ${thirdId} \\(Ctrl-C stops waiting; the job stays uploaded, OPEN: run the same command again to start it\\)\\n$`
+      )
+    )
+    stop.abort()
+    await third.done
+    t.equal(third.run.code, 1)
+    t.match(
+      third.run.stderr,
+      new RegExp(
+        `\\(Ctrl-C stops waiting; [^\\n]+\\)\\nJob ${thirdId} is uploaded but not started\\. Run the same command again to start it \\(within a day: an OPEN job is cancelled after that\\)\\n$`
+      )
+    )
+    t.equal(third.run.stdout, '')
+    t.match((await get(server, `import-jobs/${thirdId}/`)).json(), { state: 'OPEN', lines: { total: 3 } })
+    t.equal(stateOf(join(dir, 'third.ndjson.job.json')).started, false)
+
+    // Run again once there is room: nothing sent again, the job started.
+    t.equal((await cancelled(server, secondId)).statusCode, 200)
+    const again = await runClient(args('third'), env)
+    t.equal(again.code, 0, again.stderr)
+    t.equal(
+      again.stderr,
+      `Continuing job ${thirdId} (from third.ndjson.job.json): 1 of 1 part on the service already, sending none\nStarted job ${thirdId}: 3 lines, QUEUED\n`
+    )
+    t.same(
+      ((await get(server, 'import-jobs/')).json() as Job[]).map((j) => [j.id, j.state]),
+      [
+        [thirdId, 'QUEUED'],
+        [secondId, 'CANCELLED'],
+        [firstId, 'CANCELLED']
+      ]
+    )
+  }
+)
+
+t.test('cancel prints the cancelled job; an unknown id and a finished job are refused', async (t) => {
+  const server = await migrationServer(t, { env: { IMPORT_JOB_WORKERS: '0' } })
+  const env = { AMIS_API_KEY: server.tenant.apiKey }
+  const queued = await submitted(server, [entry('C-1'), entry('C-2'), entry('C-3')])
+  const toRun = await submitted(server, [entry('C-4')])
+
+  const cancel = await runClient(['cancel', queued.id, '--url', server.url], env)
+  t.equal(cancel.code, 0, cancel.stderr)
+  t.equal(cancel.stderr, '')
+  const held = (await get(server, `import-jobs/${queued.id}/`)).json() as Job
+  t.match(held, { state: 'CANCELLED', lines: { total: 3, not_processed: 3 } })
+  t.equal(cancel.stdout, renderJob(held), 'the job as `job` shows it')
+  t.match(
+    cancel.stdout,
+    new RegExp(
+      `^Job ${queued.id} of ACME_ENERGY: CANCELLED\\n {2}lines: +3 of 3 done\\n {2}created: +0\\n {2}failed: +0\\n {2}not processed: +3 \\(the job was cancelled before them\\)\\n {2}created at: +${held.created_at}\\n {2}started at: +${held.started_at}\\n {2}finished at: +${held.finished_at} \\(\\d+s\\)\\n$`
+    )
+  )
+
+  // A job that is not this organisation's, or none at all: the same answer.
+  const unknown = '00000000-0000-4000-8000-000000000000'
+  const notFound = await runClient(['cancel', unknown, '--url', server.url], env)
+  t.equal(notFound.code, 1)
+  t.equal(notFound.stdout, '')
+  t.equal(
+    notFound.stderr,
+    `error: no import job ${unknown} at ${server.url} for this API key (jobs are seen only by the organisation that made them): check the id (npm run migrate -- jobs lists yours) and --url\n`
+  )
+
+  // Another server process on the same database runs the other job to the end.
+  const runner = await buildTestApp(t, { database: server.database })
+  await runner.app.ready()
+  let done = (await get(server, `import-jobs/${toRun.id}/`)).json() as Job
+  for (const deadline = Date.now() + 60_000; done.state !== 'COMPLETED' && Date.now() < deadline;) {
+    await new Promise((resolve) => setTimeout(resolve, 50))
+    done = (await get(server, `import-jobs/${toRun.id}/`)).json() as Job
+  }
+  t.match(done, { state: 'COMPLETED', lines: { created: 1 } })
+  const finished = await runClient(['cancel', toRun.id, '--url', server.url], env)
+  t.equal(finished.code, 1)
+  t.equal(finished.stdout, '')
+  t.equal(
+    finished.stderr,
+    `error: job ${toRun.id} was not cancelled: Invalid request: The import job is COMPLETED: it can no longer be cancelled (import_job_not_cancellable)\n`
+  )
+  t.equal((await get(server, `import-jobs/${toRun.id}/`)).json().state, 'COMPLETED', 'still COMPLETED')
+  const again = await runClient(['cancel', queued.id, '--url', server.url], env)
+  t.equal(again.code, 1)
+  t.equal(
+    again.stderr,
+    `error: job ${queued.id} was not cancelled: Invalid request: The import job is CANCELLED: it can no longer be cancelled (import_job_not_cancellable)\n`
+  )
+})
+
+t.test('jobs lists the newest jobs first, --limit and --state narrow it, and says when there are none', async (t) => {
+  const server = await migrationServer(t, { env: { IMPORT_JOB_WORKERS: '0' } })
+  const env = { AMIS_API_KEY: server.tenant.apiKey }
+  const jobs = (...more: string[]) => runClient(['jobs', '--url', server.url, ...more], env)
+  const none = await jobs()
+  t.equal(none.code, 0, none.stderr)
+  t.equal(none.stdout, 'No import jobs.\n')
+
+  const made: Job[] = []
+  for (let i = 1; i <= 3; i++) {
+    made.push(
+      await submitted(
+        server,
+        Array.from({ length: i * 4 }, (_, n) => entry(`L-${i}-${n}`))
+      )
+    )
+  }
+  t.equal((await cancelled(server, made[1]!.id)).statusCode, 200)
+  const at = (job: Job) => job.created_at.slice(0, 19).replace('T', ' ')
+  const header = 'ID                                    SUPPLIER     STATE      DONE  CREATED  FAILED  CREATED AT (UTC)'
+  const row = (job: Job, state: string, done: string) =>
+    `${job.id}  ACME_ENERGY  ${state.padEnd(9)}  ${done.padEnd(4)}  0        0       ${at(job)}`
+  const all = await jobs()
+  t.equal(all.code, 0, all.stderr)
+  t.equal(all.stderr, '')
+  t.equal(
+    all.stdout,
+    [
+      header,
+      row(made[2]!, 'QUEUED', '0/12'),
+      row(made[1]!, 'CANCELLED', '8/8'),
+      row(made[0]!, 'QUEUED', '0/4'),
+      ''
+    ].join('\n')
+  )
+
+  const newest = await jobs('--limit', '1')
+  t.equal(newest.code, 0, newest.stderr)
+  t.equal(
+    newest.stdout,
+    [
+      'ID                                    SUPPLIER     STATE   DONE  CREATED  FAILED  CREATED AT (UTC)',
+      `${made[2]!.id}  ACME_ENERGY  QUEUED  0/12  0        0       ${at(made[2]!)}`,
+      '(newest 1 shown; --limit <n> shows more)',
+      ''
+    ].join('\n')
+  )
+  const three = await jobs('--limit', '3')
+  t.equal(three.stdout, all.stdout, 'no "more" line when the limit holds them all')
+
+  const queued = await jobs('--state', 'queued')
+  t.equal(queued.code, 0, queued.stderr)
+  t.equal(
+    queued.stdout,
+    [
+      'ID                                    SUPPLIER     STATE   DONE  CREATED  FAILED  CREATED AT (UTC)',
+      `${made[2]!.id}  ACME_ENERGY  QUEUED  0/12  0        0       ${at(made[2]!)}`,
+      `${made[0]!.id}  ACME_ENERGY  QUEUED  0/4   0        0       ${at(made[0]!)}`,
+      ''
+    ].join('\n')
+  )
+  const completed = await jobs('--state', 'COMPLETED')
+  t.equal(completed.code, 0, completed.stderr)
+  t.equal(completed.stdout, 'No import jobs in state COMPLETED.\n')
+  const ofSupplier = await jobs('--state', 'COMPLETED', '--supplier', 'ACME_ENERGY')
+  t.equal(ofSupplier.stdout, 'No import jobs in state COMPLETED of ACME_ENERGY.\n')
+})
+
+t.test('submit refuses a file with a bare account: exit 2, no job made', async (t) => {
+  const server = await migrationServer(t, { env: { IMPORT_JOB_WORKERS: '0' } })
+  const dir = tempDir(t)
+  inputFile(dir, 'accounts.ndjson', [
+    entry('B-1'),
+    '',
+    exampleAccount({ external_account_number: 'B-2' }),
+    entry('B-3')
+  ])
+  const run = await runClient(['submit', 'accounts.ndjson', '--url', server.url, '--team', TEAM], {
+    AMIS_API_KEY: server.tenant.apiKey,
+    INIT_CWD: dir
+  })
+  t.equal(run.code, 2)
+  t.equal(run.stdout, '')
+  t.equal(
+    run.stderr,
+    'error: line 3 of accounts.ndjson is an account on its own: a job\'s lines are batch entries, {"account": {…}, "notes": […], …}. Write each account as {"account": …} (the batch mode, npm run migrate -- accounts.ndjson --team …, takes either form)\n'
+  )
+  t.same(await jobsOf(server), [], 'no job on the service')
+  t.notOk(existsSync(join(dir, 'accounts.ndjson.job.json')), 'no upload state')
+})
+
+t.test('submit refuses a file naming two import suppliers: exit 2, no job made', async (t) => {
+  const server = await migrationServer(t)
+  await asOperator(
+    server.app,
+    'mutation { createImportSupplier(input: {code: "ACME_WATER", organisation: "Acme"}) { code } }'
+  )
+  const dir = tempDir(t)
+  const env = { AMIS_API_KEY: server.tenant.apiKey, INIT_CWD: dir }
+  // Both the organisation's, or one of them another's (or nobody's): the file is refused all the same.
+  for (const other of ['ACME_WATER', 'NOBODYS_SUPPLIER']) {
+    inputFile(dir, `${other}.ndjson`, [entry('S-1'), entry('S-2', { import_supplier: other }), entry('S-3')])
+    const run = await runClient(['submit', `${other}.ndjson`, '--url', server.url, '--team', TEAM], env)
+    t.equal(run.code, 2)
+    t.equal(run.stdout, '')
+    t.equal(
+      run.stderr,
+      `error: ${other}.ndjson names the import suppliers ACME_ENERGY, ${other}: a job is of one supplier. Split the file by supplier (or name one with --supplier <code>: the other supplier's lines fail)\n`
+    )
+    t.same(await jobsOf(server), [], 'no job on the service')
+    t.notOk(existsSync(join(dir, `${other}.ndjson.job.json`)), 'no upload state')
+  }
+
+  // As the message says: with --supplier the job is of that supplier, and the other supplier's line fails.
+  const chosen = await runClient(
+    ['submit', 'ACME_WATER.ndjson', '--url', server.url, '--team', TEAM, '--supplier', 'ACME_ENERGY', '--follow'],
+    env,
+    { pollIntervalMs: 100 }
+  )
+  t.equal(chosen.code, 1, chosen.stderr)
+  const [job] = (await get(server, 'import-jobs/')).json() as Job[]
+  t.match(job, { import_supplier: 'ACME_ENERGY', state: 'COMPLETED', lines: { total: 3, created: 2, failed: 1 } })
+  t.match(
+    chosen.stdout,
+    new RegExp(
+      `^Job ${job!.id} of ACME_ENERGY: COMPLETED\\n {2}lines: +3 of 3 done\\n {2}created: +2\\n {2}failed: +1\\n`
+    )
+  )
 })
