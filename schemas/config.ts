@@ -11,6 +11,8 @@ export const EnvSchema = Type.Object({
   DATABASE_POOL_SIZE: Type.Integer({ minimum: 1, maximum: 500, default: 10 }),
   /** `false` sends no named prepared statements (PgBouncer before 1.21 in transaction pooling mode). */
   DATABASE_PREPARE: Type.Boolean({ default: true }),
+  /** `false` sends no query on a connection while another is in flight, but in a transaction (PgBouncer in transaction pooling mode). */
+  DATABASE_PIPELINE: Type.Boolean({ default: true }),
   DATA_DIR: Type.String({ minLength: 1, default: './data' }),
   /** Server processes sharing the port (node:cluster); more than 1 needs DATABASE_URL. */
   WORKERS: Type.Integer({ minimum: 1, maximum: 64, default: 1 }),

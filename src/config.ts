@@ -13,6 +13,12 @@ export interface Config {
    * statements itself (PgBouncer before 1.21, or without `max_prepared_statements`).
    */
   databasePrepare: boolean
+  /**
+   * Queries outside a transaction may be sent on a connection whose earlier query is not answered
+   * yet. Off behind PgBouncer in transaction pooling mode: after a query's error it can lose the
+   * answer of one pipelined behind it (1.18 tested), and that request waits forever.
+   */
+  databasePipeline: boolean
   dataDir: string
   /** Worker processes sharing the port; above 1 the started process only supervises them. */
   workers: number
@@ -158,6 +164,7 @@ export function loadConfig(source: Record<string, string | undefined>, options: 
     databaseUrl: typed.DATABASE_URL,
     databasePoolSize: typed.DATABASE_POOL_SIZE,
     databasePrepare: typed.DATABASE_PREPARE,
+    databasePipeline: typed.DATABASE_PIPELINE,
     dataDir: typed.DATA_DIR,
     workers: typed.WORKERS,
     production,

@@ -61,6 +61,12 @@ t.test('LOG_FORMAT: readable at a terminal, JSON elsewhere, unless set', async (
   t.throws(() => loadConfig({ LOG_FORMAT: 'text' }), { name: 'ConfigError', message: /LOG_FORMAT/ })
 })
 
+t.test('DATABASE_PIPELINE: on by default, true or false', async (t) => {
+  t.equal(loadConfig({}).databasePipeline, true)
+  t.equal(loadConfig({ DATABASE_PIPELINE: 'false' }).databasePipeline, false)
+  t.throws(() => loadConfig({ DATABASE_PIPELINE: 'off' }), { name: 'ConfigError', message: /DATABASE_PIPELINE/ })
+})
+
 t.test('DATABASE_PREPARE: on by default, true or false', async (t) => {
   t.equal(loadConfig({}).databasePrepare, true)
   t.equal(loadConfig({ DATABASE_PREPARE: 'false' }).databasePrepare, false)

@@ -10,7 +10,9 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { readMigrationFiles } from 'drizzle-orm/migrator'
 import postgres from 'postgres'
 import { SMTPServer } from 'smtp-server'
+import { sql as dsql } from 'drizzle-orm'
 import { buildApp } from '../src/app.js'
+import { openPostgres } from '../src/db/index.js'
 import { migrationsFolder } from '../src/paths.js'
 import { testConfig } from './helpers/app.js'
 import { exampleAccount, TEAM } from './helpers/accounts.js'
@@ -255,6 +257,7 @@ if (!testDatabaseUrl) {
     const smtp = await smtpServer(t)
     const env = {
       DATABASE_PREPARE: 'false',
+      DATABASE_PIPELINE: 'false',
       DATABASE_POOL_SIZE: String(PROCESS_POOL),
       SMTP_URL: smtp.url,
       STAGED_DATA_RETENTION_DAYS: '0',
@@ -342,6 +345,36 @@ if (!testDatabaseUrl) {
     )
     const on = (i: number) => servers[i % 2]!.url
     const externals = Array.from({ length: ACCOUNTS }, (_, i) => `PGB-${String(i).padStart(3, '0')}`)
+
+    t.test(
+      'DATABASE_PIPELINE=false: queries that fail among many at once leave no other query unanswered',
+      async (t) => {
+        // With the driver's pipelining, PgBouncer (1.18) can lose the answer of a query sent behind
+        // one that fails, and its caller waits forever; a transaction's own queries still pipeline.
+        const database = await openPostgres(bouncer.url(name), 4, { prepare: false, pipeline: false })
+        t.teardown(() => database.close())
+        const db = database.db
+        const one = async (i: number) => {
+          try {
+            if (i % 7 === 0) await db.execute(dsql`select 1 / 0`)
+            else if (i % 5 === 0) {
+              await db.transaction(async (tx) => {
+                await Promise.all([tx.execute(dsql`select ${i}::int`), tx.execute(dsql`select 2`)])
+              })
+            } else await db.execute(dsql`select ${i}::int, pg_sleep(0.0005)`)
+            return 'answered'
+          } catch {
+            return 'failed'
+          }
+        }
+        for (let round = 0; round < 10; round++) {
+          const all = Promise.all(Array.from({ length: 200 }, (_, i) => one(i)))
+          const outcome = await Promise.race([all, sleep(15_000).then(() => 'a query left unanswered for 15 s')])
+          if (typeof outcome === 'string') return t.fail(`round ${round + 1}: ${outcome}`)
+        }
+        t.pass('10 rounds of 200 queries, 28 of each failing: every one answered')
+      }
+    )
 
     t.test('the servers migrated the empty database once, one after the other', async (t) => {
       const applied = await direct`select hash from drizzle.__drizzle_migrations order by id`

@@ -1,8 +1,8 @@
 import { readFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 
-/** The mark `patches/postgres+3.4.9.patch` leaves in the driver's connection code. */
-export const DRIVER_PATCH_MARK = '/* amis: guarded */'
+/** The marks `patches/postgres+3.4.9.patch` leaves in the driver's connection code. */
+export const DRIVER_PATCH_MARKS = ['/* amis: guarded */', '/* amis: pipelined only inside a transaction */']
 
 /** The driver's connection code, as Node resolves the `postgres` package from here. */
 export function driverConnectionFile(): string {
@@ -11,7 +11,8 @@ export function driverConnectionFile(): string {
 
 /**
  * Why the `postgres` driver cannot be used, or undefined when it carries our patch (see
- * `patches/README.md`): without it, a connection lost inside a transaction ends the process.
+ * `patches/README.md`): without it, a connection lost inside a transaction ends the process, and
+ * `DATABASE_PIPELINE=false` breaks every transaction.
  */
 export function driverPatchProblem(file = driverConnectionFile()): string | undefined {
   let text: string
@@ -20,6 +21,6 @@ export function driverPatchProblem(file = driverConnectionFile()): string | unde
   } catch {
     return `the postgres driver's code (${file}) cannot be read`
   }
-  if (text.includes(DRIVER_PATCH_MARK)) return undefined
+  if (DRIVER_PATCH_MARKS.every((mark) => text.includes(mark))) return undefined
   return 'the postgres driver is not patched (installed with --ignore-scripts?): run `npx patch-package`, see patches/README.md'
 }

@@ -84,6 +84,12 @@ export interface PostgresOptions {
    * connection, where the statement does not exist.
    */
   prepare?: boolean
+  /**
+   * Pipeline queries outside a transaction (the default). `false` for PgBouncer in transaction
+   * pooling mode: a query's error there can lose the answer of the next one pipelined behind it.
+   * A transaction's own queries are pipelined either way (PgBouncer keeps its server connection).
+   */
+  pipeline?: boolean
 }
 
 /**
@@ -97,7 +103,13 @@ export async function openPostgres(url: string, poolSize = 10, settings: Postgre
   const unpatched = driverPatchProblem()
   if (unpatched) throw new DatabaseStartupError(`cannot use the PostgreSQL server at ${where}: ${unpatched}`)
   const prepare = settings.prepare ?? true
-  const options = { onnotice: () => {}, connect_timeout: 5, prepare }
+  // max_pipeline 0: pipelined only inside a transaction (our patch of the driver; see patches/README.md).
+  const options = {
+    onnotice: () => {},
+    connect_timeout: 5,
+    prepare,
+    ...(settings.pipeline === false ? { max_pipeline: 0 } : {})
+  }
   const migrator = postgres(url, { ...options, max: 1 })
   try {
     await migrator`select 1`
@@ -232,10 +244,14 @@ export function openDatabase(config: {
   databaseUrl: string | undefined
   databasePoolSize: number
   databasePrepare: boolean
+  databasePipeline: boolean
   dataDir: string
 }): Promise<Database> {
   return config.databaseUrl
-    ? openPostgres(config.databaseUrl, config.databasePoolSize, { prepare: config.databasePrepare })
+    ? openPostgres(config.databaseUrl, config.databasePoolSize, {
+        prepare: config.databasePrepare,
+        pipeline: config.databasePipeline
+      })
     : openPglite({ dataDir: config.dataDir })
 }
 
