@@ -5,6 +5,7 @@ import { sql as dsql } from 'drizzle-orm'
 import type { FastifyInstance } from 'fastify'
 import { openPglite } from '../src/db/index.js'
 import { createImportJobsRepository } from '../src/modules/import-jobs/repository.js'
+import { CHUNK_LINES } from '../src/modules/import-jobs/runner.js'
 import { exampleAccount, importSetup, TEAM } from './helpers/accounts.js'
 import { buildTestApp, TEST_OPERATOR_KEY, TEST_TOKEN_SECRET } from './helpers/app.js'
 import { freshDatabase, rowsOf, testDatabaseUrl } from './helpers/database.js'
@@ -331,12 +332,12 @@ if (!testDatabaseUrl) {
         tenant,
         Array.from({ length: n }, (_, i) => line(i + 1))
       )
-      // Accounts are created one at a time here, so a chunk takes about a second: kill it part-way
-      // through the chunk after the 200th line.
+      // Accounts are created one at a time here, so a chunk of 200 lines takes about two seconds:
+      // kill it part-way through the chunk after the 200th line.
       await waitFor(t, '200 lines done', async () =>
         (await jobOf(first.url, tenant, id)).lines.done >= 200 ? true : undefined
       )
-      // Half of a chunk's time (about a second here): a fixed wait, as an HTTP read on the embedded
+      // A fifth of a chunk's time: a fixed wait, as an HTTP read on the embedded
       // database waits behind the runner's transactions and would see the chunk only once it is done.
       await sleep(400)
       first.child.kill('SIGKILL')
@@ -355,7 +356,7 @@ if (!testDatabaseUrl) {
             (row) => row.e as string
           )
         )
-        for (let i = atRestart + 1; i <= Math.min(atRestart + 100, n); i++) {
+        for (let i = atRestart + 1; i <= Math.min(atRestart + CHUNK_LINES, n); i++) {
           if (imported.has(`F-${String(i).padStart(6, '0')}`)) createdBefore.push(i)
         }
       } finally {
@@ -431,8 +432,8 @@ t.test('two organisations: their jobs take turns, chunk by chunk, in one process
   const beta = await createTenant(app, 'Beta', 'BETA_ENERGY')
   // Mostly blank lines (quick chunks) with an account in each chunk.
   const file = (prefix: string, chunks: number) =>
-    Array.from({ length: chunks * 100 }, (_, i) =>
-      i % 100 === 0 ? JSON.stringify({ account: exampleAccount({ external_account_number: `${prefix}-${i}` }) }) : ''
+    Array.from({ length: chunks * CHUNK_LINES }, (_, i) =>
+      i % CHUNK_LINES === 0 ? JSON.stringify({ account: exampleAccount({ external_account_number: `${prefix}-${i}` }) }) : ''
     )
       .map((l) => l + '\n')
       .join('')

@@ -12,8 +12,15 @@ import { createImportJobsRepository, type ClaimedJob, type ResultRow } from './r
 
 type BatchesService = ReturnType<typeof createBatchesService>
 
-/** Lines run per chunk: one batch of the batch engine. */
-export const CHUNK_LINES = 100
+/** Lines of a batch of the batch engine, as the migration client sends them. */
+const BATCH_LINES = 100
+/**
+ * Batches of a chunk run side by side, as the client's two batches in flight: while one plans its
+ * accounts on this thread, the other's transaction runs in the database.
+ */
+const BATCHES_AT_ONCE = 2
+/** Lines run per chunk (claimed, run and stored together). */
+export const CHUNK_LINES = BATCH_LINES * BATCHES_AT_ONCE
 /** How long a claim holds without being renewed: a process that died lets its job go after this. */
 const LEASE_SECONDS = 30
 /** How often a runner with nothing to do looks for work, and how often job states are settled. */
@@ -91,6 +98,44 @@ export function createImportJobsRunner(deps: { db: Db; batches: BatchesService; 
   const repo = createImportJobsRepository(deps.db)
   const me = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`
 
+  /** One batch of a chunk's entries through the batch engine: a result per entry, or `not_ongoing` (nothing ran). */
+  async function runBatch(
+    job: ClaimedJob,
+    principal: OrganisationPrincipal,
+    accounts: unknown[]
+  ): Promise<BatchResult[] | 'not_ongoing'> {
+    try {
+      const response = await batches.run(
+        principal,
+        {
+          import_supplier: job.supplier_code,
+          operations_team_name: job.team_name,
+          dry_run: job.dry_run,
+          accounts
+        },
+        log,
+        { slotWaitMs: Infinity }
+      )
+      return response.results
+    } catch (err) {
+      // The supplier stopped being Ongoing: nothing ran; the job pauses (or is cancelled) as its supplier says.
+      if (err instanceof AppError && err.errors.some((e) => e.code === CODE.import_supplier_migration_not_ongoing)) {
+        return 'not_ongoing'
+      }
+      if (!(err instanceof AppError) || err.statusCode >= 500) throw err
+      // Any other refusal of the whole (the team gone): every entry fails with it.
+      return accounts.map(() => ({
+        external_account_number: null,
+        outcome: 'failed',
+        service_account_number: null,
+        step: 'stage',
+        status: err.statusCode,
+        code: err.code,
+        errors: err.errors
+      }))
+    }
+  }
+
   async function runChunk(job: ClaimedJob): Promise<void> {
     const lines = await repo.pendingLines(job.id, job.next_line, CHUNK_LINES)
     if (lines.length === 0) return repo.finishChunk(job.id, me, [], job.next_line)
@@ -134,37 +179,15 @@ export function createImportJobsRunner(deps: { db: Db; batches: BatchesService; 
         organisationName: job.organisation_name,
         apiKeyId: job.api_key_id!
       }
-      let answered: BatchResult[]
-      try {
-        const response = await batches.run(
-          principal,
-          {
-            import_supplier: job.supplier_code,
-            operations_team_name: job.team_name,
-            dry_run: job.dry_run,
-            accounts: entries
-          },
-          log,
-          { slotWaitMs: Infinity }
-        )
-        answered = response.results
-      } catch (err) {
-        // The supplier stopped being Ongoing: nothing ran; the job pauses (or is cancelled) as its supplier says.
-        if (err instanceof AppError && err.errors.some((e) => e.code === CODE.import_supplier_migration_not_ongoing)) {
-          return repo.release(job.id, me)
-        }
-        if (!(err instanceof AppError) || err.statusCode >= 500) throw err
-        // Any other refusal of the whole (the team gone): every entry of the chunk fails with it.
-        answered = entries.map(() => ({
-          external_account_number: null,
-          outcome: 'failed',
-          service_account_number: null,
-          step: 'stage',
-          status: err.statusCode,
-          code: err.code,
-          errors: err.errors
-        }))
-      }
+      const batchesOf = Array.from({ length: Math.ceil(entries.length / BATCH_LINES) }, (_, i) =>
+        entries.slice(i * BATCH_LINES, (i + 1) * BATCH_LINES)
+      )
+      const settled = await Promise.allSettled(batchesOf.map((accounts) => runBatch(job, principal, accounts)))
+      // The supplier stopped being Ongoing: what ran is run again with the rest when the job goes on.
+      if (settled.some((s) => s.status === 'fulfilled' && s.value === 'not_ongoing')) return repo.release(job.id, me)
+      const failed = settled.find((s) => s.status === 'rejected')
+      if (failed) throw failed.reason
+      const answered = settled.flatMap((s) => (s.status === 'fulfilled' && s.value !== 'not_ongoing' ? s.value : []))
       // An account the batch finds already imported but this organisation created since the chunk
       // began was created by this job, in a run a crash cut short.
       const already = answered
