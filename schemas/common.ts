@@ -23,6 +23,13 @@ export type ErrorBody = Static<typeof ErrorBody>
 /** What an import supplier code looks like: a code not matching it cannot exist. */
 export const SUPPLIER_CODE = /^[A-Z0-9_]{1,32}$/
 
+/**
+ * What a supplier checks of its accounts' supply point identifiers: `NONE` (only the schema's
+ * limits) or `GB` (an ELECTRICITY point's identifier is an MPAN core, a GAS point's an MPRN).
+ */
+export const SUPPLY_POINT_CHECKS = ['NONE', 'GB'] as const
+export type SupplyPointChecks = (typeof SUPPLY_POINT_CHECKS)[number]
+
 /** An import supplier code in a path; one that cannot exist is simply unknown (404). */
 export const SupplierCode = Type.String({ minLength: 1, maxLength: 255 })
 

@@ -456,6 +456,23 @@ export const ERROR_CODES = {
     detail: 'Enter a valid e-mail address.',
     meaning: "A customer's e-mail address is not a valid address; correct it, or leave it out if it is not known."
   },
+  invalid_mpan: {
+    status: 400,
+    kind: 'entry',
+    steps: ACCOUNT,
+    detail:
+      '{identifier} is not a valid MPAN core: 13 digits, the first two a distributor id of 10 or above, the last the check digit.',
+    meaning:
+      "An ELECTRICITY supply point's identifier is not a 13-digit MPAN core with a valid distributor id and check digit, which this supplier requires; correct the identifier in the source data."
+  },
+  invalid_mprn: {
+    status: 400,
+    kind: 'entry',
+    steps: ACCOUNT,
+    detail: '{identifier} is not a valid MPRN: 6 to 10 digits.',
+    meaning:
+      "A GAS supply point's identifier is not an MPRN of 6 to 10 digits, which this supplier requires; correct the identifier in the source data."
+  },
   invalid_phone_number: {
     status: 400,
     kind: 'entry',

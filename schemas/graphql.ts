@@ -10,6 +10,11 @@ export const graphqlSchema = /* GraphQL */ `
     Paused
     Complete
   }
+  "What a supplier checks of its accounts' supply point identifiers besides their length. NONE: nothing more. GB: an ELECTRICITY supply point's identifier must be a 13-digit MPAN core (a distributor id of 10 or above, its check digit last; invalid_mpan), a GAS one's an MPRN of 6-10 digits (invalid_mprn)."
+  enum SupplyPointChecks {
+    NONE
+    GB
+  }
   enum ImportProcessState {
     STAGED
     SKIPPED
@@ -66,6 +71,7 @@ export const graphqlSchema = /* GraphQL */ `
     documentRoot: String!
     sendMigrationEmails: Boolean!
     maxConcurrentProcessing: Int
+    supplyPointChecks: SupplyPointChecks!
   }
   type OperationsTeam {
     id: ID!
@@ -200,6 +206,8 @@ export const graphqlSchema = /* GraphQL */ `
     status: ImportSupplierStatus
     sendMigrationEmails: Boolean
     maxConcurrentProcessing: Int
+    "Default NONE."
+    supplyPointChecks: SupplyPointChecks
   }
   input UpdateImportSupplierInput {
     code: String!
@@ -207,6 +215,8 @@ export const graphqlSchema = /* GraphQL */ `
     documentRoot: String
     sendMigrationEmails: Boolean
     maxConcurrentProcessing: Int
+    "Applies to every later validate, stage and create, creates of accounts staged before included; null sets NONE."
+    supplyPointChecks: SupplyPointChecks
   }
   input CreateOperationsTeamInput {
     name: String!

@@ -4,7 +4,7 @@ import { drizzle } from 'drizzle-orm/postgres-js'
 import type { PgTable } from 'drizzle-orm/pg-core'
 import * as schema from '../drizzle/schema/index.js'
 import { insertRows, insertStatement } from '../src/db/insert.js'
-import { checkAccountData } from '../src/accounts/rules.js'
+import { checkAccountData, DEFAULT_SUPPLIER_SETTINGS } from '../src/accounts/rules.js'
 import { planAccount } from '../src/accounts/plan.js'
 import { exampleAccount } from './helpers/account-data.js'
 import { freshDatabase } from './helpers/database.js'
@@ -39,10 +39,11 @@ const withDefaults = (rows: Array<Record<string, unknown>>, columns: string[]) =
   rows.map((row) => Object.fromEntries(columns.map((c) => [c, c in row ? row[c] : 'default'])))
 
 t.test("every planned row gives the same values as Drizzle's own insert", async (t) => {
-  const { data } = checkAccountData(exampleAccount(), '2026-11-24')
+  const { data } = checkAccountData(exampleAccount(), '2026-11-24', DEFAULT_SUPPLIER_SETTINGS)
   const second = checkAccountData(
     exampleAccount({ customers: [{ given_name: 'Grace', family_name: 'Hopper' }] }),
-    '2026-11-24'
+    '2026-11-24',
+    DEFAULT_SUPPLIER_SETTINGS
   ).data
   const context = {
     importProcessId: 1,

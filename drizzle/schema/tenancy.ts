@@ -1,5 +1,6 @@
 import { sql } from 'drizzle-orm'
 import { bigint, boolean, integer, jsonb, pgEnum, pgTable, text, timestamp, uuid, index } from 'drizzle-orm/pg-core'
+import { SUPPLY_POINT_CHECKS } from '../../schemas/common.js'
 
 const createdAt = () => timestamp('created_at', { withTimezone: true }).notNull().defaultNow()
 
@@ -47,6 +48,7 @@ export const refreshTokens = pgTable(
 )
 
 export const supplierStatus = pgEnum('import_supplier_status', ['Ongoing', 'Paused', 'Complete'])
+export const supplyPointChecks = pgEnum('supply_point_checks', SUPPLY_POINT_CHECKS)
 
 export const importSuppliers = pgTable(
   'import_suppliers',
@@ -60,6 +62,8 @@ export const importSuppliers = pgTable(
     documentRoot: text('document_root').notNull().default(''),
     sendMigrationEmails: boolean('send_migration_emails').notNull().default(false),
     maxConcurrentProcessing: integer('max_concurrent_processing'),
+    /** What its accounts' supply point identifiers must be besides the schema's limits (schemas/common.ts). */
+    supplyPointChecks: supplyPointChecks('supply_point_checks').notNull().default('NONE'),
     createdAt: createdAt(),
     updatedAt: timestamp('updated_at', { withTimezone: true }).notNull().defaultNow()
   },

@@ -104,7 +104,8 @@ export async function supplierAndTeam(db: Db, code: string, organisationId: stri
   const [row] = rowsOf<{ supplier: SupplierRow | string | null; team_id: string | null }>(
     await db.execute(sql`select
       (select json_build_object('id', s.id, 'code', s.code, 'status', s.status, 'documentRoot', s.document_root,
-        'sendMigrationEmails', s.send_migration_emails, 'maxConcurrentProcessing', s.max_concurrent_processing)
+        'sendMigrationEmails', s.send_migration_emails, 'maxConcurrentProcessing', s.max_concurrent_processing,
+        'supplyPointChecks', s.supply_point_checks)
         from import_suppliers s where s.code = ${code} and s.organisation_id = ${organisationId}::uuid) as supplier,
       (select t.id from operations_teams t where t.name = ${teamName}) as team_id`)
   )

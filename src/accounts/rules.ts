@@ -1,10 +1,12 @@
 import { AccountData, LEDGER_CODES, type Address } from '../../schemas/account.js'
+import type { SupplyPointChecks } from '../../schemas/common.js'
 import { CODE } from '../../schemas/error-codes.js'
 import { formatDecimal, sumDecimals, toBig, normaliseDecimals, type Big } from '../decimal.js'
 import { compareAttr, entriesFromAjv, sortEntries, type ErrorEntry } from '../errors.js'
 import { addressKey, countryCode, normalisePostcode } from '../rules/address.js'
 import { emailProblem, phoneE164 } from '../rules/contact.js'
 import { ruleContext, type RuleContext } from '../rules/context.js'
+import { supplyPointIdentifierProblem } from '../rules/supply-points.js'
 import { normaliseTransaction, signedAmount, transactionRules } from '../rules/transactions.js'
 import { fieldOf, isObject } from '../objects.js'
 import { compileBody } from '../validation.js'
@@ -16,17 +18,25 @@ export function accountSchemaErrors(data: unknown): ErrorEntry[] {
   return validateAccountData(data) ? [] : entriesFromAjv(validateAccountData.errors ?? [])
 }
 
+/** What of its supplier an account's data is checked against: the supplier's settings, as it is at the check. */
+export interface SupplierSettings {
+  supplyPointChecks: SupplyPointChecks
+}
+
 /**
  * Every check of account data that needs no database: the schema, then the business rules on the
- * fields that passed it (as of `today`). Every problem, sorted; or, with none, the normalised account.
+ * fields that passed it (as of `today`), those of its supplier's settings included. Every problem,
+ * sorted; or, with none, the normalised account.
  */
 export function checkAccountData(
   data: unknown,
   today: string,
+  supplier: SupplierSettings,
   schemaErrors = accountSchemaErrors(data)
 ): { errors: ErrorEntry[]; data?: AccountData } {
   const ctx = ruleContext(schemaErrors, today)
   accountRules(data, ctx)
+  supplierRules(data, ctx, supplier)
   return ctx.errors.length > 0
     ? { errors: sortEntries(ctx.errors) }
     : { errors: [], data: normaliseAccount(data as AccountData) }
@@ -49,6 +59,53 @@ export function accountRules(data: unknown, ctx: RuleContext): void {
     arrayOf(data.metadata).map((m, i) => [`metadata.${i}.key`, fieldOf(m, 'key')]),
     (attr) => ctx.report(CODE.metadata_has_duplicate_keys, attr)
   )
+}
+
+/**
+ * The rules of account data that depend on its supplier's settings (the rest are `accountRules`):
+ * with `supplyPointChecks` GB, each supply point's identifier is an MPAN core (ELECTRICITY) or an
+ * MPRN (GAS), reported at `supply_addresses.A.supply_points.P.identifier`.
+ */
+export function supplierRules(data: unknown, ctx: RuleContext, supplier: SupplierSettings): void {
+  if (!isObject(data) || supplier.supplyPointChecks === 'NONE') return
+  arrayOf(data.supply_addresses).forEach((address, a) => {
+    arrayOf(fieldOf(address, 'supply_points')).forEach((point, p) => {
+      const path = `supply_addresses.${a}.supply_points.${p}`
+      const identifier = fieldOf(point, 'identifier')
+      const supplyType = fieldOf(point, 'supply_type')
+      if (typeof identifier !== 'string' || typeof supplyType !== 'string') return
+      if (!ctx.clean(`${path}.identifier`, `${path}.supply_type`)) return
+      const code = supplyPointIdentifierProblem(supplier.supplyPointChecks, supplyType, identifier)
+      if (code !== undefined) ctx.report(code, `${path}.identifier`, { identifier })
+    })
+  })
+}
+
+/** The settings of a new supplier, and those an account is judged by when its supplier is unknown. */
+export const DEFAULT_SUPPLIER_SETTINGS: SupplierSettings = { supplyPointChecks: 'NONE' }
+
+/**
+ * For each setting a supplier can have, whether `data` passes every rule: nothing reported in
+ * `ctx` so far (`accountRules` ran) and nothing `supplierRules` would report. For a caller that
+ * judges the data before it has read its supplier (validate, whose one look-up clears the failure
+ * record of a success).
+ */
+export function passesForEachSetting(data: unknown, ctx: RuleContext): Record<SupplyPointChecks, boolean> {
+  const passes = (supplyPointChecks: SupplyPointChecks): boolean => {
+    let found = ctx.errors.length > 0
+    supplierRules(
+      data,
+      {
+        ...ctx,
+        report: () => {
+          found = true
+        }
+      },
+      { supplyPointChecks }
+    )
+    return !found
+  }
+  return { NONE: passes('NONE'), GB: passes('GB') }
 }
 
 const arrayOf = (value: unknown): unknown[] => (Array.isArray(value) ? value : [])

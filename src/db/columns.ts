@@ -1,3 +1,4 @@
+import type { SupplyPointChecks } from '../../schemas/common.js'
 import { importSuppliers } from '../../drizzle/schema/index.js'
 
 /** Row types and column lists that several modules' repositories read: one definition each. */
@@ -11,6 +12,7 @@ export interface SupplierRow {
   documentRoot: string
   sendMigrationEmails: boolean
   maxConcurrentProcessing: number | null
+  supplyPointChecks: SupplyPointChecks
 }
 
 /** The columns of a `SupplierRow`. */
@@ -20,5 +22,6 @@ export const supplierColumns = {
   status: importSuppliers.status,
   documentRoot: importSuppliers.documentRoot,
   sendMigrationEmails: importSuppliers.sendMigrationEmails,
-  maxConcurrentProcessing: importSuppliers.maxConcurrentProcessing
+  maxConcurrentProcessing: importSuppliers.maxConcurrentProcessing,
+  supplyPointChecks: importSuppliers.supplyPointChecks
 }

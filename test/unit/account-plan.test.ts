@@ -1,5 +1,5 @@
 import t from 'tap'
-import { checkAccountData } from '../../src/accounts/rules.js'
+import { checkAccountData, DEFAULT_SUPPLIER_SETTINGS } from '../../src/accounts/rules.js'
 import { MIGRATION_EMAIL_TEMPLATE, planAccount } from '../../src/accounts/plan.js'
 import { exampleAccount } from '../helpers/account-data.js'
 
@@ -13,7 +13,7 @@ const context = {
 }
 
 function plan(changes: Record<string, unknown> = {}, ctx = context) {
-  const { data, errors } = checkAccountData(exampleAccount(changes), '2026-11-24')
+  const { data, errors } = checkAccountData(exampleAccount(changes), '2026-11-24', DEFAULT_SUPPLIER_SETTINGS)
   if (!data) throw new Error(`the example account is invalid: ${JSON.stringify(errors)}`)
   return { data, rows: planAccount(data, ctx) }
 }

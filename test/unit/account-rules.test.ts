@@ -1,5 +1,5 @@
 import t, { type Test } from 'tap'
-import { checkAccountData } from '../../src/accounts/rules.js'
+import { checkAccountData, DEFAULT_SUPPLIER_SETTINGS } from '../../src/accounts/rules.js'
 import { utcToday } from '../../src/rules/context.js'
 import {
   account,
@@ -31,7 +31,7 @@ import {
 t.test('account rules, called directly', async (t) => {
   /** Every problem of the account as [code, attr], sorted as the endpoints answer them. */
   function check(body: unknown) {
-    return checkAccountData(structuredClone(body), utcToday())
+    return checkAccountData(structuredClone(body), utcToday(), DEFAULT_SUPPLIER_SETTINGS)
   }
 
   async function rejects(t: Test, body: unknown, expected: Expected, message = 'errors') {

@@ -17,6 +17,7 @@ import {
 } from '../../../drizzle/schema/index.js'
 import { rowsOf, runInOrder, supplierExternals, type Db } from '../../db/index.js'
 import type { ErrorEntry } from '../../errors.js'
+import type { SupplyPointChecks } from '../../../schemas/common.js'
 import type { TableRows } from '../../db/insert.js'
 import type { ProcessState } from '../../db/columns.js'
 import { PROCESS_LOCK_BASE } from '../../db/locks.js'
@@ -63,6 +64,7 @@ export interface StageAndCreateOutcome {
 export interface DryRunClaim {
   supplierCode: string
   sendMigrationEmails: boolean
+  supplyPointChecks: SupplyPointChecks
   /** Null when the batch's team no longer exists. */
   teamId: string | null
 }
@@ -309,13 +311,14 @@ export function createBatchesRepository(db: Db) {
             where (supplier_id, external_account_number) in ${pairs} order by external_account_number`),
           tx.execute(sql`select id, external_account_number as external, state from import_processes
             where (supplier_id, external_account_number) in ${pairs}`),
-          tx.execute(sql`select s.code, s.status, s.send_migration_emails, (select t.id from operations_teams t where t.name = ${teamName}) as team_id
+          tx.execute(sql`select s.code, s.status, s.send_migration_emails, s.supply_point_checks, (select t.id from operations_teams t where t.name = ${teamName}) as team_id
             from import_suppliers s where s.id = ${supplierId}::uuid`)
         ])
         const supplier = rowsOf<{
           code: string
           status: string
           send_migration_emails: boolean
+          supply_point_checks: SupplyPointChecks
           team_id: string | null
         }>(claimed)[0]
         const outcome: DryRunOutcome = { wouldCreate: [], refused: new Map(), elsewhere: [] }
@@ -326,6 +329,7 @@ export function createBatchesRepository(db: Db) {
         const claim: DryRunClaim = {
           supplierCode: supplier.code,
           sendMigrationEmails: supplier.send_migration_emails,
+          supplyPointChecks: supplier.supply_point_checks,
           teamId: supplier.team_id
         }
         const locked = new Set(

@@ -168,7 +168,7 @@ export function createBatchesService(deps: {
         }
         const account = e.raw.account
         // The checks of stage that need no database; the supplier is known to be the caller's and Ongoing.
-        const checked = checkAccountData(account, utcToday())
+        const checked = checkAccountData(account, utcToday(), supplier)
         if (checked.errors.length > 0) await failRecorded(e, 'stage', accountFailed(checked.errors))
         else e.data = checked.data
       }
@@ -275,15 +275,11 @@ export function createBatchesService(deps: {
 
       /** A create's checks of staged data as stored (the team, today's rules) and, when they pass, its rows. */
       function judgeStaged(staged: unknown, claim: DryRunClaim): DryRunVerdict {
-        const verdict = judgeStagedData(
-          staged,
-          { id: claim.teamId, name: body.operations_team_name },
-          {
-            importProcessId: 0,
-            supplierId: supplier.id,
-            sendMigrationEmails: claim.sendMigrationEmails
-          }
-        )
+        const verdict = judgeStagedData(staged, { id: claim.teamId, name: body.operations_team_name }, claim, {
+          importProcessId: 0,
+          supplierId: supplier.id,
+          sendMigrationEmails: claim.sendMigrationEmails
+        })
         return 'errors' in verdict ? { errors: sortEntries(verdict.errors) } : verdict
       }
 

@@ -7,6 +7,7 @@ import {
   operationsTeams
 } from '../../../drizzle/schema/index.js'
 import { eventStatement, type Actor } from '../../accounts/repository.js'
+import { SUPPLY_POINT_CHECKS, type SupplyPointChecks } from '../../../schemas/common.js'
 import { supplierColumns, type ProcessState, type SupplierRow } from '../../db/columns.js'
 import { rowsOf, runInOrder, type Db, type Tx } from '../../db/index.js'
 import { PROCESS_LOCK_BASE } from '../../db/locks.js'
@@ -77,6 +78,7 @@ interface ClearingRow {
   document_root: string
   send_migration_emails: boolean
   max_concurrent_processing: number | null
+  supply_point_checks: SupplyPointChecks
   /** A bigint, which a driver may return as text. */
   process_id: number | string | null
   state: ProcessState | null
@@ -100,6 +102,7 @@ export interface Claim {
   supplierCode: string
   supplierStatus: SupplierRow['status']
   sendMigrationEmails: boolean
+  supplyPointChecks: SupplyPointChecks
   teamId: string | null
 }
 
@@ -282,27 +285,34 @@ export function createImportsRepository(db: Db) {
     },
 
     /**
-     * `lookup` for validate, which runs its rules first: when they passed (`clean`) and the answer
-     * will be a success (the supplier Ongoing, the account neither imported nor skipped), the same
-     * statement removes the pair's validate failure record, so a success costs no extra
-     * round trip and a concurrent failure answered earlier is not left behind.
+     * `lookup` for validate, which runs its rules first: when they passed (`clean`, for the
+     * supplier's setting of supply point checks) and the answer will be a success (the supplier
+     * Ongoing, the account neither imported nor skipped), the same statement removes the pair's
+     * validate failure record, so a success costs no extra round trip and a concurrent failure
+     * answered earlier is not left behind.
      */
     async lookupClearingValidate(
       code: string,
       organisationId: string,
       external: string | undefined,
-      clean: boolean
+      clean: Record<SupplyPointChecks, boolean>
     ): Promise<Lookup | undefined> {
+      const cleanForSupplier = sql.join(
+        SUPPLY_POINT_CHECKS.map(
+          (checks) => sql`(found.supply_point_checks::text = ${checks}::text and ${clean[checks]}::boolean)`
+        ),
+        sql` or `
+      )
       const result = await db.execute(sql`with found as (
           select s.id, s.code, s.status, s.document_root, s.send_migration_emails, s.max_concurrent_processing,
-            p.id as process_id, p.state, p.service_account_number, p.account_created_at, p.latest_error,
+            s.supply_point_checks, p.id as process_id, p.state, p.service_account_number, p.account_created_at, p.latest_error,
             p.staged_data is not null as has_staged_data
           from import_suppliers s
           left join import_processes p on p.supplier_id = s.id and p.external_account_number = ${external ?? null}::text
           where s.code = ${code} and s.organisation_id = ${organisationId}::uuid),
         cleared as (
           delete from import_failures f using found
-          where ${clean}::boolean and f.supplier_id = found.id and f.external_account_number = ${external ?? null}::text
+          where (${cleanForSupplier}) and f.supplier_id = found.id and f.external_account_number = ${external ?? null}::text
             and f.step = 'validate' and found.status = 'Ongoing' and (found.state is null or found.state = 'STAGED'))
         select * from found`)
       const [row] = rowsOf<ClearingRow>(result)
@@ -314,7 +324,8 @@ export function createImportsRepository(db: Db) {
           status: row.status,
           documentRoot: row.document_root,
           sendMigrationEmails: row.send_migration_emails,
-          maxConcurrentProcessing: row.max_concurrent_processing
+          maxConcurrentProcessing: row.max_concurrent_processing,
+          supplyPointChecks: row.supply_point_checks
         },
         processId: row.process_id === null ? null : Number(row.process_id),
         state: row.state,
@@ -348,6 +359,7 @@ export function createImportsRepository(db: Db) {
             supplierCode: importSuppliers.code,
             supplierStatus: importSuppliers.status,
             sendMigrationEmails: importSuppliers.sendMigrationEmails,
+            supplyPointChecks: importSuppliers.supplyPointChecks,
             teamId: operationsTeams.id
           })
           .from(importProcesses)

@@ -21,7 +21,13 @@ import { formatDateTime, formatNullableDateTime } from '../../format.js'
 import { ruleContext, utcToday, type RuleContext } from '../../rules/context.js'
 import { formatDecimal } from '../../decimal.js'
 import { createAccountsRepository, type Actor } from '../../accounts/repository.js'
-import { accountRules, normaliseAccount } from '../../accounts/rules.js'
+import {
+  accountRules,
+  DEFAULT_SUPPLIER_SETTINGS,
+  normaliseAccount,
+  passesForEachSetting,
+  supplierRules
+} from '../../accounts/rules.js'
 import { planAccount } from '../../accounts/plan.js'
 import { judgeStagedData } from '../../accounts/create-check.js'
 import { refusalOf, skipped, standingOf, supplierProblem, type AccountStanding } from '../../accounts/precheck.js'
@@ -145,8 +151,9 @@ export function createImportsService(db: Db, failures: FailuresService) {
 
   /**
    * The checks of "Which check wins" before the one body of every problem (validate, stage),
-   * and the account rules. Validate runs its rules first, so that its look-up can also clear the
-   * pair's validate failure record when the answer will be a success.
+   * and the account rules, those of the supplier's settings included. Validate runs its rules
+   * first (for each setting the supplier may have), so that its look-up can also clear the pair's
+   * validate failure record when the answer will be a success.
    */
   async function precheck(principal: OrganisationPrincipal, body: unknown, ctx: RuleContext, stage: boolean) {
     const supplierCode = ctx.clean('import_supplier') ? str(fieldOf(body, 'import_supplier')) : undefined
@@ -155,13 +162,19 @@ export function createImportsService(db: Db, failures: FailuresService) {
     const found = stage
       ? await lookup(principal, supplierCode, external, true)
       : supplierCode !== undefined && SUPPLIER_CODE.test(supplierCode)
-        ? await repo.lookupClearingValidate(supplierCode, principal.organisationId, external, ctx.errors.length === 0)
+        ? await repo.lookupClearingValidate(
+            supplierCode,
+            principal.organisationId,
+            external,
+            passesForEachSetting(body, ctx)
+          )
         : undefined
     if (found?.process && external !== undefined) {
       refuseByState(found.process, external)
       if (stage && found.running) throw inProgress()
     }
     if (stage) accountRules(body, ctx)
+    supplierRules(body, ctx, found?.supplier ?? DEFAULT_SUPPLIER_SETTINGS)
     return { supplier: found?.supplier, supplierCode, known: found?.process !== undefined }
   }
 
@@ -207,15 +220,11 @@ export function createImportsService(db: Db, failures: FailuresService) {
       // Erased after the look-up (an erasure request): as if it had never been staged.
       if (claim.stagedData === null) throw new CreateRefused(nothingStaged())
       if (!claim.slot) throw new NoSlot()
-      const verdict = judgeStagedData(
-        structuredClone(claim.stagedData),
-        { id: claim.teamId, name: teamName },
-        {
-          importProcessId: process.id,
-          supplierId: supplier.id,
-          sendMigrationEmails: claim.sendMigrationEmails
-        }
-      )
+      const verdict = judgeStagedData(structuredClone(claim.stagedData), { id: claim.teamId, name: teamName }, claim, {
+        importProcessId: process.id,
+        supplierId: supplier.id,
+        sendMigrationEmails: claim.sendMigrationEmails
+      })
       const errors = 'errors' in verdict ? verdict.errors : []
       const problem = supplierProblem(
         { code: claim.supplierCode, status: claim.supplierStatus },

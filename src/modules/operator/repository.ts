@@ -9,6 +9,7 @@ import {
   operationsTeams,
   organisations
 } from '../../../drizzle/schema/index.js'
+import type { SupplyPointChecks } from '../../../schemas/common.js'
 import type { Db, Tx } from '../../db/index.js'
 
 export type SupplierStatus = 'Ongoing' | 'Paused' | 'Complete'
@@ -21,6 +22,7 @@ export interface SupplierRecord {
   documentRoot: string
   sendMigrationEmails: boolean
   maxConcurrentProcessing: number | null
+  supplyPointChecks: SupplyPointChecks
 }
 
 export interface SupplierChanges {
@@ -28,6 +30,7 @@ export interface SupplierChanges {
   documentRoot?: string
   sendMigrationEmails?: boolean
   maxConcurrentProcessing?: number | null
+  supplyPointChecks?: SupplyPointChecks
 }
 
 const supplierColumns = {
@@ -37,7 +40,8 @@ const supplierColumns = {
   status: importSuppliers.status,
   documentRoot: importSuppliers.documentRoot,
   sendMigrationEmails: importSuppliers.sendMigrationEmails,
-  maxConcurrentProcessing: importSuppliers.maxConcurrentProcessing
+  maxConcurrentProcessing: importSuppliers.maxConcurrentProcessing,
+  supplyPointChecks: importSuppliers.supplyPointChecks
 }
 
 /** SQL of the operator surface. Unique violations surface as driver errors (`23505`). */

@@ -1,4 +1,4 @@
-import { SUPPLIER_CODE } from '../../../schemas/common.js'
+import { SUPPLIER_CODE, type SupplyPointChecks } from '../../../schemas/common.js'
 import { CODE } from '../../../schemas/error-codes.js'
 import { fieldError } from '../../errors.js'
 import { pgErrorCode } from '../../db/index.js'
@@ -66,6 +66,7 @@ export interface UpdateSupplierInput {
   documentRoot?: string | null
   sendMigrationEmails?: boolean | null
   maxConcurrentProcessing?: number | null
+  supplyPointChecks?: SupplyPointChecks | null
 }
 
 /** The operator's configuration rules. Every method is for an operator principal only. */
@@ -107,6 +108,7 @@ export function createOperatorService(repo: OperatorRepository, auth: AuthServic
       status?: SupplierStatus | null
       sendMigrationEmails?: boolean | null
       maxConcurrentProcessing?: number | null
+      supplyPointChecks?: SupplyPointChecks | null
     }) {
       if (!SUPPLIER_CODE.test(input.code)) throw invalid('code must match ^[A-Z0-9_]{1,32}$.')
       const organisationId = await repo.organisationIdByName(input.organisation)
@@ -117,7 +119,8 @@ export function createOperatorService(repo: OperatorRepository, auth: AuthServic
         status: input.status ?? 'Ongoing',
         documentRoot: normaliseDocumentRoot(input.documentRoot ?? ''),
         sendMigrationEmails: input.sendMigrationEmails ?? false,
-        maxConcurrentProcessing: checkLimit(input.maxConcurrentProcessing ?? null)
+        maxConcurrentProcessing: checkLimit(input.maxConcurrentProcessing ?? null),
+        supplyPointChecks: input.supplyPointChecks ?? 'NONE'
       }
       return unique(`Import supplier ${input.code}`, () => repo.insertSupplier(values, OPERATOR))
     },
@@ -132,6 +135,7 @@ export function createOperatorService(repo: OperatorRepository, auth: AuthServic
       if (input.maxConcurrentProcessing !== undefined) {
         changes.maxConcurrentProcessing = checkLimit(input.maxConcurrentProcessing)
       }
+      if (input.supplyPointChecks !== undefined) changes.supplyPointChecks = input.supplyPointChecks ?? 'NONE'
       const updated = await repo.updateSupplier(input.code, changes, OPERATOR)
       if (!updated) throw notFound(`Import supplier ${input.code} does not exist.`)
       return updated
