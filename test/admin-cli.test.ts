@@ -80,7 +80,7 @@ function spawnAdmin(
 }
 
 const SUPPLIERS_QUERY =
-  '{ importSuppliers { code organisation status documentRoot sendMigrationEmails maxConcurrentProcessing } }'
+  '{ importSuppliers { code organisation status documentRoot sendMigrationEmails maxConcurrentProcessing supplyPointChecks } }'
 
 /** A fake fetch answering every request with one fixed response. */
 const answering =
@@ -246,9 +246,12 @@ t.test('the admin command line against the real service', async (t) => {
       '--send-migration-emails',
       'true',
       '--max-concurrent-processing',
-      '25'
+      '25',
+      '--supply-point-checks',
+      'gb'
     )
     t.equal(full.code, 0, full.stderr)
+    t.equal(full.requests[1]!.body.variables.input.supplyPointChecks, 'GB', 'matched case-insensitively')
     t.equal(
       full.stdout,
       [
@@ -259,6 +262,7 @@ t.test('the admin command line against the real service', async (t) => {
         '  document root:              imports/full',
         '  send migration emails:      true',
         '  max concurrent processing:  25',
+        '  supply point checks:        GB',
         ''
       ].join('\n')
     )
@@ -268,7 +272,8 @@ t.test('the admin command line against the real service', async (t) => {
       status: 'Paused',
       documentRoot: 'imports/full',
       sendMigrationEmails: true,
-      maxConcurrentProcessing: 25
+      maxConcurrentProcessing: 25,
+      supplyPointChecks: 'GB'
     })
 
     const plain = await run('create-supplier', 'PLAIN_SUPPLIER', '--organisation=Base')
@@ -280,13 +285,15 @@ t.test('the admin command line against the real service', async (t) => {
     )
     t.match(plain.stdout, / {2}document root: +\(bucket root\)\n/)
     t.match(plain.stdout, / {2}max concurrent processing: +no limit\n/)
+    t.match(plain.stdout, / {2}supply point checks: +NONE\n/, 'the default')
     t.same(await supplier('PLAIN_SUPPLIER'), {
       code: 'PLAIN_SUPPLIER',
       organisation: 'Base',
       status: 'Ongoing',
       documentRoot: '',
       sendMigrationEmails: false,
-      maxConcurrentProcessing: null
+      maxConcurrentProcessing: null,
+      supplyPointChecks: 'NONE'
     })
 
     const lower = await run('create-supplier', 'LOWER_CASE', '--organisation', 'Base', '--status', 'complete')
@@ -349,7 +356,8 @@ t.test('the admin command line against the real service', async (t) => {
         status: 'Paused',
         documentRoot: 'upd',
         sendMigrationEmails: true,
-        maxConcurrentProcessing: 7
+        maxConcurrentProcessing: 7,
+        supplyPointChecks: 'NONE'
       },
       'the omitted fields are unchanged'
     )
@@ -369,7 +377,8 @@ t.test('the admin command line against the real service', async (t) => {
       status: 'Paused',
       documentRoot: 'upd',
       sendMigrationEmails: false,
-      maxConcurrentProcessing: 12
+      maxConcurrentProcessing: 12,
+      supplyPointChecks: 'NONE'
     })
 
     const none = await run('update-supplier', 'UPD', '--max-concurrent-processing', 'none')
@@ -385,7 +394,8 @@ t.test('the admin command line against the real service', async (t) => {
         status: 'Paused',
         documentRoot: 'upd',
         sendMigrationEmails: false,
-        maxConcurrentProcessing: null
+        maxConcurrentProcessing: null,
+        supplyPointChecks: 'NONE'
       },
       'the limit is cleared, nothing else changed'
     )
@@ -399,9 +409,25 @@ t.test('the admin command line against the real service', async (t) => {
         status: 'Paused',
         documentRoot: '',
         sendMigrationEmails: false,
-        maxConcurrentProcessing: null
+        maxConcurrentProcessing: null,
+        supplyPointChecks: 'NONE'
       }
     })
+
+    const gb = await run('update-supplier', 'UPD', '--supply-point-checks', 'GB')
+    t.equal(gb.code, 0, gb.stderr)
+    t.same(gb.requests[1]!.body.variables, { input: { code: 'UPD', supplyPointChecks: 'GB' } })
+    t.match(gb.stdout, / {2}supply point checks: +GB\n/)
+    t.equal((await supplier('UPD')).supplyPointChecks, 'GB', 'stored')
+    const back = await run('update-supplier', 'UPD', '--supply-point-checks', 'none')
+    t.equal(back.code, 0, back.stderr)
+    t.match(back.stdout, / {2}supply point checks: +NONE\n/)
+    t.equal((await supplier('UPD')).supplyPointChecks, 'NONE')
+    refusedBeforeAnyRequest(
+      t,
+      await run('update-supplier', 'UPD', '--supply-point-checks', 'IE'),
+      /^error: --supply-point-checks must be one of NONE, GB, not "IE"\n$/
+    )
 
     const missing = await run('update-supplier', 'NO_SUCH', '--status', 'Ongoing')
     t.equal(missing.code, 1)
@@ -456,7 +482,7 @@ t.test('the admin command line against the real service', async (t) => {
     const res = await run('list-suppliers')
     t.equal(res.code, 0)
     const lines = res.stdout.split('\n')
-    t.match(lines[0], /^CODE +ORGANISATION +STATUS +EMAILS +MAX CONCURRENT +DOCUMENT ROOT$/)
+    t.match(lines[0], /^CODE +ORGANISATION +STATUS +EMAILS +MAX CONCURRENT +CHECKS +DOCUMENT ROOT$/)
     const all = await suppliers()
     t.ok(all.length >= 2)
     t.equal(
@@ -466,7 +492,7 @@ t.test('the admin command line against the real service', async (t) => {
     )
     t.equal(lines[all.length + 2], `${all.length} import suppliers`)
     const row = lines.find((l) => l.startsWith('LIST_A '))
-    t.match(row, /^LIST_A +Base +Ongoing +false +3 +a\/b$/)
+    t.match(row, /^LIST_A +Base +Ongoing +false +3 +NONE +a\/b$/)
     const headerAt = (name: string) => lines[0]!.indexOf(name)
     t.equal(row!.indexOf('Ongoing'), headerAt('STATUS'), 'columns are aligned')
     t.equal(row!.indexOf('a/b'), headerAt('DOCUMENT ROOT'))

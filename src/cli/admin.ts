@@ -9,6 +9,7 @@ import { createGraphQLClient, ServiceError, UnreachableError } from './graphql-c
 import { isEntryPoint, parseCommandLine } from './entry.js'
 import { CODE, meaningOf } from '../../schemas/error-codes.js'
 import { STEP_NAMES } from '../../schemas/failures.js'
+import { SUPPLY_POINT_CHECKS } from '../../schemas/common.js'
 
 export interface AdminIO {
   env: Record<string, string | undefined>
@@ -48,6 +49,7 @@ const OPTIONS = {
   status: { type: 'string' },
   'send-migration-emails': { type: 'string' },
   'max-concurrent-processing': { type: 'string' },
+  'supply-point-checks': { type: 'string' },
   step: { type: 'string' },
   code: { type: 'string' },
   limit: { type: 'string' },
@@ -59,7 +61,13 @@ type Flags = Partial<Record<OptionName, string | boolean>>
 
 /** Options every command accepts. */
 const GLOBAL_OPTIONS: OptionName[] = ['url', 'operator-key', 'json', 'help']
-const SUPPLIER_OPTIONS: OptionName[] = ['document-root', 'status', 'send-migration-emails', 'max-concurrent-processing']
+const SUPPLIER_OPTIONS: OptionName[] = [
+  'document-root',
+  'status',
+  'send-migration-emails',
+  'max-concurrent-processing',
+  'supply-point-checks'
+]
 
 const OPTION_HELP: Record<OptionName, [string, string]> = {
   organisation: ['--organisation <name>', 'Owning organisation (required for create-supplier).'],
@@ -69,6 +77,10 @@ const OPTION_HELP: Record<OptionName, [string, string]> = {
   'max-concurrent-processing': [
     '--max-concurrent-processing <n|none>',
     'Accounts processing at once; none = no limit (the create default).'
+  ],
+  'supply-point-checks': [
+    `--supply-point-checks <${SUPPLY_POINT_CHECKS.join('|')}>`,
+    'GB: ELECTRICITY supply point identifiers must be MPAN cores, GAS ones MPRNs (create default: NONE).'
   ],
   url: [
     '--url <url>',
@@ -116,6 +128,14 @@ function parseBoolean(name: string, value: string): boolean {
   throw new UsageError(`--${name} must be true or false, not "${value}"`)
 }
 
+function parseChecks(value: string): string {
+  const checks = SUPPLY_POINT_CHECKS.find((s) => s.toLowerCase() === value.trim().toLowerCase())
+  if (!checks) {
+    throw new UsageError(`--supply-point-checks must be one of ${SUPPLY_POINT_CHECKS.join(', ')}, not "${value}"`)
+  }
+  return checks
+}
+
 /** A positive integer, or `none` for no limit (sent as an explicit null). */
 function parseLimit(value: string): number | null {
   const v = value.trim()
@@ -134,10 +154,12 @@ function supplierFields(flags: Flags): Record<string, unknown> {
   const status = stringFlag(flags, 'status')
   const emails = stringFlag(flags, 'send-migration-emails')
   const limit = stringFlag(flags, 'max-concurrent-processing')
+  const checks = stringFlag(flags, 'supply-point-checks')
   if (documentRoot !== undefined) fields.documentRoot = documentRoot
   if (status !== undefined) fields.status = parseStatus(status)
   if (emails !== undefined) fields.sendMigrationEmails = parseBoolean('send-migration-emails', emails)
   if (limit !== undefined) fields.maxConcurrentProcessing = parseLimit(limit)
+  if (checks !== undefined) fields.supplyPointChecks = parseChecks(checks)
   return fields
 }
 
@@ -151,6 +173,7 @@ interface Supplier {
   documentRoot: string
   sendMigrationEmails: boolean
   maxConcurrentProcessing: number | null
+  supplyPointChecks: string
 }
 
 interface ImportEvent {
@@ -232,7 +255,8 @@ function renderSupplier(title: string, s: Supplier): string {
     ['status', s.status],
     ['document root', showRoot(s.documentRoot)],
     ['send migration emails', String(s.sendMigrationEmails)],
-    ['max concurrent processing', showLimit(s.maxConcurrentProcessing)]
+    ['max concurrent processing', showLimit(s.maxConcurrentProcessing)],
+    ['supply point checks', s.supplyPointChecks]
   ])
 }
 
@@ -240,13 +264,14 @@ function renderSuppliers(suppliers: Supplier[]): string {
   if (suppliers.length === 0) return 'No import suppliers.\n'
   return (
     table(
-      ['CODE', 'ORGANISATION', 'STATUS', 'EMAILS', 'MAX CONCURRENT', 'DOCUMENT ROOT'],
+      ['CODE', 'ORGANISATION', 'STATUS', 'EMAILS', 'MAX CONCURRENT', 'CHECKS', 'DOCUMENT ROOT'],
       suppliers.map((s) => [
         s.code,
         s.organisation,
         s.status,
         String(s.sendMigrationEmails),
         showLimit(s.maxConcurrentProcessing),
+        s.supplyPointChecks,
         showRoot(s.documentRoot)
       ])
     ) + `\n${plural(suppliers.length, 'import supplier')}\n`
@@ -425,7 +450,8 @@ function renderApiKey(key: CreatedApiKey): string {
 // ---------------------------------------------------------------------------------------------
 // Commands
 
-const SUPPLIER_SELECTION = 'code organisation status documentRoot sendMigrationEmails maxConcurrentProcessing'
+const SUPPLIER_SELECTION =
+  'code organisation status documentRoot sendMigrationEmails maxConcurrentProcessing supplyPointChecks'
 
 /** A command; `T` is the data its query answers (a mutation refused comes as an error, never a null result). */
 interface Command<T = unknown> {
