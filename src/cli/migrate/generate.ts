@@ -1,4 +1,5 @@
 import { CODE } from '../../../schemas/error-codes.js'
+import { mpanCheckDigit } from '../../rules/supply-points.js'
 import type { Json } from '../http.js'
 import { Random, seedTag } from './random.js'
 
@@ -20,6 +21,11 @@ export interface GenerateOptions {
   paymentVendor?: string
   /** The day the data is made for (`YYYY-MM-DD`): nothing is dated after it. */
   today: string
+  /**
+   * ELECTRICITY identifiers are MPAN cores (a distributor id 10–23, the check digit last), as a
+   * supplier with GB supply point checks requires; GAS identifiers are MPRNs either way.
+   */
+  gbIdentifiers?: boolean
 }
 
 export interface GeneratedLine {
@@ -324,6 +330,20 @@ function dateIn(rng: Random, from: string, to: string): string {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Supply point identifiers
+
+/**
+ * An ELECTRICITY identifier from 12 random digits, unique in its account by the supply address's
+ * index `a`: the digits and the index, or (GB) an MPAN core made of them: a DNO's distributor id
+ * (10–23), nine of the digits, the index and the check digit.
+ */
+function electricityIdentifier(drawn: string, a: number, gb: boolean): string {
+  if (!gb) return drawn + String(a)
+  const first12 = String(10 + (Number(drawn.slice(0, 2)) % 14)) + drawn.slice(2, 11) + String(a)
+  return first12 + String(mpanCheckDigit(first12))
+}
+
+// ---------------------------------------------------------------------------------------------
 // Accounts
 
 /** The faults an invalid account gets (one each), with the code validate must report. */
@@ -394,7 +414,8 @@ function buildAccount(rng: Random, external: string, options: GenerateOptions, f
         })
         from = addDays(from, rng.int(200, 700))
       }
-      const identifier = gas ? rng.digits(10) : rng.digits(12) + String(a)
+      // A GAS identifier of 10 digits is an MPRN as it is.
+      const identifier = gas ? rng.digits(10) : electricityIdentifier(rng.digits(12), a, options.gbIdentifiers === true)
       if (p === 0) firstPoints.push({ identifier, start })
       points.push({
         identifier,

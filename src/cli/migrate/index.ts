@@ -74,6 +74,7 @@ const OPTIONS = {
   supplier: { type: 'string' },
   'payment-vendor': { type: 'string' },
   'as-of': { type: 'string' },
+  'gb-identifiers': { type: 'boolean' },
   code: { type: 'string' },
   'failed-lines': { type: 'string' },
   input: { type: 'string' },
@@ -121,6 +122,7 @@ const GENERATE_OPTIONS: OptionName[] = [
   'supplier',
   'payment-vendor',
   'as-of',
+  'gb-identifiers',
   'help'
 ]
 
@@ -210,6 +212,8 @@ generate <N> writes N synthetic accounts to standard output:
   --supplier <code>        Import supplier of the accounts (default ACME_ENERGY).
   --payment-vendor <code>  Add CARD payment instructions (reference pi_<external number>) for this vendor.
   --as-of <YYYY-MM-DD>     The day the data is made for; nothing is dated after it (default today, UTC).
+  --gb-identifiers         ELECTRICITY supply point identifiers are valid MPAN cores (GAS ones are MPRNs
+                           either way), so the accounts pass a supplier with GB supply point checks.
 
 Exit codes: 0 every account migrated, 1 an account failed or the run stopped, 2 usage error.
 For jobs: 0 done (a followed job ended with every line through), 1 a line failed, the job was
@@ -268,7 +272,8 @@ async function runGenerate(args: string[], flags: Flags, io: MigrateCliIO): Prom
     postImportShare: share('post-import-share', flags['post-import-share'], 0.5),
     supplier,
     ...(typeof flags['payment-vendor'] === 'string' ? { paymentVendor: flags['payment-vendor'] } : {}),
-    today: asOf
+    today: asOf,
+    gbIdentifiers: flags['gb-identifiers'] === true
   }
   let invalid = 0
   let batch = ''
