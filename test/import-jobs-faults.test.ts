@@ -323,7 +323,7 @@ if (!testDatabaseUrl) {
     async (t) => {
       const dataDir = tempDir(t)
       const env = serverEnv({ DATA_DIR: dataDir })
-      const n = 400
+      const n = 2 * CHUNK_LINES
       const first = await startServer(env)
       killAtTeardown(t, first)
       const { tenant } = await setUp(first.url, { oneAtATime: true })
@@ -332,13 +332,13 @@ if (!testDatabaseUrl) {
         tenant,
         Array.from({ length: n }, (_, i) => line(i + 1))
       )
-      // Accounts are created one at a time here, so a chunk of 200 lines takes about two seconds:
-      // kill it part-way through the chunk after the 200th line.
-      await waitFor(t, '200 lines done', async () =>
-        (await jobOf(first.url, tenant, id)).lines.done >= 200 ? true : undefined
+      // Accounts are created one at a time here, so a chunk takes a few seconds: kill the server
+      // part-way through the second chunk.
+      await waitFor(t, 'the first chunk done', async () =>
+        (await jobOf(first.url, tenant, id)).lines.done >= CHUNK_LINES ? true : undefined
       )
-      // A fifth of a chunk's time: a fixed wait, as an HTTP read on the embedded
-      // database waits behind the runner's transactions and would see the chunk only once it is done.
+      // A small part of a chunk's time: a fixed wait, as an HTTP read on the embedded database
+      // waits behind the runner's transactions and would see the chunk only once it is done.
       await sleep(400)
       first.child.kill('SIGKILL')
       await first.exit
@@ -433,7 +433,9 @@ t.test('two organisations: their jobs take turns, chunk by chunk, in one process
   // Mostly blank lines (quick chunks) with an account in each chunk.
   const file = (prefix: string, chunks: number) =>
     Array.from({ length: chunks * CHUNK_LINES }, (_, i) =>
-      i % CHUNK_LINES === 0 ? JSON.stringify({ account: exampleAccount({ external_account_number: `${prefix}-${i}` }) }) : ''
+      i % CHUNK_LINES === 0
+        ? JSON.stringify({ account: exampleAccount({ external_account_number: `${prefix}-${i}` }) })
+        : ''
     )
       .map((l) => l + '\n')
       .join('')
