@@ -8,9 +8,15 @@ import { buildTestApp } from './helpers/app.js'
 import { rowsOf } from './helpers/database.js'
 import { faultyProxy } from './helpers/fault-proxy.js'
 import { asOperator } from './helpers/graphql.js'
-import { generated, inputFile, migrationServer, runClient, type ClientRun } from './helpers/migrate.js'
+import {
+  clientInBackground,
+  generated,
+  inputFile,
+  migrationServer,
+  runClient,
+  type ClientRun
+} from './helpers/migrate.js'
 import { tempDir } from './helpers/temp-dir.js'
-import { runMigrateCli, type MigrateCliIO } from '../src/cli/migrate/index.js'
 import { renderJob, type Job } from '../src/cli/migrate/jobs.js'
 import { projectRoot } from '../src/paths.js'
 
@@ -78,26 +84,6 @@ async function until(ready: () => boolean, child: { exitCode: number | null }) {
   while (!ready() && Date.now() < deadline && child.exitCode === null) {
     await new Promise((resolve) => setTimeout(resolve, 50))
   }
-}
-
-/** The client in this process, in the background: its output as it comes, and its end. */
-function clientInBackground(argv: string[], env: Record<string, string>, io: Partial<MigrateCliIO> = {}) {
-  const run: ClientRun = { code: -1, stdout: '', stderr: '' }
-  const done = runMigrateCli(argv, {
-    env,
-    stdout: (s) => {
-      run.stdout += s
-    },
-    stderr: (s) => {
-      run.stderr += s
-    },
-    progressIntervalMs: 200,
-    ...io
-  }).then((code) => {
-    run.code = code
-    return run
-  })
-  return { run, done }
 }
 
 /** Waits (at most a minute) until `ready` holds. */

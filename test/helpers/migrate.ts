@@ -42,14 +42,10 @@ export interface ClientRun {
   stderr: string
 }
 
-/** Runs the migration client in this process (real fetch, real server) and records its output. */
-export async function runClient(
-  argv: string[],
-  env: Record<string, string>,
-  io: Partial<MigrateCliIO> = {}
-): Promise<ClientRun> {
+/** The migration client in this process (real fetch, real server), in the background: its output as it comes, and its end. */
+export function clientInBackground(argv: string[], env: Record<string, string>, io: Partial<MigrateCliIO> = {}) {
   const run: ClientRun = { code: -1, stdout: '', stderr: '' }
-  run.code = await runMigrateCli(argv, {
+  const done = runMigrateCli(argv, {
     env,
     stdout: (s) => {
       run.stdout += s
@@ -59,8 +55,20 @@ export async function runClient(
     },
     progressIntervalMs: 200,
     ...io
+  }).then((code) => {
+    run.code = code
+    return run
   })
-  return run
+  return { run, done }
+}
+
+/** Runs the migration client in this process (real fetch, real server) and records its output. */
+export function runClient(
+  argv: string[],
+  env: Record<string, string>,
+  io: Partial<MigrateCliIO> = {}
+): Promise<ClientRun> {
+  return clientInBackground(argv, env, io).done
 }
 
 /**
