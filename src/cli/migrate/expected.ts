@@ -7,7 +7,9 @@
  * already holds is not added again (src/modules/transactions/service.ts); historical billing
  * documents leave the balance as it is but their transactions are the ledger's
  * (src/modules/billing-documents/service.ts); a note the account already has, and a historical
- * statement or agreement identical to one it has, are not written again.
+ * statement or agreement identical to one it has, are not written again. The counts are those of
+ * the account summary (ACCOUNT_COUNTS of src/accounts/repository.ts): notes people wrote, not the
+ * service's own.
  */
 import { formatDecimal, sumDecimals, toBig, type Big } from '../../decimal.js'
 import { isObject } from '../../objects.js'
@@ -35,16 +37,6 @@ export interface ExpectedAccount {
 const listOf = (value: unknown): Record<string, unknown>[] =>
   Array.isArray(value) ? value.filter((v): v is Record<string, unknown> => isObject(v)) : []
 
-const dayAfter = (date: string): string => {
-  const d = new Date(`${date}T00:00:00Z`)
-  d.setUTCDate(d.getUTCDate() + 1)
-  return d.toISOString().slice(0, 10)
-}
-const earliest = (dates: unknown[]): string | undefined => {
-  const strings = dates.filter((d): d is string => typeof d === 'string')
-  return strings.length === 0 ? undefined : strings.reduce((a, b) => (b < a ? b : a))
-}
-
 /** Whole seconds, as the notes endpoint compares a note's time. */
 const toSecond = (value: unknown): number | undefined =>
   typeof value === 'string' ? Math.floor(new Date(value).getTime() / 1000) : undefined
@@ -54,8 +46,6 @@ interface LedgerState {
   balance: Big
   /** Transaction ids the ledger holds. */
   ids: Set<string>
-  /** The open statement's first day (a transaction dated before it is moved into it). */
-  openFrom: string | undefined
 }
 
 /**
@@ -85,20 +75,14 @@ function expectedOf(item: Item): Required<Omit<ExpectedAccount, 'external_accoun
   }
 
   // The account as created: each ledger at its ledger_balance, with its imported transactions.
-  const supplyStarts = listOf(account.supply_addresses).flatMap((sa) =>
-    listOf(sa.supply_points).map((sp) => sp.supply_start_date)
-  )
   const ledgers: LedgerState[] = listOf(account.ledgers).map((l) => {
-    const historical = listOf(l.historical_statement_transactions)
-    const current = listOf(l.current_statement_transactions)
-    const ids = new Set([...historical, ...current].map((t) => String(t.transaction_id)))
-    counts.transactions += historical.length + current.length
-    const closing = l.last_statement_closing_date
-    const openFrom =
-      typeof closing === 'string'
-        ? dayAfter(closing)
-        : earliest([earliest(supplyStarts), earliest(current.map((t) => t.transaction_date))])
-    return { code: String(l.ledger_code), balance: toBig(l.ledger_balance), ids, openFrom }
+    const imported = [...listOf(l.historical_statement_transactions), ...listOf(l.current_statement_transactions)]
+    counts.transactions += imported.length
+    return {
+      code: String(l.ledger_code),
+      balance: toBig(l.ledger_balance),
+      ids: new Set(imported.map((t) => String(t.transaction_id)))
+    }
   })
   const energy = ledgers.find((l) => l.code === 'ENERGY')
   const s = item.sections
@@ -114,8 +98,9 @@ function expectedOf(item: Item): Required<Omit<ExpectedAccount, 'external_accoun
   }
   counts.notes += notes.length
 
-  // Transactions on the ENERGY ledger: new ids only, the balance moves by their signed sum; those
-  // dated before the open statement are moved into it, and the service pins a note saying so.
+  // Transactions on the ENERGY ledger: new ids only, the balance moves by their signed sum (one
+  // dated before the open statement is moved into it: still the ledger's). The note the service
+  // pins about such a move is its own, which the counts leave out.
   const added = listOf(s.transactions).filter((t) => {
     if (!energy) return false
     const id = String(t.transaction_id)
@@ -126,13 +111,6 @@ function expectedOf(item: Item): Required<Omit<ExpectedAccount, 'external_accoun
   if (energy && added.length > 0) {
     energy.balance = energy.balance.plus(sumDecimals(added.map((t) => signedAmount(String(t.type), t.amount))))
     counts.transactions += added.length
-    const openFrom = energy.openFrom
-    if (
-      openFrom !== undefined &&
-      added.some((t) => typeof t.transaction_date === 'string' && t.transaction_date < openFrom)
-    ) {
-      counts.notes += 1
-    }
   }
 
   // Historical agreements: an identical one in the same request is refused, so each is one row.

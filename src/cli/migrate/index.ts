@@ -22,6 +22,7 @@ import {
   type JobsIO
 } from './jobs.js'
 import { OperatorKeyError, PreflightError } from './preflight.js'
+import { reconcile, renderReconcileSummary, SHOWN_DIFFERENCES } from './reconcile.js'
 import { failedLines, NotAReportError, renderReport, writeFailedLines } from './report-file.js'
 import { migrate, numberedReport, renderSummary, ReportExistsError } from './run.js'
 import { AuthenticationError, DEFAULT_RETRY, UnavailableError } from './service-client.js'
@@ -112,7 +113,8 @@ const JOB_COMMANDS: Record<string, OptionName[]> = {
   jobs: [...CONNECTION_OPTIONS, 'state', 'supplier', 'limit'],
   results: [...CONNECTION_OPTIONS, 'failed', 'out'],
   'failed-lines': [...CONNECTION_OPTIONS, 'out'],
-  cancel: CONNECTION_OPTIONS
+  cancel: CONNECTION_OPTIONS,
+  reconcile: [...CONNECTION_OPTIONS, 'supplier', 'report']
 }
 const JOB_STATES = ['OPEN', 'QUEUED', 'RUNNING', 'PAUSED', 'COMPLETED', 'CANCELLED']
 const GENERATE_OPTIONS: OptionName[] = [
@@ -137,6 +139,7 @@ Usage:
   ${PROGRAM} results <id> [--failed] [--out <file>]
   ${PROGRAM} failed-lines <id> [--out <file>]
   ${PROGRAM} cancel <id>
+  ${PROGRAM} reconcile <file.ndjson> [--supplier <code>] [--report <out.ndjson>]
   ${PROGRAM} generate <N> [options] > accounts.ndjson
 
 Migrates every account of a newline-delimited JSON file (one account per line, optionally with
@@ -204,6 +207,19 @@ results <id> writes each line's result (NDJSON: line, external account number, o
 failed-lines <id> writes the input lines that failed, unchanged, to a new file
   (job-<id>.failed-lines.ndjson, or --out <file>), to fix and submit as a new job.
 cancel <id> cancels a job: lines not yet begun are not processed; what was done stays.
+
+reconcile <file.ndjson> checks, at cutover, that the service holds what the file says: for each
+account, every ledger's balance (its ledger_balance, moved by the transactions added after import)
+and the counts of transactions (those of its ledgers, of its post-import transactions and of its
+billing documents), notes, historical agreements, historical statements, billing documents and
+payment instructions. The service compares them (10,000 accounts per request) and the client prints
+the counts of matching and differing accounts by problem (not_created: the account failed in the
+migration; skipped; balance_differs; count_differs) and the first ${SHOWN_DIFFERENCES} differences.
+Every difference is written to a new report file. Exit codes: 0 every account matches, 1 an account
+differs or a line could not be checked, 2 usage error.
+  --supplier <code>        The accounts' import supplier (default: the one each line names).
+  --report <file>          The report of differences, NDJSON; never overwritten (default
+                           <file>.reconcile.ndjson, then <file>.reconcile-2.ndjson, …).
 
 generate <N> writes N synthetic accounts to standard output:
   --seed <text>            Same seed, same accounts (default: random, printed on standard error).
@@ -422,7 +438,7 @@ async function stoppable(work: Promise<number>, command: string, io: MigrateCliI
   }
 }
 
-/** submit, job, jobs, results, failed-lines, cancel. */
+/** submit, job, jobs, results, failed-lines, cancel, reconcile. */
 async function runJobCommand(command: string, args: string[], flags: Flags, io: MigrateCliIO): Promise<number> {
   onlyOptions(flags, JOB_COMMANDS[command]!, command)
   if (command === 'submit') {
@@ -462,6 +478,28 @@ async function runJobCommand(command: string, args: string[], flags: Flags, io: 
       connectionOf(flags, io),
       jobsIO(io)
     )
+  }
+  if (command === 'reconcile') {
+    if (args.length !== 1) {
+      throw new UsageError(`give one input file: ${PROGRAM} reconcile <file.ndjson> (see --help)`)
+    }
+    const file = callerPath(io, args[0]!)
+    readable(file, args[0]!)
+    const given = typeof flags.report === 'string' ? flags.report : undefined
+    const report = given ?? `${args[0]}.reconcile.ndjson`
+    const connection = connectionOf(flags, io)
+    const summary = await reconcile(
+      {
+        file,
+        label: args[0]!,
+        ...(typeof flags.supplier === 'string' ? { supplier: flags.supplier } : {}),
+        report: { path: callerPath(io, report), label: report, numbered: given === undefined }
+      },
+      connection,
+      jobsIO(io)
+    )
+    await io.stdout(renderReconcileSummary(summary, args[0]!, connection.url))
+    return summary.checked === summary.matching && summary.differences === 0 && summary.unreadable.length === 0 ? 0 : 1
   }
   if (args.length !== 1) throw new UsageError(`give one job id: ${PROGRAM} ${command} <id> (see --help)`)
   const id = args[0]!.trim()

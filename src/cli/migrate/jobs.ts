@@ -131,7 +131,7 @@ function untilAborted<T>(work: Promise<T>, signal?: AbortSignal): Promise<T | un
   })
 }
 
-async function connect(connection: Connection, io: JobsIO): Promise<ServiceClient> {
+export async function connect(connection: Connection, io: JobsIO): Promise<ServiceClient> {
   const client = createServiceClient({
     url: connection.url,
     apiKey: connection.apiKey,
@@ -145,7 +145,7 @@ async function connect(connection: Connection, io: JobsIO): Promise<ServiceClien
 }
 
 /** The service's refusal in one sentence: its detail and its entries' details, with the codes. */
-function refusal(answer: Answer): string {
+export function refusal(answer: Answer): string {
   const body = answer.body
   const top = isObject(body) && typeof body.detail === 'string' ? body.detail.replace(/\.$/, '') : undefined
   const entries = problemsOf(answer)
