@@ -3,7 +3,8 @@
  * The migration client: `npm run migrate -- <file> [options]` migrates the accounts of a
  * newline-delimited JSON file; `npm run migrate -- generate N [options]` writes synthetic ones;
  * `npm run migrate -- report <report>` summarises a run's report; `submit`, `job`, `jobs`,
- * `results`, `failed-lines` and `cancel` hand a whole file to the service as an import job.
+ * `results`, `failed-lines` and `cancel` hand a whole file to the service as an import job;
+ * `reconcile <file>` checks at cutover that the service holds the balances and counts the file says.
  *
  * Exit codes: 0 every account migrated, 1 an account failed or the run could not go on, 2 usage error.
  */
