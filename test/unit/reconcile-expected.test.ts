@@ -166,9 +166,9 @@ t.test('decimals are exact: 0.1 + 0.2 is 0.3', async (t) => {
   const got = expectedAccount(line(acc, { transactions: [tx('P1', 'CREDIT', 0.2), tx('P2', 'CHARGE', '0.001')] }))
   t.same(got?.ledgers, [{ ledger_code: 'ENERGY', balance: '0.299' }])
   const big = expectedAccount(
-    line(account([energy({ ledger_balance: '99999999999.99' })]), { transactions: [tx('P1', 'CREDIT', '0.01')] })
+    line(account([energy({ ledger_balance: '999999999.99' })]), { transactions: [tx('P1', 'CREDIT', '0.01')] })
   )
-  t.same(big?.ledgers, [{ ledger_code: 'ENERGY', balance: '100000000000.00' }])
+  t.same(big?.ledgers, [{ ledger_code: 'ENERGY', balance: '1000000000.00' }])
 })
 
 t.test('an account that cannot be read is sent by its number only; without a number it is not sent', async (t) => {
@@ -176,4 +176,13 @@ t.test('an account that cannot be read is sent by its number only; without a num
     external_account_number: 'EXT-9'
   })
   t.equal(expectedAccount(line({ ledgers: [] })), undefined)
+  // What the endpoint would refuse (and with it every account of the request) is not sent.
+  t.equal(expectedAccount(line({ ...account(), external_account_number: ' EXT-1' })), undefined)
+  t.equal(expectedAccount(line({ ...account(), external_account_number: 'E'.repeat(129) })), undefined)
+  t.same(expectedAccount(line(account([energy({ ledger_balance: '12345678901.00' })]))), {
+    external_account_number: 'EXT-1'
+  })
+  t.same(expectedAccount(line(account([energy({ ledger_code: 'L'.repeat(65) })]))), {
+    external_account_number: 'EXT-1'
+  })
 })

@@ -11,7 +11,8 @@
  * the account summary (ACCOUNT_COUNTS of src/accounts/repository.ts): notes people wrote, not the
  * service's own.
  */
-import { formatDecimal, sumDecimals, toBig, type Big } from '../../decimal.js'
+import { TEXT_PATTERN, TRIMMED_PATTERN } from '../../../schemas/text.js'
+import { decimalProblems, formatDecimal, sumDecimals, toBig, type Big } from '../../decimal.js'
 import { isObject } from '../../objects.js'
 import { signedAmount } from '../../rules/transactions.js'
 import type { Item } from './input.js'
@@ -48,16 +49,27 @@ interface LedgerState {
   ids: Set<string>
 }
 
+/** What the endpoint takes (an entry it would refuse would refuse the whole request). */
+const NUMBER = new RegExp(TRIMMED_PATTERN, 'u')
+const CODE_TEXT = new RegExp(TEXT_PATTERN, 'u')
+const BALANCE_BOUNDS = { integer: 10, scale: 10 }
+const MAX_LEDGERS = 100
+const sendable = (l: { ledger_code: string; balance: string }) =>
+  l.ledger_code.length <= 64 && CODE_TEXT.test(l.ledger_code) && decimalProblems(l.balance, BALANCE_BOUNDS).length === 0
+
 /**
- * The expected balances and counts of one line's account, or only its external account number when
- * the account cannot be read (an invalid account: the service will say it was not created).
+ * The expected balances and counts of one line's account; only its external account number when
+ * the account cannot be read (an invalid account: the service will say it was not created);
+ * undefined when it has no external account number the service could hold.
  */
 export function expectedAccount(item: Item): ExpectedAccount | undefined {
   const account = item.account
   const external = account.external_account_number
-  if (typeof external !== 'string') return undefined
+  if (typeof external !== 'string' || external.length > 128 || !NUMBER.test(external)) return undefined
   try {
-    return { external_account_number: external, ...expectedOf(item) }
+    const expected = expectedOf(item)
+    if (expected.ledgers.length > MAX_LEDGERS || !expected.ledgers.every(sendable)) throw new RangeError('ledgers')
+    return { external_account_number: external, ...expected }
   } catch {
     return { external_account_number: external }
   }
