@@ -49,6 +49,10 @@ async function reconciliationService(t: Test, held: Map<string, Held>) {
         res.statusCode = 404
         return res.end(JSON.stringify({ code: 'not_found', detail: 'Not found.' }))
       }
+      if (m[1] === 'NOPE') {
+        res.statusCode = 404
+        return res.end(JSON.stringify({ code: 'import_process_does_not_exist', detail: 'Not found.', errors: [] }))
+      }
       const accounts = body.accounts ?? []
       requests.push({ path: req.url!, accounts })
       const differences: unknown[] = []
@@ -198,6 +202,11 @@ t.test('every account matching: exit 0; --supplier names the supplier', async (t
   t.equal(service.requests[0]!.path, '/v1/data-import/reconciliation/OTHER/')
   t.match(run.stdout, /matching: +1\n/)
   t.match(run.stdout, /no differences/)
+
+  // A supplier the organisation does not have: said so, exit 1.
+  const unknown = await runClient(['reconcile', file, '--url', service.url, '--supplier', 'NOPE'], env)
+  t.equal(unknown.code, 1)
+  t.match(unknown.stderr, /no import supplier NOPE/)
 })
 
 t.test('pages of at most 10,000 accounts', async (t) => {

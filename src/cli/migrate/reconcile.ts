@@ -10,7 +10,8 @@ import { parseLine } from './input.js'
 import { connect, JobCommandError, refusal, type Connection, type JobsIO } from './jobs.js'
 import { readLines } from './lines.js'
 import { numberedReport } from './run.js'
-import type { ServiceClient } from './service-client.js'
+import { hasCode, type ServiceClient } from './service-client.js'
+import { CODE } from '../../../schemas/error-codes.js'
 
 /** Most accounts the endpoint takes in one request. */
 export const RECONCILE_PAGE = 10_000
@@ -99,7 +100,12 @@ async function check(
   ) {
     return { checked: body.checked, matching: body.matching, differences: body.differences }
   }
-  if (answer.status === 404 && !(isObject(body) && typeof body.code === 'string' && body.code !== 'not_found')) {
+  if (answer.status === 404 && hasCode(body, CODE.import_process_does_not_exist)) {
+    throw new JobCommandError(
+      `your organisation has no import supplier ${page.supplier} at this URL: check --supplier (or the lines' import_supplier) and --url`
+    )
+  }
+  if (answer.status === 404) {
     throw new JobCommandError(`the service at this URL has no reconciliation endpoint (HTTP 404): is it up to date?`)
   }
   throw new JobCommandError(`the service did not check the accounts of ${page.supplier}: ${refusal(answer)}`)
