@@ -427,7 +427,9 @@ async function stoppable(work: Promise<number>, command: string, io: MigrateCliI
       io.stderr(
         command === 'submit'
           ? 'Stopped while waiting for the service: nothing is lost (a job made is not cancelled, and the parts it took are noted); run the same command again to carry on\n'
-          : 'Stopped while waiting for the service; any job goes on in the service\n'
+          : command === 'reconcile'
+            ? 'Stopped while waiting for the service: reconcile only reads, nothing was changed; the report holds the differences found so far\n'
+            : 'Stopped while waiting for the service; any job goes on in the service\n'
       )
       resolve(1)
     }
