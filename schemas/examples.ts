@@ -131,6 +131,16 @@ export const REQUEST_EXAMPLES: Record<string, unknown> = {
       }
     ]
   },
+  '/v1/data-import/reconciliation/{supplier}': {
+    accounts: [
+      {
+        external_account_number: 'EXT-000123',
+        ledgers: [{ ledger_code: 'ENERGY', balance: '-42.50' }],
+        counts: { transactions: 12, notes: 2, historical_statements: 1, billing_documents: 1 }
+      },
+      { external_account_number: 'EXT-000124', counts: { transactions: 3 } }
+    ]
+  },
   '/v1/data-import/batches': {
     import_supplier: 'ACME_ENERGY',
     operations_team_name: 'Migrations',

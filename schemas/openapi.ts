@@ -48,6 +48,10 @@ export const TAGS = [
   { name: 'Import state', description: 'Read the import state of accounts and suppliers.' },
   { name: 'Post-import', description: 'Add history to a created account.' },
   { name: 'Batches', description: 'Many accounts per request, each with its own result.' },
+  {
+    name: 'Reconciliation',
+    description: "Compare the totals a source system expects with the accounts held, and read a supplier's totals."
+  },
   { name: 'Failures and progress', description: 'What fails, for which accounts, and the migration minute by minute.' },
   { name: 'GraphQL', description: "Tokens, and the operator's configuration." },
   { name: 'Operations', description: 'Health, readiness, metrics and this documentation.' }

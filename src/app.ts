@@ -32,6 +32,7 @@ import failuresRoutes from './modules/failures/routes.js'
 import errorCodesRoutes from './modules/error-codes/routes.js'
 import importJobsRoutes from './modules/import-jobs/routes.js'
 import batchesRoutes from './modules/batches/routes.js'
+import reconciliationRoutes from './modules/reconciliation/routes.js'
 import { loadSections, sectionRoutes } from './modules/sections.js'
 
 export interface BuildOptions {
@@ -147,6 +148,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
         await scope.register(importsRoutes)
         await scope.register(failuresRoutes)
         await scope.register(errorCodesRoutes)
+        await scope.register(reconciliationRoutes)
         // The post-import sections (one endpoint each) and batches, built from the one list of sections.
         const sections = await loadSections(scope.db, config)
         await scope.register(sectionRoutes, { sections })

@@ -172,6 +172,10 @@ t.test('bodies that are not UTF-8 are refused on every POST route, and nothing i
       { import_supplier: 'ACME_ENERGY', operations_team_name: 'Migrations' },
       'operations_team_name'
     ],
+    '/v1/data-import/reconciliation/:supplier/': [
+      { accounts: [{ external_account_number: 'EXT-000123', ledgers: [{ ledger_code: 'ENERGY', balance: '1.00' }] }] },
+      'ledger_code'
+    ],
     // Start and cancel take no body: one sent is still read, and refused.
     '/v1/data-import/import-jobs/:id/start/': [{ note: 'x' }, 'note'],
     '/v1/data-import/import-jobs/:id/cancel/': [{ note: 'x' }, 'note'],

@@ -301,9 +301,9 @@ t.test('data-import operations: bearer token, shared error responses', async (t)
 
 t.test('request bodies are the schemas the routes validate with', async (t) => {
   const { doc, routes } = await documented(t)
-  // The document names each path without its trailing slash (both are served).
+  // The document names each path without its trailing slash (both are served), parameters as `{name}`.
   const bodyOf = (path: string) =>
-    doc.paths[path.replace(/\/$/, '')].post.requestBody.content['application/json'].schema
+    doc.paths[path.replace(/\/$/, '').replace(/:(\w+)/g, '{$1}')].post.requestBody.content['application/json'].schema
   const account = bodyOf('/v1/data-import/validate-account/')
   t.same(
     account,

@@ -167,6 +167,18 @@ t.test('organisation B learns nothing about, and changes nothing of, organisatio
         })
         foreign = await asB('POST', endpoint.url, batch('ACME_ENERGY'))
         unknown = await asB('POST', endpoint.url, batch(NOWHERE))
+      } else if (endpoint.url.includes('/:supplier/')) {
+        // A POST to a supplier's path (reconciliation): the supplier is in the URL.
+        const url = (supplier: string) => concreteUrl(endpoint.url, { supplier })
+        const payload = { accounts: [{ external_account_number: external, counts: { notes: 1 } }] }
+        foreign = await asB('POST', url('ACME_ENERGY'), payload)
+        unknown = await asB('POST', url(NOWHERE), payload)
+        own = await app.inject({
+          method: 'POST',
+          url: url('ACME_ENERGY'),
+          headers: { authorization: `Token ${a.tenant.token}` },
+          payload
+        })
       } else {
         const body = bodies[endpoint.url]
         if (!body) throw new Error(`no body for ${endpoint.url}: add one to postImportBodies`)

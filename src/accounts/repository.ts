@@ -1,4 +1,4 @@
-import { asc, count, eq, getTableColumns, inArray, sql } from 'drizzle-orm'
+import { asc, eq, getTableColumns, sql, type SQL } from 'drizzle-orm'
 import type { PgTable } from 'drizzle-orm/pg-core'
 import {
   accountMetadata,
@@ -19,6 +19,7 @@ import {
 import { rowsOf, runInOrder, type Db, type Tx } from '../db/index.js'
 import type { SupplierRow } from '../db/columns.js'
 import { insertRows, type TableRows } from '../db/insert.js'
+import { BALANCE_ADDING_TYPES } from '../rules/transactions.js'
 import type { AccountRows } from './plan.js'
 
 /** PostgreSQL accepts at most 65535 parameters per statement: large inserts go in chunks. */
@@ -99,6 +100,56 @@ export const accountTableRows = (rows: AccountRows): TableRows[] => [
   { table: emailOutbox, rows: rows.outbox }
 ]
 
+/**
+ * What an account holds, counted as the account summary and reconciliation count it: one
+ * definition each, a subquery over the account whose id is `accountId` (an SQL expression, so a
+ * statement can count for one account or for every account it selects).
+ */
+export const ACCOUNT_COUNTS = {
+  customers: (accountId: SQL) => sql`(select count(*) from customers c where c.account_id = ${accountId})`,
+  supplyPoints: (accountId: SQL) => sql`(select count(*) from supply_points p where p.account_id = ${accountId})`,
+  agreements: (
+    accountId: SQL
+  ) => sql`(select count(*) from agreements g join supply_points p on p.id = g.supply_point_id
+    where p.account_id = ${accountId} and not g.historical)`,
+  historicalAgreements: (accountId: SQL) => sql`(select count(*) from agreements g
+    join supply_points p on p.id = g.supply_point_id where p.account_id = ${accountId} and g.historical)`,
+  /** Notes people wrote: the service's own notes (by_system) are not counted. */
+  notes: (accountId: SQL) => sql`(select count(*) from notes n where n.account_id = ${accountId} and not n.by_system)`,
+  /** Every transaction on the account's ledgers: imported, added later, and those of billing documents. */
+  transactions: (accountId: SQL) => sql`(select count(*) from ledger_transactions t join ledgers l on l.id = t.ledger_id
+    where l.account_id = ${accountId})`,
+  historicalStatements: (accountId: SQL) =>
+    sql`(select count(*) from historical_statements h where h.account_id = ${accountId})`,
+  billingDocuments: (
+    accountId: SQL
+  ) => sql`(select count(*) from billing_documents d join ledgers l on l.id = d.ledger_id
+    where l.account_id = ${accountId})`,
+  paymentInstructions: (accountId: SQL) =>
+    sql`(select count(*) from payment_instructions i where i.account_id = ${accountId})`
+} as const
+
+export type AccountCount = keyof typeof ACCOUNT_COUNTS
+
+/** The counts of ACCOUNT_COUNTS as columns of a select, as numbers. */
+export function accountCountColumns(accountId: SQL): Record<AccountCount, SQL<number>> {
+  const columns = {} as Record<AccountCount, SQL<number>>
+  for (const name of Object.keys(ACCOUNT_COUNTS) as AccountCount[]) {
+    columns[name] = sql<number>`${ACCOUNT_COUNTS[name](accountId)}`.mapWith(Number)
+  }
+  return columns
+}
+
+/**
+ * A transaction's amount as it adds to its ledger's balance (`signedAmount` of
+ * src/rules/transactions.ts): the amount of the types in BALANCE_ADDING_TYPES, minus it for the rest.
+ */
+export const signedAmountSql = (transaction: SQL) =>
+  sql`case when ${transaction}.type in (${sql.join(
+    BALANCE_ADDING_TYPES.map((t) => sql`${t}`),
+    sql`, `
+  )}) then ${transaction}.amount else -${transaction}.amount end`
+
 /** The supplier of this code if it is the organisation's, and the id of the team of this name (for a batch or an import job). */
 export async function supplierAndTeam(db: Db, code: string, organisationId: string, teamName: string) {
   const [row] = rowsOf<{ supplier: SupplierRow | string | null; team_id: string | null }>(
@@ -172,22 +223,7 @@ export function createAccountsRepository(db: Db) {
           externalAccountNumber: accounts.externalAccountNumber,
           createdAt: accounts.createdAt,
           operationsTeamName: operationsTeams.name,
-          customers: sql<number>`(select count(*) from customers c where c.account_id = accounts.id)`.mapWith(Number),
-          supplyPoints: sql<number>`(select count(*) from supply_points p where p.account_id = accounts.id)`.mapWith(
-            Number
-          ),
-          notes:
-            sql<number>`(select count(*) from notes n where n.account_id = accounts.id and not n.by_system)`.mapWith(
-              Number
-            ),
-          historicalStatements:
-            sql<number>`(select count(*) from historical_statements h where h.account_id = accounts.id)`.mapWith(
-              Number
-            ),
-          billingDocuments: sql<number>`(select count(*) from billing_documents d join ledgers l on l.id = d.ledger_id
-          where l.account_id = accounts.id)`.mapWith(Number),
-          paymentInstructions:
-            sql<number>`(select count(*) from payment_instructions i where i.account_id = accounts.id)`.mapWith(Number)
+          ...accountCountColumns(sql`accounts.id`)
         })
         .from(accounts)
         .innerJoin(operationsTeams, eq(operationsTeams.id, accounts.operationsTeamId))
@@ -206,29 +242,7 @@ export function createAccountsRepository(db: Db) {
         .from(ledgers)
         .where(eq(ledgers.accountId, account.id))
         .orderBy(asc(ledgers.ledgerCode))
-      const [agreementCounts] = await db
-        .select({
-          current: sql<number>`count(*) filter (where not ${agreements.historical})`.mapWith(Number),
-          historical: sql<number>`count(*) filter (where ${agreements.historical})`.mapWith(Number)
-        })
-        .from(agreements)
-        .innerJoin(supplyPoints, eq(supplyPoints.id, agreements.supplyPointId))
-        .where(eq(supplyPoints.accountId, account.id))
-      const ledgerIds = ledgerRows.map((l) => l.id)
-      const [transactionCount] =
-        ledgerIds.length === 0
-          ? [{ n: 0 }]
-          : await db
-              .select({ n: count() })
-              .from(ledgerTransactions)
-              .where(inArray(ledgerTransactions.ledgerId, ledgerIds))
-      return {
-        ...account,
-        ledgers: ledgerRows,
-        agreements: agreementCounts?.current ?? 0,
-        historicalAgreements: agreementCounts?.historical ?? 0,
-        transactions: Number(transactionCount?.n ?? 0)
-      }
+      return { ...account, ledgers: ledgerRows }
     }
   }
 }

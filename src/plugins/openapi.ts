@@ -295,7 +295,8 @@ function documentRoute({ schema, url, route }: { schema: FastifySchema; url: str
   out.operationId ??= route.handler.name || undefined
   // Each route declares who may call it; a route that declares nothing is public.
   out.security ??= []
-  const example = REQUEST_EXAMPLES[withoutSlash(url)]
+  // Examples are keyed by the document's path (`{param}`, not `:param`).
+  const example = REQUEST_EXAMPLES[withoutSlash(url).replace(/:(\w+)/g, '{$1}')]
   if (example !== undefined && out.body) out.body = { ...(out.body as SchemaObject), examples: [example] }
   // Every path is served with and without its trailing slash: the document names the one without.
   return { schema: out as FastifySchema, url: withoutSlash(url) }

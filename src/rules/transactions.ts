@@ -9,10 +9,13 @@ import type { RuleContext } from './context.js'
  * and batches. Its shape is schemas/transactions.ts; planning its rows, src/accounts/plan.ts.
  */
 
+/** The transaction types whose amount adds to a balance; every other type subtracts its amount. */
+export const BALANCE_ADDING_TYPES: readonly string[] = ['CREDIT', 'PAYMENT']
+
 /** CREDIT and PAYMENT add to a balance; CHARGE, SUPPLY_CHARGE and REPAYMENT subtract. */
 export function signedAmount(type: string, amount: unknown): Big {
   const value = toBig(amount)
-  return type === 'CREDIT' || type === 'PAYMENT' ? value : value.times(-1)
+  return BALANCE_ADDING_TYPES.includes(type) ? value : value.times(-1)
 }
 
 /**

@@ -1,0 +1,124 @@
+import { SUPPLIER_CODE } from '../../../schemas/common.js'
+import { CODE } from '../../../schemas/error-codes.js'
+import {
+  RECONCILED_COUNTS,
+  type ReconciledCount,
+  type ReconciliationDifference,
+  type ReconciliationRequest,
+  type ReconciliationResponse,
+  type SupplierTotals
+} from '../../../schemas/reconciliation.js'
+import type { AccountCount } from '../../accounts/repository.js'
+import type { Db } from '../../db/index.js'
+import { Big, formatDecimal } from '../../decimal.js'
+import { notFound } from '../../errors.js'
+import { createReconciliationRepository } from './repository.js'
+
+/** The account summary's name of each reconciled count, as the repository counts it. */
+const COUNT_OF: Record<ReconciledCount, AccountCount> = {
+  transactions: 'transactions',
+  notes: 'notes',
+  historical_agreements: 'historicalAgreements',
+  historical_statements: 'historicalStatements',
+  billing_documents: 'billingDocuments',
+  payment_instructions: 'paymentInstructions'
+}
+
+/** An unknown or foreign supplier, answered as the other supplier-scoped reads answer it. */
+const supplierNotFound = () => notFound(CODE.import_process_does_not_exist)
+
+/** Reconciliation: expected totals against what is held, and a supplier's totals; reads only. */
+export function createReconciliationService(db: Db) {
+  const repo = createReconciliationRepository(db)
+
+  async function supplierOf(organisationId: string, code: string): Promise<string> {
+    // A code that cannot be a supplier's is simply unknown (never a query with text PostgreSQL refuses).
+    const id = SUPPLIER_CODE.test(code) ? await repo.supplierId(code, organisationId) : undefined
+    if (id === undefined) throw supplierNotFound()
+    return id
+  }
+
+  return {
+    /**
+     * One difference per field that differs, in request order. A pair never staged, or staged and
+     * not created, is `not_created`; a skipped one `skipped`. A ledger the request names that the
+     * account lacks differs with `actual` null; a ledger it does not name is not compared.
+     */
+    async reconcile(
+      organisationId: string,
+      code: string,
+      body: ReconciliationRequest
+    ): Promise<ReconciliationResponse> {
+      const supplierId = await supplierOf(organisationId, code)
+      const held = await repo.held(
+        supplierId,
+        body.accounts.map((a) => a.external_account_number)
+      )
+      const differences: ReconciliationDifference[] = []
+      let matching = 0
+      for (const entry of body.accounts) {
+        const external = entry.external_account_number
+        const account = held.get(external)
+        const found: ReconciliationDifference[] = []
+        if (!account || !account.created) {
+          const problem = account?.state === 'SKIPPED' ? 'skipped' : 'not_created'
+          found.push({ external_account_number: external, problem, field: null, expected: null, actual: null })
+        } else {
+          for (const ledger of entry.ledgers ?? []) {
+            if (ledger.balance === undefined) continue
+            const actual = account.balances[ledger.ledger_code]
+            if (actual === undefined || !new Big(ledger.balance).eq(new Big(actual))) {
+              found.push({
+                external_account_number: external,
+                problem: 'balance_differs',
+                field: `ledgers.${ledger.ledger_code}.balance`,
+                expected: ledger.balance,
+                actual: actual === undefined ? null : formatDecimal(actual)
+              })
+            }
+          }
+          for (const name of RECONCILED_COUNTS) {
+            const expected = entry.counts?.[name]
+            if (expected === undefined) continue
+            const actual = account.counts[COUNT_OF[name]]
+            if (expected !== actual) {
+              found.push({
+                external_account_number: external,
+                problem: 'count_differs',
+                field: `counts.${name}`,
+                expected,
+                actual
+              })
+            }
+          }
+        }
+        if (found.length === 0) matching++
+        differences.push(...found)
+      }
+      return { checked: body.accounts.length, matching, differences }
+    },
+
+    /** A supplier's totals: its processes by state, and what its created accounts hold. */
+    async totals(organisationId: string, code: string): Promise<SupplierTotals> {
+      const totals = await repo.totals(await supplierOf(organisationId, code))
+      return {
+        accounts_created: totals.created,
+        accounts_skipped: totals.skipped,
+        accounts_pending: totals.pending,
+        ledgers: totals.ledgers.map((l) => ({
+          ledger_code: l.ledgerCode,
+          accounts: l.accounts,
+          balance_sum: formatDecimal(l.balanceSum)
+        })),
+        transactions: { count: totals.transactions, amount_sum: formatDecimal(totals.amountSum) },
+        notes: totals.notes,
+        historical_agreements: totals.historicalAgreements,
+        historical_statements: totals.historicalStatements,
+        billing_documents: totals.billingDocuments,
+        payment_instructions: totals.paymentInstructions
+      }
+    }
+  }
+}
+
+export type ReconciliationService = ReturnType<typeof createReconciliationService>
