@@ -130,6 +130,31 @@ export const graphqlSchema = /* GraphQL */ `
     code: String!
     accounts: Int!
   }
+  "A ledger code's created accounts and the exact sum of their balances (a decimal string)."
+  type ReconciliationLedger {
+    ledgerCode: String!
+    accounts: Int!
+    balanceSum: String!
+  }
+  type ReconciliationTransactions {
+    count: Int!
+    "What the transactions add to the balances (credits and payments plus, the rest minus): a decimal string."
+    amountSum: String!
+  }
+  "A supplier's totals, as GET /v1/data-import/reconciliation/<supplier>/ answers them."
+  type ReconciliationTotals {
+    accountsCreated: Int!
+    accountsSkipped: Int!
+    "Staged, not created, not skipped."
+    accountsPending: Int!
+    ledgers: [ReconciliationLedger!]!
+    transactions: ReconciliationTransactions!
+    notes: Int!
+    historicalAgreements: Int!
+    historicalStatements: Int!
+    billingDocuments: Int!
+    paymentInstructions: Int!
+  }
   type FailureSummary {
     failingAccounts: Int!
     byStep: FailureCountsByStep!
@@ -260,6 +285,8 @@ export const graphqlSchema = /* GraphQL */ `
     importProcessEvents(importSupplierCode: String!, externalAccountNumber: String!): [ImportEvent!]!
     migrationProgress(importSupplierCode: String!): MigrationProgress
     migrationFailureSummary(importSupplierCode: String!): FailureSummary
+    "A supplier's totals: its import processes by state, and what its created accounts hold."
+    reconciliation(importSupplierCode: String!): ReconciliationTotals
     "Open failure records by external account number then step; first 1-10000 (default 100), after: an external account number or <external>:<step>; externalAccountNumber: that account's records only."
     migrationFailures(
       importSupplierCode: String!

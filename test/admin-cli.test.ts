@@ -7,7 +7,8 @@ import { ERROR_CODES } from '../schemas/error-codes.js'
 import { runAdmin } from '../src/cli/admin.js'
 import { projectRoot } from '../src/paths.js'
 import { buildTestApp, TEST_OPERATOR_KEY } from './helpers/app.js'
-import { asOperator, gql, OBTAIN_TOKEN } from './helpers/graphql.js'
+import { importClient } from './helpers/accounts.js'
+import { asOperator, createTenant, gql, OBTAIN_TOKEN } from './helpers/graphql.js'
 import { exampleAccount } from './helpers/account-data.js'
 import { nodeArgs } from './helpers/entry.js'
 
@@ -128,7 +129,8 @@ t.test('the admin command line against the real service', async (t) => {
         'create-team <name>',
         'skip <supplier-code> <external-account-number>',
         'events <supplier-code> <external-account-number>',
-        'progress <supplier-code>'
+        'progress <supplier-code>',
+        'reconcile <supplier-code>'
       ]) {
         t.ok(res.stdout.includes(`\n  ${command}`), `lists ${command}`)
       }
@@ -643,6 +645,80 @@ t.test('the admin command line against the real service', async (t) => {
     t.equal(noSupplier.stderr, 'error: not_found: Import supplier NO_SUCH does not exist.\n')
 
     refusedBeforeAnyRequest(t, await run('events', 'TRACK'), /^error: events needs <external-account-number>/)
+  })
+
+  t.test('reconcile: the supplier totals, through the GraphQL query', async (t) => {
+    const tenant = await createTenant(app, 'Recon', 'RECON')
+    const client = importClient(app, tenant)
+    await asOperator(app, 'mutation { createOperationsTeam(input: {name: "Migrations"}) { id } }')
+    for (const external of ['R-1', 'R-2', 'R-P1', 'R-P2', 'R-P3']) {
+      t.equal(
+        (await client.stage(exampleAccount({ import_supplier: 'RECON', external_account_number: external })))
+          .statusCode,
+        201
+      )
+    }
+    for (const external of ['R-1', 'R-2']) t.equal((await client.create(external)).statusCode, 201)
+    t.equal((await run('skip', 'RECON', 'R-SKIPPED')).code, 0)
+    const http = (
+      await app.inject({
+        url: '/v1/data-import/reconciliation/RECON/',
+        headers: { authorization: `Token ${tenant.token}` }
+      })
+    ).json()
+    const [ledger] = http.ledgers
+    t.equal(ledger.accounts, 2)
+
+    const res = await run('reconcile', 'RECON')
+    t.equal(res.code, 0, res.stderr)
+    t.equal(
+      res.stdout,
+      [
+        'Reconciliation totals of RECON',
+        '  accounts created:       2',
+        '  accounts skipped:       1',
+        '  accounts pending:       3 (staged, not created, not skipped)',
+        `  transactions:           ${http.transactions.count}`,
+        `  transaction sum:        ${http.transactions.amount_sum} (what the transactions add to the balances)`,
+        `  notes:                  ${http.notes}`,
+        `  historical agreements:  ${http.historical_agreements}`,
+        `  historical statements:  ${http.historical_statements}`,
+        `  billing documents:      ${http.billing_documents}`,
+        `  payment instructions:   ${http.payment_instructions}`,
+        '',
+        'LEDGER  ACCOUNTS  BALANCE SUM',
+        `${ledger.ledger_code.padEnd(6)}  2         ${ledger.balance_sum}`,
+        ''
+      ].join('\n')
+    )
+    t.match(
+      res.requests[1]?.body.query ?? res.requests[0]?.body.query,
+      /reconciliation\(importSupplierCode: \$importSupplierCode\)/
+    )
+    const json = await run('reconcile', 'RECON', '--json')
+    t.same(JSON.parse(json.stdout), {
+      reconciliation: {
+        accountsCreated: 2,
+        accountsSkipped: 1,
+        accountsPending: 3,
+        ledgers: [{ ledgerCode: ledger.ledger_code, accounts: 2, balanceSum: ledger.balance_sum }],
+        transactions: { count: http.transactions.count, amountSum: http.transactions.amount_sum },
+        notes: http.notes,
+        historicalAgreements: http.historical_agreements,
+        historicalStatements: http.historical_statements,
+        billingDocuments: http.billing_documents,
+        paymentInstructions: http.payment_instructions
+      }
+    })
+    t.equal(
+      (await run('reconcile', 'TRACK')).stdout.split('\n').slice(-2).join('\n'),
+      'No ledgers: no account is created yet.\n',
+      'a supplier without created accounts'
+    )
+    const noSupplier = await run('reconcile', 'NO_SUCH')
+    t.equal(noSupplier.code, 1)
+    t.equal(noSupplier.stderr, 'error: not_found: Import supplier NO_SUCH does not exist.\n')
+    refusedBeforeAnyRequest(t, await run('reconcile'), /^error: reconcile needs <supplier-code>/)
   })
 
   t.test('erase', async (t) => {

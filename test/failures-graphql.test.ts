@@ -96,6 +96,7 @@ t.test('organisations read progress, failures, the timeline and events of their 
     'migrationFailureSummary { failingAccounts }',
     'migrationFailures { externalAccountNumber }',
     'migrationTimeline { failed }',
+    'reconciliation { accountsCreated }',
     'importProcessEvents(externalAccountNumber: "O-1") { type }'
   ]
   for (const supplier of ['OTHER_ENERGY', 'NO_SUCH']) {

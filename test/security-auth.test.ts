@@ -224,6 +224,7 @@ t.test(
           '{ importProcessEvents(importSupplierCode: "OTHER_ENERGY", externalAccountNumber: "X") { type } }',
         migrationProgress: '{ migrationProgress(importSupplierCode: "OTHER_ENERGY") { staged } }',
         migrationFailureSummary: '{ migrationFailureSummary(importSupplierCode: "OTHER_ENERGY") { failingAccounts } }',
+        reconciliation: '{ reconciliation(importSupplierCode: "OTHER_ENERGY") { accountsCreated } }',
         migrationFailures: '{ migrationFailures(importSupplierCode: "OTHER_ENERGY") { step } }',
         migrationTimeline: '{ migrationTimeline(importSupplierCode: "OTHER_ENERGY") { minute } }'
       }

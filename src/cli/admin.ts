@@ -222,6 +222,19 @@ interface Progress {
   failing: number
 }
 
+interface ReconciliationTotals {
+  accountsCreated: number
+  accountsSkipped: number
+  accountsPending: number
+  ledgers: Array<{ ledgerCode: string; accounts: number; balanceSum: string }>
+  transactions: { count: number; amountSum: string }
+  notes: number
+  historicalAgreements: number
+  historicalStatements: number
+  billingDocuments: number
+  paymentInstructions: number
+}
+
 interface FailureSummary {
   failingAccounts: number
   byCode: Array<{ step: string; code: string; accounts: number }>
@@ -316,6 +329,33 @@ function renderProgress(supplier: string, p: Progress | null, at?: Date): string
     'failing counts every account with an open failure record, at any step (validate, stage, create or\n' +
     'post-import data), staged or not: an account refused at validate is failing but not failed. A record\n' +
     `closes when the step next succeeds. The failing accounts and why: ${PROGRAM} failures ${supplier}\n`
+  )
+}
+
+/** A supplier's totals: the processes by state, then what its created accounts hold; decimals exactly as the service gives them. */
+function renderReconciliation(supplier: string, r: ReconciliationTotals | null): string {
+  if (!r) return `No totals reported for ${supplier}.\n`
+  const n = (value: number) => String(value)
+  return (
+    keyValues(`Reconciliation totals of ${supplier}`, [
+      ['accounts created', n(r.accountsCreated)],
+      ['accounts skipped', n(r.accountsSkipped)],
+      ['accounts pending', `${r.accountsPending} (staged, not created, not skipped)`],
+      ['transactions', n(r.transactions.count)],
+      ['transaction sum', `${r.transactions.amountSum} (what the transactions add to the balances)`],
+      ['notes', n(r.notes)],
+      ['historical agreements', n(r.historicalAgreements)],
+      ['historical statements', n(r.historicalStatements)],
+      ['billing documents', n(r.billingDocuments)],
+      ['payment instructions', n(r.paymentInstructions)]
+    ]) +
+    '\n' +
+    (r.ledgers.length === 0
+      ? 'No ledgers: no account is created yet.\n'
+      : table(
+          ['LEDGER', 'ACCOUNTS', 'BALANCE SUM'],
+          r.ledgers.map((l) => [l.ledgerCode, String(l.accounts), l.balanceSum])
+        ))
   )
 }
 
@@ -647,6 +687,19 @@ const COMMANDS: Command[] = [
       variables: { importSupplierCode }
     }),
     render: (data, [supplier]) => renderProgress(supplier!, data.migrationProgress)
+  }),
+  defineCommand<{ reconciliation: ReconciliationTotals | null }>({
+    name: 'reconcile',
+    args: ['<supplier-code>'],
+    options: [],
+    summary:
+      "Show one import supplier's totals: accounts created, skipped and pending; balances summed per ledger code, transactions and counts of its created accounts.",
+    build: ([importSupplierCode]) => ({
+      query:
+        'query Reconciliation($importSupplierCode: String!) { reconciliation(importSupplierCode: $importSupplierCode) { accountsCreated accountsSkipped accountsPending ledgers { ledgerCode accounts balanceSum } transactions { count amountSum } notes historicalAgreements historicalStatements billingDocuments paymentInstructions } }',
+      variables: { importSupplierCode }
+    }),
+    render: (data, [supplier]) => renderReconciliation(supplier!, data.reconciliation)
   }),
   defineCommand<FailuresData>({
     name: 'failures',

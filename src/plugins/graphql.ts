@@ -13,6 +13,7 @@ import { tokenFromHeader, type Principal } from '../modules/auth/service.js'
 import { createImportJobsReader } from '../modules/import-jobs/service.js'
 import { createOperatorRepository } from '../modules/operator/repository.js'
 import { createOperatorService, type UpdateSupplierInput } from '../modules/operator/service.js'
+import { createReconciliationService } from '../modules/reconciliation/service.js'
 import { bodyError, sendError, toAppError } from './errors.js'
 import { refuseMethod } from './methods.js'
 import { parseAfter, STEPS, type Step } from '../modules/failures/service.js'
@@ -173,6 +174,7 @@ export default fp(
     const { failures } = app
     const codes = errorCodeList()
     const supplierIdOf = async (code: string, owner: string | undefined) => (await operator.supplier(code, owner)).id
+    const reconciliation = createReconciliationService(app.db)
 
     const resolvers: IResolvers = {
       JSON: JSONScalar,
@@ -260,6 +262,25 @@ export default fp(
             failingAccounts: summary.failing_accounts,
             byStep: Object.fromEntries(Object.entries(summary.by_step).map(([step, n]) => [camelCase(step), n])),
             byCode: summary.by_code
+          }
+        }),
+        reconciliation: forOwnerOrOperator(async (args: { importSupplierCode: string }, owner) => {
+          const totals = await reconciliation.totalsOf(await supplierIdOf(args.importSupplierCode, owner))
+          return {
+            accountsCreated: totals.accounts_created,
+            accountsSkipped: totals.accounts_skipped,
+            accountsPending: totals.accounts_pending,
+            ledgers: totals.ledgers.map((l) => ({
+              ledgerCode: l.ledger_code,
+              accounts: l.accounts,
+              balanceSum: l.balance_sum
+            })),
+            transactions: { count: totals.transactions.count, amountSum: totals.transactions.amount_sum },
+            notes: totals.notes,
+            historicalAgreements: totals.historical_agreements,
+            historicalStatements: totals.historical_statements,
+            billingDocuments: totals.billing_documents,
+            paymentInstructions: totals.payment_instructions
           }
         }),
         migrationFailures: forOwnerOrOperator(

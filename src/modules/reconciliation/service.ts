@@ -98,25 +98,33 @@ export function createReconciliationService(db: Db) {
       return { checked: body.accounts.length, matching, differences }
     },
 
-    /** A supplier's totals: its processes by state, and what its created accounts hold. */
+    /** A supplier's totals, for an organisation's own supplier of this code (404 otherwise). */
     async totals(organisationId: string, code: string): Promise<SupplierTotals> {
-      const totals = await repo.totals(await supplierOf(organisationId, code))
-      return {
-        accounts_created: totals.created,
-        accounts_skipped: totals.skipped,
-        accounts_pending: totals.pending,
-        ledgers: totals.ledgers.map((l) => ({
-          ledger_code: l.ledgerCode,
-          accounts: l.accounts,
-          balance_sum: formatDecimal(l.balanceSum)
-        })),
-        transactions: { count: totals.transactions, amount_sum: formatDecimal(totals.amountSum) },
-        notes: totals.notes,
-        historical_agreements: totals.historicalAgreements,
-        historical_statements: totals.historicalStatements,
-        billing_documents: totals.billingDocuments,
-        payment_instructions: totals.paymentInstructions
-      }
+      return totalsOf(await supplierOf(organisationId, code))
+    },
+
+    /** A supplier's totals by its id, found by the caller (the operator's GraphQL query). */
+    totalsOf
+  }
+
+  /** A supplier's totals: its processes by state, and what its created accounts hold. */
+  async function totalsOf(supplierId: string): Promise<SupplierTotals> {
+    const totals = await repo.totals(supplierId)
+    return {
+      accounts_created: totals.created,
+      accounts_skipped: totals.skipped,
+      accounts_pending: totals.pending,
+      ledgers: totals.ledgers.map((l) => ({
+        ledger_code: l.ledgerCode,
+        accounts: l.accounts,
+        balance_sum: formatDecimal(l.balanceSum)
+      })),
+      transactions: { count: totals.transactions, amount_sum: formatDecimal(totals.amountSum) },
+      notes: totals.notes,
+      historical_agreements: totals.historicalAgreements,
+      historical_statements: totals.historicalStatements,
+      billing_documents: totals.billingDocuments,
+      payment_instructions: totals.paymentInstructions
     }
   }
 }
