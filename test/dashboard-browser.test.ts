@@ -394,6 +394,45 @@ t.test('the dashboard in headless Chromium', async (t) => {
     t.match(await page.locator('[data-hint="pending"]').textContent(), /1 with a failed create/)
   })
 
+  t.test("the Reconciliation card shows the supplier's totals, decimals as the service gives them", async (t) => {
+    const { reconciliation: r } = await query(
+      app,
+      a.token,
+      `{ reconciliation(importSupplierCode: "A_ENERGY") {
+        accountsCreated accountsSkipped accountsPending ledgers { ledgerCode accounts balanceSum }
+        transactions { count amountSum } notes historicalAgreements historicalStatements billingDocuments paymentInstructions
+      } }`
+    )
+    t.equal(r.accountsCreated, 3, 'three accounts created')
+    const shown = async (key: string) => (await page.locator(`[data-recon="${key}"] dd`).textContent()) ?? ''
+    t.same(
+      {
+        created: digits(await shown('created')),
+        skipped: digits(await shown('skipped')),
+        pending: digits(await shown('pending')),
+        transactions: digits(await shown('transactions')),
+        notes: digits(await shown('notes')),
+        billingDocuments: digits(await shown('billing-documents'))
+      },
+      {
+        created: r.accountsCreated,
+        skipped: r.accountsSkipped,
+        pending: r.accountsPending,
+        transactions: r.transactions.count,
+        notes: r.notes,
+        billingDocuments: r.billingDocuments
+      }
+    )
+    t.equal(await shown('amount-sum'), r.transactions.amountSum, 'the transaction sum exactly as sent')
+    t.same(
+      await page
+        .locator('#recon-ledgers tbody tr')
+        .evaluateAll((rows: any[]) => rows.map((row) => [...row.cells].map((c: any) => c.textContent))),
+      r.ledgers.map((l: any) => [l.ledgerCode, String(l.accounts), l.balanceSum]),
+      'one row per ledger code, the balance sum exactly as sent'
+    )
+  })
+
   t.test('progress is stated against what the service knows, never as the share of a file', async (t) => {
     t.equal(
       await page.locator('#progress-note').textContent(),

@@ -35,6 +35,12 @@ const Q_ROLE = 'query Role { operationsTeams { id } }'
 const Q_OVERVIEW = `query Overview($supplier: String!, $minutes: Int!) {
   migrationProgress(importSupplierCode: $supplier) { staged pending imported skipped failed failing }
   migrationTimeline(importSupplierCode: $supplier, minutes: $minutes) { minute staged created failed }
+  reconciliation(importSupplierCode: $supplier) {
+    accountsCreated accountsSkipped accountsPending
+    ledgers { ledgerCode accounts balanceSum }
+    transactions { count amountSum }
+    notes historicalAgreements historicalStatements billingDocuments paymentInstructions
+  }
   migrationFailureSummary(importSupplierCode: $supplier) {
     failingAccounts
     byStep { validate stage create notes transactions historicalAgreements historicalBillingDocuments historicalStatements paymentInstruction }
@@ -507,6 +513,7 @@ function applyOverview(result, supplier, minutes, fetched, sentAt) {
     renderRate(rows)
   }
   renderSummary(result.data.migrationFailureSummary)
+  renderReconciliation(result.data.reconciliation)
 }
 
 function applyFailures(result, supplier, bar, first) {
@@ -676,6 +683,41 @@ function renderProgress(progress) {
     : 'staged, not yet created'
   state.progress = progress
   renderProgressNote()
+}
+
+/**
+ * The Reconciliation card: the supplier's totals. Decimals are shown as the service sends them
+ * (exact strings, never turned into numbers).
+ */
+function renderReconciliation(totals) {
+  if (!totals) return
+  const items = [
+    ['created', 'Accounts created', formatNumber(totals.accountsCreated)],
+    ['skipped', 'Accounts skipped', formatNumber(totals.accountsSkipped)],
+    ['pending', 'Accounts pending', formatNumber(totals.accountsPending)],
+    ['transactions', 'Transactions', formatNumber(totals.transactions.count)],
+    ['amount-sum', 'Transaction sum', totals.transactions.amountSum],
+    ['notes', 'Notes', formatNumber(totals.notes)],
+    ['historical-agreements', 'Historical agreements', formatNumber(totals.historicalAgreements)],
+    ['historical-statements', 'Historical statements', formatNumber(totals.historicalStatements)],
+    ['billing-documents', 'Billing documents', formatNumber(totals.billingDocuments)],
+    ['payment-instructions', 'Payment instructions', formatNumber(totals.paymentInstructions)]
+  ]
+  renderIfChanged($('recon-totals'), JSON.stringify(items), () =>
+    items.map(([key, label, value]) => {
+      const item = h('div', null, h('dt', null, label), h('dd', null, value))
+      item.dataset.recon = key
+      return item
+    }))
+  const body = $('recon-ledgers').querySelector('tbody')
+  renderIfChanged(body, JSON.stringify(totals.ledgers), () =>
+    totals.ledgers.length === 0
+      ? [h('tr', null, h('td', 'empty', 'No account is created yet.'), h('td', null), h('td', null))]
+      : totals.ledgers.map((l) => {
+        const row = h('tr', null, h('td', null, l.ledgerCode), h('td', null, formatNumber(l.accounts)), h('td', null, l.balanceSum))
+        row.dataset.ledger = l.ledgerCode
+        return row
+      }))
 }
 
 /**
