@@ -100,43 +100,82 @@ export const accountTableRows = (rows: AccountRows): TableRows[] => [
   { table: emailOutbox, rows: rows.outbox }
 ]
 
+/** The rows one count counts: a from clause, the column holding their account's id, and a condition. */
+interface CountedRows {
+  rows: SQL
+  account: SQL
+  where?: SQL
+}
+
 /**
  * What an account holds, counted as the account summary and reconciliation count it: one
- * definition each, a subquery over the account whose id is `accountId` (an SQL expression, so a
- * statement can count for one account or for every account it selects).
+ * definition each, the rows counted and the column naming their account.
  */
-export const ACCOUNT_COUNTS = {
-  customers: (accountId: SQL) => sql`(select count(*) from customers c where c.account_id = ${accountId})`,
-  supplyPoints: (accountId: SQL) => sql`(select count(*) from supply_points p where p.account_id = ${accountId})`,
-  agreements: (
-    accountId: SQL
-  ) => sql`(select count(*) from agreements g join supply_points p on p.id = g.supply_point_id
-    where p.account_id = ${accountId} and not g.historical)`,
-  historicalAgreements: (accountId: SQL) => sql`(select count(*) from agreements g
-    join supply_points p on p.id = g.supply_point_id where p.account_id = ${accountId} and g.historical)`,
+const COUNTED: Record<
+  | 'customers'
+  | 'supplyPoints'
+  | 'agreements'
+  | 'historicalAgreements'
+  | 'notes'
+  | 'transactions'
+  | 'historicalStatements'
+  | 'billingDocuments'
+  | 'paymentInstructions',
+  CountedRows
+> = {
+  customers: { rows: sql`customers c`, account: sql`c.account_id` },
+  supplyPoints: { rows: sql`supply_points p`, account: sql`p.account_id` },
+  agreements: {
+    rows: sql`agreements g join supply_points p on p.id = g.supply_point_id`,
+    account: sql`p.account_id`,
+    where: sql`not g.historical`
+  },
+  historicalAgreements: {
+    rows: sql`agreements g join supply_points p on p.id = g.supply_point_id`,
+    account: sql`p.account_id`,
+    where: sql`g.historical`
+  },
   /** Notes people wrote: the service's own notes (by_system) are not counted. */
-  notes: (accountId: SQL) => sql`(select count(*) from notes n where n.account_id = ${accountId} and not n.by_system)`,
+  notes: { rows: sql`notes n`, account: sql`n.account_id`, where: sql`not n.by_system` },
   /** Every transaction on the account's ledgers: imported, added later, and those of billing documents. */
-  transactions: (accountId: SQL) => sql`(select count(*) from ledger_transactions t join ledgers l on l.id = t.ledger_id
-    where l.account_id = ${accountId})`,
-  historicalStatements: (accountId: SQL) =>
-    sql`(select count(*) from historical_statements h where h.account_id = ${accountId})`,
-  billingDocuments: (
-    accountId: SQL
-  ) => sql`(select count(*) from billing_documents d join ledgers l on l.id = d.ledger_id
-    where l.account_id = ${accountId})`,
-  paymentInstructions: (accountId: SQL) =>
-    sql`(select count(*) from payment_instructions i where i.account_id = ${accountId})`
-} as const
+  transactions: { rows: sql`ledger_transactions t join ledgers l on l.id = t.ledger_id`, account: sql`l.account_id` },
+  historicalStatements: { rows: sql`historical_statements h`, account: sql`h.account_id` },
+  billingDocuments: { rows: sql`billing_documents d join ledgers l on l.id = d.ledger_id`, account: sql`l.account_id` },
+  paymentInstructions: { rows: sql`payment_instructions i`, account: sql`i.account_id` }
+}
 
-export type AccountCount = keyof typeof ACCOUNT_COUNTS
+export type AccountCount = keyof typeof COUNTED
 
-/** The counts of ACCOUNT_COUNTS as columns of a select, as numbers. */
+export const ACCOUNT_COUNT_NAMES = Object.keys(COUNTED) as AccountCount[]
+
+const condition = (c: CountedRows) => (c.where ? sql` and ${c.where}` : sql``)
+
+/** One count of the account whose id is `accountId` (an SQL expression), as a subquery. */
+export function accountCount(name: AccountCount, accountId: SQL): SQL {
+  const c = COUNTED[name]
+  return sql`(select count(*) from ${c.rows} where ${c.account} = ${accountId}${condition(c)})`
+}
+
+/**
+ * One count for many accounts at once: `account_id, n` rows, grouped, for the accounts whose ids
+ * `accountIds` selects (a subquery); accounts holding none have no row.
+ */
+export function countsByAccount(name: AccountCount, accountIds: SQL): SQL {
+  const c = COUNTED[name]
+  return sql`(select ${c.account} as account_id, count(*) as n from ${c.rows}
+    where ${c.account} in ${accountIds}${condition(c)} group by ${c.account})`
+}
+
+/** One count summed over the accounts whose ids `accountIds` selects (a subquery). */
+export function countOverAccounts(name: AccountCount, accountIds: SQL): SQL {
+  const c = COUNTED[name]
+  return sql`(select count(*) from ${c.rows} where ${c.account} in ${accountIds}${condition(c)})`
+}
+
+/** Every count of one account as columns of a select, as numbers. */
 export function accountCountColumns(accountId: SQL): Record<AccountCount, SQL<number>> {
   const columns = {} as Record<AccountCount, SQL<number>>
-  for (const name of Object.keys(ACCOUNT_COUNTS) as AccountCount[]) {
-    columns[name] = sql<number>`${ACCOUNT_COUNTS[name](accountId)}`.mapWith(Number)
-  }
+  for (const name of ACCOUNT_COUNT_NAMES) columns[name] = sql<number>`${accountCount(name, accountId)}`.mapWith(Number)
   return columns
 }
 

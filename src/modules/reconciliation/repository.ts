@@ -1,5 +1,5 @@
 import { sql } from 'drizzle-orm'
-import { ACCOUNT_COUNTS, signedAmountSql, type AccountCount } from '../../accounts/repository.js'
+import { countOverAccounts, countsByAccount, signedAmountSql, type AccountCount } from '../../accounts/repository.js'
 import { rowsOf, supplierExternals, type Db } from '../../db/index.js'
 
 /** What the service holds of one pair a reconciliation names. */
@@ -65,19 +65,38 @@ export function createReconciliationRepository(db: Db) {
      * ledger balances and counts when created: one statement, whatever the number of accounts.
      */
     async held(supplierId: string, externals: string[]): Promise<Map<string, HeldAccount>> {
+      // Each count grouped once over the accounts found (never a subquery per account): the
+      // plan stays linear whatever the tables' statistics say.
+      const ids = sql`(select id from found)`
+      const joins = sql.join(
+        COMPARED.map(
+          (name, i) =>
+            sql`left join ${countsByAccount(name, ids)} c${sql.raw(String(i))} on c${sql.raw(String(i))}.account_id = f.id`
+        ),
+        sql` `
+      )
       const countsJson = sql.join(
-        COMPARED.map((name) => sql`${name}::text, ${ACCOUNT_COUNTS[name](sql`a.id`)}`),
+        COMPARED.map((name, i) => sql`${name}::text, coalesce(c${sql.raw(String(i))}.n, 0)`),
         sql`, `
       )
       const rows = rowsOf<HeldRow>(
-        await db.execute(sql`select p.external_account_number as external, p.state, a.id is not null as created,
-          case when a.id is null then null else
-            (select coalesce(json_object_agg(l.ledger_code, l.balance::text), '{}'::json) from ledgers l where l.account_id = a.id)
-          end as balances,
-          case when a.id is null then null else json_build_object(${countsJson}) end as counts
-        from import_processes p
-        left join accounts a on a.import_process_id = p.id and p.state = 'IMPORTED'
-        where (p.supplier_id, p.external_account_number) in ${supplierExternals(supplierId, [...new Set(externals)])}`)
+        await db.execute(sql`with processes as materialized (
+          select p.id, p.external_account_number, p.state from import_processes p
+          where (p.supplier_id, p.external_account_number) in ${supplierExternals(supplierId, [...new Set(externals)])}
+        ), found as materialized (
+          select a.id, a.import_process_id from accounts a
+          where a.import_process_id in (select id from processes where state = 'IMPORTED')
+        ), balances as (
+          select l.account_id, json_object_agg(l.ledger_code, l.balance::text) as balances from ledgers l
+          where l.account_id in (select id from found) group by l.account_id
+        )
+        select p.external_account_number as external, p.state, f.id is not null as created,
+          case when f.id is null then null else coalesce(b.balances, '{}'::json) end as balances,
+          case when f.id is null then null else json_build_object(${countsJson}) end as counts
+        from processes p
+        left join found f on f.import_process_id = p.id
+        left join balances b on b.account_id = f.id
+        ${joins}`)
       )
       const held = new Map<string, HeldAccount>()
       for (const row of rows) {
@@ -98,8 +117,8 @@ export function createReconciliationRepository(db: Db) {
 
     /** A supplier's totals: its processes by state, and what its created accounts hold; one statement. */
     async totals(supplierId: string) {
-      const sum = (name: AccountCount) => sql`(select coalesce(sum(${ACCOUNT_COUNTS[name](sql`a.id`)}), 0)
-        from accounts a where a.supplier_id = ${supplierId}::uuid)`
+      const accountsOf = sql`(select a.id from accounts a where a.supplier_id = ${supplierId}::uuid)`
+      const sum = (name: AccountCount) => countOverAccounts(name, accountsOf)
       const [row] = rowsOf<TotalsRow>(
         await db.execute(sql`select
           (select count(*) from import_processes p where p.supplier_id = ${supplierId}::uuid and p.state = 'IMPORTED') as created,
