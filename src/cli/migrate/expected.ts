@@ -12,21 +12,14 @@
  * service's own.
  */
 import { TEXT_PATTERN, TRIMMED_PATTERN } from '../../../schemas/text.js'
+import type { ReconciledCount } from '../../../schemas/reconciliation.js'
 import { decimalProblems, formatDecimal, sumDecimals, toBig, type Big } from '../../decimal.js'
 import { isObject } from '../../objects.js'
 import { signedAmount } from '../../rules/transactions.js'
 import type { Item } from './input.js'
 
 /** The counts the endpoint compares, by name. */
-export const COUNT_NAMES = [
-  'transactions',
-  'notes',
-  'historical_agreements',
-  'historical_statements',
-  'billing_documents',
-  'payment_instructions'
-] as const
-export type CountName = (typeof COUNT_NAMES)[number]
+type CountName = ReconciledCount
 
 /** One entry of a reconciliation request. */
 export interface ExpectedAccount {
