@@ -12,7 +12,7 @@
  * service's own.
  */
 import { TEXT_PATTERN, TRIMMED_PATTERN } from '../../../schemas/text.js'
-import type { ReconciledCount } from '../../../schemas/reconciliation.js'
+import { RECONCILED_COUNTS, type ReconciledCount } from '../../../schemas/reconciliation.js'
 import { decimalProblems, formatDecimal, sumDecimals, toBig, type Big } from '../../decimal.js'
 import { isObject } from '../../objects.js'
 import { signedAmount } from '../../rules/transactions.js'
@@ -70,14 +70,7 @@ export function expectedAccount(item: Item): ExpectedAccount | undefined {
 
 function expectedOf(item: Item): Required<Omit<ExpectedAccount, 'external_account_number'>> {
   const account = item.account
-  const counts: Record<CountName, number> = {
-    transactions: 0,
-    notes: 0,
-    historical_agreements: 0,
-    historical_statements: 0,
-    billing_documents: 0,
-    payment_instructions: 0
-  }
+  const counts = Object.fromEntries(RECONCILED_COUNTS.map((name) => [name, 0])) as Record<CountName, number>
 
   // The account as created: each ledger at its ledger_balance, with its imported transactions.
   const ledgers: LedgerState[] = listOf(account.ledgers).map((l) => {
