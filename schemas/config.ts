@@ -1,4 +1,5 @@
 import { Type, type Static } from 'typebox'
+import { DELIVERY_TIMEOUT_MS } from './webhooks.js'
 
 /**
  * The environment the service reads. Every variable here is listed in
@@ -53,6 +54,19 @@ export const EnvSchema = Type.Object({
   /** Chunks of import jobs this process runs at once; 0: it runs none (it only serves requests). */
   IMPORT_JOB_WORKERS: Type.Integer({ minimum: 0, maximum: 16, default: 1 }),
   STAGED_DATA_RETENTION_DAYS: Type.Integer({ minimum: 0, maximum: 3650, default: 30 }),
+  /** Webhooks may go to http:// and to loopback, private and link-local addresses (tests, private networks). */
+  WEBHOOK_ALLOW_PRIVATE: Type.Union(
+    [Type.Literal('0'), Type.Literal('1'), Type.Literal('false'), Type.Literal('true')],
+    {
+      default: '0'
+    }
+  ),
+  /** Seconds between a delivery's attempts, comma-separated; unset: 5,300,1800,7200,18000,36000,36000. */
+  WEBHOOK_RETRY_DELAYS: Type.Optional(Type.String({ pattern: '^\\d+(\\.\\d+)?(,\\d+(\\.\\d+)?){0,19}$' })),
+  /** An attempt that has no 2xx answer within this fails. */
+  WEBHOOK_TIMEOUT_MS: Type.Integer({ minimum: 100, maximum: 60_000, default: DELIVERY_TIMEOUT_MS }),
+  /** Deliveries this process makes at once; 0: it makes none (another process delivers). */
+  WEBHOOK_CONCURRENCY: Type.Integer({ minimum: 0, maximum: 64, default: 8 }),
   /** A static token a Prometheus scrape job may send to /metrics instead of an operator token. */
   METRICS_TOKEN: Type.Optional(Type.String({ minLength: 32 })),
   /** `json` (one JSON object per line, for log collectors) or `pretty` (for a person); unset: `pretty` at a terminal, else `json`. */

@@ -259,6 +259,61 @@ export const graphqlSchema = /* GraphQL */ `
     id: ID!
   }
 
+  "An organisation's webhook endpoint: its events are posted there, signed (Standard Webhooks)."
+  type WebhookEndpoint {
+    id: ID!
+    organisation: String!
+    url: String!
+    "Event types it receives (see createWebhookEndpoint)."
+    events: [String!]!
+    createdAt: String!
+  }
+  "A new endpoint with its signing secret (whsec_...): shown only here, keep it to verify signatures."
+  type CreatedWebhookEndpoint {
+    id: ID!
+    organisation: String!
+    url: String!
+    events: [String!]!
+    createdAt: String!
+    secret: String!
+  }
+  "One attempt of a delivery: the HTTP status, or the error when there was none to read."
+  type WebhookAttempt {
+    attempt: Int!
+    at: String!
+    status: Int
+    error: String
+    durationMs: Int!
+  }
+  "An event's delivery to one endpoint. state: PENDING (to be tried at nextAttemptAt), DELIVERED (a 2xx came back) or FAILED (every attempt failed; redeliverWebhook tries again)."
+  type WebhookDelivery {
+    id: ID!
+    "The event's webhook-id header: the same on every attempt and for every endpoint."
+    eventId: String!
+    event: String!
+    state: String!
+    attempts: Int!
+    lastStatus: Int
+    lastError: String
+    nextAttemptAt: String
+    createdAt: String!
+    "Every attempt, first first."
+    attemptLog: [WebhookAttempt!]!
+  }
+  input CreateWebhookEndpointInput {
+    organisation: String!
+    "https:// and public addresses only (unless the service runs with WEBHOOK_ALLOW_PRIVATE=1); no user name or password."
+    url: String!
+    "One or more of import_process.created, import_process.create_failed, import_process.dry_run, import_process.skipped, post_import.written, post_import.failed, import_job.completed, import_job.cancelled."
+    events: [String!]!
+  }
+  input DeleteWebhookEndpointInput {
+    id: ID!
+  }
+  input RedeliverWebhookInput {
+    deliveryId: ID!
+  }
+
   type Mutation {
     obtainToken(input: ObtainTokenInput!): ObtainTokenPayload
     createOrganisation(input: CreateOrganisationInput!): Organisation
@@ -272,6 +327,12 @@ export const graphqlSchema = /* GraphQL */ `
     eraseStagedData(input: EraseStagedDataInput!): ImportProcess
     "Cancels an import job not yet COMPLETED or CANCELLED: an organisation's own, any for the operator. Lines not yet begun get the outcome not_processed."
     cancelImportJob(input: CancelImportJobInput!): ImportJob
+    "Registers a webhook endpoint for an organisation (an organisation's token: its own; at most 10 each). The secret is in this answer only."
+    createWebhookEndpoint(input: CreateWebhookEndpointInput!): CreatedWebhookEndpoint
+    "Removes an endpoint and its delivery records; nothing more is sent to it."
+    deleteWebhookEndpoint(input: DeleteWebhookEndpointInput!): WebhookEndpoint
+    "Makes a delivery due again at once (a FAILED or DELIVERED one included): one more attempt, with the same webhook-id."
+    redeliverWebhook(input: RedeliverWebhookInput!): WebhookDelivery
   }
 
   type Query {
@@ -304,5 +365,9 @@ export const graphqlSchema = /* GraphQL */ `
     importJobs(importSupplierCode: String, state: String, first: Int, after: String): [ImportJob!]!
     "One import job; null for an id that is none of the caller's (every job is the operator's to read)."
     importJob(id: ID!): ImportJob
+    "Webhook endpoints, oldest first: an organisation's own; every one (or organisation's) for the operator."
+    webhookEndpoints(organisation: String): [WebhookEndpoint!]!
+    "An endpoint's deliveries, newest first (kept 30 days). state: PENDING, DELIVERED or FAILED; first 1-1000 (default 100); after: a delivery id."
+    webhookDeliveries(endpointId: ID!, state: String, first: Int, after: String): [WebhookDelivery!]!
   }
 `

@@ -15,6 +15,7 @@ import bodiesPlugin from './plugins/bodies.js'
 import dashboardPlugin from './plugins/dashboard.js'
 import dbPlugin from './plugins/db.js'
 import emailsPlugin from './plugins/emails.js'
+import webhooksPlugin from './plugins/webhooks.js'
 import failuresPlugin from './plugins/failures.js'
 import errorsPlugin, { clientError, frameworkError } from './plugins/errors.js'
 import graphqlPlugin from './plugins/graphql.js'
@@ -129,6 +130,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     await app.register(rateLimitsPlugin, { config })
     await app.register(failuresPlugin)
     await app.register(retentionPlugin, { config })
+    await app.register(webhooksPlugin, { config })
     await app.register(bodiesPlugin, { config })
     await app.register(authPlugin, { config, announce: options.announce ?? ((m) => process.stdout.write(m + '\n')) })
     await app.register(turnsPlugin, { config })

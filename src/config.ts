@@ -1,5 +1,6 @@
 import { Ajv, type ErrorObject } from 'ajv'
 import { EnvSchema, type Env } from '../schemas/config.js'
+import { RETRY_DELAYS_SECONDS } from '../schemas/webhooks.js'
 
 export interface Config {
   host: string
@@ -61,6 +62,13 @@ export interface Config {
   importJobWorkers: number
   /** Days after an account was imported or skipped before its staged data and error details are erased. */
   stagedDataRetentionDays: number
+  /** Webhooks may go to http:// and to non-public addresses. */
+  webhookAllowPrivate: boolean
+  /** Seconds before each retry of a delivery; after the last, it is FAILED. */
+  webhookRetryDelays: number[]
+  webhookTimeoutMs: number
+  /** Deliveries this process makes at once (0: none). */
+  webhookConcurrency: number
   /** Accepted by /metrics as `Authorization: Bearer <token>` besides operator tokens. */
   metricsToken: string | undefined
   logLevel: string
@@ -192,6 +200,13 @@ export function loadConfig(source: Record<string, string | undefined>, options: 
     importJobsPerOrganisation: typed.IMPORT_JOBS_PER_ORGANISATION,
     importJobWorkers: typed.IMPORT_JOB_WORKERS,
     stagedDataRetentionDays: typed.STAGED_DATA_RETENTION_DAYS,
+    webhookAllowPrivate: typed.WEBHOOK_ALLOW_PRIVATE === '1' || typed.WEBHOOK_ALLOW_PRIVATE === 'true',
+    webhookRetryDelays:
+      typed.WEBHOOK_RETRY_DELAYS === undefined
+        ? [...RETRY_DELAYS_SECONDS]
+        : typed.WEBHOOK_RETRY_DELAYS.split(',').map(Number),
+    webhookTimeoutMs: typed.WEBHOOK_TIMEOUT_MS,
+    webhookConcurrency: typed.WEBHOOK_CONCURRENCY,
     metricsToken: typed.METRICS_TOKEN,
     logLevel: typed.LOG_LEVEL,
     logFormat: typed.LOG_FORMAT ?? (options.terminal === true ? 'pretty' : 'json')

@@ -266,6 +266,18 @@ t.test(
           t.same([own.errors, own.data?.importJob], [undefined, null], 'importJob of a job not its own: null')
         } else if (name === 'cancelImportJob') {
           expectCode(await gql(app, document, {}, acme.token), 'not_found', 'cancelImportJob of a job not its own')
+        } else if (name === 'webhookEndpoints') {
+          const own = await gql(app, '{ webhookEndpoints { id } }', {}, acme.token)
+          t.same(
+            [own.errors, own.data?.webhookEndpoints],
+            [undefined, []],
+            'webhookEndpoints with an organisation token: its own'
+          )
+        } else if (
+          ['createWebhookEndpoint', 'deleteWebhookEndpoint', 'webhookDeliveries', 'redeliverWebhook'].includes(name)
+        ) {
+          // An organisation manages its own endpoints: another's (or another organisation) is as if it did not exist.
+          expectCode(await gql(app, document, {}, acme.token), 'not_found', `${name} of what is not its own`)
         } else if (ownSuppliers[name]) {
           expectCode(
             await gql(app, ownSuppliers[name]!, {}, acme.token),

@@ -14,6 +14,7 @@ import { createImportJobsReader } from '../modules/import-jobs/service.js'
 import { createOperatorRepository } from '../modules/operator/repository.js'
 import { createOperatorService, type UpdateSupplierInput } from '../modules/operator/service.js'
 import { createReconciliationService } from '../modules/reconciliation/service.js'
+import type { WebhookCaller } from '../modules/webhooks/service.js'
 import { bodyError, sendError, toAppError } from './errors.js'
 import { refuseMethod } from './methods.js'
 import { parseAfter, STEPS, type Step } from '../modules/failures/service.js'
@@ -168,6 +169,22 @@ export default fp(
           return run(args, caller.kind === 'organisation' ? caller.organisationId : null)
         })
     }
+    /** Resolver for the webhook fields: an organisation's own endpoints, every one for the operator. */
+    function forWebhooks<A, T>(run: (args: A, caller: WebhookCaller) => Promise<T>) {
+      return (_root: unknown, args: A, ctx: MercuriusContext) =>
+        guarded(async () => {
+          const who = await principal(ctx)
+          if (!isWellFormedJson(args)) throw invalid('Strings must be well-formed Unicode without U+0000.')
+          return run(
+            args,
+            who.kind === 'organisation'
+              ? { organisationId: who.organisationId, organisationName: who.organisationName }
+              : { organisationId: undefined, organisationName: undefined }
+          )
+        })
+    }
+    const { webhooks } = app
+
     const jobs = createImportJobsReader(app.db)
     const jobNotFound = (id: string) => fieldError(CODE.not_found, { detail: `Import job ${id} does not exist.` })
 
@@ -223,7 +240,20 @@ export default fp(
           if ('job' in done) return jobFields(done.job)
           if (done.refused === 'missing') throw jobNotFound(input.id)
           throw invalid(formatDetail(CODE.import_job_not_cancellable, { state: done.state }))
-        })
+        }),
+        createWebhookEndpoint: forWebhooks(
+          ({ input }: { input: { organisation: string; url: string; events: string[] } }, caller) =>
+            webhooks.create(caller, input)
+        ),
+        deleteWebhookEndpoint: forWebhooks(({ input }: { input: { id: string } }, caller) =>
+          webhooks.remove(caller, input.id)
+        ),
+        redeliverWebhook: forWebhooks(({ input }: { input: { deliveryId: string } }, caller) =>
+          webhooks.redeliver(caller, input.deliveryId)
+        )
+      },
+      WebhookDelivery: {
+        attemptLog: (delivery: { id: string }) => webhooks.attempts(delivery.id)
       },
       Query: {
         importSuppliers: forOwnerOrOperator((_args: unknown, owner) => operator.listImportSuppliers(owner)),
@@ -358,7 +388,19 @@ export default fp(
         importJob: forJobs(async (args: { id: string }, organisationId) => {
           const job = await jobs.get(organisationId, args.id)
           return job === undefined ? null : jobFields(job)
-        })
+        }),
+        webhookEndpoints: forWebhooks((args: { organisation?: string | null }, caller) =>
+          webhooks.list(caller, args.organisation ?? undefined)
+        ),
+        webhookDeliveries: forWebhooks(
+          (args: { endpointId: string; state?: string | null; first?: number | null; after?: string | null }, caller) =>
+            webhooks.deliveries(caller, {
+              endpointId: args.endpointId,
+              ...(args.state != null ? { state: args.state } : {}),
+              ...(args.first != null ? { first: args.first } : {}),
+              ...(args.after != null ? { after: args.after } : {})
+            })
+        )
       }
     }
 
@@ -456,5 +498,8 @@ export default fp(
       return mercurius.defaultErrorFormatter({ ...execution, errors }, ctx)
     }
   },
-  { name: 'graphql', dependencies: ['db', 'auth', 'bodies', 'rate-limits', 'errors', 'failures', 'retention'] }
+  {
+    name: 'graphql',
+    dependencies: ['db', 'auth', 'bodies', 'rate-limits', 'errors', 'failures', 'retention', 'webhooks']
+  }
 )

@@ -216,6 +216,36 @@ export default fp(
     for (const reason of ['retention', 'request']) stagedDataErased.inc({ reason }, 0)
     app.retention.onErased(({ reason, payloads }) => stagedDataErased.inc({ reason }, payloads))
 
+    const webhookAttempts = new Counter({
+      name: 'amis_webhook_attempts_total',
+      help: 'Webhook delivery attempts made by this server process, by endpoint id and outcome (delivered; retrying: not delivered, tried again later; failed: not delivered, no attempt left).',
+      labelNames: ['endpoint', 'outcome'],
+      registers: [register]
+    })
+    app.webhookWorker.onAttempt((endpoint, outcome) => webhookAttempts.inc({ endpoint, outcome }))
+    // One query per scrape for both gauges.
+    let queueRead: Promise<{ pending: number; oldestSeconds: number }> | undefined
+    const webhookQueue = () =>
+      (queueRead ??= app.webhooks.queue().finally(() => {
+        queueRead = undefined
+      }))
+    const webhookPending = new Gauge({
+      name: 'amis_webhook_deliveries_pending',
+      help: 'Webhook deliveries not yet delivered and not given up (PENDING), every endpoint.',
+      registers: [register],
+      async collect() {
+        webhookPending.set((await webhookQueue()).pending)
+      }
+    })
+    const webhookOldest = new Gauge({
+      name: 'amis_webhook_oldest_pending_seconds',
+      help: 'Age of the oldest PENDING webhook delivery (0 when none).',
+      registers: [register],
+      async collect() {
+        webhookOldest.set((await webhookQueue()).oldestSeconds)
+      }
+    })
+
     // What a scrape reads: this app's metrics and the process's.
     const scraped = Registry.merge([register, processRegistry()])
 
@@ -237,5 +267,5 @@ export default fp(
       return reply.type(scraped.contentType).send(text)
     })
   },
-  { name: 'metrics', dependencies: ['db', 'auth', 'bodies', 'turns', 'failures', 'retention'] }
+  { name: 'metrics', dependencies: ['db', 'auth', 'bodies', 'turns', 'failures', 'retention', 'webhooks'] }
 )

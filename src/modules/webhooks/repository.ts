@@ -1,0 +1,289 @@
+import { and, asc, count, desc, eq, lt, sql, type SQL } from 'drizzle-orm'
+import {
+  organisations,
+  webhookAttempts,
+  webhookDeliveries,
+  webhookEndpoints,
+  webhookEvents
+} from '../../../drizzle/schema/index.js'
+import type { DeliveryState, WebhookEventType } from '../../../schemas/webhooks.js'
+import { rowsOf, type Db } from '../../db/index.js'
+
+export interface EndpointRow {
+  id: string
+  organisation: string
+  url: string
+  events: WebhookEventType[]
+  createdAt: Date
+}
+
+export interface DeliveryRow {
+  id: number
+  eventId: number
+  event: WebhookEventType
+  state: DeliveryState
+  attempts: number
+  lastStatus: number | null
+  lastError: string | null
+  nextAttemptAt: Date
+  createdAt: Date
+}
+
+/** A delivery claimed for one attempt, with what the attempt sends. */
+export interface ClaimedDelivery {
+  id: number
+  endpointId: string
+  url: string
+  secret: string
+  /** This attempt's number, from 1. */
+  attempt: number
+  eventId: number
+  type: WebhookEventType
+  data: unknown
+  occurredAt: Date
+}
+
+/** How an attempt ended. */
+export interface AttemptResult {
+  status: number | null
+  error: string | null
+  durationMs: number
+  delivered: boolean
+  /** Seconds until the next attempt; undefined: no more attempts (FAILED), unless delivered. */
+  retryInSeconds: number | undefined
+}
+
+const endpointColumns = {
+  id: webhookEndpoints.id,
+  organisation: organisations.name,
+  url: webhookEndpoints.url,
+  events: webhookEndpoints.events,
+  createdAt: webhookEndpoints.createdAt
+}
+
+/** SQL of webhook endpoints and deliveries. The outbox rows themselves are written by triggers. */
+export function createWebhooksRepository(db: Db) {
+  return {
+    async organisationId(name: string): Promise<string | undefined> {
+      const [row] = await db.select({ id: organisations.id }).from(organisations).where(eq(organisations.name, name))
+      return row?.id
+    },
+
+    /** Adds an endpoint unless the organisation has `max` already (undefined then); one statement. */
+    async insertEndpoint(
+      organisationId: string,
+      endpoint: { url: string; events: WebhookEventType[]; secret: string },
+      max: number
+    ): Promise<{ id: string; createdAt: Date } | undefined> {
+      // The organisation's row is locked so that two creates at once cannot both pass the count.
+      const result = await db.transaction(async (tx) => {
+        await tx.execute(sql`select 1 from organisations where id = ${organisationId}::uuid for update`)
+        const [{ n }] = (await tx
+          .select({ n: count() })
+          .from(webhookEndpoints)
+          .where(eq(webhookEndpoints.organisationId, organisationId))) as [{ n: number }]
+        if (n >= max) return undefined
+        const [row] = await tx
+          .insert(webhookEndpoints)
+          .values({ organisationId, ...endpoint })
+          .returning({ id: webhookEndpoints.id, createdAt: webhookEndpoints.createdAt })
+        return row
+      })
+      return result
+    },
+
+    /** Endpoints, oldest first: of one organisation, or every one (undefined). */
+    async endpoints(organisationId: string | undefined): Promise<EndpointRow[]> {
+      return db
+        .select(endpointColumns)
+        .from(webhookEndpoints)
+        .innerJoin(organisations, eq(organisations.id, webhookEndpoints.organisationId))
+        .where(organisationId === undefined ? undefined : eq(webhookEndpoints.organisationId, organisationId))
+        .orderBy(asc(webhookEndpoints.createdAt), asc(webhookEndpoints.id)) as Promise<EndpointRow[]>
+    },
+
+    /** One endpoint, if it is the organisation's (any for undefined). */
+    async endpoint(id: string, organisationId: string | undefined): Promise<EndpointRow | undefined> {
+      const conditions: SQL[] = [eq(webhookEndpoints.id, id)]
+      if (organisationId !== undefined) conditions.push(eq(webhookEndpoints.organisationId, organisationId))
+      const [row] = await db
+        .select(endpointColumns)
+        .from(webhookEndpoints)
+        .innerJoin(organisations, eq(organisations.id, webhookEndpoints.organisationId))
+        .where(and(...conditions))
+      return row as EndpointRow | undefined
+    },
+
+    /** Removes an endpoint with its deliveries. */
+    async deleteEndpoint(id: string): Promise<void> {
+      await db.delete(webhookEndpoints).where(eq(webhookEndpoints.id, id))
+    },
+
+    /** A page of an endpoint's deliveries, newest first; `after` is a delivery id. */
+    async deliveries(
+      endpointId: string,
+      filter: { state?: DeliveryState; after?: number; limit: number }
+    ): Promise<DeliveryRow[]> {
+      const conditions: SQL[] = [eq(webhookDeliveries.endpointId, endpointId)]
+      if (filter.state !== undefined) conditions.push(eq(webhookDeliveries.state, filter.state))
+      if (filter.after !== undefined) conditions.push(lt(webhookDeliveries.id, filter.after))
+      return db
+        .select({
+          id: webhookDeliveries.id,
+          eventId: webhookDeliveries.eventId,
+          event: webhookEvents.type,
+          state: webhookDeliveries.state,
+          attempts: webhookDeliveries.attempts,
+          lastStatus: webhookDeliveries.lastStatus,
+          lastError: webhookDeliveries.lastError,
+          nextAttemptAt: webhookDeliveries.nextAttemptAt,
+          createdAt: webhookDeliveries.createdAt
+        })
+        .from(webhookDeliveries)
+        .innerJoin(webhookEvents, eq(webhookEvents.id, webhookDeliveries.eventId))
+        .where(and(...conditions))
+        .orderBy(desc(webhookDeliveries.id))
+        .limit(filter.limit)
+    },
+
+    /** Every attempt of a delivery, first first. */
+    async attempts(deliveryId: number) {
+      return db
+        .select({
+          attempt: webhookAttempts.attempt,
+          at: webhookAttempts.at,
+          status: webhookAttempts.status,
+          error: webhookAttempts.error,
+          durationMs: webhookAttempts.durationMs
+        })
+        .from(webhookAttempts)
+        .where(eq(webhookAttempts.deliveryId, deliveryId))
+        .orderBy(asc(webhookAttempts.attempt))
+    },
+
+    /** The delivery's endpoint and organisation, to check who may see it. */
+    async deliveryOwner(deliveryId: number): Promise<{ endpointId: string; organisationId: string } | undefined> {
+      const [row] = await db
+        .select({ endpointId: webhookEndpoints.id, organisationId: webhookEndpoints.organisationId })
+        .from(webhookDeliveries)
+        .innerJoin(webhookEndpoints, eq(webhookEndpoints.id, webhookDeliveries.endpointId))
+        .where(eq(webhookDeliveries.id, deliveryId))
+      return row
+    },
+
+    /** Makes a delivery due again at once (a DELIVERED or FAILED one included), its attempts kept. */
+    async redeliver(deliveryId: number): Promise<void> {
+      await db
+        .update(webhookDeliveries)
+        .set({ state: 'PENDING', nextAttemptAt: sql`now()` })
+        .where(eq(webhookDeliveries.id, deliveryId))
+    },
+
+    async delivery(deliveryId: number): Promise<DeliveryRow | undefined> {
+      const [row] = await db
+        .select({
+          id: webhookDeliveries.id,
+          eventId: webhookDeliveries.eventId,
+          event: webhookEvents.type,
+          state: webhookDeliveries.state,
+          attempts: webhookDeliveries.attempts,
+          lastStatus: webhookDeliveries.lastStatus,
+          lastError: webhookDeliveries.lastError,
+          nextAttemptAt: webhookDeliveries.nextAttemptAt,
+          createdAt: webhookDeliveries.createdAt
+        })
+        .from(webhookDeliveries)
+        .innerJoin(webhookEvents, eq(webhookEvents.id, webhookDeliveries.eventId))
+        .where(eq(webhookDeliveries.id, deliveryId))
+      return row
+    },
+
+    /**
+     * Claims due deliveries for one attempt each: at most `perEndpoint` of each endpoint not in
+     * `busy`, `limit` in all. The claim counts the attempt and moves its next attempt past the
+     * lease in the same statement, so no other process makes this attempt; a process that dies
+     * while sending leaves the delivery to be tried again when the lease ends (at least once).
+     */
+    async claimDue(options: {
+      limit: number
+      perEndpoint: number
+      leaseSeconds: number
+      busy: string[]
+    }): Promise<ClaimedDelivery[]> {
+      if (options.limit <= 0) return []
+      const result = await db.execute(sql`
+        with picked as (
+          select d.id from webhook_endpoints w
+          cross join lateral (
+            select d.id, d.next_attempt_at from webhook_deliveries d
+            where d.endpoint_id = w.id and d.state = 'PENDING' and d.next_attempt_at <= now()
+            order by d.next_attempt_at limit ${options.perEndpoint}
+            for update of d skip locked
+          ) d
+          where not (w.id = any(${`{${options.busy.join(',')}}`}::uuid[]))
+          order by d.next_attempt_at
+          limit ${options.limit}
+        )
+        update webhook_deliveries d
+        set attempts = d.attempts + 1, next_attempt_at = now() + make_interval(secs => ${options.leaseSeconds})
+        from picked, webhook_endpoints w, webhook_events e
+        where d.id = picked.id and w.id = d.endpoint_id and e.id = d.event_id
+        returning d.id, d.endpoint_id as "endpointId", w.url, w.secret, d.attempts as attempt,
+          e.id as "eventId", e.type, e.data, e.occurred_at as "occurredAt"`)
+      return rowsOf<ClaimedDelivery & { occurredAt: Date | string; id: number | string; eventId: number | string }>(
+        result
+      ).map((r) => ({ ...r, id: Number(r.id), eventId: Number(r.eventId), occurredAt: new Date(r.occurredAt) }))
+    },
+
+    /** Records an attempt and the delivery's new state, in one transaction. */
+    async recordAttempt(delivery: ClaimedDelivery, result: AttemptResult): Promise<void> {
+      await db.transaction(async (tx) => {
+        await tx.insert(webhookAttempts).values({
+          deliveryId: delivery.id,
+          attempt: delivery.attempt,
+          status: result.status,
+          error: result.error,
+          durationMs: result.durationMs
+        })
+        await tx
+          .update(webhookDeliveries)
+          .set(
+            result.delivered
+              ? { state: 'DELIVERED', deliveredAt: sql`now()`, lastStatus: result.status, lastError: null }
+              : result.retryInSeconds === undefined
+                ? { state: 'FAILED', lastStatus: result.status, lastError: result.error }
+                : {
+                    lastStatus: result.status,
+                    lastError: result.error,
+                    nextAttemptAt: sql`now() + make_interval(secs => ${result.retryInSeconds})`
+                  }
+          )
+          // A redelivery asked for meanwhile stays asked for.
+          .where(and(eq(webhookDeliveries.id, delivery.id), eq(webhookDeliveries.attempts, delivery.attempt)))
+      })
+    },
+
+    /** Removes events (and so their deliveries) older than `days`. Returns how many. */
+    async purge(days: number): Promise<number> {
+      const result = await db.execute(sql`with removed as (
+          delete from webhook_events where occurred_at < now() - make_interval(days => ${days}) returning 1
+        ) select count(*)::int as n from removed`)
+      return rowsOf<{ n: number }>(result)[0]?.n ?? 0
+    },
+
+    /** Queue depth and the age of the oldest undelivered delivery (PENDING), for /metrics. */
+    async queue(): Promise<{ pending: number; oldestSeconds: number }> {
+      const [row] = await db
+        .select({
+          pending: count(),
+          oldestSeconds:
+            sql<number>`coalesce(extract(epoch from now() - min(${webhookDeliveries.createdAt})), 0)`.mapWith(Number)
+        })
+        .from(webhookDeliveries)
+        .where(eq(webhookDeliveries.state, 'PENDING'))
+      return row ?? { pending: 0, oldestSeconds: 0 }
+    }
+  }
+}
+
+export type WebhooksRepository = ReturnType<typeof createWebhooksRepository>

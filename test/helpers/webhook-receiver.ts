@@ -1,0 +1,70 @@
+import { createServer, type IncomingHttpHeaders, type ServerResponse } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { Webhook } from 'standardwebhooks'
+
+export interface Received {
+  headers: IncomingHttpHeaders
+  body: string
+  at: number
+}
+
+/** What the receiver does with a request: answer a status, or hold it (never answer), or reset it. */
+export type Behaviour = number | 'hang' | 'reset' | { redirect: string }
+
+/**
+ * A real webhook receiver on loopback: records every request (headers and raw body) and answers
+ * as `behaviour` says for the request's number (from 1). Closed at teardown.
+ */
+export async function webhookReceiver(
+  t: { teardown(fn: () => unknown): void },
+  behaviour: (n: number) => Behaviour = () => 200
+) {
+  const received: Received[] = []
+  const held = new Set<ServerResponse>()
+  const server = createServer((request, response) => {
+    const chunks: Buffer[] = []
+    request.on('data', (c: Buffer) => chunks.push(c))
+    request.on('end', () => {
+      received.push({ headers: request.headers, body: Buffer.concat(chunks).toString('utf8'), at: Date.now() })
+      const what = behaviour(received.length)
+      if (what === 'hang') held.add(response)
+      else if (what === 'reset') request.socket.destroy()
+      else if (typeof what === 'object') response.writeHead(302, { location: what.redirect }).end()
+      else response.writeHead(what, { 'content-type': 'text/plain' }).end('ok')
+    })
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  const { port } = server.address() as AddressInfo
+  const close = async () => {
+    for (const r of held) r.socket?.destroy()
+    server.closeAllConnections()
+    await new Promise<void>((resolve) => server.close(() => resolve()))
+  }
+  t.teardown(close)
+  return {
+    url: `http://127.0.0.1:${port}/hooks`,
+    port,
+    received,
+    /** The bodies, parsed, of the requests whose signature verifies with `secret` (throws on one that does not). */
+    verified(secret: string): Array<{ type: string; timestamp: string; data: Record<string, unknown> }> {
+      const wh = new Webhook(secret)
+      return received.map(
+        (r) =>
+          wh.verify(r.body, {
+            'webhook-id': String(r.headers['webhook-id']),
+            'webhook-timestamp': String(r.headers['webhook-timestamp']),
+            'webhook-signature': String(r.headers['webhook-signature'])
+          }) as { type: string; timestamp: string; data: Record<string, unknown> }
+      )
+    },
+    /** Waits until at least `n` requests have arrived (fails after `ms`). */
+    async waitFor(n: number, ms = 15_000): Promise<void> {
+      const until = Date.now() + ms
+      while (received.length < n) {
+        if (Date.now() > until) throw new Error(`the receiver got ${received.length} of ${n} requests in ${ms} ms`)
+        await new Promise((resolve) => setTimeout(resolve, 20))
+      }
+    },
+    close
+  }
+}
