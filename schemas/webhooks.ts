@@ -1,3 +1,6 @@
+import { Type, type TSchema } from 'typebox'
+import { ImportJob } from './import-jobs.js'
+
 /**
  * Webhooks: the events the service sends out, and the states of a delivery. The GraphQL surface
  * (schemas/graphql.ts) and the database enums are built from these lists.
@@ -33,3 +36,60 @@ export const MAX_ENDPOINTS_PER_ORGANISATION = 10
 
 /** Delivery records (and their events) are removed this many days after the event. */
 export const DELIVERY_RETENTION_DAYS = 30
+
+const supplier = Type.String({ description: 'The import supplier code.' })
+const accountData = {
+  import_supplier: supplier,
+  external_account_number: Type.String(),
+  service_account_number: Type.Union([Type.String(), Type.Null()], {
+    description: 'The account made by the create; null when none was made (a dry run, a failure before it).'
+  })
+}
+const AccountData = Type.Object(accountData, { additionalProperties: false })
+const WrittenData = Type.Object(
+  { ...accountData, step: Type.String({ description: 'The post-import section written, e.g. notes.' }) },
+  { additionalProperties: false }
+)
+const FailureData = Type.Object(
+  {
+    ...accountData,
+    step: Type.String({ description: 'create, or the post-import section that failed.' }),
+    code: Type.String({ description: "The answer's top-level error code." }),
+    errors: Type.Array(
+      Type.Object(
+        { code: Type.String(), attr: Type.Union([Type.String(), Type.Null()]) },
+        { additionalProperties: false }
+      ),
+      { description: 'The entries of the answer (at most 100): codes and attrs, never input values.' }
+    )
+  },
+  { additionalProperties: false }
+)
+const JobData = Type.Object(
+  { import_supplier: supplier, job_id: Type.String(), lines: ImportJob.properties.lines },
+  { additionalProperties: false }
+)
+
+const DATA: Record<WebhookEventType, TSchema> = {
+  'import_process.created': AccountData,
+  'import_process.create_failed': FailureData,
+  'import_process.dry_run': AccountData,
+  'import_process.skipped': AccountData,
+  'post_import.written': WrittenData,
+  'post_import.failed': FailureData,
+  'import_job.completed': JobData,
+  'import_job.cancelled': JobData
+}
+
+/** The body of each event type: `{type, timestamp, data}`; never personal data. */
+export const WEBHOOK_BODIES = {} as Record<WebhookEventType, TSchema>
+for (const type of WEBHOOK_EVENT_TYPES) {
+  WEBHOOK_BODIES[type] = Type.Object(
+    {
+      type: Type.Literal(type),
+      timestamp: Type.String({ format: 'date-time', description: 'When the event happened (UTC).' }),
+      data: DATA[type]
+    },
+    { additionalProperties: false, description: `The body of the ${type} event.` }
+  )
+}

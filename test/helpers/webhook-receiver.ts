@@ -1,6 +1,24 @@
 import { createServer, type IncomingHttpHeaders, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
+import { Ajv } from 'ajv'
+import addFormatsModule from 'ajv-formats'
 import { Webhook } from 'standardwebhooks'
+import { WEBHOOK_BODIES, WEBHOOK_EVENT_TYPES, type WebhookEventType } from '../../schemas/webhooks.js'
+
+const ajv = new Ajv({ strict: false, allErrors: true })
+const addFormats = ((addFormatsModule as unknown as { default?: typeof addFormatsModule }).default ??
+  addFormatsModule) as unknown as (ajv: Ajv) => Ajv
+addFormats(ajv)
+const bodyValidators = new Map(WEBHOOK_EVENT_TYPES.map((type) => [type, ajv.compile(WEBHOOK_BODIES[type])]))
+
+/** Throws unless `body` is one of the documented webhook bodies (schemas/webhooks.ts), exactly. */
+export function checkBody(body: unknown): void {
+  const type = (body as { type?: unknown } | null)?.type
+  const validate = bodyValidators.get(type as WebhookEventType)
+  if (validate === undefined) throw new Error(`unknown webhook type ${String(type)}`)
+  if (!validate(body))
+    throw new Error(`${String(type)} body differs from its schema: ${ajv.errorsText(validate.errors)}`)
+}
 
 export interface Received {
   headers: IncomingHttpHeaders
@@ -45,7 +63,10 @@ export async function webhookReceiver(
     url: `http://127.0.0.1:${port}/hooks`,
     port,
     received,
-    /** The bodies, parsed, of the requests whose signature verifies with `secret` (throws on one that does not). */
+    /**
+     * The bodies, parsed, of the requests: each one's signature verified with `secret` and its body
+     * checked against its documented schema (throws on one that fails either).
+     */
     verified(secret: string): Array<{ type: string; timestamp: string; data: Record<string, unknown> }> {
       const wh = new Webhook(secret)
       return received.map(
