@@ -16,8 +16,9 @@ export function checkBody(body: unknown): void {
   const type = (body as { type?: unknown } | null)?.type
   const validate = bodyValidators.get(type as WebhookEventType)
   if (validate === undefined) throw new Error(`unknown webhook type ${String(type)}`)
-  if (!validate(body))
+  if (!validate(body)) {
     throw new Error(`${String(type)} body differs from its schema: ${ajv.errorsText(validate.errors)}`)
+  }
 }
 
 export interface Received {
