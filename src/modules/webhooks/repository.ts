@@ -258,7 +258,7 @@ export function createWebhooksRepository(db: Db) {
                     nextAttemptAt: sql`now() + make_interval(secs => ${result.retryInSeconds})`
                   }
           )
-          // A redelivery asked for meanwhile stays asked for.
+          // Unless another process has claimed the next attempt since (this claim's lease ran out).
           .where(and(eq(webhookDeliveries.id, delivery.id), eq(webhookDeliveries.attempts, delivery.attempt)))
       })
     },
