@@ -10,6 +10,7 @@ import { isEntryPoint, parseCommandLine } from './entry.js'
 import { CODE, meaningOf } from '../../schemas/error-codes.js'
 import { STEP_NAMES } from '../../schemas/failures.js'
 import { SUPPLY_POINT_CHECKS } from '../../schemas/common.js'
+import { DELIVERY_STATES, WEBHOOK_EVENT_TYPES } from '../../schemas/webhooks.js'
 
 export interface AdminIO {
   env: Record<string, string | undefined>
@@ -53,7 +54,9 @@ const OPTIONS = {
   step: { type: 'string' },
   code: { type: 'string' },
   limit: { type: 'string' },
-  watch: { type: 'boolean' }
+  watch: { type: 'boolean' },
+  events: { type: 'string' },
+  state: { type: 'string' }
 } as const
 
 type OptionName = keyof typeof OPTIONS
@@ -70,7 +73,10 @@ const SUPPLIER_OPTIONS: OptionName[] = [
 ]
 
 const OPTION_HELP: Record<OptionName, [string, string]> = {
-  organisation: ['--organisation <name>', 'Owning organisation (required for create-supplier).'],
+  organisation: [
+    '--organisation <name>',
+    'Owning organisation (required for create-supplier; filters list-api-keys and webhooks list).'
+  ],
   'document-root': ['--document-root <path>', 'Relative prefix in the document bucket ("" for the root).'],
   status: ['--status <Ongoing|Paused|Complete>', 'Migration status (create default: Ongoing).'],
   'send-migration-emails': ['--send-migration-emails <true|false>', 'Send migration e-mails (create default: false).'],
@@ -93,8 +99,16 @@ const OPTION_HELP: Record<OptionName, [string, string]> = {
   ],
   step: ['--step <step>', `Only failures of this step: ${STEP_NAMES.join(', ')}.`],
   code: ['--code <code>', 'Only failures holding this error code (e.g. invalid_postcode).'],
-  limit: ['--limit <n>', 'Failure records to list (one per account and step), 1–10000 (default 50).'],
+  limit: [
+    '--limit <n>',
+    'How many to list: failure records (one per account and step) 1–10000, webhook deliveries 1–1000 (default 50).'
+  ],
   watch: ['--watch', 'Redraw every few seconds until Ctrl-C.'],
+  events: [
+    '--events <a,b,…>',
+    `Event types the endpoint receives (default: every one): ${WEBHOOK_EVENT_TYPES.join(', ')}.`
+  ],
+  state: ['--state <state>', `Only deliveries in this state: ${DELIVERY_STATES.join(', ')}.`],
   help: ['-h, --help', 'Show help (for a command: <command> --help).']
 }
 
@@ -487,6 +501,127 @@ function renderApiKey(key: CreatedApiKey): string {
   )
 }
 
+interface WebhookEndpoint {
+  id: string
+  organisation: string
+  url: string
+  events: string[]
+  createdAt: string
+}
+
+interface WebhookDelivery {
+  id: string
+  eventId: string
+  event: string
+  state: string
+  attempts: number
+  lastStatus: number | null
+  lastError: string | null
+  nextAttemptAt: string | null
+  createdAt: string
+}
+
+const WEBHOOK_ENDPOINT_SELECTION = 'id organisation url events createdAt'
+const WEBHOOK_DELIVERY_SELECTION = 'id eventId event state attempts lastStatus lastError nextAttemptAt createdAt'
+
+/** The event types given with --events (every one when omitted), each checked before anything is sent. */
+function parseEvents(flags: Flags): string[] {
+  const value = stringFlag(flags, 'events')
+  if (value === undefined) return [...WEBHOOK_EVENT_TYPES]
+  const events = value
+    .split(',')
+    .map((e) => e.trim())
+    .filter((e) => e !== '')
+  if (events.length === 0) throw new UsageError(`--events needs at least one of ${WEBHOOK_EVENT_TYPES.join(', ')}`)
+  const unknown = events.filter((e) => !(WEBHOOK_EVENT_TYPES as readonly string[]).includes(e))
+  if (unknown.length > 0) {
+    throw new UsageError(
+      `--events: unknown event type ${unknown.map((e) => `"${e}"`).join(', ')}; event types are ${WEBHOOK_EVENT_TYPES.join(', ')}`
+    )
+  }
+  return events
+}
+
+/** An endpoint's events, or "all" when it receives every event type. */
+const showEvents = (events: string[]) =>
+  WEBHOOK_EVENT_TYPES.every((e) => events.includes(e)) ? 'all' : events.join(', ')
+
+function renderCreatedWebhook(endpoint: WebhookEndpoint & { secret: string }): string {
+  return (
+    keyValues(`Webhook endpoint created for organisation ${endpoint.organisation}`, [
+      ['id', endpoint.id],
+      ['organisation', endpoint.organisation],
+      ['url', endpoint.url],
+      ['events', showEvents(endpoint.events)],
+      ['created at', endpoint.createdAt]
+    ]) +
+    [
+      '',
+      '  Signing secret (shown only now — store it securely, it cannot be shown again):',
+      '',
+      `    ${endpoint.secret}`,
+      '',
+      "  The receiver verifies each delivery's webhook-signature with it (docs/webhooks.md).",
+      `  Remove the endpoint with: ${PROGRAM} webhooks remove ${endpoint.id}`,
+      ''
+    ].join('\n')
+  )
+}
+
+function renderWebhookEndpoints(endpoints: WebhookEndpoint[], organisation: string | undefined): string {
+  if (endpoints.length === 0) {
+    return organisation === undefined ? 'No webhook endpoints.\n' : `No webhook endpoints for ${organisation}.\n`
+  }
+  return (
+    table(
+      ['ID', 'ORGANISATION', 'URL', 'EVENTS', 'CREATED'],
+      endpoints.map((e) => [e.id, e.organisation, e.url, showEvents(e.events), e.createdAt])
+    ) + `\n${plural(endpoints.length, 'webhook endpoint')}\n`
+  )
+}
+
+/** The last attempt's outcome: its error, else its HTTP status; "-" before the first attempt. */
+const lastOutcome = (d: WebhookDelivery) => d.lastError ?? (d.lastStatus !== null ? `HTTP ${d.lastStatus}` : '-')
+
+function renderDeliveries(endpointId: string, deliveries: WebhookDelivery[], flags: Flags, limit: number): string {
+  const state = stringFlag(flags, 'state')?.trim().toUpperCase()
+  const which = state === undefined ? '' : ` in state ${state}`
+  if (deliveries.length === 0) return `No deliveries${which} to webhook endpoint ${endpointId}.\n`
+  const shown = deliveries.slice(0, limit)
+  const more = deliveries.length > limit ? ` (the newest ${limit}; --limit for more)` : ''
+  const failed = shown.find((d) => d.state === 'FAILED')
+  return (
+    `Deliveries${which} to webhook endpoint ${endpointId}, newest first${more}:\n\n` +
+    table(
+      ['ID', 'EVENT', 'STATE', 'ATTEMPTS', 'LAST STATUS/ERROR', 'NEXT ATTEMPT', 'CREATED'],
+      shown.map((d) => [
+        d.id,
+        d.event,
+        d.state,
+        String(d.attempts),
+        lastOutcome(d),
+        d.nextAttemptAt ?? '-',
+        d.createdAt
+      ])
+    ) +
+    (failed ? `\nTry a FAILED one again with: ${PROGRAM} webhooks redeliver ${failed.id}\n` : '')
+  )
+}
+
+function renderRedelivery(d: WebhookDelivery): string {
+  return (
+    keyValues(`Webhook delivery ${d.id} is due again`, [
+      ['id', d.id],
+      ['webhook-id', d.eventId],
+      ['event', d.event],
+      ['state', d.state],
+      ['attempts so far', String(d.attempts)],
+      ['last status/error', lastOutcome(d)],
+      ['next attempt', d.nextAttemptAt ?? '-']
+    ]) + `\nOne more attempt is made at once, with the same webhook-id (${d.eventId}).\n`
+  )
+}
+
 // ---------------------------------------------------------------------------------------------
 // Commands
 
@@ -816,6 +951,80 @@ const COMMANDS: Command[] = [
             ['NAME', 'ID'],
             data.operationsTeams.map((o) => [o.name, o.id])
           ) + `\n${plural(data.operationsTeams.length, 'operations team')}\n`
+  }),
+  defineCommand<{ createWebhookEndpoint: WebhookEndpoint & { secret: string } }>({
+    name: 'webhooks add',
+    args: ['<organisation>', '<url>'],
+    options: ['events'],
+    summary:
+      'Register a webhook endpoint for an organisation (at most 10 each; https:// and public addresses only). Prints its signing secret this once.',
+    build: ([organisation, url], flags) => ({
+      query: `mutation CreateWebhookEndpoint($input: CreateWebhookEndpointInput!) { createWebhookEndpoint(input: $input) { ${WEBHOOK_ENDPOINT_SELECTION} secret } }`,
+      variables: { input: { organisation, url, events: parseEvents(flags) } }
+    }),
+    render: (data) => renderCreatedWebhook(data.createWebhookEndpoint)
+  }),
+  defineCommand<{ webhookEndpoints: WebhookEndpoint[] }>({
+    name: 'webhooks list',
+    args: [],
+    options: ['organisation'],
+    summary: 'List webhook endpoints, oldest first (never their secrets), optionally of one organisation.',
+    build: (_args, flags) => ({
+      query: `query WebhookEndpoints($o: String) { webhookEndpoints(organisation: $o) { ${WEBHOOK_ENDPOINT_SELECTION} } }`,
+      variables: { o: stringFlag(flags, 'organisation') ?? null }
+    }),
+    render: (data, _args, flags) => renderWebhookEndpoints(data.webhookEndpoints, stringFlag(flags, 'organisation'))
+  }),
+  defineCommand<{ deleteWebhookEndpoint: WebhookEndpoint }>({
+    name: 'webhooks remove',
+    args: ['<endpoint-id>'],
+    options: [],
+    summary: 'Remove a webhook endpoint and its delivery records; nothing more is sent to it.',
+    build: ([id]) => ({
+      query: `mutation DeleteWebhookEndpoint($input: DeleteWebhookEndpointInput!) { deleteWebhookEndpoint(input: $input) { ${WEBHOOK_ENDPOINT_SELECTION} } }`,
+      variables: { input: { id } }
+    }),
+    render: (data) =>
+      keyValues('Webhook endpoint removed, with its delivery records', [
+        ['id', data.deleteWebhookEndpoint.id],
+        ['organisation', data.deleteWebhookEndpoint.organisation],
+        ['url', data.deleteWebhookEndpoint.url]
+      ])
+  }),
+  defineCommand<{ webhookDeliveries: WebhookDelivery[] }>({
+    name: 'webhooks deliveries',
+    args: ['<endpoint-id>'],
+    options: ['state', 'limit'],
+    summary: "A webhook endpoint's deliveries, newest first (kept 30 days): state, attempts, the last answer or error.",
+    build([endpointId], flags) {
+      const given = stringFlag(flags, 'state')
+      const state = given === undefined ? undefined : DELIVERY_STATES.find((s) => s === given.trim().toUpperCase())
+      if (given !== undefined && state === undefined) {
+        throw new UsageError(`--state must be one of ${DELIVERY_STATES.join(', ')}, not "${given}"`)
+      }
+      const limit = integerFlag(flags, 'limit', 1, 1000, 50)
+      return {
+        query: `query WebhookDeliveries($id: ID!, $state: String, $first: Int) { webhookDeliveries(endpointId: $id, state: $state, first: $first) { ${WEBHOOK_DELIVERY_SELECTION} } }`,
+        // One more than shown says whether there are more.
+        variables: { id: endpointId, state: state ?? null, first: Math.min(limit + 1, 1000) }
+      }
+    },
+    render: (data, [endpointId], flags) =>
+      renderDeliveries(endpointId!, data.webhookDeliveries, flags, integerFlag(flags, 'limit', 1, 1000, 50)),
+    json: (data, flags) => ({
+      webhookDeliveries: data.webhookDeliveries.slice(0, integerFlag(flags, 'limit', 1, 1000, 50))
+    })
+  }),
+  defineCommand<{ redeliverWebhook: WebhookDelivery }>({
+    name: 'webhooks redeliver',
+    args: ['<delivery-id>'],
+    options: [],
+    summary: 'Make a webhook delivery (FAILED, DELIVERED or PENDING) due again now: one more attempt, same webhook-id.',
+    build: ([deliveryId]) => ({
+      query: `mutation RedeliverWebhook($input: RedeliverWebhookInput!) { redeliverWebhook(input: $input) { ${WEBHOOK_DELIVERY_SELECTION} } }`,
+      variables: { input: { deliveryId } }
+    }),
+    render: (data) => renderRedelivery(data.redeliverWebhook)
   })
 ]
 
@@ -852,6 +1061,9 @@ function generalHelp(): string {
     'Failure and progress options (failures, progress):',
     ...optionLines(['step', 'code', 'limit', 'watch']),
     '',
+    'Webhook options (webhooks add, webhooks deliveries; --limit too):',
+    ...optionLines(['events', 'state']),
+    '',
     'Options of every command:',
     ...optionLines(GLOBAL_OPTIONS),
     '',
@@ -875,10 +1087,46 @@ function commandHelp(c: Command): string {
 // ---------------------------------------------------------------------------------------------
 // Running
 
-function findCommand(name: string): Command {
+/** Commands of two words, such as `webhooks add`: the first word names the group. */
+const GROUPS = [...new Set(COMMANDS.filter((c) => c.name.includes(' ')).map((c) => c.name.split(' ')[0]!))]
+const subcommands = (group: string) =>
+  COMMANDS.filter((c) => c.name.startsWith(`${group} `)).map((c) => c.name.slice(group.length + 1))
+
+/**
+ * The command the first positionals name (one word, or a group and its subcommand), and the
+ * arguments after it.
+ */
+function findCommand(positionals: string[]): { command: Command; args: string[] } {
+  const [name, ...rest] = positionals
+  if (name !== undefined && GROUPS.includes(name)) {
+    const [sub, ...args] = rest
+    if (sub === undefined) {
+      throw new UsageError(
+        `${name} needs one of ${subcommands(name).join(', ')} (run "${PROGRAM} help ${name}" for their usage)`
+      )
+    }
+    const command = COMMANDS.find((c) => c.name === `${name} ${sub}`)
+    if (!command) {
+      throw new UsageError(`unknown ${name} command "${sub}": one of ${subcommands(name).join(', ')}`)
+    }
+    return { command, args }
+  }
   const command = COMMANDS.find((c) => c.name === name)
   if (!command) throw new UsageError(`unknown command "${name}" (run "${PROGRAM} help" for the list of commands)`)
-  return command
+  return { command, args: rest }
+}
+
+/** The help of a group: each of its commands' usage and summary. */
+function groupHelp(group: string): string {
+  const commands = COMMANDS.filter((c) => c.name.startsWith(`${group} `))
+  return [
+    `Usage: ${PROGRAM} ${group} <${subcommands(group).join('|')}> [arguments] [options]`,
+    '',
+    ...commands.flatMap((c) => [`  ${usageLine(c)}`, `      ${c.summary}`]),
+    '',
+    `Options of one: ${PROGRAM} help ${group} <command>`,
+    ''
+  ].join('\n')
 }
 
 /** Arguments and options must fit the command, checked before anything is sent. */
@@ -976,7 +1224,7 @@ export async function runAdmin(argv: string[], io: AdminIO): Promise<number> {
   let loggingIn = false
   try {
     const { positionals, flags } = parseCommandLine<Flags>(argv, OPTIONS, (message) => new UsageError(message))
-    const [name, ...args] = positionals
+    const [name, ...rest] = positionals
 
     if (name === undefined) {
       if (flags.help) {
@@ -986,12 +1234,18 @@ export async function runAdmin(argv: string[], io: AdminIO): Promise<number> {
       io.stderr(generalHelp())
       return 2
     }
-    if (name === 'help') {
-      if (args.length > 1) throw new UsageError('help takes at most one command name')
-      io.stdout(args[0] === undefined ? generalHelp() : commandHelp(findCommand(args[0])))
+    if (name === 'help' || (flags.help && GROUPS.includes(name) && rest.length === 0)) {
+      const topic = name === 'help' ? rest : [name]
+      const group = topic.length === 1 && GROUPS.includes(topic[0]!)
+      if (topic.length > (GROUPS.includes(topic[0] ?? '') ? 2 : 1)) {
+        throw new UsageError('help takes at most one command name')
+      }
+      io.stdout(
+        topic.length === 0 ? generalHelp() : group ? groupHelp(topic[0]!) : commandHelp(findCommand(topic).command)
+      )
       return 0
     }
-    const command = findCommand(name)
+    const { command, args } = findCommand(positionals)
     if (flags.help) {
       io.stdout(commandHelp(command))
       return 0
