@@ -40,6 +40,12 @@ export interface CodeSpec {
   readonly meaning: string
   /** The steps (STEP_NAMES of schemas/failures.ts) whose failure records can carry it; [] when not tied to a step. */
   readonly steps: readonly Step[]
+  /**
+   * For a 429 or 503 code: the seconds its answer's `Retry-After` asks the client to wait, unless
+   * the answer sets its own (a rate limit's: the seconds until its window resets). Every 429 and
+   * 503 code has one (src/plugins/errors.ts sends it).
+   */
+  readonly retryAfterSeconds?: number
 }
 
 // Failure records keep 400 and 500 answers only (except the codes src/modules/failures/service.ts leaves out).
@@ -801,7 +807,17 @@ export const ERROR_CODES = {
     steps: NO_STEP,
     detail: 'The database is not answering.',
     meaning:
-      'The service cannot reach its database; wait for it to come back (the operator is told by the readiness probe).'
+      'The service cannot reach its database; wait for it to come back (the operator is told by the readiness probe).',
+    retryAfterSeconds: 5
+  },
+  service_stopping: {
+    status: 503,
+    kind: 'top',
+    steps: NO_STEP,
+    detail: 'The server is stopping. Retry shortly.',
+    meaning:
+      'The server process is shutting down and takes no new requests; send the request again (another process, or this one restarted, takes it).',
+    retryAfterSeconds: 2
   },
   start_date_later_than_end_date: {
     status: 400,
@@ -823,7 +839,9 @@ export const ERROR_CODES = {
     kind: 'top',
     steps: NO_STEP,
     detail: 'Request was throttled. Expected available in {seconds} seconds.',
-    meaning: 'Too many requests in the last minute; wait the seconds of the Retry-After header and send it again.'
+    meaning: 'Too many requests in the last minute; wait the seconds of the Retry-After header and send it again.',
+    // The longest a window lasts; the rate limit sets the seconds until its window resets.
+    retryAfterSeconds: 60
   },
 
   token_expired: {
@@ -838,7 +856,10 @@ export const ERROR_CODES = {
     kind: 'top',
     steps: NO_STEP,
     detail: 'Too many accounts of this import supplier are being processed. Retry shortly.',
-    meaning: "The supplier's limit of accounts created at once is reached; retry after the Retry-After header's second."
+    meaning:
+      "The supplier's limit of accounts created at once is reached; retry after the Retry-After header's second.",
+    // A create holds its slot for well under a second.
+    retryAfterSeconds: 1
   },
   too_many_jobs: {
     status: 429,
@@ -846,7 +867,9 @@ export const ERROR_CODES = {
     steps: NO_STEP,
     detail: 'Your organisation already has {count} import jobs queued, running or paused. Retry when one has finished.',
     meaning:
-      "The organisation's limit of import jobs running at once is reached; start this one after another has finished (Retry-After says when to ask again)."
+      "The organisation's limit of import jobs running at once is reached; start this one after another has finished (Retry-After says when to ask again).",
+    // Jobs run for minutes: asking again every 10 s starts this one soon after a slot frees, at the cost of one cheap request.
+    retryAfterSeconds: 10
   },
   too_many_lines: {
     status: 413,

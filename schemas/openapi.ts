@@ -1,6 +1,7 @@
-import { Type } from 'typebox'
+import { Type, type TSchema } from 'typebox'
 import { ItemBasedDocument, PeriodBasedDocument } from './billing-documents.js'
 import { ErrorBody, ErrorEntry } from './common.js'
+import { CODE, ERROR_CODES, type CodeSpec } from './error-codes.js'
 import { ERROR_EXAMPLE } from './examples.js'
 import { Note } from './notes.js'
 import {
@@ -93,11 +94,46 @@ export const DOCUMENTED_RULES = new Map<object, Record<string, unknown>>([
 /** Who may call the data-import operations (every route under /v1/data-import declares it). */
 export const CLIENT_TOKEN = [{ clientToken: [] }]
 
+/** `Retry-After` of every 429 and 503 answer (src/errors.ts `errorHeaders`). */
+export const RetryAfterHeader = Type.Integer({
+  minimum: 1,
+  description:
+    'Seconds to wait before sending the request again: for a rate limit (`throttled`) until its window resets, otherwise by code: ' +
+    Object.entries(ERROR_CODES as Record<string, CodeSpec>)
+      .filter(([code, spec]) => spec.retryAfterSeconds !== undefined && code !== CODE.throttled)
+      .map(([code, spec]) => `\`${code}\` ${spec.retryAfterSeconds} s`)
+      .join(', ') +
+    '.'
+})
+
+/** The headers of a request-rate limit's 429 (`throttled`; src/plugins/rate-limits.ts), as the IETF draft names them. */
+export const RateLimitHeaders = {
+  'RateLimit-Limit': Type.Integer({
+    minimum: 0,
+    description: 'Requests the limit allows per window (on `throttled` answers only).'
+  }),
+  'RateLimit-Remaining': Type.Integer({
+    minimum: 0,
+    description: 'Requests left in the current window: 0 (on `throttled` answers only).'
+  }),
+  'RateLimit-Reset': Type.Integer({
+    minimum: 1,
+    description: 'Seconds until the window resets (on `throttled` answers only).'
+  })
+}
+
 /**
  * One shared response per error status, referenced as `#/components/responses/<name>`. Every
- * 4xx/5xx body is `ErrorBody`; some endpoints add fields of their own.
+ * 4xx/5xx body is `ErrorBody`; some endpoints add fields of their own. `headers`: the response
+ * headers it documents, each a schema with its description.
  */
-export const ERROR_RESPONSES: Record<string, { name: string; description: string; retryAfter?: true; allow?: true }> = {
+export interface ErrorResponse {
+  name: string
+  description: string
+  headers?: Record<string, TSchema>
+}
+
+export const ERROR_RESPONSES: Record<string, ErrorResponse> = {
   400: {
     name: 'BadRequest',
     description: 'The request is invalid: `errors` lists every problem (`attr` is the path of the input).'
@@ -116,7 +152,7 @@ export const ERROR_RESPONSES: Record<string, { name: string; description: string
     name: 'MethodNotAllowed',
     description:
       'The path does not serve this method (`method_not_allowed`); the `Allow` header lists those it serves.',
-    allow: true
+    headers: { Allow: Type.String({ description: 'The methods the path serves.' }) }
   },
   408: {
     name: 'RequestTimeout',
@@ -135,8 +171,8 @@ export const ERROR_RESPONSES: Record<string, { name: string; description: string
   429: {
     name: 'TooManyRequests',
     description:
-      "A rate limit (`throttled`) or the supplier's concurrent creates (`too_many_accounts_processing`); retry after `Retry-After` seconds.",
-    retryAfter: true
+      "A request-rate limit (`throttled`, which also carries the `RateLimit-*` headers), the supplier's concurrent creates (`too_many_accounts_processing`) or the organisation's import jobs (`too_many_jobs`); send the request again after `Retry-After` seconds.",
+    headers: { 'Retry-After': RetryAfterHeader, ...RateLimitHeaders }
   },
   431: {
     name: 'RequestHeaderFieldsTooLarge',
@@ -146,7 +182,9 @@ export const ERROR_RESPONSES: Record<string, { name: string; description: string
   500: { name: 'ServerError', description: 'A server error (`server_error`); the body adds `request_id`.' },
   503: {
     name: 'ServiceUnavailable',
-    description: 'The server is stopping, or (readiness) the database does not answer.'
+    description:
+      'The server is stopping (`service_stopping`), or (readiness) the database does not answer (`service_unavailable`); send the request again after `Retry-After` seconds.',
+    headers: { 'Retry-After': RetryAfterHeader }
   }
 }
 

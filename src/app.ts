@@ -94,7 +94,8 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     frameworkErrors: frameworkError,
     clientErrorHandler: clientError,
     logController: new AccessLog(),
-    return503OnClosing: true
+    // The errors plugin answers requests that arrive while closing (503 with Retry-After).
+    return503OnClosing: false
   }).withTypeProvider<TypeBoxTypeProvider>()
 
   try {

@@ -123,8 +123,30 @@ export const notFound = <C extends ErrorCode>(code: C, ...args: DetailArgs<C>): 
 /** The body as a whole cannot be read (not JSON, not UTF-8, a pathological shape): one `invalid` at `null`. */
 export const invalidBody = (detail: string): AppError => invalidRequest([problem(CODE.invalid, null, { detail })])
 export const payloadTooLarge = (): AppError => answer(CODE.payload_too_large)
-export const throttled = (retryAfterSeconds: number): AppError =>
-  answer(CODE.throttled, [], { headers: { 'retry-after': String(retryAfterSeconds) } }, { seconds: retryAfterSeconds })
+/**
+ * 429 `throttled` from a request-rate limit: `Retry-After` is the seconds until its window resets
+ * (at least 1), and `headers` the limit's own (src/plugins/rate-limits.ts: `RateLimit-*`).
+ */
+export function throttled(resetSeconds: number, headers: Record<string, string> = {}): AppError {
+  const seconds = Math.max(1, Math.ceil(resetSeconds))
+  return answer(CODE.throttled, [], { headers: { ...headers, 'retry-after': String(seconds) } }, { seconds })
+}
+
+/** Statuses whose answers always carry `Retry-After`. */
+export const RETRY_AFTER_STATUSES: readonly number[] = [429, 503]
+/** `Retry-After` of a 429 or 503 whose code has no wait in the catalogue (another code given such a status). */
+const DEFAULT_RETRY_AFTER_SECONDS = 5
+
+/**
+ * An error's response headers: its own and, for a 429 or 503 without `Retry-After`, the wait of
+ * its code in the catalogue (`retryAfterSeconds`). The error plugin sends every error with these.
+ */
+export function errorHeaders(error: AppError): Record<string, string> {
+  if (!RETRY_AFTER_STATUSES.includes(error.statusCode)) return error.headers
+  if (Object.keys(error.headers).some((name) => name.toLowerCase() === 'retry-after')) return error.headers
+  const spec: CodeSpec | undefined = (ERROR_CODES as Record<string, CodeSpec>)[error.code]
+  return { ...error.headers, 'retry-after': String(spec?.retryAfterSeconds ?? DEFAULT_RETRY_AFTER_SECONDS) }
+}
 
 /** The codes whose wording is the whole detail (`'{detail}'`): those a schema keyword reports, its detail built from the keyword. */
 export type SchemaCode = {

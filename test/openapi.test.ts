@@ -245,7 +245,7 @@ t.test('data-import operations: bearer token, shared error responses', async (t)
   const errorBody = doc.components.schemas.ErrorBody
   t.same(errorBody.required, ['detail', 'code', 'errors'])
   t.same(doc.components.schemas.ErrorEntry.required, ['detail', 'code', 'attr'])
-  t.same(doc.components.responses.TooManyRequests.headers['Retry-After'].schema, { type: 'integer' })
+  t.same(doc.components.responses.TooManyRequests.headers['Retry-After'].schema, { type: 'integer', minimum: 1 })
 
   const dataImport = operations(doc).filter(({ path }) => path.startsWith('/v1/data-import/'))
   const served = routes

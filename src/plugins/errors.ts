@@ -3,7 +3,16 @@ import type { Duplex } from 'node:stream'
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import { pgErrorCode } from '../db/index.js'
-import { AppError, answer, entriesFromAjv, invalidBody, invalidRequest, payloadTooLarge, problem } from '../errors.js'
+import {
+  AppError,
+  answer,
+  entriesFromAjv,
+  errorHeaders,
+  invalidBody,
+  invalidRequest,
+  payloadTooLarge,
+  problem
+} from '../errors.js'
 import type { ErrorBody } from '../../schemas/common.js'
 import { CODE } from '../../schemas/error-codes.js'
 
@@ -18,7 +27,7 @@ function send(reply: FastifyReply, status: number, body: ErrorBody, headers: Rec
   reply.code(status).headers(headers).type('application/json; charset=utf-8').send(body)
 }
 
-/** Sends an `AppError` as the contract's body; 5xx also carry the request id. */
+/** Sends an `AppError` as the contract's body; 5xx also carry the request id, 429 and 503 `Retry-After` (errorHeaders). */
 export function sendError(reply: FastifyReply, request: FastifyRequest, error: AppError): void {
   send(
     reply,
@@ -30,7 +39,7 @@ export function sendError(reply: FastifyReply, request: FastifyRequest, error: A
       ...error.extra,
       ...(error.statusCode >= 500 ? { request_id: request.id } : {})
     },
-    error.headers
+    errorHeaders(error)
   )
 }
 
@@ -131,9 +140,24 @@ export function clientError(this: FastifyInstance, err: NodeJS.ErrnoException, s
   socket.destroy()
 }
 
-/** The one place errors become the contract's body. 5xx are logged with the request id and masked. */
+/**
+ * The one place errors become the contract's body. 5xx are logged with the request id and masked.
+ * Once the app is closing, new requests are answered 503 `service_stopping` (with `Retry-After`)
+ * before anything else runs, in place of Fastify's own `return503OnClosing` answer, which has
+ * neither the contract's body nor `Retry-After`.
+ */
 export default fp(
   async function errorsPlugin(app: FastifyInstance) {
+    let closing = false
+    app.addHook('preClose', async function refuseFromNowOn() {
+      closing = true
+    })
+    app.addHook('onRequest', async function refuseWhileClosing(request, reply) {
+      if (!closing) return
+      sendError(reply, request, answer(CODE.service_stopping))
+      return reply
+    })
+
     app.setErrorHandler(function handleError(error: unknown, request, reply) {
       const appError = toAppError(error as FastifyError, request)
       if (appError) {

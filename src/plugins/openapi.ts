@@ -349,19 +349,19 @@ function finishDocument({ openapiObject }: { openapiObject: OpenApiDocument }) {
 /** `components.responses`: one per error status, all with the contract's error body. */
 function errorResponses() {
   return Object.fromEntries(
-    Object.values(ERROR_RESPONSES).map(({ name, description, retryAfter, allow }) => [
+    Object.values(ERROR_RESPONSES).map(({ name, description, headers }) => [
       name,
       {
         description,
-        ...(retryAfter
+        ...(headers
           ? {
-              headers: {
-                'Retry-After': { description: 'Seconds to wait before retrying.', schema: { type: 'integer' } }
-              }
+              headers: Object.fromEntries(
+                Object.entries(headers).map(([header, schema]) => {
+                  const { description: about, ...rest } = toOpenApiSchema(schema) as SchemaObject
+                  return [header, { description: about, schema: rest }]
+                })
+              )
             }
-          : {}),
-        ...(allow
-          ? { headers: { Allow: { description: 'The methods the path serves.', schema: { type: 'string' } } } }
           : {}),
         content: { 'application/json': { schema: { $ref: '#/components/schemas/ErrorBody' } } }
       }

@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { CODE, ERROR_CODES } from '../../../schemas/error-codes.js'
 import { HealthResponses, ReadyResponses } from '../../../schemas/health.js'
-import { answer } from '../../errors.js'
+import { answer, errorHeaders } from '../../errors.js'
 
 /** `GET /healthz` (the process is alive) and `GET /readyz` (the database answers); no token. */
 const healthRoutes: FastifyPluginAsyncTypebox = async function healthRoutes(app) {
@@ -34,8 +34,12 @@ const healthRoutes: FastifyPluginAsyncTypebox = async function healthRoutes(app)
         return { status: 'ok' as const, database: app.database.kind }
       } catch (err) {
         request.log.warn({ err }, 'database not ready')
-        const { message: detail, code, errors } = answer(CODE.service_unavailable)
-        return reply.code(ERROR_CODES.service_unavailable.status).send({ detail, code, errors })
+        const error = answer(CODE.service_unavailable)
+        const { message: detail, code, errors } = error
+        return reply
+          .code(ERROR_CODES.service_unavailable.status)
+          .headers(errorHeaders(error))
+          .send({ detail, code, errors })
       }
     }
   )

@@ -9,8 +9,6 @@ import { linesOf, PartError } from './lines.js'
 import { createImportJobsRepository, type JobRow, type ResultRow } from './repository.js'
 import type { Db } from '../../db/index.js'
 
-/** Seconds a client is told to wait before starting another job when its organisation has its maximum running. */
-const TOO_MANY_JOBS_RETRY_SECONDS = 60
 /** Results read per statement when a job's results or failed lines are streamed. */
 const PAGE_LINES = 2000
 /** How far back the rate looks. */
@@ -121,12 +119,8 @@ export function createImportJobsService(db: Db, limits: ImportJobsLimits, onStar
     const refusal = await repo.start(job.id, principal.organisationId, limits.perOrganisation)
     if (refusal === 'closed') throw notOpen((await repo.job(job.id, null))?.state ?? job.state)
     if (refusal === 'busy') {
-      throw answer(
-        CODE.too_many_jobs,
-        [],
-        { headers: { 'retry-after': String(TOO_MANY_JOBS_RETRY_SECONDS) } },
-        { count: limits.perOrganisation }
-      )
+      // Retry-After: the code's wait in the catalogue.
+      throw answer(CODE.too_many_jobs, [], {}, { count: limits.perOrganisation })
     }
     onStarted()
     return jobObject((await repo.job(job.id, null))!)

@@ -37,10 +37,8 @@ import { createImportsRepository, type ListRow, type Lookup, type ProcessList, t
 
 const inProgress = (): AppError => accountFailed([problem(CODE.account_import_in_progress, null)])
 
-/** A creation is short: a client should try again in about a second. */
-const RETRY_AFTER_SECONDS = 1
-const tooManyProcessing = (): AppError =>
-  answer(CODE.too_many_accounts_processing, [], { headers: { 'retry-after': String(RETRY_AFTER_SECONDS) } })
+/** Retry-After: the code's wait in the catalogue (a creation is short: about a second). */
+const tooManyProcessing = (): AppError => answer(CODE.too_many_accounts_processing)
 
 const dryRunRolledBack = (): AppError => answer(CODE.dry_run_rolled_back)
 
