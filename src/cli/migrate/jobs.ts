@@ -3,7 +3,7 @@ import { basename } from 'node:path'
 import { Readable, Transform } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
 import type { ReadableStream as WebReadableStream } from 'node:stream/web'
-import { CODE } from '../../../schemas/error-codes.js'
+import { CODE, ERROR_CODES } from '../../../schemas/error-codes.js'
 import { isObject } from '../http.js'
 import {
   DEFAULT_PART_BYTES,
@@ -608,7 +608,7 @@ async function start(
       return 0
     }
     if (answer.status === 429 && hasCode(answer.body, CODE.too_many_jobs)) {
-      const wait = retryAfterMs(answer.retryAfter ?? null) ?? 60_000
+      const wait = retryAfterMs(answer.retryAfter ?? null) ?? ERROR_CODES.too_many_jobs.retryAfterSeconds * 1000
       io.stderr(
         `Your organisation has the most import jobs going at once that the service allows: waiting ${duration(wait)} to start job ${id} (Ctrl-C stops waiting; the job stays uploaded, OPEN: run the same command again to start it)\n`
       )

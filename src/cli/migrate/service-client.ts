@@ -1,8 +1,8 @@
 /**
  * The migration client's HTTP side: one organisation token obtained with the API key through
  * GraphQL `obtainToken`, renewed with the refresh token before it expires (and once on a 401),
- * and requests that ride out 429 (`Retry-After`), 5xx and network failures with exponential
- * backoff and jitter. A 4xx other than 429 is an answer, never retried (a 401 only after renewing
+ * and requests that ride out 429 and 503 (their `Retry-After`), 5xx and network failures with
+ * exponential backoff and jitter. A 4xx other than 429 is an answer, never retried (a 401 only after renewing
  * the token).
  */
 import { CLIENT_CODE } from '../../../schemas/error-codes.js'
@@ -355,6 +355,9 @@ export function createServiceClient(options: ServiceClientOptions) {
         await sleep(wait + random() * 250) // a little jitter, so waiting clients do not come back at once
         continue
       }
+      // A 503's Retry-After is waited before anything else (a stopping server, a database away).
+      const unavailableFor = status === 503 ? retryAfterMs(response.headers.get('retry-after')) : undefined
+      if (unavailableFor !== undefined) await sleep(Math.min(unavailableFor, policy.maxRetryAfterMs) + random() * 250)
       if (status === 503) {
         const service = await waitForService()
         if (service === 'back') continue
@@ -364,7 +367,8 @@ export function createServiceClient(options: ServiceClientOptions) {
       if (retryable && ++failures < policy.maxAttempts) {
         if (status >= 500) counts.serverErrors++
         else counts.inProgress++
-        await sleep(backoff(failures))
+        // A 503 whose Retry-After was waited is tried again at once.
+        if (unavailableFor === undefined) await sleep(backoff(failures))
         continue
       }
       const retryAfter = response.headers.get('retry-after')
