@@ -1,5 +1,6 @@
 import { spawn } from 'node:child_process'
 import t from 'tap'
+import { webhookEvents } from '../drizzle/schema/index.js'
 import { runAdmin } from '../src/cli/admin.js'
 import { projectRoot } from '../src/paths.js'
 import { buildTestApp, TEST_OPERATOR_KEY } from './helpers/app.js'
@@ -64,7 +65,9 @@ const UUID = '[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}'
 
 t.test('webhooks commands against the real service (private addresses allowed)', async (t) => {
   // One retry 50 ms after the first attempt, then FAILED: a failing receiver gives a FAILED delivery at once.
-  const { app } = await buildTestApp(t, { env: { WEBHOOK_ALLOW_PRIVATE: '1', WEBHOOK_RETRY_DELAYS: '0.05' } })
+  const { app, database } = await buildTestApp(t, {
+    env: { WEBHOOK_ALLOW_PRIVATE: '1', WEBHOOK_RETRY_DELAYS: '0.05' }
+  })
   const url = await app.listen({ port: 0, host: '127.0.0.1' })
   const env = { ADMIN_URL: url, OPERATOR_API_KEY: TEST_OPERATOR_KEY }
   const run = (...argv: string[]) => admin(env, argv)
@@ -190,6 +193,8 @@ t.test('webhooks commands against the real service (private addresses allowed)',
   })
 
   t.test('webhooks redeliver: one more attempt with the same webhook-id', async (t) => {
+    // An event older than receivers accept a signature's time to be (Standard Webhooks: 5 minutes).
+    await database.db.update(webhookEvents).set({ occurredAt: new Date(Date.now() - 3600_000) })
     const before = receiver.received.length
     const firstId = receiver.received[0]!.headers['webhook-id']
     const again = await run('webhooks', 'redeliver', '1')
@@ -202,6 +207,9 @@ t.test('webhooks commands against the real service (private addresses allowed)',
     t.equal(lines.at(-2), `One more attempt is made at once, with the same webhook-id (${firstId}).`)
     await receiver.waitFor(before + 1)
     t.equal(receiver.received[before]!.headers['webhook-id'], firstId, 'the same webhook-id')
+    const signedAt = Number(receiver.received[before]!.headers['webhook-timestamp'])
+    t.ok(Math.abs(signedAt - Date.now() / 1000) < 60, 'signed at the time of the attempt, not of the event')
+    t.equal(receiver.verified(secret)[before]!.type, 'import_process.skipped', 'a standard receiver accepts it')
     await until(async () => {
       const res = await run('webhooks', 'deliveries', endpointId, '--state', 'DELIVERED', '--json')
       return JSON.parse(res.stdout).webhookDeliveries.length === 2

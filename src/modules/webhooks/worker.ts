@@ -50,7 +50,9 @@ export function createWebhookWorker(db: Db, log: FastifyBaseLogger, options: Web
   async function attempt(delivery: ClaimedDelivery): Promise<void> {
     const result = await sender.send(delivery.url, delivery.secret, {
       id: `msg_${delivery.eventId}`,
-      timestamp: delivery.occurredAt,
+      // The signature's time is the attempt's: receivers refuse one older than a few minutes
+      // (Standard Webhooks), and a retry or a redelivery can come hours after the event.
+      timestamp: new Date(),
       body: webhookBody(delivery)
     })
     const retryInSeconds = result.delivered ? undefined : options.retryDelays[delivery.attempt - 1]
