@@ -55,6 +55,11 @@ export const TAGS = [
   },
   { name: 'Failures and progress', description: 'What fails, for which accounts, and the migration minute by minute.' },
   { name: 'GraphQL', description: "Tokens, and the operator's configuration." },
+  {
+    name: 'Webhooks',
+    description:
+      'What the service posts to the endpoints an organisation registers (GraphQL createWebhookEndpoint), signed per Standard Webhooks.'
+  },
   { name: 'Operations', description: 'Health, readiness, metrics and this documentation.' }
 ]
 

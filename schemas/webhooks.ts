@@ -93,3 +93,59 @@ for (const type of WEBHOOK_EVENT_TYPES) {
     { additionalProperties: false, description: `The body of the ${type} event.` }
   )
 }
+
+const EVENT_SUMMARIES: Record<WebhookEventType, string> = {
+  'import_process.created': 'An account was created (a single create, a batch entry or an import job line).',
+  'import_process.create_failed': "An account's create failed: the failure record's step, code and errors.",
+  'import_process.dry_run': 'A dry-run create succeeded and was rolled back: nothing was made.',
+  'import_process.skipped': 'The operator skipped an account.',
+  'post_import.written': 'A post-import section was written to a created account (step: the section).',
+  'post_import.failed': 'A post-import request for an account failed: its step, code and errors.',
+  'import_job.completed': 'An import job gave every line its result.',
+  'import_job.cancelled': 'An import job was cancelled; lines without a result are not_processed.'
+}
+
+const header = (name: string, description: string) => ({
+  name,
+  in: 'header',
+  required: true,
+  description,
+  schema: { type: 'string' }
+})
+
+/**
+ * The OpenAPI `webhooks` of the document: what the service posts to a registered endpoint, one
+ * entry per event type, with the Standard Webhooks headers.
+ */
+export function webhookPathItems(): Record<string, unknown> {
+  const headers = [
+    header('webhook-id', 'msg_<n>: the same on every attempt of this event and for every endpoint. Deduplicate on it.'),
+    header('webhook-timestamp', 'Seconds since 1970 when the event happened; the signature covers it.'),
+    header(
+      'webhook-signature',
+      'v1,<base64 HMAC-SHA256 of "<webhook-id>.<webhook-timestamp>.<body>" with the endpoint secret (the base64 after whsec_)>.'
+    )
+  ]
+  return Object.fromEntries(
+    WEBHOOK_EVENT_TYPES.map((type) => [
+      type,
+      {
+        post: {
+          summary: EVENT_SUMMARIES[type],
+          tags: ['Webhooks'],
+          operationId: `webhook_${type.replace('.', '_')}`,
+          // The receiver authenticates the service by the signature, not by a token.
+          security: [],
+          parameters: headers,
+          requestBody: {
+            required: true,
+            content: { 'application/json': { schema: JSON.parse(JSON.stringify(WEBHOOK_BODIES[type])) as unknown } }
+          },
+          responses: {
+            '2XX': { description: 'Received. Anything else, or no answer within 10 s, is retried on the schedule.' }
+          }
+        }
+      }
+    ])
+  )
+}

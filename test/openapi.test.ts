@@ -8,6 +8,7 @@ import { AccountData, CreateRequest } from '../schemas/account.js'
 import { toOpenApiSchema } from '../src/plugins/openapi.js'
 import { daysFromToday, exampleAccount, importedSetup, importSetup, TEAM } from './helpers/accounts.js'
 import { EXAMPLE_ACCOUNT, paymentInstructionExample, REQUEST_EXAMPLES } from '../schemas/examples.js'
+import { WEBHOOK_EVENT_TYPES } from '../schemas/webhooks.js'
 
 // ajv-formats is CommonJS; under NodeNext its default import is the module object.
 const addFormats = ((addFormatsModule as unknown as { default?: typeof addFormatsModule }).default ??
@@ -631,5 +632,23 @@ t.test('every example in the document is valid against the schema it illustrates
         t.equal(payment.example?.vendor, 'STRIPE', 'the payment instruction names the configured vendor')
       } else t.notOk('example' in payment, 'no vendor configured, no valid payment instruction: none is shown')
     })
+  }
+})
+
+t.test('webhooks: every event type, its body schema and the signature headers', async (t) => {
+  const { doc } = await documented(t)
+  const webhooks = doc.webhooks as Record<string, Doc>
+  t.same(Object.keys(webhooks).sort(), [...WEBHOOK_EVENT_TYPES].sort(), 'one entry per event type')
+  const ajv = strictAjv(doc)
+  for (const [type, item] of Object.entries(webhooks)) {
+    const op = item.post
+    t.same(
+      op.parameters.map((p: Doc) => `${p.in}:${p.name}`),
+      ['header:webhook-id', 'header:webhook-timestamp', 'header:webhook-signature'],
+      `${type}: the Standard Webhooks headers`
+    )
+    const schema = op.requestBody.content['application/json'].schema
+    t.equal(schema.properties.type.const, type, `${type}: its body's type`)
+    t.doesNotThrow(() => compileIn(ajv, schema), `${type}: the body schema compiles`)
   }
 })

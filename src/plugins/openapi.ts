@@ -20,6 +20,7 @@ import {
   TAGS
 } from '../../schemas/openapi.js'
 import { REQUEST_EXAMPLES } from '../../schemas/examples.js'
+import { webhookPathItems } from '../../schemas/webhooks.js'
 import { DECIMAL_TEXT } from '../decimal.js'
 import { projectRoot } from '../paths.js'
 
@@ -416,6 +417,8 @@ export default fp(
             'most 15 significant digits) in major units (`"53.24"` is 53 pounds 24 pence), answered as decimal strings.'
         },
         servers: [{ url: '/', description: 'This service' }],
+        // What the service posts to the webhook endpoints organisations register (GraphQL createWebhookEndpoint).
+        webhooks: webhookPathItems() as never,
         tags: TAGS,
         components: {
           securitySchemes: SECURITY_SCHEMES as never,
