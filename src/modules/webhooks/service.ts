@@ -66,7 +66,7 @@ export function createWebhooksService(db: Db, options: { allowPrivate: boolean }
       return `The host ${host} could not be resolved.`
     }
     const refused = addresses.map((a) => addressProblem(a.address, false)).find((p) => p !== undefined)
-    return refused === undefined ? undefined : `The host ${host} resolves to ${refused}`
+    return refused === undefined ? undefined : `The host ${host} is refused: ${refused}`
   }
 
   async function ownEndpoint(caller: WebhookCaller, id: string): Promise<EndpointRow> {
