@@ -1,4 +1,6 @@
 import { execFileSync, spawn } from 'node:child_process'
+import { createServer as createHttpServer } from 'node:http'
+import { createServer as createTcpServer, type AddressInfo, type Socket } from 'node:net'
 import { createWriteStream, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -10,6 +12,7 @@ import { accountWriter } from './ceilings.js'
 import { cpuSplit } from './cpu.js'
 import { rssMb, start } from './processes.js'
 import { exampleAccount } from '../schemas/examples.js'
+import { WEBHOOK_EVENT_TYPES } from '../schemas/webhooks.js'
 
 /**
  * `npm run bench`: load benchmarks of a running server (a separate process) against the
@@ -24,7 +27,9 @@ import { exampleAccount } from '../schemas/examples.js'
  * migrated by the client in batches), BENCH_E2E_SINGLE (2000, one by one), BENCH_PGLITE=0 to skip
  * PGlite. `npm run bench -- --table <results.json>` writes that run's Markdown table again;
  * `npm run bench -- --only dry-run` runs the dry-run row alone, on both databases; `--only jobs` the
- * client's batches, the import job of the same file and the large upload.
+ * client's batches, the import job of the same file and the large upload; `--only webhooks` (PostgreSQL
+ * only) BENCH_WEBHOOKS (2000) accounts migrated by the client three times: without a webhook
+ * endpoint, with one that never answers, and with a healthy local receiver, drained.
  */
 
 const ADMIN_URL = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres'
@@ -34,6 +39,7 @@ const RUNS = Number(process.env.BENCH_RUNS ?? 3)
 const PRELOAD = Number(process.env.BENCH_PRELOAD ?? 50_000)
 const E2E = Number(process.env.BENCH_E2E ?? 20_000)
 const E2E_SINGLE = Number(process.env.BENCH_E2E_SINGLE ?? 2_000)
+const WEBHOOK_ACCOUNTS = Number(process.env.BENCH_WEBHOOKS ?? 2_000)
 const WARMUP_SECONDS = 3
 const LIST_ROWS = 100_000
 const FAILING_ACCOUNTS = 100_000
@@ -72,6 +78,8 @@ interface Row extends Measured {
   note?: string
   /** Compared with a ceiling of its own (the dry-run row: dry-run time over real time). */
   ratio?: number
+  /** Webhooks (c): distinct webhook-ids the receiver got minus the outbox's events of the run. */
+  webhookIdsApart?: number
 }
 
 async function load(url: string, pid: number, options: Partial<autocannon.Options>, per = 1): Promise<Measured> {
@@ -137,7 +145,11 @@ const SUPPLIERS = [
   'BENCH_BIG',
   'BENCH_DRY',
   'BENCH_JOB',
-  'BENCH_UPLOAD'
+  'BENCH_UPLOAD',
+  'BENCH_WH_WARM',
+  'BENCH_WH_NONE',
+  'BENCH_WH_DEAD',
+  'BENCH_WH_LIVE'
 ]
 
 /** Organisation, key, suppliers and team through the operator GraphQL; returns a client token and the key. */
@@ -404,6 +416,184 @@ function generate(file: string, count: number, supplier: string, seed: string): 
   return new Promise((resolve) => out.once('finish', () => resolve()))
 }
 
+/** A loopback TCP server that accepts connections and never answers. */
+async function silentServer() {
+  const sockets = new Set<Socket>()
+  const server = createTcpServer((socket) => {
+    sockets.add(socket)
+    socket.on('error', () => {})
+    socket.on('close', () => sockets.delete(socket))
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hooks`,
+    close: () => {
+      for (const s of sockets) s.destroy()
+      return new Promise<void>((resolve) => server.close(() => resolve()))
+    }
+  }
+}
+
+/** A loopback receiver answering 204 at once, counting requests and distinct webhook-ids. */
+async function countingReceiver() {
+  const ids = new Set<string>()
+  let requests = 0
+  const server = createHttpServer((request, response) => {
+    request.resume()
+    request.on('end', () => {
+      requests++
+      ids.add(String(request.headers['webhook-id']))
+      response.writeHead(204).end()
+    })
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hooks`,
+    ids,
+    requests: () => requests,
+    close: () => {
+      server.closeAllConnections()
+      return new Promise<void>((resolve) => server.close(() => resolve()))
+    }
+  }
+}
+
+/**
+ * `--only webhooks`: WEBHOOK_ACCOUNTS generated accounts with post-import data migrated by the
+ * client's batches, three times on one server (after an unmeasured warm-up migration): (a) with no
+ * webhook endpoint anywhere, (b) with one endpoint that never answers, subscribed to every event,
+ * (c) with a healthy local receiver instead, subscribed to every event, whose queue is then
+ * waited out: its distinct webhook-ids against the outbox's rows of that run, and the time to drain.
+ */
+async function webhooksScenario(
+  url: string,
+  token: string,
+  key: string,
+  sql: postgres.Sql,
+  dir: string,
+  record: (scenario: string, m: Measured, extra?: Partial<Row>) => void,
+  pid: number
+) {
+  const gql = async (query: string, variables: Record<string, unknown>) => {
+    const answer = await json(url, { query, variables }, token)
+    if (answer.errors) throw new Error(JSON.stringify(answer.errors))
+    return answer.data
+  }
+  const addEndpoint = async (target: string) =>
+    (
+      await gql('mutation($i: CreateWebhookEndpointInput!) { createWebhookEndpoint(input: $i) { id } }', {
+        i: { organisation: 'Bench', url: target, events: WEBHOOK_EVENT_TYPES }
+      })
+    ).createWebhookEndpoint.id as string
+  const migrate = async (supplier: string, count = WEBHOOK_ACCOUNTS, seed = `bench-${supplier}`) => {
+    const file = join(dir, `webhooks-${seed}.ndjson`)
+    await generate(file, count, supplier, seed)
+    // CPU per account too: unlike the rate, it hardly moves with the machine's other load.
+    const cpu = cpuSplit(pid, DATABASE)
+    const run = await migrateFile(url, key, file, [])
+    const used = cpu.stop()
+    return { ...run, serverMs: used.serverMs / count, postgresMs: used.postgresMs / count }
+  }
+  const eventsOf = async (supplier: string) =>
+    Number(
+      (await sql`select count(*)::int as n from webhook_events where data->>'import_supplier' = ${supplier}`)[0]!.n
+    )
+  const accounts = `${WEBHOOK_ACCOUNTS.toLocaleString('en')} accounts with post-import data, batches`
+  const rate = (perSecond: number, cpu: { serverMs: number; postgresMs: number }, extra: Partial<Row>) =>
+    record(
+      extra.scenario ?? '',
+      {
+        rps: perSecond,
+        p50: 0,
+        p99: 0,
+        errors: 0,
+        non2xx: 0,
+        peakRssMb: Math.round(rssMb(pid)),
+        serverMs: cpu.serverMs,
+        postgresMs: cpu.postgresMs
+      },
+      { unit: 'accounts/s', perSecond: Math.round(perSecond), ...extra }
+    )
+
+  // Warm-up (unmeasured): the first batches after a start pay for compiling the code they run.
+  await migrate('BENCH_WH_WARM', 500)
+
+  // (a) and (b) alternate, BENCH_RUNS rounds (the machine's load moves between runs); medians reported.
+  type Run = Awaited<ReturnType<typeof migrate>>
+  const rounds: Array<{ none: Run; dead: Run; queued: number }> = []
+  const silent = await silentServer()
+  try {
+    for (let r = 0; r < RUNS; r++) {
+      const none = await migrate('BENCH_WH_NONE', WEBHOOK_ACCOUNTS, `bench-webhooks-none-${r}`)
+      const dead = await addEndpoint(silent.url)
+      const withDead = await migrate('BENCH_WH_DEAD', WEBHOOK_ACCOUNTS, `bench-webhooks-dead-${r}`)
+      const [queued] = await sql`select count(*)::int as n from webhook_deliveries
+        where endpoint_id = ${dead}::uuid and state = 'PENDING'`
+      // Removed with its deliveries: the next round's (a) runs with no endpoint anywhere.
+      await gql('mutation($i: DeleteWebhookEndpointInput!) { deleteWebhookEndpoint(input: $i) { id } }', {
+        i: { id: dead }
+      })
+      rounds.push({ none, dead: withDead, queued: queued!.n })
+      console.log(
+        `webhooks round ${r}: (a) ${Math.round(none.perSecond)} accounts/s, (b) ${Math.round(withDead.perSecond)} accounts/s, ` +
+          `${queued!.n} deliveries left pending for the silent endpoint`
+      )
+    }
+  } finally {
+    await silent.close()
+  }
+  const median = (values: number[]) => [...values].sort((x, y) => x - y)[Math.floor(values.length / 2)]!
+  const medians = (runs: Run[]) => ({
+    serverMs: median(runs.map((r) => r.serverMs)),
+    postgresMs: median(runs.map((r) => r.postgresMs))
+  })
+  const none = median(rounds.map((r) => r.none.perSecond))
+  const dead = median(rounds.map((r) => r.dead.perSecond))
+  const each = rounds.map((r) => `${Math.round(r.none.perSecond)}/${Math.round(r.dead.perSecond)}`).join(', ')
+  rate(none, medians(rounds.map((r) => r.none)), {
+    scenario: `webhooks (a): migrate ${accounts}, no webhook endpoint`,
+    note: `median of ${RUNS} run(s), (a)/(b) by round: ${each}`
+  })
+  rate(dead, medians(rounds.map((r) => r.dead)), {
+    scenario: `webhooks (b): migrate ${accounts}, one endpoint that never answers`,
+    ratio: dead / none,
+    note: `${(dead / none).toFixed(2)}× (a); median of ${RUNS} run(s); ${median(rounds.map((r) => r.queued))} deliveries left pending for it per run`
+  })
+
+  const receiver = await countingReceiver()
+  try {
+    const live = await addEndpoint(receiver.url)
+    const started = Date.now()
+    const withLive = await migrate('BENCH_WH_LIVE')
+    const migrated = Date.now()
+    for (;;) {
+      const [left] = await sql`select count(*)::int as n from webhook_deliveries
+        where endpoint_id = ${live}::uuid and state = 'PENDING'`
+      if (left!.n === 0) break
+      if (Date.now() - migrated > 600_000) {
+        throw new Error(`webhooks (c): ${left!.n} deliveries still pending after 10 min`)
+      }
+      await new Promise((resolve) => setTimeout(resolve, 100))
+    }
+    const drainedMs = Date.now() - migrated
+    const events = await eventsOf('BENCH_WH_LIVE')
+    const [states] = await sql`select count(*) filter (where state = 'DELIVERED')::int as delivered,
+        count(*)::int as deliveries from webhook_deliveries where endpoint_id = ${live}::uuid`
+    rate(withLive.perSecond, withLive, {
+      scenario: `webhooks (c): migrate ${accounts}, one healthy local receiver`,
+      ratio: withLive.perSecond / none,
+      note:
+        `${(withLive.perSecond / none).toFixed(2)}× (a); one run; receiver: ${receiver.ids.size} distinct webhook-ids ` +
+        `(${receiver.requests()} requests), webhook_events: ${events} rows, deliveries ${states!.delivered}/${states!.deliveries} DELIVERED; ` +
+        `queue drained ${(drainedMs / 1000).toFixed(1)} s after the migration ended ` +
+        `(${((migrated - started + drainedMs) / 1000).toFixed(1)} s from its start)`,
+      webhookIdsApart: receiver.ids.size - events
+    })
+  } finally {
+    await receiver.close()
+  }
+}
+
 async function ours(
   database: string,
   env: Record<string, string>,
@@ -425,7 +615,9 @@ async function ours(
       TOKEN_TTL_SECONDS: '86400',
       TOKEN_RATE_LIMIT_PER_MINUTE: '100000',
       DATABASE_POOL_SIZE: '20',
-      BODY_LIMIT_BYTES: String(64 * 1024 * 1024)
+      BODY_LIMIT_BYTES: String(64 * 1024 * 1024),
+      // The webhooks rows deliver to loopback receivers.
+      ...(ONLY === 'webhooks' ? { WEBHOOK_ALLOW_PRIVATE: '1' } : {})
     },
     /Server listening at (http:\/\/127\.0\.0\.1:\d+)/
   )
@@ -491,6 +683,10 @@ async function ours(
     }
     if (ONLY === 'jobs') {
       await endToEnd()
+      return rows
+    }
+    if (ONLY === 'webhooks') {
+      await webhooksScenario(server.url, token, key, admin!.sql, dir, record, pid)
       return rows
     }
 
@@ -853,6 +1049,13 @@ function verdict(r: Row, rows: Row[]): string {
     check("≥ 0.9× the client's batches", r.ratio >= 0.9, `${r.ratio.toFixed(2)}×`)
     if (postgres) check('≥ 500 accounts/s', (r.perSecond ?? 0) >= 500, `${r.perSecond}/s`)
   }
+  if (r.scenario.startsWith('webhooks (b)') && r.ratio !== undefined) {
+    check('≥ 0.9× without an endpoint', r.ratio >= 0.9, `${r.ratio.toFixed(2)}×`)
+  }
+  if (r.scenario.startsWith('webhooks (c)')) {
+    const apart = r.webhookIdsApart ?? 0
+    check('distinct webhook-ids = webhook_events rows', apart === 0, `${apart} apart`)
+  }
   if (r.scenario.startsWith('upload')) check('RSS growth < 50 MB', (r.perSecond ?? 0) < 50, `${r.perSecond} MB`)
   if (r.scenario.startsWith('transactions')) check('rate ≥ 20,000/s', (r.perSecond ?? 0) >= 20_000, `${r.perSecond}/s`)
   if (r.scenario.startsWith('all- list')) check('growth < 50 MB', (r.perSecond ?? 0) < 50, `${r.perSecond} MB`)
@@ -870,7 +1073,12 @@ function verdict(r: Row, rows: Row[]): string {
     )
   }
   if (r.scenario.startsWith('8 batches')) check('RSS < 400 MB', r.peakRssMb < 400, `${r.peakRssMb} MB`)
-  else if (postgres && !r.scenario.startsWith('ceiling') && !r.scenario.startsWith('migrate')) {
+  else if (
+    postgres &&
+    !r.scenario.startsWith('ceiling') &&
+    !r.scenario.startsWith('migrate') &&
+    !r.scenario.startsWith('webhooks')
+  ) {
     check('RSS < 300 MB', r.peakRssMb < 300, `${r.peakRssMb} MB`)
   }
   return checks.join('; ')
@@ -893,8 +1101,8 @@ function table(rows: Row[]): string {
 }
 
 async function main(): Promise<void> {
-  if (ONLY !== undefined && ONLY !== 'dry-run' && ONLY !== 'jobs') {
-    throw new Error(`--only: the rows that run alone are dry-run and jobs, not ${ONLY}`)
+  if (ONLY !== undefined && ONLY !== 'dry-run' && ONLY !== 'jobs' && ONLY !== 'webhooks') {
+    throw new Error(`--only: the rows that run alone are dry-run, jobs and webhooks, not ${ONLY}`)
   }
   execFileSync('npm', ['run', 'build'], { cwd: projectRoot, stdio: 'inherit' })
   const name = DATABASE
@@ -909,7 +1117,7 @@ async function main(): Promise<void> {
     const sql = postgres(url.toString(), { max: 1, onnotice: () => {} })
     rows.push(...(await ours('postgres', { DATABASE_URL: url.toString() }, { url: url.toString(), sql }, dataDir)))
     await sql.end()
-    if (process.env.BENCH_PGLITE !== '0') {
+    if (process.env.BENCH_PGLITE !== '0' && ONLY !== 'webhooks') {
       rows.push(...(await ours('pglite', { DATA_DIR: join(dataDir, 'pglite') }, undefined, dataDir)))
     }
   } finally {
