@@ -217,11 +217,11 @@ export function createWebhooksRepository(db: Db) {
           cross join lateral (
             select d.id, d.next_attempt_at from webhook_deliveries d
             where d.endpoint_id = w.id and d.state = 'PENDING' and d.next_attempt_at <= now()
-            order by d.next_attempt_at limit ${options.perEndpoint}
+            order by d.next_attempt_at, d.id limit ${options.perEndpoint}
             for update of d skip locked
           ) d
           where not (w.id = any(${`{${options.busy.join(',')}}`}::uuid[]))
-          order by d.next_attempt_at
+          order by d.next_attempt_at, d.id
           limit ${options.limit}
         )
         update webhook_deliveries d
@@ -235,32 +235,38 @@ export function createWebhooksRepository(db: Db) {
       ).map((r) => ({ ...r, id: Number(r.id), eventId: Number(r.eventId), occurredAt: new Date(r.occurredAt) }))
     },
 
-    /** Records an attempt and the delivery's new state, in one transaction. */
-    async recordAttempt(delivery: ClaimedDelivery, result: AttemptResult): Promise<void> {
-      await db.transaction(async (tx) => {
-        await tx.insert(webhookAttempts).values({
-          deliveryId: delivery.id,
-          attempt: delivery.attempt,
-          status: result.status,
-          error: result.error,
-          durationMs: result.durationMs
-        })
-        await tx
-          .update(webhookDeliveries)
-          .set(
-            result.delivered
-              ? { state: 'DELIVERED', deliveredAt: sql`now()`, lastStatus: result.status, lastError: null }
-              : result.retryInSeconds === undefined
-                ? { state: 'FAILED', lastStatus: result.status, lastError: result.error }
-                : {
-                    lastStatus: result.status,
-                    lastError: result.error,
-                    nextAttemptAt: sql`now() + make_interval(secs => ${result.retryInSeconds})`
-                  }
-          )
-          // Unless another process has claimed the next attempt since (this claim's lease ran out).
-          .where(and(eq(webhookDeliveries.id, delivery.id), eq(webhookDeliveries.attempts, delivery.attempt)))
-      })
+    /**
+     * Records attempts and their deliveries' new states, in one statement. A delivery another
+     * process has claimed again since (this claim's lease ran out) keeps its state.
+     */
+    async recordAttempts(attempts: Array<{ delivery: ClaimedDelivery; result: AttemptResult }>): Promise<void> {
+      if (attempts.length === 0) return
+      const rows = attempts.map(({ delivery, result }) => ({
+        id: delivery.id,
+        attempt: delivery.attempt,
+        status: result.status,
+        error: result.error,
+        duration_ms: result.durationMs,
+        outcome: result.delivered ? 'delivered' : result.retryInSeconds === undefined ? 'failed' : 'retrying',
+        retry_in: result.retryInSeconds ?? null
+      }))
+      await db.execute(sql`
+        with r as (
+          select * from jsonb_to_recordset(${JSON.stringify(rows)}::jsonb)
+            as r(id bigint, attempt int, status smallint, error text, duration_ms int, outcome text, retry_in float8)
+        ), logged as (
+          insert into webhook_attempts (delivery_id, attempt, status, error, duration_ms)
+          select id, attempt, status, error, duration_ms from r
+        )
+        update webhook_deliveries d set
+          state = case r.outcome when 'delivered' then 'DELIVERED'::webhook_delivery_state
+            when 'failed' then 'FAILED'::webhook_delivery_state else d.state end,
+          delivered_at = case when r.outcome = 'delivered' then now() else d.delivered_at end,
+          last_status = r.status,
+          last_error = r.error,
+          next_attempt_at = case when r.outcome = 'retrying' then now() + make_interval(secs => r.retry_in)
+            else d.next_attempt_at end
+        from r where d.id = r.id and d.attempts = r.attempt`)
     },
 
     /** Removes events (and so their deliveries) older than `days`. Returns how many. */

@@ -2,7 +2,7 @@ import type { FastifyBaseLogger } from 'fastify'
 import { DELIVERY_RETENTION_DAYS } from '../../../schemas/webhooks.js'
 import type { Db } from '../../db/index.js'
 import { formatDateTime } from '../../format.js'
-import { createWebhooksRepository, type ClaimedDelivery } from './repository.js'
+import { createWebhooksRepository, type AttemptResult, type ClaimedDelivery } from './repository.js'
 import { createSender } from './sender.js'
 
 export interface WebhookWorkerOptions {
@@ -15,6 +15,10 @@ export interface WebhookWorkerOptions {
   /** How often the outbox is looked at when nothing is in flight. */
   pollMs?: number
 }
+
+/** Attempts recorded in one statement at most, and how long the first waits for others. */
+const RECORD_BATCH = 50
+const RECORD_DELAY_MS = 20
 
 /** What an attempt came to, for /metrics. */
 export type AttemptOutcome = 'delivered' | 'retrying' | 'failed'
@@ -47,6 +51,29 @@ export function createWebhookWorker(db: Db, log: FastifyBaseLogger, options: Web
   let stopped = true
   let lastPurge = 0
 
+  // Attempts are recorded together, a few milliseconds apart: one statement for many deliveries
+  // (a process that dies before recording leaves them to be tried again when their lease ends).
+  let unrecorded: Array<{ delivery: ClaimedDelivery; result: AttemptResult; done: (err?: unknown) => void }> = []
+  let flushing: NodeJS.Timeout | undefined
+  function flushRecords(): void {
+    flushing = undefined
+    const batch = unrecorded
+    unrecorded = []
+    repo.recordAttempts(batch).then(
+      () => batch.forEach((r) => r.done()),
+      (err: unknown) => batch.forEach((r) => r.done(err))
+    )
+  }
+  function record(delivery: ClaimedDelivery, result: AttemptResult): Promise<void> {
+    return new Promise((resolve, reject) => {
+      unrecorded.push({ delivery, result, done: (err) => (err === undefined ? resolve() : reject(err)) })
+      if (unrecorded.length >= RECORD_BATCH) {
+        clearTimeout(flushing)
+        flushRecords()
+      } else flushing ??= setTimeout(flushRecords, RECORD_DELAY_MS)
+    })
+  }
+
   async function attempt(delivery: ClaimedDelivery): Promise<void> {
     const result = await sender.send(delivery.url, delivery.secret, {
       id: `msg_${delivery.eventId}`,
@@ -56,7 +83,7 @@ export function createWebhookWorker(db: Db, log: FastifyBaseLogger, options: Web
       body: webhookBody(delivery)
     })
     const retryInSeconds = result.delivered ? undefined : options.retryDelays[delivery.attempt - 1]
-    await repo.recordAttempt(delivery, { ...result, retryInSeconds })
+    await record(delivery, { ...result, retryInSeconds })
     const outcome: AttemptOutcome = result.delivered
       ? 'delivered'
       : retryInSeconds === undefined
