@@ -74,7 +74,8 @@ export function createWebhookWorker(db: Db, log: FastifyBaseLogger, options: Web
     })
   }
 
-  async function attempt(delivery: ClaimedDelivery): Promise<void> {
+  /** One attempt; `sent` is called once the receiver has answered (or not), before it is recorded. */
+  async function attempt(delivery: ClaimedDelivery, sent: () => void): Promise<void> {
     const result = await sender.send(delivery.url, delivery.secret, {
       id: `msg_${delivery.eventId}`,
       // The signature's time is the attempt's: receivers refuse one older than a few minutes
@@ -82,6 +83,7 @@ export function createWebhookWorker(db: Db, log: FastifyBaseLogger, options: Web
       timestamp: new Date(),
       body: webhookBody(delivery)
     })
+    sent()
     const retryInSeconds = result.delivered ? undefined : options.retryDelays[delivery.attempt - 1]
     await record(delivery, { ...result, retryInSeconds })
     const outcome: AttemptOutcome = result.delivered
@@ -107,16 +109,23 @@ export function createWebhookWorker(db: Db, log: FastifyBaseLogger, options: Web
   function start(delivery: ClaimedDelivery): void {
     active++
     inFlight.set(delivery.endpointId, (inFlight.get(delivery.endpointId) ?? 0) + 1)
-    const running: Promise<void> = attempt(delivery)
+    let released = false
+    // The slot is free once the receiver has answered: the claim's lease keeps the delivery from
+    // being claimed again until its attempt is recorded.
+    const release = () => {
+      if (released) return
+      released = true
+      active--
+      const left = (inFlight.get(delivery.endpointId) ?? 1) - 1
+      if (left > 0) inFlight.set(delivery.endpointId, left)
+      else inFlight.delete(delivery.endpointId)
+      if (!stopped) schedule(0)
+    }
+    const running: Promise<void> = attempt(delivery, release)
       .catch((err) => log.error({ err, deliveryId: delivery.id }, 'webhook attempt could not be recorded'))
       .finally(() => {
-        active--
-        const left = (inFlight.get(delivery.endpointId) ?? 1) - 1
-        if (left > 0) inFlight.set(delivery.endpointId, left)
-        else inFlight.delete(delivery.endpointId)
+        release()
         attempts.delete(running)
-        // A free slot looks for more at once.
-        if (!stopped) schedule(0)
       })
     attempts.add(running)
   }
