@@ -61,6 +61,18 @@ const endpointColumns = {
   createdAt: webhookEndpoints.createdAt
 }
 
+const deliveryColumns = {
+  id: webhookDeliveries.id,
+  eventId: webhookDeliveries.eventId,
+  event: webhookEvents.type,
+  state: webhookDeliveries.state,
+  attempts: webhookDeliveries.attempts,
+  lastStatus: webhookDeliveries.lastStatus,
+  lastError: webhookDeliveries.lastError,
+  nextAttemptAt: webhookDeliveries.nextAttemptAt,
+  createdAt: webhookDeliveries.createdAt
+}
+
 /** SQL of webhook endpoints and deliveries. The outbox rows themselves are written by triggers. */
 export function createWebhooksRepository(db: Db) {
   return {
@@ -128,17 +140,7 @@ export function createWebhooksRepository(db: Db) {
       if (filter.state !== undefined) conditions.push(eq(webhookDeliveries.state, filter.state))
       if (filter.after !== undefined) conditions.push(lt(webhookDeliveries.id, filter.after))
       return db
-        .select({
-          id: webhookDeliveries.id,
-          eventId: webhookDeliveries.eventId,
-          event: webhookEvents.type,
-          state: webhookDeliveries.state,
-          attempts: webhookDeliveries.attempts,
-          lastStatus: webhookDeliveries.lastStatus,
-          lastError: webhookDeliveries.lastError,
-          nextAttemptAt: webhookDeliveries.nextAttemptAt,
-          createdAt: webhookDeliveries.createdAt
-        })
+        .select(deliveryColumns)
         .from(webhookDeliveries)
         .innerJoin(webhookEvents, eq(webhookEvents.id, webhookDeliveries.eventId))
         .where(and(...conditions))
@@ -181,17 +183,7 @@ export function createWebhooksRepository(db: Db) {
 
     async delivery(deliveryId: number): Promise<DeliveryRow | undefined> {
       const [row] = await db
-        .select({
-          id: webhookDeliveries.id,
-          eventId: webhookDeliveries.eventId,
-          event: webhookEvents.type,
-          state: webhookDeliveries.state,
-          attempts: webhookDeliveries.attempts,
-          lastStatus: webhookDeliveries.lastStatus,
-          lastError: webhookDeliveries.lastError,
-          nextAttemptAt: webhookDeliveries.nextAttemptAt,
-          createdAt: webhookDeliveries.createdAt
-        })
+        .select(deliveryColumns)
         .from(webhookDeliveries)
         .innerJoin(webhookEvents, eq(webhookEvents.id, webhookDeliveries.eventId))
         .where(eq(webhookDeliveries.id, deliveryId))
