@@ -66,7 +66,7 @@ export const EnvSchema = Type.Object({
   /** An attempt that has no 2xx answer within this fails. */
   WEBHOOK_TIMEOUT_MS: Type.Integer({ minimum: 100, maximum: 60_000, default: DELIVERY_TIMEOUT_MS }),
   /** Deliveries this process makes at once; 0: it makes none (another process delivers). */
-  WEBHOOK_CONCURRENCY: Type.Integer({ minimum: 0, maximum: 64, default: 8 }),
+  WEBHOOK_CONCURRENCY: Type.Integer({ minimum: 0, maximum: 64, default: 16 }),
   /** A static token a Prometheus scrape job may send to /metrics instead of an operator token. */
   METRICS_TOKEN: Type.Optional(Type.String({ minLength: 32 })),
   /** `json` (one JSON object per line, for log collectors) or `pretty` (for a person); unset: `pretty` at a terminal, else `json`. */

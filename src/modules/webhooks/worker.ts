@@ -48,6 +48,7 @@ export function createWebhookWorker(db: Db, log: FastifyBaseLogger, options: Web
   let active = 0
   let timer: NodeJS.Timeout | undefined
   let polling: Promise<void> | undefined
+  let lookAgain = false
   let stopped = true
   let lastPurge = 0
 
@@ -143,11 +144,18 @@ export function createWebhookWorker(db: Db, log: FastifyBaseLogger, options: Web
     return claimed.length
   }
 
+  /** Looks at the outbox after `delay` ms (0: as soon as the look in progress, if any, ends). */
   function schedule(delay: number): void {
-    if (stopped || polling !== undefined) return
+    if (stopped) return
+    if (polling !== undefined) {
+      // A slot freed during a look: look again right after it.
+      if (delay === 0) lookAgain = true
+      return
+    }
     if (timer) clearTimeout(timer)
     timer = setTimeout(() => {
       timer = undefined
+      lookAgain = false
       let claimed = 0
       polling = poll()
         .then((n) => {
@@ -156,8 +164,8 @@ export function createWebhookWorker(db: Db, log: FastifyBaseLogger, options: Web
         .catch((err) => log.error({ err }, 'webhook outbox poll failed'))
         .finally(() => {
           polling = undefined
-          // Claimed some: there may be more due at once; else look again after a while.
-          schedule(claimed > 0 ? 0 : pollMs)
+          // Claimed some, or a slot freed meanwhile: there may be more due at once; else look again after a while.
+          schedule(claimed > 0 || lookAgain ? 0 : pollMs)
         })
     }, delay)
     timer.unref()
