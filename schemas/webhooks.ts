@@ -119,14 +119,17 @@ const header = (name: string, description: string) => ({
  */
 export function webhookPathItems(): Record<string, unknown> {
   const headers = [
-    header('webhook-id', 'msg_<n>: the same on every attempt of this event and for every endpoint. Deduplicate on it.'),
+    header(
+      'webhook-id',
+      '`msg_<n>`: the same on every attempt of this event and for every endpoint. Deduplicate on it.'
+    ),
     header(
       'webhook-timestamp',
       'Seconds since 1970 when this attempt was sent (a receiver refuses old ones); the signature covers it. The body has the event time.'
     ),
     header(
       'webhook-signature',
-      'v1,<base64 HMAC-SHA256 of "<webhook-id>.<webhook-timestamp>.<body>" with the endpoint secret (the base64 after whsec_)>.'
+      '`v1,<base64 of HMAC-SHA256>` of `<webhook-id>.<webhook-timestamp>.<body>` keyed with the endpoint secret (the base64 after `whsec_`).'
     )
   ]
   return Object.fromEntries(
