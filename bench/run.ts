@@ -11,6 +11,7 @@ import { projectRoot } from '../src/paths.js'
 import { accountWriter } from './ceilings.js'
 import { cpuSplit } from './cpu.js'
 import { rssMb, start } from './processes.js'
+import { scaleScenario } from './scale.js'
 import { exampleAccount } from '../schemas/examples.js'
 import { WEBHOOK_EVENT_TYPES } from '../schemas/webhooks.js'
 
@@ -1101,6 +1102,8 @@ function table(rows: Row[]): string {
 }
 
 async function main(): Promise<void> {
+  // BENCH_SCALE=<accounts>: the scale scenario alone (bench/scale.ts).
+  if (process.env.BENCH_SCALE) return scaleScenario(ADMIN_URL)
   if (ONLY !== undefined && ONLY !== 'dry-run' && ONLY !== 'jobs' && ONLY !== 'webhooks') {
     throw new Error(`--only: the rows that run alone are dry-run, jobs and webhooks, not ${ONLY}`)
   }
