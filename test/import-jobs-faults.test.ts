@@ -2,7 +2,6 @@ import t, { type Test } from 'tap'
 import { setTimeout as sleep } from 'node:timers/promises'
 import postgres from 'postgres'
 import { sql as dsql } from 'drizzle-orm'
-import type { FastifyInstance } from 'fastify'
 import { openPglite } from '../src/db/index.js'
 import { createImportJobsRepository } from '../src/modules/import-jobs/repository.js'
 import { CHUNK_LINES } from '../src/modules/import-jobs/runner.js'
@@ -10,7 +9,7 @@ import { exampleAccount, importSetup, TEAM } from './helpers/accounts.js'
 import { buildTestApp, TEST_OPERATOR_KEY, TEST_TOKEN_SECRET } from './helpers/app.js'
 import { freshDatabase, rowsOf, testDatabaseUrl } from './helpers/database.js'
 import { asOperator, createTenant, type Tenant } from './helpers/graphql.js'
-import { startServer, startServers, type Running } from './helpers/server.js'
+import { remote, startServer, startServers, type Running } from './helpers/server.js'
 import { tempDir } from './helpers/temp-dir.js'
 
 /**
@@ -22,22 +21,6 @@ import { tempDir } from './helpers/temp-dir.js'
 
 const SUPPLIER = 'ACME_ENERGY'
 const ENERGY_BALANCE = '6.26'
-
-/** What `inject` callers (createTenant, asOperator) need, over HTTP to a server process. */
-function remote(base: string): FastifyInstance {
-  return {
-    async inject(opts: { method?: string; url: string; headers?: Record<string, string>; payload?: unknown }) {
-      const body = opts.payload === undefined ? undefined : JSON.stringify(opts.payload)
-      const res = await fetch(base + opts.url, {
-        method: opts.method ?? 'GET',
-        headers: { ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...opts.headers },
-        body
-      })
-      const text = await res.text()
-      return { statusCode: res.status, body: text, json: () => JSON.parse(text) }
-    }
-  } as unknown as FastifyInstance
-}
 
 const line = (i: number) =>
   JSON.stringify({

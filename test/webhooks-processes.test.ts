@@ -2,14 +2,13 @@ import t, { type Test } from 'tap'
 import { setTimeout as sleep } from 'node:timers/promises'
 import postgres from 'postgres'
 import { sql as dsql } from 'drizzle-orm'
-import type { FastifyInstance } from 'fastify'
 import { WEBHOOK_EVENT_TYPES } from '../schemas/webhooks.js'
 import { openPglite } from '../src/db/index.js'
 import { exampleAccount, TEAM } from './helpers/accounts.js'
 import { TEST_OPERATOR_KEY, TEST_TOKEN_SECRET } from './helpers/app.js'
 import { freshDatabase, rowsOf, testDatabaseUrl } from './helpers/database.js'
 import { asOperator, createTenant, gql, operatorToken } from './helpers/graphql.js'
-import { startServer, startServers, type Running } from './helpers/server.js'
+import { remote, startServer, startServers, type Running } from './helpers/server.js'
 import { tempDir } from './helpers/temp-dir.js'
 import { webhookReceiver } from './helpers/webhook-receiver.js'
 
@@ -20,22 +19,6 @@ import { webhookReceiver } from './helpers/webhook-receiver.js'
  */
 
 const SUPPLIER = 'ACME_ENERGY'
-
-/** What `inject` callers (gql, createTenant, asOperator) need, over HTTP to a server process. */
-function remote(base: string): FastifyInstance {
-  return {
-    async inject(opts: { method?: string; url: string; headers?: Record<string, string>; payload?: unknown }) {
-      const body = opts.payload === undefined ? undefined : JSON.stringify(opts.payload)
-      const res = await fetch(base + opts.url, {
-        method: opts.method ?? 'GET',
-        headers: { ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...opts.headers },
-        body
-      })
-      const text = await res.text()
-      return { statusCode: res.status, body: text, json: () => JSON.parse(text) }
-    }
-  } as unknown as FastifyInstance
-}
 
 async function post(base: string, token: string, path: string, body: unknown) {
   const res = await fetch(`${base}/v1/data-import/${path}`, {

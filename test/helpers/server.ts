@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process'
+import type { FastifyInstance } from 'fastify'
 import { projectRoot } from '../../src/paths.js'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { nodeArgs } from './entry.js'
@@ -93,4 +94,20 @@ export async function startServers(
     rmSync(dir, { recursive: true, force: true })
   })
   return servers
+}
+
+/** What `inject` callers (gql, createTenant, asOperator) need, over HTTP to a server process. */
+export function remote(base: string): FastifyInstance {
+  return {
+    async inject(opts: { method?: string; url: string; headers?: Record<string, string>; payload?: unknown }) {
+      const body = opts.payload === undefined ? undefined : JSON.stringify(opts.payload)
+      const res = await fetch(base + opts.url, {
+        method: opts.method ?? 'GET',
+        headers: { ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...opts.headers },
+        body
+      })
+      const text = await res.text()
+      return { statusCode: res.status, body: text, json: () => JSON.parse(text) }
+    }
+  } as unknown as FastifyInstance
 }
