@@ -1,5 +1,5 @@
 import t from 'tap'
-import { eq, getTableName } from 'drizzle-orm'
+import { eq, getTableName, sql } from 'drizzle-orm'
 import { drizzle } from 'drizzle-orm/postgres-js'
 import type { PgTable } from 'drizzle-orm/pg-core'
 import * as schema from '../drizzle/schema/index.js'
@@ -7,7 +7,7 @@ import { insertRows, insertStatement } from '../src/db/insert.js'
 import { checkAccountData, DEFAULT_SUPPLIER_SETTINGS } from '../src/accounts/rules.js'
 import { planAccount } from '../src/accounts/plan.js'
 import { exampleAccount } from './helpers/account-data.js'
-import { freshDatabase } from './helpers/database.js'
+import { freshDatabase, rowsOf } from './helpers/database.js'
 
 /**
  * src/db/insert.ts writes inserts without Drizzle's builder and runs them through a Drizzle
@@ -93,4 +93,33 @@ t.test('the statement runs through the installed Drizzle and driver', async (t) 
   t.equal(read.length, 1)
   t.equal(read[0]!.name, 'Insert guard')
   t.type(read[0]!.createdAt, Date, 'the column left out got its database default')
+})
+
+t.test('multi-row inserts are not kept as prepared statements: the connection holds none per row count', async (t) => {
+  const { database, drop } = await freshDatabase()
+  t.teardown(async () => {
+    await database.close()
+    await drop()
+  })
+  // One transaction, so one connection: what it has prepared is what pg_prepared_statements shows.
+  const held = await database.db.transaction(async (tx) => {
+    for (let n = 1; n <= 12; n++) {
+      const rows = Array.from({ length: n }, (_, i) => ({
+        id: `00000000-0000-4000-8000-${String(n * 100 + i).padStart(12, '0')}`,
+        name: `Prepared ${n}.${i}`
+      }))
+      await insertRows(tx, schema.organisations, rows)
+    }
+    return rowsOf<{ statement: string }>(
+      await tx.execute(
+        sql`select statement from pg_prepared_statements where statement like 'insert into "organisations"%'`
+      )
+    ).map((row) => row.statement)
+  })
+  t.ok(
+    held.every((statement) => !statement.includes('), (')),
+    `no multi-row insert prepared (${held.length} insert(s) held)`
+  )
+  // On PostgreSQL the one-row insert is prepared: the view does show what the connection keeps.
+  if (database.kind === 'postgres') t.equal(held.length, 1, 'the one-row insert is prepared')
 })
