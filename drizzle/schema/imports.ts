@@ -38,6 +38,29 @@ export const importProcesses = pgTable(
   ]
 )
 
+/**
+ * Kept counts of a supplier's import processes (what `migrationProgress` shows), as delta rows:
+ * a trigger on import_processes appends one row per supplier per statement, in the statement's
+ * transaction, so concurrent writers never wait on one counter row. The counts are the sums of
+ * the supplier's rows; reads fold them into one row now and then (drizzle/migrations/0009).
+ */
+export const importProgressCounts = pgTable(
+  'import_progress_counts',
+  {
+    /** No foreign key: its check would lock the supplier's row for every update of a process. */
+    supplierId: uuid('supplier_id').notNull(),
+    /** first_staged_at set. */
+    staged: bigint('staged', { mode: 'number' }).notNull().default(0),
+    /** state STAGED. */
+    pending: bigint('pending', { mode: 'number' }).notNull().default(0),
+    imported: bigint('imported', { mode: 'number' }).notNull().default(0),
+    skipped: bigint('skipped', { mode: 'number' }).notNull().default(0),
+    /** state STAGED with a latest_error. */
+    failed: bigint('failed', { mode: 'number' }).notNull().default(0)
+  },
+  (t) => [index('import_progress_counts_supplier_idx').on(t.supplierId)]
+)
+
 export const importEventType = pgEnum('import_event_type', [
   'STAGED',
   'RESTAGED',

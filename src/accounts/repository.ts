@@ -7,6 +7,7 @@ import {
   customers,
   emailOutbox,
   importEvents,
+  importProgressCounts,
   ledgers,
   ledgerTransactions,
   operationsTeams,
@@ -21,6 +22,26 @@ import type { SupplierRow } from '../db/columns.js'
 import { insertRows, type TableRows } from '../db/insert.js'
 import { BALANCE_ADDING_TYPES } from '../rules/transactions.js'
 import type { AccountRows } from './plan.js'
+
+/**
+ * A read of a supplier's kept progress counts (import_progress_counts) folds them once it finds
+ * more rows than this: the trigger on import_processes appends one per statement.
+ */
+export const PROGRESS_FOLD_ROWS = 100
+
+/**
+ * Replaces the supplier's kept-count rows by their sum, in one statement. Rows appended by
+ * transactions that commit meanwhile are not seen by the delete, so they stay and are counted
+ * once; a fold running at the same time waits for this one's deletes and then skips those rows.
+ */
+export async function foldProgressCounts(db: Db, supplierId: string): Promise<void> {
+  await db.execute(sql`with gone as (
+      delete from ${importProgressCounts} where supplier_id = ${supplierId}::uuid returning *
+    )
+    insert into ${importProgressCounts} (supplier_id, staged, pending, imported, skipped, failed)
+    select supplier_id, sum(staged), sum(pending), sum(imported), sum(skipped), sum(failed)
+    from gone group by supplier_id`)
+}
 
 /** PostgreSQL accepts at most 65535 parameters per statement: large inserts go in chunks. */
 const MAX_PARAMETERS = 60_000

@@ -1,5 +1,6 @@
 import { eq, sql } from 'drizzle-orm'
-import { importProcesses, importSuppliers } from '../../../drizzle/schema/index.js'
+import { importProcesses, importProgressCounts, importSuppliers } from '../../../drizzle/schema/index.js'
+import { foldProgressCounts, PROGRESS_FOLD_ROWS } from '../../accounts/repository.js'
 import { rowsOf, type Db } from '../../db/index.js'
 import { JOB_STATES, LINE_OUTCOMES, type JobState, type LineOutcome } from '../../../schemas/import-jobs.js'
 
@@ -29,22 +30,31 @@ export interface SupplierJobCounts {
 /** What `/metrics` reads from the database at scrape time. */
 export function createMetricsRepository(db: Db) {
   return {
-    /** Import processes of every supplier by state; a supplier without any gets zeros. */
+    /**
+     * Import processes of every supplier by state, from the kept counts (import_progress_counts,
+     * kept by a trigger on import_processes; never a count of the processes); a supplier without
+     * any gets zeros. A supplier whose kept counts have piled up is folded for the next scrape.
+     */
     async supplierCounts(): Promise<SupplierCounts[]> {
-      const p = importProcesses
-      return db
-        .select({
-          supplier: importSuppliers.code,
-          staged: sql<number>`(count(${p.id}) filter (where ${p.firstStagedAt} is not null))::int`,
-          pending: sql<number>`(count(${p.id}) filter (where ${p.state} = 'STAGED'))::int`,
-          created: sql<number>`(count(${p.id}) filter (where ${p.state} = 'IMPORTED'))::int`,
-          failed: sql<number>`(count(${p.id}) filter (where ${p.state} = 'STAGED' and ${p.latestError} is not null))::int`,
-          skipped: sql<number>`(count(${p.id}) filter (where ${p.state} = 'SKIPPED'))::int`
-        })
-        .from(importSuppliers)
-        .leftJoin(p, eq(p.supplierId, importSuppliers.id))
-        .groupBy(importSuppliers.code)
-        .orderBy(importSuppliers.code)
+      const rows = rowsOf<Record<string, string | number>>(
+        await db.execute(sql`select s.id, s.code as supplier, count(c.supplier_id) as rows,
+            coalesce(sum(c.staged), 0)::float8 as staged, coalesce(sum(c.pending), 0)::float8 as pending,
+            coalesce(sum(c.imported), 0)::float8 as created, coalesce(sum(c.failed), 0)::float8 as failed,
+            coalesce(sum(c.skipped), 0)::float8 as skipped
+          from ${importSuppliers} s left join ${importProgressCounts} c on c.supplier_id = s.id
+          group by s.id, s.code order by s.code`)
+      )
+      for (const row of rows) {
+        if (Number(row.rows) > PROGRESS_FOLD_ROWS) await foldProgressCounts(db, String(row.id))
+      }
+      return rows.map((row) => ({
+        supplier: String(row.supplier),
+        staged: Number(row.staged),
+        pending: Number(row.pending),
+        created: Number(row.created),
+        failed: Number(row.failed),
+        skipped: Number(row.skipped)
+      }))
     },
 
     /**

@@ -4,13 +4,15 @@ import {
   importEvents,
   importFailures,
   importProcesses,
+  importProgressCounts,
   importSupplierEvents,
   importSuppliers,
   operationsTeams,
   organisations
 } from '../../../drizzle/schema/index.js'
 import type { SupplyPointChecks } from '../../../schemas/common.js'
-import type { Db, Tx } from '../../db/index.js'
+import { foldProgressCounts, PROGRESS_FOLD_ROWS } from '../../accounts/repository.js'
+import { rowsOf, type Db, type Tx } from '../../db/index.js'
 
 export type SupplierStatus = 'Ongoing' | 'Paused' | 'Complete'
 
@@ -42,6 +44,14 @@ const supplierColumns = {
   sendMigrationEmails: importSuppliers.sendMigrationEmails,
   maxConcurrentProcessing: importSuppliers.maxConcurrentProcessing,
   supplyPointChecks: importSuppliers.supplyPointChecks
+}
+
+export interface Progress {
+  staged: number
+  pending: number
+  imported: number
+  skipped: number
+  failed: number
 }
 
 /** SQL of the operator surface. Unique violations surface as driver errors (`23505`). */
@@ -259,21 +269,26 @@ export function createOperatorRepository(db: Db) {
         .orderBy(asc(importEvents.id))
     },
 
+    /**
+     * The supplier's kept counts (import_progress_counts, written by a trigger on
+     * import_processes): the sum of its delta rows, instead of counting every process. When the
+     * rows have piled up, they are folded into one, so the next read sums a few.
+     */
     async progress(supplierId: string) {
-      const [row] = await db
-        .select({
-          staged: sql<number>`count(*) filter (where ${importProcesses.firstStagedAt} is not null)`.mapWith(Number),
-          pending: sql<number>`count(*) filter (where ${importProcesses.state} = 'STAGED')`.mapWith(Number),
-          imported: sql<number>`count(*) filter (where ${importProcesses.state} = 'IMPORTED')`.mapWith(Number),
-          skipped: sql<number>`count(*) filter (where ${importProcesses.state} = 'SKIPPED')`.mapWith(Number),
-          failed:
-            sql<number>`count(*) filter (where ${importProcesses.state} = 'STAGED' and ${importProcesses.latestError} is not null)`.mapWith(
-              Number
-            )
-        })
-        .from(importProcesses)
-        .where(eq(importProcesses.supplierId, supplierId))
-      return row!
+      const [row] = rowsOf<Record<keyof Progress | 'rows', string | number>>(
+        await db.execute(sql`select count(*) as rows, coalesce(sum(staged), 0) as staged,
+          coalesce(sum(pending), 0) as pending, coalesce(sum(imported), 0) as imported,
+          coalesce(sum(skipped), 0) as skipped, coalesce(sum(failed), 0) as failed
+          from ${importProgressCounts} where supplier_id = ${supplierId}::uuid`)
+      )
+      if (Number(row!.rows) > PROGRESS_FOLD_ROWS) await foldProgressCounts(db, supplierId)
+      return {
+        staged: Number(row!.staged),
+        pending: Number(row!.pending),
+        imported: Number(row!.imported),
+        skipped: Number(row!.skipped),
+        failed: Number(row!.failed)
+      }
     }
   }
 }
