@@ -126,6 +126,15 @@ interface CountedRows {
   rows: SQL
   account: SQL
   where?: SQL
+  /**
+   * For rows found through a parent (a ledger, a supply point): the parents of one account, and
+   * the count of one parent's rows as a subquery correlated to it. One account's count is then
+   * a sum over its parents, each looked up in its index, whatever the statistics say: written as
+   * a join, tables never analysed (every account estimated at 0.5 % of the parents) made
+   * PostgreSQL hash the account's parents and scan all the transactions or agreements (1.5 s per
+   * summary at 1,000,000 accounts).
+   */
+  perParent?: { parents: SQL; account: SQL; count: SQL }
 }
 
 /**
@@ -149,19 +158,45 @@ const COUNTED: Record<
   agreements: {
     rows: sql`agreements g join supply_points p on p.id = g.supply_point_id`,
     account: sql`p.account_id`,
-    where: sql`not g.historical`
+    where: sql`not g.historical`,
+    perParent: {
+      parents: sql`supply_points p`,
+      account: sql`p.account_id`,
+      count: sql`(select count(*) from agreements g where g.supply_point_id = p.id and not g.historical)`
+    }
   },
   historicalAgreements: {
     rows: sql`agreements g join supply_points p on p.id = g.supply_point_id`,
     account: sql`p.account_id`,
-    where: sql`g.historical`
+    where: sql`g.historical`,
+    perParent: {
+      parents: sql`supply_points p`,
+      account: sql`p.account_id`,
+      count: sql`(select count(*) from agreements g where g.supply_point_id = p.id and g.historical)`
+    }
   },
   /** Notes people wrote: the service's own notes (by_system) are not counted. */
   notes: { rows: sql`notes n`, account: sql`n.account_id`, where: sql`not n.by_system` },
   /** Every transaction on the account's ledgers: imported, added later, and those of billing documents. */
-  transactions: { rows: sql`ledger_transactions t join ledgers l on l.id = t.ledger_id`, account: sql`l.account_id` },
+  transactions: {
+    rows: sql`ledger_transactions t join ledgers l on l.id = t.ledger_id`,
+    account: sql`l.account_id`,
+    perParent: {
+      parents: sql`ledgers l`,
+      account: sql`l.account_id`,
+      count: sql`(select count(*) from ledger_transactions t where t.ledger_id = l.id)`
+    }
+  },
   historicalStatements: { rows: sql`historical_statements h`, account: sql`h.account_id` },
-  billingDocuments: { rows: sql`billing_documents d join ledgers l on l.id = d.ledger_id`, account: sql`l.account_id` },
+  billingDocuments: {
+    rows: sql`billing_documents d join ledgers l on l.id = d.ledger_id`,
+    account: sql`l.account_id`,
+    perParent: {
+      parents: sql`ledgers l`,
+      account: sql`l.account_id`,
+      count: sql`(select count(*) from billing_documents d where d.ledger_id = l.id)`
+    }
+  },
   paymentInstructions: { rows: sql`payment_instructions i`, account: sql`i.account_id` }
 }
 
@@ -174,6 +209,10 @@ const condition = (c: CountedRows) => (c.where ? sql` and ${c.where}` : sql``)
 /** One count of the account whose id is `accountId` (an SQL expression), as a subquery. */
 export function accountCount(name: AccountCount, accountId: SQL): SQL {
   const c = COUNTED[name]
+  const per = c.perParent
+  if (per) {
+    return sql`(select coalesce(sum(${per.count}), 0)::bigint from ${per.parents} where ${per.account} = ${accountId})`
+  }
   return sql`(select count(*) from ${c.rows} where ${c.account} = ${accountId}${condition(c)})`
 }
 
