@@ -12,6 +12,7 @@ import { accountWriter } from './ceilings.js'
 import { cpuSplit } from './cpu.js'
 import { rssMb, start } from './processes.js'
 import { scaleScenario } from './scale.js'
+import { responsiveScenario } from './responsive.js'
 import { exampleAccount } from '../schemas/examples.js'
 import { WEBHOOK_EVENT_TYPES } from '../schemas/webhooks.js'
 
@@ -30,7 +31,9 @@ import { WEBHOOK_EVENT_TYPES } from '../schemas/webhooks.js'
  * `npm run bench -- --only dry-run` runs the dry-run row alone, on both databases; `--only jobs` the
  * client's batches, the import job of the same file and the large upload; `--only webhooks` (PostgreSQL
  * only) BENCH_WEBHOOKS (2000) accounts migrated by the client three times: without a webhook
- * endpoint, with one that never answers, and with a healthy local receiver, drained.
+ * endpoint, with one that never answers, and with a healthy local receiver, drained;
+ * `--only pglite-responsive` (PGlite only, bench/responsive.ts) BENCH_RESPONSIVE (3000) accounts
+ * migrated by the client while a prober measures /healthz, obtainToken and a status read.
  */
 
 const ADMIN_URL = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres'
@@ -1104,10 +1107,13 @@ function table(rows: Row[]): string {
 async function main(): Promise<void> {
   // BENCH_SCALE=<accounts>: the scale scenario alone (bench/scale.ts).
   if (process.env.BENCH_SCALE) return scaleScenario(ADMIN_URL)
-  if (ONLY !== undefined && ONLY !== 'dry-run' && ONLY !== 'jobs' && ONLY !== 'webhooks') {
-    throw new Error(`--only: the rows that run alone are dry-run, jobs and webhooks, not ${ONLY}`)
+  const alone = ['dry-run', 'jobs', 'webhooks', 'pglite-responsive']
+  if (ONLY !== undefined && !alone.includes(ONLY)) {
+    throw new Error(`--only: the rows that run alone are ${alone.join(', ')}, not ${ONLY}`)
   }
   execFileSync('npm', ['run', 'build'], { cwd: projectRoot, stdio: 'inherit' })
+  // PGlite only: no PostgreSQL database to make.
+  if (ONLY === 'pglite-responsive') return responsiveScenario({ generate, migrateFile })
   const name = DATABASE
   const adminSql = postgres(ADMIN_URL, { max: 1, onnotice: () => {} })
   await adminSql.unsafe(`create database "${name}"`)
