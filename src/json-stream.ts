@@ -17,8 +17,8 @@ function pulledStream<T>(
   let wrote = false
   const stream: Readable = new Readable({
     read() {
-      // One turn of the event loop per chunk: PGlite answers without yielding, and other requests
-      // (and this socket) should not wait for a whole list.
+      // One turn of the event loop per chunk: other requests (and this socket) should not wait for
+      // a whole list's writing.
       setImmediate(pull)
     },
     destroy(err, callback) {

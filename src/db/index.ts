@@ -1,16 +1,16 @@
 import { closeSync, mkdirSync, openSync, readFileSync, rmSync, writeSync } from 'node:fs'
 import { join, resolve } from 'node:path'
-import { PGlite } from '@electric-sql/pglite'
+import type { PGlite } from '@electric-sql/pglite'
 import { sql, type SQL } from 'drizzle-orm'
 import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core'
 import { drizzle as drizzlePglite } from 'drizzle-orm/pglite'
-import { migrate as migratePglite } from 'drizzle-orm/pglite/migrator'
 import { readMigrationFiles } from 'drizzle-orm/migrator'
 import { drizzle as drizzlePostgres } from 'drizzle-orm/postgres-js'
 import postgres from 'postgres'
 import * as schema from '../../drizzle/schema/index.js'
 import { migrationsFolder } from '../paths.js'
 import { driverPatchProblem } from './driver-check.js'
+import { PgliteWorkerClient } from './pglite-client.js'
 
 /** The Drizzle type both drivers satisfy: repositories are written against it and run on both. */
 export type Db = PgDatabase<PgQueryResultHKT, typeof schema>
@@ -35,11 +35,15 @@ export class DatabaseStartupError extends Error {
 export interface PgliteOptions {
   /** A folder, or `memory://` for a throwaway in-memory database. */
   dataDir: string
-  /** A `dumpDataDir()` snapshot to start from (already migrated). */
-  loadDataDir?: Blob
+  /** The bytes of a `dumpDataDir()` snapshot to start from (already migrated). */
+  loadDataDir?: Uint8Array
 }
 
-/** Embedded PGlite: one process per data folder, enforced by a lock file beside the data. */
+/**
+ * Embedded PGlite: one process per data folder, enforced by a lock file beside the data. The
+ * database runs in a worker thread of its own (pglite-worker.ts), so its work never holds the
+ * server's thread; Drizzle talks to it through `PgliteWorkerClient`.
+ */
 export async function openPglite(options: PgliteOptions): Promise<Database> {
   const inMemory = options.dataDir.startsWith('memory://')
   let releaseLock = (): void => {}
@@ -50,11 +54,16 @@ export async function openPglite(options: PgliteOptions): Promise<Database> {
     releaseLock = lockDataDir(root)
     pgDir = join(root, 'pglite')
   }
-  let client: PGlite
   try {
-    client = await PGlite.create(pgDir, options.loadDataDir ? { loadDataDir: options.loadDataDir } : {})
-    const db = drizzlePglite({ client, schema }) as unknown as Db
-    await migratePglite(drizzlePglite({ client }), { migrationsFolder })
+    const client = await PgliteWorkerClient.open({
+      dataDir: pgDir,
+      migrationsFolder,
+      ...(options.loadDataDir ? { load: options.loadDataDir } : {})
+    })
+    // Drizzle's session calls only query, exec and transaction, which the client forwards.
+    const db = drizzlePglite({ client: client as unknown as PGlite, schema }) as unknown as Db
+    // A transaction's statements sent together run in the order sent, without waiting on this thread between them.
+    pipelining.add(db)
     return {
       kind: 'pglite',
       db,
@@ -209,7 +218,10 @@ function preparing<T extends postgres.Sql | postgres.TransactionSql>(sql: T): T 
   })
 }
 
-/** Databases whose transactions pipeline queries sent together (postgres.js); PGlite runs them one by one. */
+/**
+ * Databases whose transactions pipeline queries sent together: postgres.js, and PGlite in its
+ * worker (a transaction's statements queue there in the order sent).
+ */
 const pipelining = new WeakSet<object>()
 
 /** True when queries of one transaction can be sent together and answered in one round trip. */
@@ -218,9 +230,10 @@ export function canPipeline(db: Db): boolean {
 }
 
 /**
- * Runs statements of one transaction in order and returns their results. On PostgreSQL they are
- * sent together and answered in one round trip (postgres.js pipelines a transaction's queries in
- * the order they were sent, so parents are written before children); on PGlite one by one.
+ * Runs statements of one transaction in order and returns their results. They are sent together:
+ * postgres.js pipelines a transaction's queries in the order they were sent (one round trip), and
+ * PGlite's worker runs them in that order without waiting for this thread between them; parents
+ * are written before children.
  */
 export async function runInOrder(db: Db, statements: PromiseLike<unknown>[]): Promise<unknown[]> {
   if (canPipeline(db)) return Promise.all(statements.map((s) => Promise.resolve(s)))

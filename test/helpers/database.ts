@@ -24,24 +24,14 @@ function migrationsHash(): string {
   return hash.digest('hex').slice(0, 12)
 }
 
-/**
- * The snapshot as PGlite reads it (it asks for the whole `arrayBuffer()`): a copy of bytes read
- * once per process, where a plain Blob of 40 MB reads itself back in small chunks (about twice
- * the CPU, per database).
- */
-class SnapshotBlob extends Blob {
-  constructor(private readonly content: Uint8Array) {
-    super([])
-  }
-
-  override async arrayBuffer(): Promise<ArrayBuffer> {
-    return this.content.slice().buffer as ArrayBuffer
-  }
-}
 let snapshotBytes: Uint8Array | undefined
 
-/** A migrated PGlite snapshot, made once per migrations version and shared by test files (uncompressed: it loads about a third faster). */
-async function pgliteSnapshot(): Promise<Blob> {
+/**
+ * A migrated PGlite snapshot, made once per migrations version and shared by test files
+ * (uncompressed: it loads about a third faster). Its bytes, read once per process: each database
+ * gets a copy (the database's thread reads them whole).
+ */
+async function pgliteSnapshot(): Promise<Uint8Array> {
   const dir = join(projectRoot, 'test', '.cache')
   const file = join(dir, `pglite-${migrationsHash()}.tar`)
   if (!existsSync(file)) {
@@ -55,7 +45,7 @@ async function pgliteSnapshot(): Promise<Blob> {
     renameSync(tmp, file) // atomic: parallel files never read half a snapshot
   }
   snapshotBytes ??= readFileSync(file)
-  return new SnapshotBlob(snapshotBytes)
+  return snapshotBytes
 }
 
 /**

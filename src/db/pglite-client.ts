@@ -1,0 +1,195 @@
+import { Worker } from 'node:worker_threads'
+import type { WorkerReply, WorkerRequest } from './pglite-protocol.js'
+
+/** A PostgreSQL error from the embedded database, with its fields (`code`, `constraint`, …) as PGlite gives them. */
+export class DatabaseError extends Error {}
+
+interface Results {
+  rows: unknown[]
+  fields: Array<{ name: string; dataTypeID: number }>
+  affectedRows?: number
+}
+interface QueryOptions {
+  rowMode?: 'array' | 'object'
+  parsers?: Record<number, unknown>
+}
+type Request = WorkerRequest extends infer R ? (R extends unknown ? Omit<R, 'id'> : never) : never
+
+/** What Drizzle's PGlite session calls on a transaction. */
+export interface PgliteWorkerTransaction {
+  query(text: string, params?: unknown[], options?: QueryOptions): Promise<Results>
+  exec(text: string): Promise<Results[]>
+  rollback(): Promise<void>
+  readonly closed: boolean
+}
+
+/** Where the worker's code is: compiled beside this file, or its TypeScript (run through tsx's loader). */
+function workerOf(): Worker {
+  if (import.meta.url.endsWith('.js')) return new Worker(new URL('./pglite-worker.js', import.meta.url))
+  const source = new URL('./pglite-worker.ts', import.meta.url).href
+  const tsx = import.meta.resolve('tsx/esm/api')
+  return new Worker(
+    `import(${JSON.stringify(tsx)}).then((tsx) => { tsx.register(); return import(${JSON.stringify(source)}) })`,
+    { eval: true }
+  )
+}
+
+/**
+ * The embedded PGlite, run in a worker thread: what Drizzle's PGlite driver and migrator call on a
+ * PGlite (`query`, `exec`, `transaction`), forwarded to it. The server's thread never runs the
+ * database's work. A worker that stops fails every call in flight and every later one.
+ */
+export class PgliteWorkerClient {
+  private readonly worker: Worker
+  private readonly pending = new Map<number, { resolve: (value: unknown) => void; reject: (err: Error) => void }>()
+  private nextId = 1
+  private failure: Error | undefined
+  private closing = false
+
+  private constructor() {
+    this.worker = workerOf()
+    this.worker.unref()
+    this.worker.on('message', (message: WorkerReply) => {
+      const call = this.pending.get(message.id)
+      if (!call) return
+      this.settled(message.id)
+      if ('error' in message) {
+        call.reject(Object.assign(new DatabaseError(String(message.error.message)), message.error))
+      } else call.resolve(message.result)
+    })
+    this.worker.on('error', (err) => this.stopped(new Error(`the embedded database's thread failed: ${err.message}`)))
+    this.worker.on('exit', (code) => {
+      this.stopped(
+        new Error(
+          this.closing ? 'the embedded database is closed' : `the embedded database's thread exited (code ${code})`
+        )
+      )
+    })
+  }
+
+  /** Starts the worker and opens (and migrates) the database in it. */
+  static async open(options: {
+    dataDir: string
+    load?: Uint8Array
+    migrationsFolder: string
+  }): Promise<PgliteWorkerClient> {
+    const client = new PgliteWorkerClient()
+    try {
+      await client.call({ op: 'open', ...options })
+    } catch (err) {
+      await client.worker.terminate()
+      throw err
+    }
+    return client
+  }
+
+  private call(request: Request): Promise<unknown> {
+    if (this.failure) return Promise.reject(this.failure)
+    const id = this.nextId++
+    return new Promise((resolve, reject) => {
+      // A call in flight keeps the process alive, as a query on the thread itself would.
+      if (this.pending.size === 0) this.worker.ref()
+      this.pending.set(id, { resolve, reject })
+      this.worker.postMessage({ ...request, id })
+    })
+  }
+
+  private settled(id: number): void {
+    this.pending.delete(id)
+    if (this.pending.size === 0) this.worker.unref()
+  }
+
+  private stopped(err: Error): void {
+    this.failure ??= err
+    for (const [id, call] of this.pending) {
+      this.settled(id)
+      call.reject(this.failure)
+    }
+  }
+
+  /** `parsers`: Drizzle's, which keep some types as text; they cross as the types' OIDs. */
+  query(text: string, params?: unknown[], options?: QueryOptions, tx?: number): Promise<Results> {
+    return this.call({
+      op: 'query',
+      text,
+      params,
+      ...(options?.rowMode ? { rowMode: options.rowMode } : {}),
+      ...(options?.parsers ? { textTypes: Object.keys(options.parsers).map(Number) } : {}),
+      ...(tx !== undefined ? { tx } : {})
+    }) as Promise<Results>
+  }
+
+  exec(text: string, tx?: number): Promise<Results[]> {
+    return this.call({ op: 'exec', text, ...(tx !== undefined ? { tx } : {}) }) as Promise<Results[]>
+  }
+
+  /** Runs `fn` in a transaction: committed when it resolves, rolled back when it throws. */
+  async transaction<T>(fn: (tx: PgliteWorkerTransaction) => Promise<T>): Promise<T> {
+    const txId = (await this.call({ op: 'begin' })) as number
+    let closed = false
+    const ensureOpen = () => {
+      if (closed) throw new Error('Transaction is closed')
+    }
+    const tx: PgliteWorkerTransaction = {
+      query: async (text, params, options) => {
+        ensureOpen()
+        return this.query(text, params, options, txId)
+      },
+      exec: async (text) => {
+        ensureOpen()
+        return this.exec(text, txId)
+      },
+      rollback: async () => {
+        ensureOpen()
+        closed = true
+        await this.call({ op: 'rollback', tx: txId })
+      },
+      get closed() {
+        return closed
+      }
+    }
+    let result: T
+    try {
+      result = await fn(tx)
+    } catch (err) {
+      if (!closed) {
+        closed = true
+        await this.call({ op: 'rollback', tx: txId }).catch(() => {})
+      }
+      throw err
+    }
+    if (!closed) {
+      closed = true
+      await this.call({ op: 'commit', tx: txId })
+    }
+    return result
+  }
+
+  /** Ends the worker at once, as a crash of its thread would: every call in flight and every later one fails. */
+  async terminate(): Promise<void> {
+    await this.worker.terminate()
+  }
+
+  /** Closes the database (after the transaction in progress) and ends the worker. */
+  async close(timeoutMs = 10_000): Promise<void> {
+    if (this.closing) return
+    this.closing = true
+    if (this.failure) return this.worker.terminate().then(() => {})
+    let timer: NodeJS.Timeout | undefined
+    try {
+      await Promise.race([
+        this.call({ op: 'close' }),
+        new Promise<never>((_resolve, reject) => {
+          timer = setTimeout(
+            () => reject(new Error(`the embedded database did not close within ${timeoutMs} ms`)),
+            timeoutMs
+          )
+          timer.unref()
+        })
+      ])
+    } finally {
+      clearTimeout(timer)
+      await this.worker.terminate()
+    }
+  }
+}

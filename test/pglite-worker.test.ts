@@ -1,0 +1,87 @@
+import t from 'tap'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { sql } from 'drizzle-orm'
+import { PgliteWorkerClient } from '../src/db/pglite-client.js'
+import { migrationsFolder } from '../src/paths.js'
+import { buildTestApp } from './helpers/app.js'
+import { testDatabaseUrl } from './helpers/database.js'
+
+// The embedded PGlite runs in a worker thread of its own (src/db/pglite-worker.ts): while it works,
+// the server's thread answers other requests. On the PostgreSQL server the database was never on
+// the request thread.
+const skip = testDatabaseUrl ? 'the embedded PGlite only: a PostgreSQL server never runs on the request thread' : false
+
+/** A request must answer within this while the database is busy (it takes about 1 ms when idle). */
+const BOUND_MS = 200
+
+t.test('requests answer while the embedded database is busy', { skip }, async (t) => {
+  const { app, database } = await buildTestApp(t)
+  t.equal((await app.inject({ url: '/healthz' })).statusCode, 200)
+  // The longest gap between ticks of a 10 ms timer: how long the thread was held at once.
+  let lastTick = performance.now()
+  let maxGapMs = 0
+  const ticker = setInterval(() => {
+    const now = performance.now()
+    maxGapMs = Math.max(maxGapMs, now - lastTick)
+    lastTick = now
+  }, 10)
+  const started = performance.now()
+  const state = { busy: true }
+  const operation = database.db.execute(sql`select pg_sleep(1.5)`).finally(() => {
+    state.busy = false
+  })
+  const times: number[] = []
+  while (state.busy) {
+    const began = performance.now()
+    const res = await app.inject({ url: '/healthz' })
+    if (state.busy) times.push(performance.now() - began)
+    t.equal(res.statusCode, 200)
+    await sleep(50)
+  }
+  await operation
+  clearInterval(ticker)
+  t.ok(performance.now() - started >= 1400, 'the operation kept the database busy for 1.5 s')
+  t.ok(times.length >= 10, `/healthz answered ${times.length} times during it (one every 50 ms or so)`)
+  const slowest = Math.max(0, ...times)
+  t.ok(slowest < BOUND_MS, `/healthz answered within ${BOUND_MS} ms (at most ${Math.round(slowest)} ms)`)
+  t.ok(maxGapMs < BOUND_MS, `the thread was never held ${BOUND_MS} ms at once (at most ${Math.round(maxGapMs)} ms)`)
+})
+
+t.test('a statement outside a transaction waits for the transaction in progress only', { skip }, async (t) => {
+  const { database } = await buildTestApp(t)
+  const { db } = database
+  const ended: string[] = []
+  const transaction = (name: string) =>
+    db
+      .transaction(async (tx) => {
+        await tx.execute(sql`select pg_sleep(0.3)`)
+      })
+      .then(() => ended.push(name))
+  // On one session everything waits for the transaction in progress; a read sent after two more
+  // transactions were asked for still runs before them.
+  const running = [transaction('first'), transaction('second'), transaction('third')]
+  const read = db.execute(sql`select 1`).then(() => ended.push('read'))
+  await Promise.all([...running, read])
+  t.ok(
+    ended.indexOf('read') < ended.indexOf('second'),
+    `the read ended before the second transaction (${ended.join(', ')})`
+  )
+  t.ok(ended.indexOf('read') < ended.indexOf('third'), 'and before the third')
+})
+
+t.test('a database thread that stops fails every call, at once and later', { skip }, async (t) => {
+  const client = await PgliteWorkerClient.open({ dataDir: 'memory://', migrationsFolder })
+  t.teardown(() => client.close())
+  const pending = client.query('select pg_sleep(5)')
+  await sleep(100)
+  const stoppedAt = performance.now()
+  await client.terminate()
+  await t.rejects(pending, /the embedded database's thread exited/, 'the call in flight fails')
+  t.ok(performance.now() - stoppedAt < 1000, 'without waiting for the statement')
+  await t.rejects(client.query('select 1'), /the embedded database's thread exited/, 'a later call fails too')
+  await t.rejects(
+    client.transaction(async () => {}),
+    /the embedded database's thread exited/,
+    'and a transaction'
+  )
+})
