@@ -9,6 +9,7 @@ import { createBatchesService } from './service.js'
 const batchesRoutes: FastifyPluginAsyncTypebox<{ sections: Section[] }> = async function batchesRoutes(app, opts) {
   const service = createBatchesService({
     db: app.db,
+    databaseKind: app.database.kind,
     imports: createImportsService(app.db, app.failures),
     sections: opts.sections,
     failures: app.failures

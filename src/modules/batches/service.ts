@@ -31,17 +31,23 @@ import {
 } from './repository.js'
 import { examineEntry, requestsOf, rooted, twoForOneLedger, type Entry, type FailedStep } from './entries.js'
 
-/** Accounts staged and created per transaction on the set-based path. */
-export const CHUNK_ACCOUNTS = 100
+/**
+ * Accounts staged and created per transaction on the set-based path, by database. The embedded
+ * PGlite has one session: every other statement (a sign-in, a status read) waits for the
+ * transaction in progress, so its transactions are kept short (bench/README.md, PGlite
+ * responsiveness).
+ */
+export const CHUNK_ACCOUNTS = { postgres: 100, pglite: 10 } as const
 /** Accounts worked on at once on the one-by-one path. */
 const CONCURRENCY = 4
 /** How long an entry waits for a free concurrency slot of its supplier before it fails with 429. */
 const SLOT_WAIT_MS = 30_000
 
 /**
- * Lets requests that arrived meanwhile start before the next chunk. On PGlite the database's
- * answers come back without a turn of the event loop, so a batch would otherwise keep every
- * other request of the server waiting until its last chunk (seconds for 1,000 entries).
+ * Lets requests that arrived meanwhile start before the next chunk: checking and planning a
+ * chunk's accounts is work on this thread, and a batch would otherwise keep other requests of
+ * the server waiting for its planning (it was also the database's thread, before PGlite moved to
+ * a worker).
  */
 const letOthersIn = () => new Promise<void>((resolve) => setImmediate(resolve))
 /** Accounts checked before a batch lets other requests use the thread (about 10 ms of work). */
@@ -66,11 +72,14 @@ async function eachLimited<T>(items: T[], limit: number, work: (item: T) => Prom
  */
 export function createBatchesService(deps: {
   db: Db
+  /** Which database `db` is: sets the accounts per transaction (`CHUNK_ACCOUNTS`). */
+  databaseKind: keyof typeof CHUNK_ACCOUNTS
   imports: ImportsService
   sections: Section[]
   failures: FailuresService
 }) {
   const { db, imports, sections, failures } = deps
+  const chunkAccounts = CHUNK_ACCOUNTS[deps.databaseKind]
   const repo = createBatchesRepository(db)
   const validators = new Map<string, ValidateFunction>(
     sections.map((section) => [section.name, compileBody(section.route.body)])
@@ -179,14 +188,14 @@ export function createBatchesService(deps: {
       // A supplier with a concurrency limit: each create (a dry run's too) takes one of its slots, one account at a time.
       if (supplier.maxConcurrentProcessing !== null) oneByOne.push(...ready)
       else if (dryRun) {
-        for (let i = 0; i < ready.length; i += CHUNK_ACCOUNTS) {
+        for (let i = 0; i < ready.length; i += chunkAccounts) {
           if (i > 0) await letOthersIn()
-          oneByOne.push(...(await dryRunChunk(ready.slice(i, i + CHUNK_ACCOUNTS))))
+          oneByOne.push(...(await dryRunChunk(ready.slice(i, i + chunkAccounts))))
         }
       } else {
-        for (let i = 0; i < ready.length; i += CHUNK_ACCOUNTS) {
+        for (let i = 0; i < ready.length; i += chunkAccounts) {
           if (i > 0) await letOthersIn()
-          const chunk = ready.slice(i, i + CHUNK_ACCOUNTS)
+          const chunk = ready.slice(i, i + chunkAccounts)
           const plans = new Map<Entry, PlannedAccount>()
           await eachLimited(chunk, CONCURRENCY, async (e) => {
             plans.set(e, await planEntry(e))

@@ -48,6 +48,7 @@ const importJobsRoutes: FastifyPluginAsyncTypebox<{ config: Config; sections: Se
     // The runner: the batch engine, run in this process's workers (IMPORT_JOB_WORKERS of them).
     const batches = createBatchesService({
       db: app.db,
+      databaseKind: app.database.kind,
       imports: createImportsService(app.db, app.failures),
       sections: opts.sections,
       failures: app.failures
