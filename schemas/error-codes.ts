@@ -803,11 +803,12 @@ export const ERROR_CODES = {
   },
   service_unavailable: {
     status: 503,
-    kind: 'top',
-    steps: NO_STEP,
-    detail: 'The database is not answering.',
+    kind: 'both',
+    steps: EVERY_STEP,
+    detail: 'The database could not be reached (it may be failing over); nothing was stored.',
+    answerDetail: 'The database is not answering.',
     meaning:
-      'The service cannot reach its database; wait for it to come back (the operator is told by the readiness probe).',
+      'The service cannot reach its database, or lost it mid-request (a restart, a failover to a standby); nothing of the request was stored. Send it again after Retry-After seconds (the operator is told by the readiness probe).',
     retryAfterSeconds: 5
   },
   service_stopping: {

@@ -1,6 +1,7 @@
 import type { ErrorObject } from 'ajv'
 import type { FastifyRequest } from 'fastify'
 import type { ErrorEntry } from '../schemas/common.js'
+import { databaseUnavailable } from './db/errors.js'
 import {
   CODE,
   ERROR_CODES,
@@ -50,6 +51,15 @@ export function answer<C extends ErrorCode>(
   const spec: CodeSpec = ERROR_CODES[code]
   const message = spec.answerDetail ?? formatDetail(code, (args[0] ?? {}) as DetailParams<C>)
   return new AppError(options.status ?? spec.status, code, message, sortEntries(errors), options.extra, options.headers)
+}
+
+/**
+ * The answer to an error no code path expected: 503 `service_unavailable` (with `Retry-After`) when
+ * the database cannot be used right now (lost mid-request, restarting, failing over), so that the
+ * request is sent again; otherwise 500 `server_error`.
+ */
+export function unexpected(err: unknown): AppError {
+  return databaseUnavailable(err) ? answer(CODE.service_unavailable) : answer(CODE.server_error)
 }
 
 export interface AnswerOptions {

@@ -294,8 +294,9 @@ if (!testDatabaseUrl) {
       const pending = s.client.create('F-CREATE')
       await terminate(t, s.sql, await blockedBackend(t, s.sql))
       const res = await pending
-      t.equal(res.statusCode, 500, res.body)
-      t.equal(res.json().code, 'server_error')
+      t.equal(res.statusCode, 503, res.body)
+      t.equal(res.json().code, 'service_unavailable', 'the connection lost: send it again')
+      t.equal(res.headers['retry-after'], '5')
       await release()
       const after = await snapshot(s.database, s.sql)
       t.same(
@@ -306,7 +307,7 @@ if (!testDatabaseUrl) {
       t.same(after.balances, before.balances)
       const status = (await s.client.status('F-CREATE')).json()
       t.equal(status.status, 'UNKNOWN', 'not stuck IN_PROGRESS')
-      t.equal(status.latest_error?.errors?.[0]?.code, 'server_error', 'the failure is the latest error')
+      t.equal(status.latest_error?.errors?.[0]?.code, 'service_unavailable', 'the failure is the latest error')
       t.equal(await ready(s.app), 200, '/readyz is green')
       const retry = await s.client.create('F-CREATE')
       t.equal(retry.statusCode, 201, retry.body)
@@ -336,7 +337,8 @@ if (!testDatabaseUrl) {
             const pending = s.post(c.path, a.external, c.fields(a))
             await terminate(t, s.sql, await blockedBackend(t, s.sql))
             const res = await pending
-            t.equal(res.statusCode, 500, res.body)
+            t.equal(res.statusCode, 503, res.body)
+            t.equal(res.json().code, 'service_unavailable')
             await release()
             t.same(await snapshot(s.database, s.sql), start, 'nothing of it stored, the balance unchanged')
             t.equal(await ready(s.app), 200, '/readyz is green')
@@ -472,8 +474,9 @@ if (!testDatabaseUrl) {
       pg.ctl('stop', '-m', 'fast')
       t.equal((await call('/readyz')).status, 503, '/readyz is red while the database is down')
       const down = await stage('DB-2')
-      t.equal(down.status, 500, 'a request while the database is down fails')
-      t.equal(((await down.json()) as any).code, 'server_error')
+      t.equal(down.status, 503, 'a request while the database is down: 503, send it again')
+      t.equal(down.headers.get('retry-after'), '5')
+      t.equal(((await down.json()) as any).code, 'service_unavailable')
       t.equal((await call('/healthz')).status, 200, 'the process stays alive')
 
       pg.ctl('start')

@@ -10,6 +10,8 @@ import postgres from 'postgres'
 import * as schema from '../../drizzle/schema/index.js'
 import { migrationsFolder } from '../paths.js'
 import { driverPatchProblem } from './driver-check.js'
+
+export { databaseUnavailable, pgErrorCode } from './errors.js'
 import { PgliteWorkerClient } from './pglite-client.js'
 
 /** The Drizzle type both drivers satisfy: repositories are written against it and run on both. */
@@ -280,13 +282,6 @@ export function openDatabase(config: {
         pipeline: config.databasePipeline
       })
     : openPglite({ dataDir: config.dataDir })
-}
-
-/** The PostgreSQL error code (e.g. `23505`) of a driver error, wrapped by Drizzle or not. */
-export function pgErrorCode(err: unknown): string | undefined {
-  const e = err as { code?: unknown; cause?: { code?: unknown } } | null
-  const code = e?.cause?.code ?? e?.code
-  return typeof code === 'string' ? code : undefined
 }
 
 /** `host:port/database`, without user or password. */

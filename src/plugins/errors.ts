@@ -2,7 +2,7 @@ import { STATUS_CODES } from 'node:http'
 import type { Duplex } from 'node:stream'
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
-import { pgErrorCode } from '../db/index.js'
+import { databaseUnavailable, pgErrorCode } from '../db/errors.js'
 import {
   AppError,
   answer,
@@ -77,6 +77,8 @@ export function toAppError(err: FastifyError, request: FastifyRequest): AppError
   if (sqlState === '22021' || sqlState === '22P05') {
     return invalidBody('The request holds characters that cannot be stored (U+0000).')
   }
+  // The database lost or unreachable (a restart, a failover): 503 with Retry-After, not a 500.
+  if (databaseUnavailable(err)) return answer(CODE.service_unavailable)
   const status = err.statusCode ?? 500
   if (status >= 400 && status < 500) {
     // Another 4xx raised by Fastify or a plugin: its message is safe and says what was wrong.

@@ -7,7 +7,7 @@ import { isWellFormedJson } from '../../schemas/text.js'
 import { CODE, formatDetail } from '../../schemas/error-codes.js'
 import { JOB_STATES, type ImportJob, type JobState } from '../../schemas/import-jobs.js'
 import { errorCodeList } from '../../schemas/error-code-list.js'
-import { AppError, answer, fieldError } from '../errors.js'
+import { AppError, answer, fieldError, unexpected } from '../errors.js'
 import { formatDateTime, formatNullableDateTime } from '../format.js'
 import { tokenFromHeader, type Principal } from '../modules/auth/service.js'
 import { createImportJobsReader } from '../modules/import-jobs/service.js'
@@ -489,7 +489,7 @@ export default fp(
         if (expected) return error
         // Unexpected: logged in full, answered without internals.
         ctx.reply.log.error({ err: original }, 'graphql request failed')
-        const masked = answer(CODE.server_error)
+        const masked = unexpected(original)
         return new GraphQLError(masked.message, {
           path: error.path,
           extensions: { code: masked.code, request_id: ctx.reply.request.id }

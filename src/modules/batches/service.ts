@@ -5,7 +5,7 @@ import type { Db } from '../../db/index.js'
 import { CODE } from '../../../schemas/error-codes.js'
 import {
   accountFailed,
-  answer,
+  unexpected,
   AppError,
   entriesFromAjv,
   invalidRequest,
@@ -442,11 +442,11 @@ export function createBatchesService(deps: {
     return { body: request, schemaErrors }
   }
 }
-/** An error of a single step as its endpoint would answer it; anything unexpected is a 500. */
+/** An error of a single step as its endpoint would answer it; anything unexpected is a 500 (503 when the database is lost). */
 function asAppError(err: unknown, log: FastifyBaseLogger): AppError {
   if (err instanceof AppError) return err
   log.error({ err }, 'batch entry failed with a server error')
-  return answer(CODE.server_error)
+  return unexpected(err)
 }
 
 function resultOf(e: Entry): BatchResult {

@@ -3,7 +3,7 @@ import { SUPPLIER_CODE } from '../../../schemas/common.js'
 import type { ImportProcessListItem } from '../../../schemas/imports.js'
 import type { SupplierRow } from '../../db/columns.js'
 import type { Db } from '../../db/index.js'
-import { pgErrorCode } from '../../db/index.js'
+import { databaseUnavailable, pgErrorCode } from '../../db/errors.js'
 import {
   accountFailed,
   answer,
@@ -348,7 +348,9 @@ export function createImportsService(db: Db, failures: FailuresService) {
           continue
         }
         // An unexpected failure: nothing was created (the transaction rolled back); keep a trace of it.
-        const failure = [problem(CODE.server_error, null)]
+        const failure = [
+          databaseUnavailable(err) ? problem(CODE.service_unavailable, null) : problem(CODE.server_error, null)
+        ]
         await (
           dryRun
             ? repo.recordDryRun(process.id, false, failure, actor)
