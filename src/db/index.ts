@@ -284,14 +284,15 @@ export function openDatabase(config: {
     : openPglite({ dataDir: config.dataDir })
 }
 
-/** `host:port/database`, without user or password. */
+/**
+ * `host:port/database`, without user or password; several hosts (`h1:5432,h2:5433`, libpq's
+ * multi-host form, which the driver tries in order for a primary) are listed as given.
+ */
 export function describeUrl(url: string): string {
-  try {
-    const u = new URL(url)
-    return `${u.hostname}:${u.port || '5432'}${u.pathname}`
-  } catch {
-    return 'an unparsable DATABASE_URL'
-  }
+  const match = /^postgres(?:ql)?:\/\/(?:[^@/]*@)?([^/?#]+)(\/[^?#]*)?/.exec(url)
+  if (!match) return 'an unparsable DATABASE_URL'
+  const hosts = match[1]!.split(',').map((host) => (/:\d+$/.test(host) ? host : `${host}:5432`))
+  return `${hosts.join(',')}${match[2] ?? ''}`
 }
 
 function lockDataDir(root: string): () => void {
