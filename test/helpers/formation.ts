@@ -1,0 +1,260 @@
+import { execFile, execFileSync, spawn, type ChildProcess } from 'node:child_process'
+import { chownSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { createServer, type AddressInfo } from 'node:net'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { setTimeout as sleep } from 'node:timers/promises'
+
+/**
+ * A pg_auto_failover formation of the test's own (Debian's postgresql-15-auto-failover): a
+ * monitor, a primary and a standby, each on a free port, all in a temporary folder; run as
+ * `postgres` when the test runs as root (PostgreSQL refuses root). Everything is killed and
+ * removed at teardown, also when the test fails.
+ *
+ * The monitor's health checks are made fast (`pgautofailover.health_check_*`,
+ * `node_considered_unhealthy_timeout`, `primary_demote_timeout`: see `FAST_MONITOR`), so a lost
+ * primary is replaced within a few seconds instead of pg_auto_failover's 20 to 30.
+ */
+export interface Formation {
+  /** `postgres://postgres@127.0.0.1:P1,127.0.0.1:P2/<db>?target_session_attrs=read-write` */
+  url: string
+  /** The primary's port and its standby's, as the formation started. */
+  ports: { primary: number; standby: number }
+  /** SIGKILLs the primary node: its pg_autoctl (which would restart PostgreSQL) and its postmaster. */
+  killPrimary(): void
+  /** Waits until the standby answers as a primary (read-write); returns the milliseconds waited. */
+  waitForPromotion(timeoutMs?: number): Promise<number>
+  /** `pg_autoctl show state`, for diagnostics. */
+  state(): Promise<string>
+  /** How long the formation took to start, in milliseconds. */
+  startMs: number
+}
+
+export const FAST_MONITOR: Record<string, string> = {
+  'pgautofailover.health_check_period': '1000',
+  'pgautofailover.health_check_timeout': '1000',
+  'pgautofailover.health_check_max_retries': '1',
+  'pgautofailover.health_check_retry_delay': '500',
+  'pgautofailover.node_considered_unhealthy_timeout': '3000',
+  'pgautofailover.primary_demote_timeout': '3000'
+}
+
+type Teardown = { teardown(fn: () => unknown): void }
+
+/** Why a formation cannot be made here, or undefined when it can. */
+export function formationMissing(): string | undefined {
+  try {
+    execFileSync('pg_config', ['--bindir'], { encoding: 'utf8' })
+  } catch {
+    return 'pg_config is not on PATH (no PostgreSQL binaries)'
+  }
+  if (findAutoctl() === undefined) return 'pg_autoctl is missing (Debian package postgresql-15-auto-failover)'
+  if (process.getuid?.() === 0) {
+    try {
+      execFileSync('id', ['-u', 'postgres'], { encoding: 'utf8' })
+    } catch {
+      return 'running as root without a postgres user, and PostgreSQL refuses to run as root'
+    }
+  }
+  return undefined
+}
+
+function findAutoctl(): string | undefined {
+  const bindir = execFileSync('pg_config', ['--bindir'], { encoding: 'utf8' }).trim()
+  for (const dir of [bindir, ...(process.env.PATH ?? '').split(':')]) {
+    if (dir && existsSync(join(dir, 'pg_autoctl'))) return join(dir, 'pg_autoctl')
+  }
+  return undefined
+}
+
+export async function startFormation(t: Teardown, dbname = 'amis'): Promise<Formation> {
+  const started = Date.now()
+  const bindir = execFileSync('pg_config', ['--bindir'], { encoding: 'utf8' }).trim()
+  const autoctl = findAutoctl()!
+  const dir = mkdtempSync(join(tmpdir(), 'amis-formation-'))
+  let wrap: string[] = []
+  if (process.getuid?.() === 0) {
+    const uid = Number(execFileSync('id', ['-u', 'postgres'], { encoding: 'utf8' }))
+    const gid = Number(execFileSync('id', ['-g', 'postgres'], { encoding: 'utf8' }))
+    chownSync(dir, uid, gid)
+    wrap = ['runuser', '-u', 'postgres', '--']
+  }
+  // pg_autoctl keeps its state under XDG_CONFIG_HOME and XDG_DATA_HOME: in our folder too.
+  const env = {
+    PATH: `${bindir}:${process.env.PATH ?? ''}`,
+    PG_CONFIG: join(bindir, 'pg_config'),
+    XDG_CONFIG_HOME: join(dir, 'config'),
+    XDG_DATA_HOME: join(dir, 'share'),
+    HOME: dir
+  }
+  const command = (file: string, args: string[]) => {
+    const [first, ...rest] = [...wrap, file, ...args]
+    return [first!, rest] as const
+  }
+  const nodes: Array<{ name: string; child: ChildProcess; pgdata: string; port: number }> = []
+  const killNode = (node: (typeof nodes)[number]) => {
+    try {
+      if (node.child.pid !== undefined) process.kill(-node.child.pid, 'SIGKILL')
+    } catch {
+      // gone already
+    }
+    const pid = postmasterPid(node.pgdata)
+    if (pid !== undefined) {
+      try {
+        process.kill(pid, 'SIGKILL')
+      } catch {
+        // gone already
+      }
+    }
+  }
+  t.teardown(async () => {
+    for (const node of nodes) killNode(node)
+    await sleep(200)
+    rmSync(dir, { recursive: true, force: true })
+  })
+  const run = (name: string, args: string[]) => {
+    const pgdata = join(dir, name)
+    const [file, rest] = command(autoctl, [...args, '--pgdata', pgdata])
+    // A process group of its own, so a kill reaches pg_autoctl's services and PostgreSQL together.
+    const child = spawn(file, rest, { env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] })
+    let out = ''
+    child.stdout!.on('data', (d: Buffer) => (out += d.toString()))
+    child.stderr!.on('data', (d: Buffer) => (out += d.toString()))
+    const port = Number(args[args.indexOf('--pgport') + 1])
+    nodes.push({ name, child, pgdata, port })
+    return () => out
+  }
+  const exec = (file: string, args: string[]) =>
+    new Promise<string>((resolve, reject) => {
+      const [first, rest] = command(file, args)
+      execFile(first, rest, { env, timeout: 10_000, encoding: 'utf8' }, (error, stdout, stderr) =>
+        error ? reject(new Error(`${file} ${args.join(' ')}: ${stderr || error.message}`)) : resolve(stdout)
+      )
+    })
+  const psql = (port: number, db: string, ...sql: string[]) =>
+    exec(join(bindir, 'psql'), [
+      ...['-h', '127.0.0.1', '-p', String(port), '-U', 'postgres', '-d', db, '-At'],
+      ...sql.flatMap((s) => ['-c', s])
+    ])
+  const until = async (what: string, check: () => Promise<boolean>, timeoutMs: number) => {
+    const deadline = Date.now() + timeoutMs
+    while (Date.now() < deadline) {
+      if (await check().catch(() => false)) return
+      await sleep(250)
+    }
+    throw new Error(`${what}: not within ${timeoutMs} ms\n` + nodes.map((n) => n.name).join(', '))
+  }
+
+  const [p0, p1, p2] = [await freePort(), await freePort(), await freePort()]
+  mkdirSync(join(dir, 'config'), { recursive: true })
+  if (wrap.length > 0) {
+    const uid = Number(execFileSync('id', ['-u', 'postgres'], { encoding: 'utf8' }))
+    const gid = Number(execFileSync('id', ['-g', 'postgres'], { encoding: 'utf8' }))
+    chownSync(join(dir, 'config'), uid, gid)
+  }
+  const monitorOut = run('monitor', [
+    'create',
+    'monitor',
+    '--pgport',
+    String(p0),
+    '--hostname',
+    '127.0.0.1',
+    '--auth',
+    'trust',
+    '--no-ssl',
+    '--run'
+  ])
+  await until(
+    'the monitor accepts connections',
+    async () => (await psql(p0, 'pg_auto_failover', 'select 1')).trim() === '1',
+    60_000
+  ).catch((e: Error) => {
+    throw new Error(e.message + '\n' + monitorOut())
+  })
+  await psql(
+    p0,
+    'pg_auto_failover',
+    ...Object.entries(FAST_MONITOR).map(([k, v]) => `alter system set ${k} = '${v}'`),
+    'select pg_reload_conf()'
+  )
+  const monitor = `postgres://autoctl_node@127.0.0.1:${p0}/pg_auto_failover?sslmode=disable`
+  const node = (name: string, port: number) =>
+    run(name, [
+      'create',
+      'postgres',
+      '--pgport',
+      String(port),
+      '--hostname',
+      '127.0.0.1',
+      '--dbname',
+      dbname,
+      '--monitor',
+      monitor,
+      '--auth',
+      'trust',
+      '--no-ssl',
+      '--run'
+    ])
+  const out1 = node('node1', p1)
+  const state = () => exec(autoctl, ['show', 'state', '--pgdata', join(dir, 'monitor')])
+  // The first node to register is the primary; the second is cloned from it.
+  await until(
+    'node1 is primary',
+    async () => /\|\s+(single|primary)\s+\|\s+(single|primary)\s*$/m.test(await state()),
+    60_000
+  ).catch((e: Error) => {
+    throw new Error(e.message + '\n' + out1())
+  })
+  const out2 = node('node2', p2)
+  // pg_basebackup waits for a spread checkpoint (minutes on an idle server): ask for one now.
+  await until(
+    'one primary and one secondary',
+    async () => {
+      const s = await state()
+      if (/catchingup|wait_standby/.test(s)) await psql(p1, 'postgres', 'checkpoint').catch(() => '')
+      return /\|\s+primary\s+\|\s+primary\s*$/m.test(s) && /\|\s+secondary\s+\|\s+secondary\s*$/m.test(s)
+    },
+    120_000
+  ).catch(async (e: Error) => {
+    throw new Error(e.message + '\n' + (await state().catch(() => '')) + '\n' + out2())
+  })
+  const startMs = Date.now() - started
+  return {
+    url: `postgres://postgres@127.0.0.1:${p1},127.0.0.1:${p2}/${dbname}?target_session_attrs=read-write`,
+    ports: { primary: p1, standby: p2 },
+    startMs,
+    killPrimary: () => killNode(nodes.find((n) => n.port === p1)!),
+    async waitForPromotion(timeoutMs = 60_000) {
+      const from = Date.now()
+      await until(
+        'the standby is promoted',
+        async () => (await psql(p2, 'postgres', 'select pg_is_in_recovery()')).trim() === 'f',
+        timeoutMs
+      ).catch(async (e: Error) => {
+        throw new Error(e.message + '\n' + (await state().catch(() => '')))
+      })
+      return Date.now() - from
+    },
+    state
+  }
+}
+
+function postmasterPid(pgdata: string): number | undefined {
+  try {
+    const pid = Number(readFileSync(join(pgdata, 'postmaster.pid'), 'utf8').split('\n')[0])
+    return Number.isInteger(pid) && pid > 0 ? pid : undefined
+  } catch {
+    return undefined
+  }
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer()
+    server.once('error', reject)
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as AddressInfo
+      server.close(() => resolve(port))
+    })
+  })
+}
