@@ -6,7 +6,9 @@ import { exampleAccount, TEAM } from './helpers/accounts.js'
 import { testDatabaseUrl } from './helpers/database.js'
 import { formationMissing, startFormation, FAST_MONITOR } from './helpers/formation.js'
 import { asOperator, createTenant } from './helpers/graphql.js'
+import { clientArgs, clientInBackground, generated, inputFile, readReport } from './helpers/migrate.js'
 import { remote, startServer } from './helpers/server.js'
+import { join } from 'node:path'
 import { tempDir } from './helpers/temp-dir.js'
 
 /**
@@ -171,5 +173,74 @@ if (missing !== undefined) {
     const [primary] = await sql<Array<{ recovery: boolean }>>`select pg_is_in_recovery() as recovery`
     t.equal(primary!.recovery, false, 'the multi-host URL reaches the new primary')
     t.comment(await formation.state())
+  })
+
+  t.test('the migration client runs through a failover: every account created once, none failed', async (t) => {
+    const formation = await startFormation(t)
+    const server = await startServer({
+      DATABASE_URL: formation.url,
+      DATA_DIR: tempDir(t),
+      TOKEN_SECRET: TEST_TOKEN_SECRET,
+      OPERATOR_API_KEY: TEST_OPERATOR_KEY,
+      NODE_ENV: 'test',
+      LOG_LEVEL: 'info'
+    })
+    t.teardown(async () => {
+      if (server.child.exitCode === null && server.child.signalCode === null) server.child.kill('SIGKILL')
+      await server.exit
+    })
+    const app = remote(server.url)
+    const tenant = await createTenant(app, 'Acme', 'ACME_ENERGY')
+    await asOperator(app, 'mutation($n: String!) { createOperationsTeam(input: {name: $n}) { id } }', { n: TEAM })
+    const dir = tempDir(t)
+    const count = 300
+    const file = inputFile(
+      dir,
+      'accounts.ndjson',
+      generated(count, 'failover', { postImportShare: 0 }).map((l) => l.line)
+    )
+    const report = join(dir, 'report.ndjson')
+    const started = Date.now()
+    const { run, done } = clientInBackground(clientArgs(file, server.url, report, '--concurrency', '4'), {
+      AMIS_API_KEY: tenant.apiKey
+    })
+    // Kill the primary once the run is under way.
+    const sql = postgres(formation.url, { max: 1, onnotice: () => {} })
+    t.teardown(() => sql.end({ timeout: 1 }))
+    for (;;) {
+      const [row] = await sql<Array<{ n: number }>>`select count(*)::int as n from accounts`
+      if (row!.n >= 30 || run.code !== -1) break
+      await sleep(200)
+    }
+    await sql.end({ timeout: 1 })
+    const killedAt = Date.now()
+    formation.killPrimary()
+    const promotedMs = await formation.waitForPromotion(60_000)
+    const result = await done
+    t.comment(
+      `standby promoted ${promotedMs} ms after the kill (${killedAt - started} ms into the run); the client ended ${Date.now() - killedAt} ms after the kill`
+    )
+    t.equal(result.code, 0, 'the client ends with 0')
+    if (result.code !== 0) t.comment(result.stdout + result.stderr)
+    t.match(result.stdout, new RegExp(`created: +${count}\\n {2}already completed: +0\\n {2}failed: +0\\n`))
+    t.comment(
+      result.stdout
+        .split('\n')
+        .filter((l) => /waited|retried|created|failed|time:/.test(l))
+        .map((l) => l.trim().replace(/ +/g, ' '))
+        .join('; ')
+    )
+    const entries = readReport(report)
+    t.same(
+      entries.filter((e) => e.outcome === 'failed'),
+      [],
+      'no account failed'
+    )
+    const after = postgres(formation.url, { max: 1, onnotice: () => {} })
+    t.teardown(() => after.end({ timeout: 1 }))
+    const rows = await after<
+      Array<{ n: number; distinct: number; most: number }>
+    >`select count(*)::int as n, count(distinct external_account_number)::int as distinct, coalesce(max(c), 0)::int as most from (select external_account_number, count(*) over (partition by external_account_number) as c from accounts) a`
+    t.same(rows[0], { n: count, distinct: count, most: 1 }, 'every account created exactly once, on the new primary')
   })
 }
