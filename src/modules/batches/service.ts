@@ -37,7 +37,7 @@ import { examineEntry, requestsOf, rooted, twoForOneLedger, type Entry, type Fai
  * transaction in progress, so its transactions are kept short (bench/README.md, PGlite
  * responsiveness).
  */
-export const CHUNK_ACCOUNTS = { postgres: 100, pglite: 10 } as const
+export const CHUNK_ACCOUNTS = { postgres: 100, pglite: 25 } as const
 /** Accounts worked on at once on the one-by-one path. */
 const CONCURRENCY = 4
 /** How long an entry waits for a free concurrency slot of its supplier before it fails with 429. */
