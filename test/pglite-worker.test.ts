@@ -1,21 +1,28 @@
-import t from 'tap'
+import t, { type Test } from 'tap'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { sql } from 'drizzle-orm'
 import { PgliteWorkerClient } from '../src/db/pglite-client.js'
 import { migrationsFolder } from '../src/paths.js'
 import { buildTestApp } from './helpers/app.js'
-import { testDatabaseUrl } from './helpers/database.js'
+import { openPglite } from '../src/db/index.js'
 
 // The embedded PGlite runs in a worker thread of its own (src/db/pglite-worker.ts): while it works,
-// the server's thread answers other requests. On the PostgreSQL server the database was never on
-// the request thread.
-const skip = testDatabaseUrl ? 'the embedded PGlite only: a PostgreSQL server never runs on the request thread' : false
+// the server's thread answers other requests. These tests are about PGlite, so they open one of
+// their own on either half of the suite.
+
+/** The app on an in-memory PGlite of its own, closed after the app. */
+async function pgliteApp(t: Test) {
+  const database = await openPglite({ dataDir: 'memory://' })
+  const built = await buildTestApp(t, { database })
+  t.teardown(() => database.close())
+  return built
+}
 
 /** A request must answer within this while the database is busy (it takes about 1 ms when idle). */
 const BOUND_MS = 200
 
-t.test('requests answer while the embedded database is busy', { skip }, async (t) => {
-  const { app, database } = await buildTestApp(t)
+t.test('requests answer while the embedded database is busy', async (t) => {
+  const { app, database } = await pgliteApp(t)
   t.equal((await app.inject({ url: '/healthz' })).statusCode, 200)
   // The longest gap between ticks of a 10 ms timer: how long the thread was held at once.
   let lastTick = performance.now()
@@ -47,8 +54,8 @@ t.test('requests answer while the embedded database is busy', { skip }, async (t
   t.ok(maxGapMs < BOUND_MS, `the thread was never held ${BOUND_MS} ms at once (at most ${Math.round(maxGapMs)} ms)`)
 })
 
-t.test('a statement outside a transaction waits for the transaction in progress only', { skip }, async (t) => {
-  const { database } = await buildTestApp(t)
+t.test('a statement outside a transaction waits for the transaction in progress only', async (t) => {
+  const { database } = await pgliteApp(t)
   const { db } = database
   const ended: string[] = []
   const transaction = (name: string) =>
@@ -69,7 +76,7 @@ t.test('a statement outside a transaction waits for the transaction in progress 
   t.ok(ended.indexOf('read') < ended.indexOf('third'), 'and before the third')
 })
 
-t.test('a database thread that stops fails every call, at once and later', { skip }, async (t) => {
+t.test('a database thread that stops fails every call, at once and later', async (t) => {
   const client = await PgliteWorkerClient.open({ dataDir: 'memory://', migrationsFolder })
   t.teardown(() => client.close())
   const pending = client.query('select pg_sleep(5)')
