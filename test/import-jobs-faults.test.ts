@@ -320,12 +320,17 @@ if (!testDatabaseUrl) {
       )
       // Accounts are created one at a time here, so a chunk takes a few seconds: kill the server
       // part-way through a later chunk.
-      await waitFor(t, 'the first chunk done', async () =>
-        (await jobOf(first.url, tenant, id)).lines.done >= CHUNK_LINES ? true : undefined
-      )
-      // A small part of a chunk's time: a fixed wait, as an HTTP read on the embedded database
-      // waits behind the runner's transactions and would see the chunk only once it is done.
-      await sleep(400)
+      const doneSeen = await waitFor(t, 'the first chunk done', async () => {
+        const done = (await jobOf(first.url, tenant, id)).lines.done as number
+        return done >= CHUNK_LINES ? done : undefined
+      })
+      // Killed once the next line's account is created: part-way through the chunk after the one
+      // seen done (a chunk of accounts created one at a time takes seconds).
+      const witness = `F-${String(doneSeen + 1).padStart(6, '0')}`
+      await waitFor(t, `${witness} created`, async () => {
+        const res = await call(first.url, tenant.token, 'GET', `account-transfer-status/${SUPPLIER}/${witness}/`)
+        return res.json().status === 'COMPLETED' ? true : undefined
+      })
       first.child.kill('SIGKILL')
       await first.exit
 
