@@ -1,4 +1,4 @@
-import t from 'tap'
+import t, { type Test } from 'tap'
 import postgres from 'postgres'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { TEST_OPERATOR_KEY, TEST_TOKEN_SECRET } from './helpers/app.js'
@@ -19,6 +19,28 @@ import { tempDir } from './helpers/temp-dir.js'
  * /readyz 200 and creates accounts on it; every account is created exactly once.
  */
 
+/** A formation of the test's own, a server process on it (its multi-host URL), an organisation and the team. */
+async function serverOnFormation(t: Test) {
+  const formation = await startFormation(t)
+  t.comment(`formation started in ${formation.startMs} ms (monitor settings: ${JSON.stringify(FAST_MONITOR)})`)
+  const server = await startServer({
+    DATABASE_URL: formation.url,
+    DATA_DIR: tempDir(t),
+    TOKEN_SECRET: TEST_TOKEN_SECRET,
+    OPERATOR_API_KEY: TEST_OPERATOR_KEY,
+    NODE_ENV: 'test',
+    LOG_LEVEL: 'info'
+  })
+  t.teardown(async () => {
+    if (server.child.exitCode === null && server.child.signalCode === null) server.child.kill('SIGKILL')
+    await server.exit
+  })
+  const app = remote(server.url)
+  const tenant = await createTenant(app, 'Acme', 'ACME_ENERGY')
+  await asOperator(app, 'mutation($n: String!) { createOperationsTeam(input: {name: $n}) { id } }', { n: TEAM })
+  return { formation, server, tenant }
+}
+
 const missing = !testDatabaseUrl
   ? 'a failover needs PostgreSQL servers of its own (set TEST_DATABASE_URL to run the PostgreSQL half)'
   : formationMissing()
@@ -27,23 +49,7 @@ if (missing !== undefined) {
   t.skip(`not run: ${missing}`, () => {})
 } else {
   t.test('the primary is lost: requests answer 2xx or 503, then the server works on the new primary', async (t) => {
-    const formation = await startFormation(t)
-    t.comment(`formation started in ${formation.startMs} ms (monitor settings: ${JSON.stringify(FAST_MONITOR)})`)
-    const server = await startServer({
-      DATABASE_URL: formation.url,
-      DATA_DIR: tempDir(t),
-      TOKEN_SECRET: TEST_TOKEN_SECRET,
-      OPERATOR_API_KEY: TEST_OPERATOR_KEY,
-      NODE_ENV: 'test',
-      LOG_LEVEL: 'info'
-    })
-    t.teardown(async () => {
-      if (server.child.exitCode === null && server.child.signalCode === null) server.child.kill('SIGKILL')
-      await server.exit
-    })
-    const app = remote(server.url)
-    const tenant = await createTenant(app, 'Acme', 'ACME_ENERGY')
-    await asOperator(app, 'mutation($n: String!) { createOperationsTeam(input: {name: $n}) { id } }', { n: TEAM })
+    const { formation, server, tenant } = await serverOnFormation(t)
 
     interface Answer {
       at: number
@@ -176,22 +182,7 @@ if (missing !== undefined) {
   })
 
   t.test('the migration client runs through a failover: every account created once, none failed', async (t) => {
-    const formation = await startFormation(t)
-    const server = await startServer({
-      DATABASE_URL: formation.url,
-      DATA_DIR: tempDir(t),
-      TOKEN_SECRET: TEST_TOKEN_SECRET,
-      OPERATOR_API_KEY: TEST_OPERATOR_KEY,
-      NODE_ENV: 'test',
-      LOG_LEVEL: 'info'
-    })
-    t.teardown(async () => {
-      if (server.child.exitCode === null && server.child.signalCode === null) server.child.kill('SIGKILL')
-      await server.exit
-    })
-    const app = remote(server.url)
-    const tenant = await createTenant(app, 'Acme', 'ACME_ENERGY')
-    await asOperator(app, 'mutation($n: String!) { createOperationsTeam(input: {name: $n}) { id } }', { n: TEAM })
+    const { formation, server, tenant } = await serverOnFormation(t)
     const dir = tempDir(t)
     const count = 300
     const file = inputFile(
