@@ -1,4 +1,5 @@
-import { randomBytes, randomUUID } from 'node:crypto'
+import { randomBytes } from 'node:crypto'
+import { newId } from '../ids.js'
 import type {
   accountMetadata,
   accounts,
@@ -79,7 +80,7 @@ export const noChildRows = (): Omit<AccountRows, 'account'> => ({
 })
 
 export function planAccount(data: AccountData, ctx: PlanContext): AccountRows {
-  const accountId = randomUUID()
+  const accountId = newId()
   const rows: AccountRows = {
     account: {
       id: accountId,
@@ -107,7 +108,7 @@ export function planAccount(data: AccountData, ctx: PlanContext): AccountRows {
   }
 
   ;(data.customers ?? []).forEach((c, position) => {
-    const id = randomUUID()
+    const id = newId()
     rows.customers.push({
       id,
       accountId,
@@ -127,7 +128,7 @@ export function planAccount(data: AccountData, ctx: PlanContext): AccountRows {
 
   const supplyStarts: string[] = []
   data.supply_addresses.forEach((sa, position) => {
-    const supplyAddressId = randomUUID()
+    const supplyAddressId = newId()
     rows.supplyAddresses.push({
       id: supplyAddressId,
       accountId,
@@ -140,7 +141,7 @@ export function planAccount(data: AccountData, ctx: PlanContext): AccountRows {
       country: sa.supply_address.country
     })
     for (const sp of sa.supply_points) {
-      const supplyPointId = randomUUID()
+      const supplyPointId = newId()
       supplyStarts.push(sp.supply_start_date)
       rows.supplyPoints.push({
         id: supplyPointId,
@@ -167,7 +168,7 @@ export function planAccount(data: AccountData, ctx: PlanContext): AccountRows {
   const earliestSupplyStart = earliest(supplyStarts)
 
   for (const ledger of data.ledgers) {
-    const ledgerId = randomUUID()
+    const ledgerId = newId()
     rows.ledgers.push({
       id: ledgerId,
       accountId,
@@ -181,7 +182,7 @@ export function planAccount(data: AccountData, ctx: PlanContext): AccountRows {
     const closing = ledger.last_statement_closing_date
     if (closing !== undefined) {
       // The closed imported statement opens at last_statement_balance − Σ historical (signed).
-      const closedId = randomUUID()
+      const closedId = newId()
       const historicalSum = sumDecimals(historical.map((t) => signedAmount(t.type, t.amount)))
       rows.statements.push({
         id: closedId,
@@ -203,7 +204,7 @@ export function planAccount(data: AccountData, ctx: PlanContext): AccountRows {
               (d): d is string => d !== undefined
             )
           )!
-    const openId = randomUUID()
+    const openId = newId()
     rows.statements.push({
       id: openId,
       ledgerId,
@@ -240,7 +241,7 @@ export function addTransaction(
   source: 'ACCOUNT_IMPORT' | 'POST_IMPORT' | 'BILLING_DOCUMENT',
   extra: { description?: string; originalTransactionDate?: string } = {}
 ): string {
-  const id = randomUUID()
+  const id = newId()
   rows.transactions.push({
     id,
     ledgerId,

@@ -2,6 +2,7 @@ import t from 'tap'
 import { checkAccountData, DEFAULT_SUPPLIER_SETTINGS } from '../../src/accounts/rules.js'
 import { MIGRATION_EMAIL_TEMPLATE, planAccount } from '../../src/accounts/plan.js'
 import { exampleAccount } from '../helpers/account-data.js'
+import { newId } from '../../src/ids.js'
 
 /** The rows a create writes for an account, planned without a database. */
 
@@ -68,4 +69,18 @@ t.test('two plans of the same account share no number', async (t) => {
   const b = plan().rows
   t.not(a.account.serviceAccountNumber, b.account.serviceAccountNumber)
   t.not(a.account.id, b.account.id)
+})
+
+t.test('row ids are time-ordered UUIDs (version 7), so the indexes on them grow at one end', async (t) => {
+  const V7 = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/
+  const first = plan().rows
+  const second = plan().rows
+  const ids = (rows: typeof first): string[] =>
+    [rows.account, ...rows.customers, ...rows.ledgers, ...rows.supplyAddresses, ...rows.supplyPoints].map(
+      (row) => row.id as string
+    )
+  for (const id of [...ids(first), ...ids(second)]) t.match(id, V7)
+  t.ok(first.account.id! < second.account.id!, 'an account planned later has a greater id')
+  const many = Array.from({ length: 1000 }, () => newId())
+  t.same(many, [...many].sort(), 'ids made one after another are in order, also within one millisecond')
 })

@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto'
+import { newId } from '../../ids.js'
 import { CODE } from '../../../schemas/error-codes.js'
 import type { BillingDocumentsRequest } from '../../../schemas/billing-documents.js'
 import type { Transaction } from '../../../schemas/transactions.js'
@@ -240,7 +240,7 @@ export function planBillingDocuments(
   const documents: BillingDocumentInsert[] = []
   const rows: BillingDocumentsPlan['rows'] = { transactions: [], lineItems: [], taxItems: [] }
   for (const doc of request.historical_billing_documents) {
-    const documentId = randomUUID()
+    const documentId = newId()
     documents.push({
       id: documentId,
       ledgerId: ledger.id,

@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto'
+import { newId } from '../../ids.js'
 import { CODE } from '../../../schemas/error-codes.js'
 import type {
   HistoricalStatementResult,
@@ -96,7 +96,7 @@ export function createHistoricalStatementsService(base: PostImportBase, document
       const existing = stored.get(s.statement_id)
       if (existing === undefined) {
         rows.push({
-          id: randomUUID(),
+          id: newId(),
           accountId: account.id,
           statementId: s.statement_id,
           billPeriodFrom: s.bill_period_from_date,

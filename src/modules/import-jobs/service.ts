@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto'
+import { newId } from '../../ids.js'
 import type { Readable } from 'node:stream'
 import { CODE } from '../../../schemas/error-codes.js'
 import type { CreateJobRequest, ImportJob, JobListQuery, JobState, LineResult } from '../../../schemas/import-jobs.js'
@@ -77,7 +77,7 @@ export function createImportJobsService(db: Db, limits: ImportJobsLimits, onStar
   /** Stores a part's lines as they arrive, then makes them the part (replacing an earlier upload of it). */
   async function upload(job: JobRow, part: number, body: AsyncIterable<Buffer>) {
     if (job.state !== 'OPEN') throw notOpen(job.state)
-    const uploadId = randomUUID()
+    const uploadId = newId()
     let lines = 0
     let bytes = 0
     try {

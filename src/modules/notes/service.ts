@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto'
+import { newId } from '../../ids.js'
 import { CODE } from '../../../schemas/error-codes.js'
 import type { NoteResult, NotesRequest } from '../../../schemas/notes.js'
 import type { ErrorEntry } from '../../errors.js'
@@ -54,7 +54,7 @@ export function planNotes(
     const createdAt = given ?? toSecond(now)
     known.push({ ...content, createdAt })
     rows.push({
-      id: randomUUID(),
+      id: newId(),
       accountId: account.id,
       body: content.body,
       documentLocations: content.locations,

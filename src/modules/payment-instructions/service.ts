@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto'
+import { newId } from '../../ids.js'
 import type { FastifyBaseLogger } from 'fastify'
 import type { PaymentInstructionRequest, PaymentInstructionResult } from '../../../schemas/payment-instruction.js'
 import type { Db } from '../../db/index.js'
@@ -106,7 +106,7 @@ export function createPaymentInstructionsService(base: PostImportBase, db: Db, v
       const instruction = judge(request, outcome, log)
       return {
         row: {
-          id: randomUUID(),
+          id: newId(),
           accountId: account.id,
           vendor: request.vendor,
           reference: request.reference,
@@ -149,7 +149,7 @@ export function createPaymentInstructionsService(base: PostImportBase, db: Db, v
         if (now === 'stored') return { result } // a concurrent identical request stored it first
         if (now) throw failure(request, [now])
         await repo.insertInstruction(tx, {
-          id: randomUUID(),
+          id: newId(),
           accountId: account.id,
           vendor: request.vendor,
           reference: request.reference,

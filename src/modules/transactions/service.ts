@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto'
+import { newId } from '../../ids.js'
 import type { TransactionResult, TransactionsQuery, TransactionsRequest } from '../../../schemas/transaction-import.js'
 import type { Db } from '../../db/index.js'
 import { sumDecimals } from '../../decimal.js'
@@ -186,7 +186,7 @@ export function planTransactions(
     moved.length === 0
       ? undefined
       : {
-          id: randomUUID(),
+          id: newId(),
           accountId: account.id,
           bySystem: true,
           isPinned: true,
