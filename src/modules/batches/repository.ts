@@ -15,7 +15,7 @@ import {
   transactionLineItems,
   transactionTaxItems
 } from '../../../drizzle/schema/index.js'
-import { rowsOf, runInOrder, supplierExternals, type Db } from '../../db/index.js'
+import { rowsOf, runInOrder, supplierExternals, type Db, type Tx } from '../../db/index.js'
 import type { ErrorEntry } from '../../errors.js'
 import type { SupplyPointChecks } from '../../../schemas/common.js'
 import type { TableRows } from '../../db/insert.js'
@@ -58,6 +58,8 @@ export interface StageAndCreateOutcome {
   created: Map<string, { serviceAccountNumber: string; ledgers: Array<{ ledger_code: string; ledger_number: string }> }>
   /** Left to the single-account path: another request holds the account, or created it meanwhile. */
   elsewhere: string[]
+  /** How long the transaction held the database, in milliseconds. */
+  heldMs: number
 }
 
 /** What a create reads once it holds an account of a dry run: the supplier and the team as they are then. */
@@ -83,6 +85,8 @@ export interface DryRunOutcome {
   refused: Map<string, ErrorEntry[]>
   /** Left to the single-account path: another request holds the account, it is not STAGED, or the supplier is not Ongoing. */
   elsewhere: string[]
+  /** How long the transaction held the database, in milliseconds. */
+  heldMs: number
 }
 
 /**
@@ -110,6 +114,16 @@ class DryRunRolledBack extends Error {}
 
 /** Code point order, as external account numbers are ordered everywhere (`COLLATE "C"`). */
 const byCodePoint = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0)
+
+/** Runs `fn` in a transaction; adds to its outcome how long the transaction held the database (its first statement to its end). */
+async function timedTransaction<T extends object>(db: Db, fn: (tx: Tx) => Promise<T>): Promise<T & { heldMs: number }> {
+  let started = 0
+  const outcome = await db.transaction(async (tx) => {
+    started = performance.now()
+    return fn(tx)
+  })
+  return { ...outcome, heldMs: performance.now() - started }
+}
 
 /**
  * The set-based SQL of batches: many accounts per statement, one transaction per chunk. Rows are
@@ -165,7 +179,7 @@ export function createBatchesRepository(db: Db) {
     async stageAndCreate(supplierId: string, planned: PlannedAccount[], actor: Actor): Promise<StageAndCreateOutcome> {
       const sorted = [...planned].sort((a, b) => byCodePoint(a.external, b.external))
       const externals = sorted.map((e) => e.external)
-      return db.transaction(async (tx) => {
+      return timedTransaction(db, async (tx) => {
         // Locks first (in one order, so two batches do not deadlock on them), then the state as it is once they are held.
         const [locks, current] = await runInOrder(db, [
           tx.execute(sql`select id, pg_try_advisory_xact_lock(${PROCESS_LOCK_BASE.toString()}::bigint + id) as locked from import_processes
@@ -304,7 +318,7 @@ export function createBatchesRepository(db: Db) {
         supplierId,
         sorted.map((e) => e.external)
       )
-      return db.transaction(async (tx) => {
+      return timedTransaction(db, async (tx) => {
         // Locks first (in one order), then the state once they are held, and the supplier and team as a create reads them.
         const [locks, current, claimed] = await runInOrder(db, [
           tx.execute(sql`select id, pg_try_advisory_xact_lock(${PROCESS_LOCK_BASE.toString()}::bigint + id) as locked from import_processes
@@ -321,7 +335,7 @@ export function createBatchesRepository(db: Db) {
           supply_point_checks: SupplyPointChecks
           team_id: string | null
         }>(claimed)[0]
-        const outcome: DryRunOutcome = { wouldCreate: [], refused: new Map(), elsewhere: [] }
+        const outcome: Omit<DryRunOutcome, 'heldMs'> = { wouldCreate: [], refused: new Map(), elsewhere: [] }
         if (supplier?.status !== 'Ongoing') {
           outcome.elsewhere.push(...sorted.map((e) => e.external)) // a stage would refuse each: the single path says how
           return outcome

@@ -29,15 +29,9 @@ import {
   type DryRunVerdict,
   type PlannedAccount
 } from './repository.js'
+import { chunkSizer } from './chunks.js'
 import { examineEntry, requestsOf, rooted, twoForOneLedger, type Entry, type FailedStep } from './entries.js'
 
-/**
- * Accounts staged and created per transaction on the set-based path, by database. The embedded
- * PGlite has one session: every other statement (a sign-in, a status read) waits for the
- * transaction in progress, so its transactions are kept short (bench/README.md, PGlite
- * responsiveness).
- */
-export const CHUNK_ACCOUNTS = { postgres: 100, pglite: 25 } as const
 /** Accounts worked on at once on the one-by-one path. */
 const CONCURRENCY = 4
 /** How long an entry waits for a free concurrency slot of its supplier before it fails with 429. */
@@ -72,14 +66,14 @@ async function eachLimited<T>(items: T[], limit: number, work: (item: T) => Prom
  */
 export function createBatchesService(deps: {
   db: Db
-  /** Which database `db` is: sets the accounts per transaction (`CHUNK_ACCOUNTS`). */
-  databaseKind: keyof typeof CHUNK_ACCOUNTS
+  /** Which database `db` is: sets the accounts per transaction (chunks.ts). */
+  databaseKind: 'postgres' | 'pglite'
   imports: ImportsService
   sections: Section[]
   failures: FailuresService
 }) {
   const { db, imports, sections, failures } = deps
-  const chunkAccounts = CHUNK_ACCOUNTS[deps.databaseKind]
+  const chunks = chunkSizer(deps.databaseKind)
   const repo = createBatchesRepository(db)
   const validators = new Map<string, ValidateFunction>(
     sections.map((section) => [section.name, compileBody(section.route.body)])
@@ -188,14 +182,15 @@ export function createBatchesService(deps: {
       // A supplier with a concurrency limit: each create (a dry run's too) takes one of its slots, one account at a time.
       if (supplier.maxConcurrentProcessing !== null) oneByOne.push(...ready)
       else if (dryRun) {
-        for (let i = 0; i < ready.length; i += chunkAccounts) {
+        for (let i = 0; i < ready.length;) {
           if (i > 0) await letOthersIn()
-          oneByOne.push(...(await dryRunChunk(ready.slice(i, i + chunkAccounts))))
+          const chunk = ready.slice(i, (i += chunks.next()))
+          oneByOne.push(...(await dryRunChunk(chunk)))
         }
       } else {
-        for (let i = 0; i < ready.length; i += chunkAccounts) {
+        for (let i = 0; i < ready.length;) {
           if (i > 0) await letOthersIn()
-          const chunk = ready.slice(i, i + chunkAccounts)
+          const chunk = ready.slice(i, (i += chunks.next()))
           const plans = new Map<Entry, PlannedAccount>()
           await eachLimited(chunk, CONCURRENCY, async (e) => {
             plans.set(e, await planEntry(e))
@@ -206,6 +201,7 @@ export function createBatchesService(deps: {
               chunk.map((e) => plans.get(e)!),
               actor
             )
+            chunks.held(chunk.length, outcome.heldMs)
             for (const e of chunk) {
               const created = outcome.created.get(e.external!)
               if (!created) {
@@ -265,6 +261,7 @@ export function createBatchesService(deps: {
             body.operations_team_name,
             (staged, claim) => judgeStaged(staged, claim)
           )
+          chunks.held(chunk.length, outcome.heldMs)
         } catch (err) {
           log.warn(
             { err, accounts: chunk.length },
