@@ -9,6 +9,8 @@ export const EnvSchema = Type.Object({
   HOST: Type.String({ minLength: 1, default: '127.0.0.1' }),
   PORT: Type.Integer({ minimum: 0, maximum: 65535, default: 3000 }),
   DATABASE_URL: Type.Optional(Type.String({ pattern: '^postgres(ql)?://' })),
+  /** A read replica of DATABASE_URL's database for the reads that may lag by a moment; needs DATABASE_URL. */
+  DATABASE_READ_URL: Type.Optional(Type.String({ pattern: '^postgres(ql)?://' })),
   DATABASE_POOL_SIZE: Type.Integer({ minimum: 1, maximum: 500, default: 10 }),
   /** `false` sends no named prepared statements (PgBouncer before 1.21 in transaction pooling mode). */
   DATABASE_PREPARE: Type.Boolean({ default: true }),

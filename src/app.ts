@@ -9,6 +9,7 @@ import Fastify, {
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { Config } from './config.js'
 import { openDatabase, type Database } from './db/index.js'
+import { openReplica } from './db/replica.js'
 import { prettyLog, serializeError } from './logging.js'
 import authPlugin from './plugins/auth.js'
 import bodiesPlugin from './plugins/bodies.js'
@@ -68,6 +69,13 @@ class AccessLog extends LogController {
 /** The only way to build the app: used by the server and by every test. */
 export async function buildApp(config: Config, options: BuildOptions = {}): Promise<FastifyInstance> {
   const database = options.database ?? (await openDatabase(config))
+  // Opened lazily: a replica that is down at start does not stop the server (its reads go to the primary).
+  const replica = config.databaseReadUrl
+    ? openReplica(config.databaseReadUrl, config.databasePoolSize, {
+        prepare: config.databasePrepare,
+        pipeline: config.databasePipeline
+      })
+    : undefined
   const stream = config.logFormat === 'pretty' ? prettyLog(options.logStream) : options.logStream
   const app = Fastify({
     logger: {
@@ -127,7 +135,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     await app.register(methodsPlugin)
     // Before every route: the OpenAPI document is built from the routes it sees registered.
     await app.register(openapiPlugin)
-    await app.register(dbPlugin, { database })
+    await app.register(dbPlugin, { database, ...(replica ? { replica } : {}) })
     await app.register(rateLimitsPlugin, { config })
     await app.register(failuresPlugin)
     await app.register(retentionPlugin, { config })
@@ -163,9 +171,11 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     // Last: every path is known now, so the methods it does not serve answer 405.
     app.answerOtherMethods()
     app.log.info({ database: database.kind }, `database: ${database.description}`)
+    if (replica) app.log.info(`reads that may lag by a moment: ${replica.description}`)
     return app
   } catch (err) {
     await app.close().catch(() => {})
+    await replica?.close().catch(() => {})
     await database.close().catch(() => {})
     throw err
   }

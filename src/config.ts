@@ -7,6 +7,11 @@ export interface Config {
   port: number
   /** PostgreSQL server; undefined = embedded PGlite in `dataDir`. */
   databaseUrl: string | undefined
+  /**
+   * A streaming replica of `databaseUrl`'s database: the lists, the failure summary, the timeline,
+   * the dashboard's aggregates and /metrics' counts read from it (src/db/replica.ts); undefined = the primary.
+   */
+  databaseReadUrl: string | undefined
   databasePoolSize: number
   /**
    * Small statements are prepared on the PostgreSQL server (named, per connection). Off for a
@@ -155,6 +160,11 @@ export function loadConfig(source: Record<string, string | undefined>, options: 
       `invalid configuration: WORKERS=${typed.WORKERS} needs DATABASE_URL (the embedded database serves one process per DATA_DIR)`
     )
   }
+  if (typed.DATABASE_READ_URL !== undefined && typed.DATABASE_URL === undefined) {
+    throw new ConfigError(
+      'invalid configuration: DATABASE_READ_URL needs DATABASE_URL (the embedded database has no replica)'
+    )
+  }
   if (typed.BODY_MEMORY_BYTES !== undefined && typed.BODY_MEMORY_BYTES < 2 * typed.BODY_LIMIT_BYTES) {
     throw new ConfigError(
       'invalid configuration: BODY_MEMORY_BYTES must be at least twice BODY_LIMIT_BYTES (one organisation may hold half of it)'
@@ -170,6 +180,7 @@ export function loadConfig(source: Record<string, string | undefined>, options: 
     host: typed.HOST,
     port: typed.PORT,
     databaseUrl: typed.DATABASE_URL,
+    databaseReadUrl: typed.DATABASE_READ_URL,
     databasePoolSize: typed.DATABASE_POOL_SIZE,
     databasePrepare: typed.DATABASE_PREPARE,
     databasePipeline: typed.DATABASE_PIPELINE,

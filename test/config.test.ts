@@ -67,6 +67,21 @@ t.test('DATABASE_PIPELINE: on by default, true or false', async (t) => {
   t.throws(() => loadConfig({ DATABASE_PIPELINE: 'off' }), { name: 'ConfigError', message: /DATABASE_PIPELINE/ })
 })
 
+t.test('DATABASE_READ_URL: unset by default, a postgres URL, only with DATABASE_URL', async (t) => {
+  t.equal(loadConfig({}).databaseReadUrl, undefined)
+  const primary = 'postgres://u@h1:5432/d'
+  const replica = 'postgres://u:secret@h2:5432/d'
+  t.equal(loadConfig({ DATABASE_URL: primary, DATABASE_READ_URL: replica }).databaseReadUrl, replica)
+  t.equal(loadConfig({ DATABASE_URL: primary, DATABASE_READ_URL: '  ' }).databaseReadUrl, undefined, 'blank is unset')
+  t.throws(() => loadConfig({ DATABASE_READ_URL: replica }), {
+    name: 'ConfigError',
+    message: 'invalid configuration: DATABASE_READ_URL needs DATABASE_URL (the embedded database has no replica)'
+  })
+  const bad = t.throws(() => loadConfig({ DATABASE_URL: primary, DATABASE_READ_URL: 'mysql://u:secret@h2/d' })) as Error
+  t.match(bad.message, /DATABASE_READ_URL is not in the form it takes/)
+  t.notMatch(bad.message, /secret/, 'the URL is not echoed')
+})
+
 t.test('DATABASE_PREPARE: on by default, true or false', async (t) => {
   t.equal(loadConfig({}).databasePrepare, true)
   t.equal(loadConfig({ DATABASE_PREPARE: 'false' }).databasePrepare, false)

@@ -194,7 +194,7 @@ function prepares(query: string, parameters: number): boolean {
  * behind it. Here small statements are prepared instead (per connection, keyed by their text:
  * parsed and planned once, then one round trip each), in transactions and savepoints too.
  */
-function preparing<T extends postgres.Sql | postgres.TransactionSql>(sql: T): T {
+export function preparing<T extends postgres.Sql | postgres.TransactionSql>(sql: T): T {
   return new Proxy(sql, {
     get(target, property, receiver) {
       const value = Reflect.get(target, property, receiver)

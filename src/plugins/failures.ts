@@ -26,7 +26,7 @@ function field(body: unknown, name: string): unknown {
  */
 export default fp(
   async function failuresPlugin(app: FastifyInstance) {
-    const failures = createFailuresService(app.db, { log: app.log })
+    const failures = createFailuresService(app.db, { log: app.log, reads: app.reads })
     app.decorate('failures', failures)
     app.addHook('onClose', async function writeTimeline() {
       await failures.close()

@@ -127,7 +127,12 @@ const JSONScalar = new GraphQLScalarType({
 /** `POST /graphql` (mercurius): obtainToken and the operator surface. */
 export default fp(
   async function graphqlPlugin(app: FastifyInstance) {
-    const operator = createOperatorService(createOperatorRepository(app.db), app.auth)
+    // The dashboard's progress, failures, timeline and totals may lag by a moment: on the read replica when there is one.
+    const operator = createOperatorService(
+      createOperatorRepository(app.db),
+      app.auth,
+      app.reads.repository((db) => createOperatorRepository(db, app.db))
+    )
 
     async function principal(ctx: MercuriusContext): Promise<Principal> {
       const token = tokenFromHeader(ctx.reply.request.headers.authorization)
@@ -191,7 +196,7 @@ export default fp(
     const { failures } = app
     const codes = errorCodeList()
     const supplierIdOf = async (code: string, owner: string | undefined) => (await operator.supplier(code, owner)).id
-    const reconciliation = createReconciliationService(app.db)
+    const reconciliation = createReconciliationService(app.db, app.reads)
 
     const resolvers: IResolvers = {
       JSON: JSONScalar,

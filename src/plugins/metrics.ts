@@ -34,6 +34,9 @@ export default fp(
   async function metricsPlugin(app: FastifyInstance, opts: { config: Config }) {
     const register = new Registry()
     const repo = createMetricsRepository(app.db)
+    // The aggregates may lag by a moment: on the read replica when there is one (creates in flight
+    // are the primary's locks, so they stay on it).
+    const aggregates = app.reads.repository((db) => createMetricsRepository(db, app.db))
 
     const labelNames = ['method', 'route', 'status'] as const
     const requests = new Counter({
@@ -59,9 +62,11 @@ export default fp(
     // One query per scrape, shared by the gauges below (a scrape collects them all at once).
     let counting: Promise<SupplierCounts[]> | undefined
     function supplierCounts(): Promise<SupplierCounts[]> {
-      counting ??= repo.supplierCounts().finally(() => {
-        counting = undefined
-      })
+      counting ??= aggregates
+        .read((r) => r.supplierCounts())
+        .finally(() => {
+          counting = undefined
+        })
       return counting
     }
 
@@ -112,9 +117,11 @@ export default fp(
     // Import jobs: one grouped statement over the jobs per scrape, shared by the three gauges.
     let countingJobs: Promise<SupplierJobCounts[]> | undefined
     function jobCounts(): Promise<SupplierJobCounts[]> {
-      countingJobs ??= repo.jobCounts().finally(() => {
-        countingJobs = undefined
-      })
+      countingJobs ??= aggregates
+        .read((r) => r.jobCounts())
+        .finally(() => {
+          countingJobs = undefined
+        })
       return countingJobs
     }
     const jobLines: Gauge<'supplier' | 'outcome'> = new Gauge({

@@ -49,6 +49,11 @@ export function formationMissing(): string | undefined {
     return 'pg_config is not on PATH (no PostgreSQL binaries)'
   }
   if (findAutoctl() === undefined) return 'pg_autoctl is missing (Debian package postgresql-15-auto-failover)'
+  return postgresUserMissing()
+}
+
+/** Why PostgreSQL's own programs cannot run here as the user they need, or undefined when they can. */
+export function postgresUserMissing(): string | undefined {
   if (process.getuid?.() === 0) {
     try {
       execFileSync('id', ['-u', 'postgres'], { encoding: 'utf8' })
@@ -57,6 +62,17 @@ export function formationMissing(): string | undefined {
     }
   }
   return undefined
+}
+
+/**
+ * How to run PostgreSQL's programs here: as `postgres` when the test runs as root (PostgreSQL
+ * refuses root), with `runuser` before the command and the folders they write given to that user.
+ */
+export function asPostgres(): { wrap: string[]; own(path: string): void } {
+  if (process.getuid?.() !== 0) return { wrap: [], own: () => {} }
+  const uid = Number(execFileSync('id', ['-u', 'postgres'], { encoding: 'utf8' }))
+  const gid = Number(execFileSync('id', ['-g', 'postgres'], { encoding: 'utf8' }))
+  return { wrap: ['runuser', '-u', 'postgres', '--'], own: (path) => chownSync(path, uid, gid) }
 }
 
 function findAutoctl(): string | undefined {
@@ -72,13 +88,8 @@ export async function startFormation(t: Teardown, dbname = 'amis'): Promise<Form
   const bindir = execFileSync('pg_config', ['--bindir'], { encoding: 'utf8' }).trim()
   const autoctl = findAutoctl()!
   const dir = mkdtempSync(join(tmpdir(), 'amis-formation-'))
-  let wrap: string[] = []
-  if (process.getuid?.() === 0) {
-    const uid = Number(execFileSync('id', ['-u', 'postgres'], { encoding: 'utf8' }))
-    const gid = Number(execFileSync('id', ['-g', 'postgres'], { encoding: 'utf8' }))
-    chownSync(dir, uid, gid)
-    wrap = ['runuser', '-u', 'postgres', '--']
-  }
+  const { wrap, own } = asPostgres()
+  own(dir)
   // pg_autoctl keeps its state under XDG_CONFIG_HOME and XDG_DATA_HOME: in our folder too.
   const env = {
     PATH: `${bindir}:${process.env.PATH ?? ''}`,
@@ -147,11 +158,7 @@ export async function startFormation(t: Teardown, dbname = 'amis'): Promise<Form
 
   const [p0, p1, p2] = [await freePort(), await freePort(), await freePort()]
   mkdirSync(join(dir, 'config'), { recursive: true })
-  if (wrap.length > 0) {
-    const uid = Number(execFileSync('id', ['-u', 'postgres'], { encoding: 'utf8' }))
-    const gid = Number(execFileSync('id', ['-g', 'postgres'], { encoding: 'utf8' }))
-    chownSync(join(dir, 'config'), uid, gid)
-  }
+  own(join(dir, 'config'))
   const monitorOut = run('monitor', [
     'create',
     'monitor',
@@ -239,7 +246,7 @@ export async function startFormation(t: Teardown, dbname = 'amis'): Promise<Form
   }
 }
 
-function postmasterPid(pgdata: string): number | undefined {
+export function postmasterPid(pgdata: string): number | undefined {
   try {
     const pid = Number(readFileSync(join(pgdata, 'postmaster.pid'), 'utf8').split('\n')[0])
     return Number.isInteger(pid) && pid > 0 ? pid : undefined
@@ -248,7 +255,7 @@ function postmasterPid(pgdata: string): number | undefined {
   }
 }
 
-function freePort(): Promise<number> {
+export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = createServer()
     server.once('error', reject)

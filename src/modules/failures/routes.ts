@@ -12,7 +12,7 @@ import { SupplierParams } from '../../../schemas/imports.js'
 import { notFound } from '../../errors.js'
 import { jsonArrayStream } from '../../json-stream.js'
 import { organisationOf } from '../auth/service.js'
-import { failureItem, parseAfter, type Step } from './service.js'
+import { parseAfter, type Step } from './service.js'
 
 const processNotFound = () => notFound(CODE.import_process_does_not_exist)
 
@@ -51,13 +51,7 @@ const failuresRoutes: FastifyPluginAsyncTypebox = async function failuresRoutes(
         ...(after !== undefined ? { after: parseAfter(after) } : {})
       }
       if (limit === undefined) {
-        const chunks = failures.chunks(supplierId, filter)
-        const first = await chunks.next()
-        const items = (async function* all() {
-          if (first.done) return
-          yield first.value.map(failureItem)
-          for await (const rows of chunks) yield rows.map(failureItem)
-        })()
+        const items = await failures.stream(supplierId, filter)
         const body = jsonArrayStream(items, function streamFailed(err) {
           request.log.error({ err }, 'failure list stream failed after the response started: body truncated')
         })

@@ -2,6 +2,7 @@ import type { FastifyBaseLogger } from 'fastify'
 import { CODE } from '../../../schemas/error-codes.js'
 import { isWellFormed } from '../../../schemas/text.js'
 import type { Db } from '../../db/index.js'
+import { onPrimary, type Reads } from '../../db/replica.js'
 import type { ErrorEntry } from '../../errors.js'
 import { formatDateTime } from '../../format.js'
 import { createFailuresRepository, STEPS, type FailureFilter, type FailureRow, type Step } from './repository.js'
@@ -72,8 +73,10 @@ export const failureItem = (row: FailureRow): FailureItem => ({
  * Failure records and the timeline: what is recorded and cleared, and the reads. Recording
  * never fails a request: a problem is logged and the answer goes out as it was.
  */
-export function createFailuresService(db: Db, options: { log: FastifyBaseLogger }) {
+export function createFailuresService(db: Db, options: { log: FastifyBaseLogger; reads?: Reads }) {
   const repo = createFailuresRepository(db)
+  // The lists, the summary and the timeline may lag by a moment: on the read replica when there is one.
+  const reads = (options.reads ?? onPrimary(db)).repository(createFailuresRepository)
   const listeners: FailureListener[] = []
   const timeline = createTimeline(repo, { log: options.log })
 
@@ -139,14 +142,32 @@ export function createFailuresService(db: Db, options: { log: FastifyBaseLogger 
 
     /** A page of a supplier's failure records, by external account number then step. */
     async list(supplierId: string, filter: FailureFilter): Promise<FailureItem[]> {
-      return (await repo.list(supplierId, filter)).map(failureItem)
+      return (await reads.read((r) => r.list(supplierId, filter))).map(failureItem)
     },
 
-    chunks: repo.chunks,
+    /**
+     * A whole list as chunks of items, to be streamed. The first chunk is read here, so a
+     * database that fails at once still gets a normal error response (and an unreachable
+     * replica, the primary); later failures surface from the generator.
+     */
+    async stream(
+      supplierId: string,
+      filter: Omit<FailureFilter, 'limit'>
+    ): Promise<AsyncGenerator<FailureItem[], void, undefined>> {
+      const { chunks, first } = await reads.read(async (r) => {
+        const chunks = r.chunks(supplierId, filter)
+        return { chunks, first: await chunks.next() }
+      })
+      return (async function* items() {
+        if (first.done) return
+        yield first.value.map(failureItem)
+        for await (const rows of chunks) yield rows.map(failureItem)
+      })()
+    },
 
     /** The failure-summary body. */
     async summary(supplierId: string) {
-      const { failingAccounts, byStep, byCode } = await repo.summary(supplierId)
+      const { failingAccounts, byStep, byCode } = await reads.read((r) => r.summary(supplierId))
       const steps = Object.fromEntries(STEPS.map((s) => [s, 0])) as Record<Step, number>
       for (const row of byStep) steps[row.step] = row.accounts
       const codes = byCode.sort(
@@ -158,12 +179,12 @@ export function createFailuresService(db: Db, options: { log: FastifyBaseLogger 
       return { failing_accounts: failingAccounts, by_step: steps, by_code: codes }
     },
 
-    failingAccounts: repo.failingAccounts,
+    failingAccounts: (supplierId: string) => reads.read((r) => r.failingAccounts(supplierId)),
 
     /** The last `minutes` minutes, the current one included, with this process's counts written first. */
     async readTimeline(supplierId: string, minutes: number) {
       await timeline.flush()
-      const rows = await repo.timeline(supplierId, minuteOf(timeline.now()), minutes)
+      const rows = await reads.read((r) => r.timeline(supplierId, minuteOf(timeline.now()), minutes))
       return rows.map((r) => ({
         minute: formatDateTime(r.minute),
         staged: r.staged,

@@ -3,7 +3,7 @@ import { CODE, ERROR_CODES } from '../../../schemas/error-codes.js'
 import { HealthResponses, ReadyResponses } from '../../../schemas/health.js'
 import { answer, errorHeaders } from '../../errors.js'
 
-/** `GET /healthz` (the process is alive) and `GET /readyz` (the database answers); no token. */
+/** `GET /healthz` (the process is alive) and `GET /readyz` (the primary database answers); no token. */
 const healthRoutes: FastifyPluginAsyncTypebox = async function healthRoutes(app) {
   const tags = ['Operations']
   app.get(
@@ -31,6 +31,9 @@ const healthRoutes: FastifyPluginAsyncTypebox = async function healthRoutes(app)
     async function ready(request, reply) {
       try {
         await app.database.ping(2000)
+        // The read replica is not needed for readiness (its reads go to the primary while it is
+        // down): checked on the side, and logged once when it goes down and once when it is back.
+        void app.reads.check(2000)
         return { status: 'ok' as const, database: app.database.kind }
       } catch (err) {
         request.log.warn({ err }, 'database not ready')

@@ -34,7 +34,7 @@ const accountStep = (step: 'validate' | 'stage' | 'create') => ({
 
 /** Account import and reading import state, under /v1/data-import. */
 const importsRoutes: FastifyPluginAsyncTypebox = async function importsRoutes(app) {
-  const service = createImportsService(app.db, app.failures)
+  const service = createImportsService(app.db, app.failures, app.reads)
   /**
    * Account routes take a turn of work, and validate with `attachValidation`: "already imported",
    * "skipped" and "in progress" win over schema errors, so the service decides what to answer.

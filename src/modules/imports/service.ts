@@ -3,6 +3,7 @@ import { SUPPLIER_CODE } from '../../../schemas/common.js'
 import type { ImportProcessListItem } from '../../../schemas/imports.js'
 import type { SupplierRow } from '../../db/columns.js'
 import type { Db } from '../../db/index.js'
+import { onPrimary, type Reads } from '../../db/replica.js'
 import { databaseUnavailable, pgErrorCode } from '../../db/errors.js'
 import {
   accountFailed,
@@ -131,8 +132,10 @@ const listItem = (row: ListRow): ImportProcessListItem => ({
 
 const str = (value: unknown): string | undefined => (typeof value === 'string' ? value : undefined)
 
-export function createImportsService(db: Db, failures: FailuresService) {
+export function createImportsService(db: Db, failures: FailuresService, reads: Reads = onPrimary(db)) {
   const repo = createImportsRepository(db)
+  // The lists may lag by a moment: on the read replica when there is one. Status and the summary read the primary.
+  const lists = reads.repository(createImportsRepository)
   const accountsRepo = createAccountsRepository(db)
 
   /** The caller's supplier for a code and the process of `external`, in one round trip. */
@@ -443,7 +446,7 @@ export function createImportsService(db: Db, failures: FailuresService) {
     ): Promise<ImportProcessListItem[]> {
       const supplier = (await lookup(principal, supplierCode, undefined))?.supplier
       if (!supplier) throw processNotFound()
-      return (await repo.listProcesses(supplier.id, list, page)).map(listItem)
+      return (await lists.read((r) => r.listProcesses(supplier.id, list, page))).map(listItem)
     },
 
     /**
@@ -459,8 +462,10 @@ export function createImportsService(db: Db, failures: FailuresService) {
     ): Promise<AsyncGenerator<ImportProcessListItem[], void, undefined>> {
       const supplier = (await lookup(principal, supplierCode, undefined))?.supplier
       if (!supplier) throw processNotFound()
-      const chunks = repo.processChunks(supplier.id, list, after)
-      const first = await chunks.next()
+      const { chunks, first } = await lists.read(async (r) => {
+        const chunks = r.processChunks(supplier.id, list, after)
+        return { chunks, first: await chunks.next() }
+      })
       const firstItems = first.done ? [] : first.value.map(listItem)
       return (async function* items() {
         if (firstItems.length === 0) return

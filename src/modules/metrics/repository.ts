@@ -27,8 +27,8 @@ export interface SupplierJobCounts {
   jobs: Record<JobState, number>
 }
 
-/** What `/metrics` reads from the database at scrape time. */
-export function createMetricsRepository(db: Db) {
+/** What `/metrics` reads from the database at scrape time. `primary`: where counts are folded when `db` is a read replica. */
+export function createMetricsRepository(db: Db, primary: Db = db) {
   return {
     /**
      * Import processes of every supplier by state, from the kept counts (import_progress_counts,
@@ -45,7 +45,7 @@ export function createMetricsRepository(db: Db) {
           group by s.id, s.code order by s.code`)
       )
       for (const row of rows) {
-        if (Number(row.rows) > PROGRESS_FOLD_ROWS) await foldProgressCounts(db, String(row.id))
+        if (Number(row.rows) > PROGRESS_FOLD_ROWS) await foldProgressCounts(primary, String(row.id))
       }
       return rows.map((row) => ({
         supplier: String(row.supplier),

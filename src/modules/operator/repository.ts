@@ -54,8 +54,11 @@ export interface Progress {
   failed: number
 }
 
-/** SQL of the operator surface. Unique violations surface as driver errors (`23505`). */
-export function createOperatorRepository(db: Db) {
+/**
+ * SQL of the operator surface. Unique violations surface as driver errors (`23505`). `primary`:
+ * where the kept counts are folded when `db` is a read replica.
+ */
+export function createOperatorRepository(db: Db, primary: Db = db) {
   async function supplierByCode(code: string, executor: Db | Tx = db): Promise<SupplierRecord | undefined> {
     const [row] = await executor
       .select(supplierColumns)
@@ -281,7 +284,7 @@ export function createOperatorRepository(db: Db) {
           coalesce(sum(skipped), 0) as skipped, coalesce(sum(failed), 0) as failed
           from ${importProgressCounts} where supplier_id = ${supplierId}::uuid`)
       )
-      if (Number(row!.rows) > PROGRESS_FOLD_ROWS) await foldProgressCounts(db, supplierId)
+      if (Number(row!.rows) > PROGRESS_FOLD_ROWS) await foldProgressCounts(primary, supplierId)
       return {
         staged: Number(row!.staged),
         pending: Number(row!.pending),

@@ -69,8 +69,20 @@ export interface UpdateSupplierInput {
   supplyPointChecks?: SupplyPointChecks | null
 }
 
-/** The operator's configuration rules. Every method is for an operator principal only. */
-export function createOperatorService(repo: OperatorRepository, auth: AuthService) {
+/** The kept counts' reads: `read(fn)` runs `fn` on the read replica when there is one (src/db/replica.ts). */
+export interface ProgressReads {
+  read<T>(fn: (repo: OperatorRepository) => Promise<T>): Promise<T>
+}
+
+/**
+ * The operator's configuration rules. Every method is for an operator principal only.
+ * `progress`: where `migrationProgress` reads its counts (by default `repo`, the primary).
+ */
+export function createOperatorService(
+  repo: OperatorRepository,
+  auth: AuthService,
+  progress: ProgressReads = { read: (fn) => fn(repo) }
+) {
   /** The supplier with this code; an organisation (`owner`, its name) sees only its own, as if others did not exist. */
   async function supplier(code: string, owner?: string): Promise<SupplierRecord> {
     const found = await repo.supplierByCode(code)
@@ -191,7 +203,8 @@ export function createOperatorService(repo: OperatorRepository, auth: AuthServic
     },
 
     async migrationProgress(importSupplierCode: string, owner?: string) {
-      return repo.progress((await supplier(importSupplierCode, owner)).id)
+      const supplierId = (await supplier(importSupplierCode, owner)).id
+      return progress.read((r) => r.progress(supplierId))
     }
   }
 }
