@@ -93,6 +93,7 @@ export function createReads(primary: Db, replica: Replica | undefined, log: Read
   }
 
   function markUp(): void {
+    downUntil = 0
     if (!down) return
     down = false
     log.info({ replica: replica!.description }, `${replica!.description} answers again: reads go to it`)
