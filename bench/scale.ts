@@ -78,6 +78,8 @@ interface Slice {
   postgresMsPerAccount: number
   peakRssMb: number
   endRssMb: number
+  /** The server's V8 heap in use at the slice's end (from /metrics), to tell the JavaScript heap from the rest of the RSS. */
+  heapUsedMb: number
   tables: TableSize[]
   /** /proc/loadavg's one-minute figure at the slice's end (other work on the machine). */
   load: number
@@ -269,14 +271,14 @@ function markdown(r: Results, png: string): string {
     '',
     `Sizes in MB: total of the table with its indexes and TOAST (indexes alone in brackets).`,
     '',
-    `| slice | accounts to | s | accounts/s | job's own accounts/s | created | failed | CPU ms/account: server + PostgreSQL | peak RSS MB | load | ${biggest.join(' | ')} | all tables |`,
-    `|---|---|---|---|---|---|---|---|---|---|${biggest.map(() => '---|').join('')}---|`
+    `| slice | accounts to | s | accounts/s | job's own accounts/s | created | failed | CPU ms/account: server + PostgreSQL | peak RSS MB | heap used MB | load | ${biggest.join(' | ')} | all tables |`,
+    `|---|---|---|---|---|---|---|---|---|---|---|${biggest.map(() => '---|').join('')}---|`
   ]
   for (const s of r.slices) {
     lines.push(
       `| ${s.slice} | ${s.accountsTo.toLocaleString('en')} | ${s.seconds.toFixed(1)} | ${Math.round(s.perSecond)} | ${Math.round(s.jobPerSecond)} | ` +
         `${s.created.toLocaleString('en')} | ${s.failed.toLocaleString('en')} | ${s.serverMsPerAccount.toFixed(2)} + ${s.postgresMsPerAccount.toFixed(2)} | ` +
-        `${s.peakRssMb} | ${s.load.toFixed(1)} | ${biggest.map((t) => size(s, t)).join(' | ')} | ${all(s)} |`
+        `${s.peakRssMb} | ${s.heapUsedMb} | ${s.load.toFixed(1)} | ${biggest.map((t) => size(s, t)).join(' | ')} | ${all(s)} |`
     )
   }
   const total = r.slices.reduce((n, s) => n + s.seconds, 0)
@@ -413,6 +415,12 @@ export async function scaleScenario(adminUrl: string): Promise<void> {
         .filter((t) => t.totalMb >= 0.1)
     }
 
+    const heapUsedMb = async (): Promise<number> => {
+      const text = await (await fetch(`${server.url}/metrics`, { headers: { authorization: `Bearer ${op}` } })).text()
+      const used = /^nodejs_heap_size_used_bytes (\S+)$/m.exec(text)
+      return used ? Math.round(Number(used[1]) / 1024 / 1024) : Number.NaN
+    }
+
     const slices: Slice[] = []
     const eventAccounts: string[] = []
     const count = Math.ceil(SCALE / SLICE)
@@ -469,6 +477,7 @@ export async function scaleScenario(adminUrl: string): Promise<void> {
         postgresMsPerAccount: round(used.postgresMs / lines, 3),
         peakRssMb: Math.round(slicePeak),
         endRssMb: Math.round(rssMb(pid)),
+        heapUsedMb: await heapUsedMb(),
         tables: await sizes(),
         load: round(loadavg()[0]!, 2)
       }
