@@ -1,5 +1,5 @@
 import { execFile, execFileSync, spawn, type ChildProcess } from 'node:child_process'
-import { chownSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { chownSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync } from 'node:fs'
 import { createServer, type AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -121,6 +121,16 @@ export async function startFormation(t: Teardown, dbname = 'amis'): Promise<Form
   t.teardown(async () => {
     for (const node of nodes) killNode(node)
     await sleep(200)
+    // PostgreSQL's children are not in pg_autoctl's process group and leave only once they notice
+    // their postmaster is gone; the monitor's logger was seen to outlive it for good. Anything still
+    // running in the formation's folder goes too.
+    for (const pid of processesIn(dir)) {
+      try {
+        process.kill(pid, 'SIGKILL')
+      } catch {
+        // gone already
+      }
+    }
     rmSync(dir, { recursive: true, force: true })
   })
   const run = (name: string, args: string[]) => {
@@ -244,6 +254,23 @@ export async function startFormation(t: Teardown, dbname = 'amis'): Promise<Form
     },
     state
   }
+}
+
+/** Processes whose working directory is in `dir` (PostgreSQL's run in their data folder), from /proc. */
+function processesIn(dir: string): number[] {
+  let pids: string[]
+  try {
+    pids = readdirSync('/proc').filter((name) => /^\d+$/.test(name))
+  } catch {
+    return []
+  }
+  return pids.flatMap((pid) => {
+    try {
+      return readlinkSync(`/proc/${pid}/cwd`).startsWith(dir + '/') ? [Number(pid)] : []
+    } catch {
+      return []
+    }
+  })
 }
 
 export function postmasterPid(pgdata: string): number | undefined {
