@@ -6,7 +6,10 @@ import { exampleAccount, TEAM } from './helpers/accounts.js'
 import { testDatabaseUrl } from './helpers/database.js'
 import { formationMissing, startFormation, FAST_MONITOR } from './helpers/formation.js'
 import { asOperator, createTenant } from './helpers/graphql.js'
-import { clientArgs, clientInBackground, generated, inputFile, readReport } from './helpers/migrate.js'
+import { clientArgs, clientInBackground, generated, inputFile, readReport, runClient } from './helpers/migrate.js'
+import { expectedAccount } from '../src/cli/migrate/expected.js'
+import { parseLine, type Item } from '../src/cli/migrate/input.js'
+import { Big } from '../src/decimal.js'
 import { remote, startServer } from './helpers/server.js'
 import { join } from 'node:path'
 import { tempDir } from './helpers/temp-dir.js'
@@ -162,6 +165,12 @@ if (missing !== undefined) {
         `${answers.length} requests, ${created.length} accounts created during the run, ${bad.length - unexpected.length} already imported after a lost answer`
     )
 
+    t.same(
+      outage.filter((a) => a.at >= readyAt).map((a) => `${a.status} sent ${a.at - readyAt} ms after /readyz was 200`),
+      [],
+      'no 503 once /readyz is 200: the server reconnects only to a primary that takes writes'
+    )
+
     // Exactly once, on the new primary.
     const sql = postgres(formation.url, { max: 1, onnotice: () => {} })
     t.teardown(() => sql.end({ timeout: 1 }))
@@ -234,4 +243,215 @@ if (missing !== undefined) {
     >`select count(*)::int as n, count(distinct external_account_number)::int as distinct, coalesce(max(c), 0)::int as most from (select external_account_number, count(*) over (partition by external_account_number) as c from accounts) a`
     t.same(rows[0], { n: count, distinct: count, most: 1 }, 'every account created exactly once, on the new primary')
   })
+
+  t.test(
+    '3,000 accounts with history in batches through a failover: each once, counts and balances as the file says',
+    async (t) => {
+      const { formation, server, tenant } = await serverOnFormation(t)
+      // The driver follows target_session_attrs=read-write past a standby named first. PostgreSQL 14
+      // and later report default_transaction_read_only (off on a standby) as a connection starts, and
+      // the driver, unpatched, took that alone for "accepts writes".
+      const standbyFirst = postgres(
+        formation.url.replace(
+          /@[^/]+\//,
+          `@127.0.0.1:${formation.ports.standby},127.0.0.1:${formation.ports.primary}/`
+        ),
+        { max: 1, onnotice: () => {} }
+      )
+      const [reached] = await standbyFirst<
+        Array<{ recovery: boolean; port: string }>
+      >`select pg_is_in_recovery() as recovery, current_setting('port') as port`
+      await standbyFirst.end({ timeout: 1 })
+      t.same(
+        reached,
+        { recovery: false, port: String(formation.ports.primary) },
+        'read-write with the standby named first: the primary'
+      )
+      const dir = tempDir(t)
+      const count = 3000
+      const lines = generated(count, 'failover-batches', { postImportShare: 1 }).map((l) => l.line)
+      const file = inputFile(dir, 'accounts.ndjson', lines)
+      const report = join(dir, 'report.ndjson')
+
+      // Every request the client makes, as it sees it: when it was sent and answered, and how.
+      interface Seen {
+        path: string
+        sent: number
+        answered: number
+        /** `entries 503`: a batch answered 200 with an entry answered 503 (nothing of it stored). */
+        status: number | 'network' | 'entries 503'
+      }
+      const seen: Seen[] = []
+      const watched: typeof fetch = async (input, init) => {
+        const path = new URL(input instanceof Request ? input.url : String(input)).pathname
+        const sent = Date.now()
+        try {
+          const res = await fetch(input, init)
+          let status: Seen['status'] = res.status
+          if (res.status === 200 && path.endsWith('/batches/')) {
+            const body = (await res.clone().json()) as { results?: Array<{ status?: number }> }
+            if (body.results?.some((r) => r.status === 503)) status = 'entries 503'
+          }
+          seen.push({ path, sent, answered: Date.now(), status })
+          return res
+        } catch (e) {
+          seen.push({ path, sent, answered: Date.now(), status: 'network' })
+          throw e
+        }
+      }
+      const started = Date.now()
+      const { run, done } = clientInBackground(
+        clientArgs(file, server.url, report, '--batch-size', '100'),
+        { AMIS_API_KEY: tenant.apiKey },
+        { fetch: watched }
+      )
+      // Kill the primary at about a third, as the client's progress lines say.
+      const progress = () => {
+        const all = [...run.stderr.matchAll(/progress: (\d+)\/\d+ accounts done/g)]
+        return all.length > 0 ? Number(all[all.length - 1]![1]) : 0
+      }
+      while (progress() < count / 3 && run.code === -1) await sleep(50)
+      t.equal(run.code, -1, 'the client is still running at a third')
+      const doneAtKill = progress()
+      const killedAt = Date.now()
+      formation.killPrimary()
+      // The server's readiness, from outside, every 250 ms.
+      let readyAt = 0
+      const readyDeadline = Date.now() + 60_000
+      const promoted = formation.waitForPromotion(60_000)
+      while (Date.now() < readyDeadline) {
+        await sleep(250)
+        const ready = await fetch(server.url + '/readyz', { signal: AbortSignal.timeout(5000) }).catch(() => undefined)
+        if (ready?.status === 200) {
+          readyAt = Date.now()
+          break
+        }
+      }
+      const promotedMs = await promoted
+      t.ok(readyAt > 0, '/readyz is 200 again')
+      const result = await done
+      const endedAt = Date.now()
+      t.equal(result.code, 0, 'the client ends by itself with 0')
+      if (result.code !== 0) t.comment(result.stdout + result.stderr)
+      t.ok(
+        server.child.exitCode === null && server.child.signalCode === null,
+        'the same server process, never restarted'
+      )
+      t.match(result.stdout, new RegExp(`created: +${count}\\n {2}already completed: +0\\n {2}failed: +0\\n`))
+      t.same(
+        readReport(report).filter((e) => e.outcome === 'failed'),
+        [],
+        'no account failed'
+      )
+
+      // The outage the client saw. With failed requests (5xx, no answer, or a batch with an entry
+      // answered 503): from the first failure to the first success of a request sent after it. The
+      // service may instead hold requests until the new primary takes writes: then it is the
+      // longest wait between two successful answers. The client's own readiness probes are not
+      // counted.
+      const api = seen.filter((s) => s.path !== '/readyz' && s.path !== '/healthz')
+      const failedStatus = (s: Seen) => typeof s.status !== 'number' || s.status >= 500
+      const failures = api.filter(failedStatus).sort((a, b) => a.answered - b.answered)
+      const firstFailed = failures[0]
+      const firstOk = api
+        .filter((s) => !failedStatus(s) && firstFailed !== undefined && s.sent >= firstFailed.answered)
+        .sort((a, b) => a.answered - b.answered)[0]
+      const failedFor = firstFailed && firstOk ? firstOk.answered - firstFailed.answered : 0
+      const oks = api
+        .filter((s) => !failedStatus(s))
+        .map((s) => s.answered)
+        .sort((a, b) => a - b)
+      let gap = { ms: 0, from: 0, to: 0 }
+      for (let i = 1; i < oks.length; i++) {
+        if (oks[i]! - oks[i - 1]! > gap.ms) gap = { ms: oks[i]! - oks[i - 1]!, from: oks[i - 1]!, to: oks[i]! }
+      }
+      const outageMs = Math.max(failedFor, gap.ms)
+      const afterReady = failures.filter((s) => s.sent >= readyAt)
+      t.comment(
+        `killed at ${doneAtKill}/${count} accounts done, ${killedAt - started} ms into the run; standby promoted ${promotedMs} ms ` +
+          `after the kill, /readyz 200 ${readyAt - killedAt} ms after it; client ended ${endedAt - killedAt} ms after the kill, ` +
+          `${endedAt - started} ms in all`
+      )
+      t.comment(
+        `outage seen by the client: ${outageMs} ms. No successful answer for ${gap.ms} ms ` +
+          `(from ${gap.from - killedAt} to ${gap.to - killedAt} ms after the kill); ${failures.length} failed requests` +
+          (firstFailed
+            ? ` (${failures.map((s) => s.status).join(', ')}), the first ${firstFailed.answered - killedAt} ms after the kill, ` +
+              `a success ${failedFor} ms after it`
+            : '') +
+          `; ${api.length} requests in all`
+      )
+      t.ok(outageMs < 30_000, `the outage the client saw is under 30 s (${outageMs} ms)`)
+      t.same(
+        afterReady.map((s) => `${s.path} ${s.status} sent ${s.sent - readyAt} ms after /readyz was 200`),
+        [],
+        'no request of the client fails once /readyz is 200'
+      )
+      t.comment(
+        result.stdout
+          .split('\n')
+          .filter((l) => /waited|retried|time:/.test(l))
+          .map((l) => l.trim().replace(/ +/g, ' '))
+          .join('; ')
+      )
+
+      // Against the file: every count and ledger balance, through the reconciliation endpoint.
+      const reconciled = await runClient(
+        ['reconcile', file, '--url', server.url, '--report', join(dir, 'reconcile.ndjson')],
+        { AMIS_API_KEY: tenant.apiKey }
+      )
+      t.equal(reconciled.code, 0, 'reconciliation: every account matches the file')
+      t.match(reconciled.stdout, new RegExp(`checked: +${count}\\n`))
+      t.match(reconciled.stdout, new RegExp(`matching: +${count}\\n`))
+      if (reconciled.code !== 0) t.comment(reconciled.stdout + reconciled.stderr)
+
+      // And straight from the new primary: each account once, its ENERGY balance the file's, no process left staged or locked.
+      const sql = postgres(formation.url, { max: 1, onnotice: () => {} })
+      t.teardown(() => sql.end({ timeout: 1 }))
+      const [primary] = await sql<Array<{ recovery: boolean }>>`select pg_is_in_recovery() as recovery`
+      t.equal(primary!.recovery, false, 'the multi-host URL reaches the new primary')
+      const accounts = await sql<
+        Array<{ external: string; n: number }>
+      >`select external_account_number as external, count(*)::int as n from accounts group by 1`
+      t.equal(accounts.length, count, 'as many accounts as the file has')
+      t.same(
+        accounts.filter((a) => a.n !== 1).map((a) => a.external),
+        [],
+        'no account twice'
+      )
+      const energy = new Map(
+        (
+          await sql<
+            Array<{ external: string; balance: string }>
+          >`select a.external_account_number as external, l.balance::text as balance from accounts a join ledgers l on l.account_id = a.id where l.ledger_code = 'ENERGY'`
+        ).map((r) => [r.external, r.balance])
+      )
+      const wrong: string[] = []
+      let withEnergy = 0
+      for (const line of lines) {
+        const expected = expectedAccount((parseLine(JSON.stringify(line)) as { item: Item }).item)!
+        const want = expected.ledgers?.find((l) => l.ledger_code === 'ENERGY')
+        if (!want) continue
+        withEnergy++
+        const got = energy.get(expected.external_account_number)
+        if (got === undefined || !new Big(got).eq(new Big(want.balance))) {
+          wrong.push(`${expected.external_account_number}: expected ${want.balance}, got ${got}`)
+        }
+      }
+      t.ok(withEnergy > count / 2, `${withEnergy} accounts of the file have an ENERGY ledger`)
+      t.same(wrong.slice(0, 20), [], 'every ENERGY balance is as the file says')
+      const states = await sql<
+        Array<{ state: string; n: number }>
+      >`select state::text as state, count(*)::int as n from import_processes group by 1`
+      t.same(
+        states,
+        [{ state: 'IMPORTED', n: count }],
+        'every process imported: none left staged (so none IN_PROGRESS)'
+      )
+      const [locks] = await sql<
+        Array<{ n: number }>
+      >`select count(*)::int as n from pg_locks where locktype = 'advisory' and pid <> pg_backend_pid()`
+      t.equal(locks!.n, 0, 'no create lock held')
+    }
+  )
 }

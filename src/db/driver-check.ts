@@ -6,7 +6,8 @@ export const DRIVER_PATCH_MARKS: Record<string, string[]> = {
   'connection.js': [
     '/* amis: guarded */',
     '/* amis: pipelined only inside a transaction */',
-    '/* amis: types fetch lost */'
+    '/* amis: types fetch lost */',
+    '/* amis: read-write is not a standby */'
   ],
   'index.js': ['/* amis: a lost connection ends its transaction */']
 }
