@@ -201,8 +201,14 @@ t.test('revocation', async (t) => {
   const there = await call(other)
   t.equal(there.statusCode, 401, 'the other server refuses within the cache time')
   t.equal(there.json().code, 'authentication_failed')
+  const stored = async () => (await database.db.select().from(refreshTokens)).length
+  const before = await stored()
   const token = await gql(app, OBTAIN_TOKEN, { input: { APIKey: acme.apiKey } })
   t.equal(token.errors![0]!.extensions!.code, 'authentication_failed', 'a revoked key gets no new token')
+  t.equal(await stored(), before, 'and no refresh token is stored for it')
+  const unknown = await gql(app, OBTAIN_TOKEN, { input: { APIKey: 'amk_' + 'x'.repeat(40) } })
+  t.equal(unknown.errors![0]!.extensions!.code, 'authentication_failed', 'an unknown key gets none')
+  t.equal(await stored(), before, 'nothing stored for it either')
 })
 
 t.test('secrets are never stored or logged in clear', async (t) => {

@@ -1,6 +1,6 @@
 import { and, eq, isNull, sql } from 'drizzle-orm'
 import { apiKeys, organisations, refreshTokens, serviceSettings } from '../../../drizzle/schema/index.js'
-import type { Db } from '../../db/index.js'
+import { rowsOf, type Db } from '../../db/index.js'
 
 export interface KeyRecord {
   apiKeyId: string
@@ -35,13 +35,37 @@ export function createAuthRepository(db: Db) {
   })
 
   return {
-    async findKeyByHash(keyHash: string): Promise<KeyRecord | undefined> {
-      const [row] = await db
-        .select(keyColumns)
-        .from(apiKeys)
-        .innerJoin(organisations, eq(organisations.id, apiKeys.organisationId))
-        .where(eq(apiKeys.keyHash, keyHash))
-      return row && toKeyRecord(row)
+    /**
+     * The key of this hash, and a refresh token for it when it is not revoked, in one statement: a
+     * sign-in then waits for the database once (on the embedded database, each statement waits
+     * for the transaction in progress).
+     */
+    async keyWithRefreshToken(
+      keyHash: string,
+      refresh: { tokenHash: string; expiresAt: Date }
+    ): Promise<KeyRecord | undefined> {
+      const [row] = rowsOf<{
+        api_key_id: string
+        organisation_id: string
+        organisation_name: string
+        revoked: boolean
+      }>(
+        await db.execute(sql`with key as (
+            select k.id, k.organisation_id, o.name, k.revoked_at is not null as revoked
+            from api_keys k join organisations o on o.id = k.organisation_id where k.key_hash = ${keyHash}),
+          issued as (
+            insert into refresh_tokens (token_hash, api_key_id, operator, expires_at)
+            select ${refresh.tokenHash}, id, false, ${refresh.expiresAt.toISOString()}::timestamptz from key where not revoked)
+          select id as api_key_id, organisation_id, name as organisation_name, revoked from key`)
+      )
+      return (
+        row && {
+          apiKeyId: row.api_key_id,
+          organisationId: row.organisation_id,
+          organisationName: row.organisation_name,
+          revoked: row.revoked
+        }
+      )
     },
 
     async findKeyById(apiKeyId: string): Promise<KeyRecord | undefined> {

@@ -52,12 +52,27 @@ export function createAuthService(repo: AuthRepository, options: AuthServiceOpti
     return record
   }
 
-  async function issue(apiKeyId: string | null): Promise<TokenPair> {
+  /** A new refresh token: the secret, its hash as stored, and when it expires (Unix seconds). */
+  function newRefreshToken() {
+    const token = newSecret('amr')
+    const expiresAt = Math.floor(now() / 1000) + options.refreshTokenTtlSeconds
+    return { token, tokenHash: hashSecret(token), expiresAt, expiresAtDate: new Date(expiresAt * 1000) }
+  }
+
+  function pair(apiKeyId: string | null, refresh: ReturnType<typeof newRefreshToken>): TokenPair {
     const claims: Claims = apiKeyId === null ? { role: 'op', okh: operatorMark } : { role: 'org', kid: apiKeyId }
-    const refreshToken = newSecret('amr')
-    const refreshExpiresAt = Math.floor(now() / 1000) + options.refreshTokenTtlSeconds
-    await repo.insertRefreshToken(hashSecret(refreshToken), apiKeyId, new Date(refreshExpiresAt * 1000))
-    return { token: sign(claims), expiresIn: options.tokenTtlSeconds, refreshToken, refreshExpiresIn: refreshExpiresAt }
+    return {
+      token: sign(claims),
+      expiresIn: options.tokenTtlSeconds,
+      refreshToken: refresh.token,
+      refreshExpiresIn: refresh.expiresAt
+    }
+  }
+
+  async function issue(apiKeyId: string | null): Promise<TokenPair> {
+    const refresh = newRefreshToken()
+    await repo.insertRefreshToken(refresh.tokenHash, apiKeyId, refresh.expiresAtDate)
+    return pair(apiKeyId, refresh)
   }
 
   return {
@@ -65,9 +80,13 @@ export function createAuthService(repo: AuthRepository, options: AuthServiceOpti
     async tokenFromApiKey(apiKey: string): Promise<TokenPair> {
       const keyHash = hashSecret(apiKey)
       if (sameHash(keyHash, options.operatorKeyHash)) return issue(null)
-      const record = await repo.findKeyByHash(keyHash)
+      const refresh = newRefreshToken()
+      const record = await repo.keyWithRefreshToken(keyHash, {
+        tokenHash: refresh.tokenHash,
+        expiresAt: refresh.expiresAtDate
+      })
       if (!record || record.revoked) throw authenticationFailed()
-      return issue(record.apiKeyId)
+      return pair(record.apiKeyId, refresh)
     },
 
     /** `obtainToken` with a refresh token: single use, each use returns a new one. */
