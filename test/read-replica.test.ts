@@ -51,7 +51,19 @@ async function startReplica(t: Test, database: string): Promise<Replica> {
   const dir = mkdtempSync(join(tmpdir(), 'amis-replica-'))
   const pgdata = join(dir, 'data')
   own(dir)
+  const run = (program: string, args: string[], timeout = 60_000) =>
+    new Promise<string>((resolve, reject) => {
+      const [file, ...rest] = [...wrap, join(bindir, program), ...args]
+      execFile(file!, rest, { timeout, encoding: 'utf8', cwd: dir }, (error, stdout, stderr) =>
+        error ? reject(new Error(`${program} ${args.join(' ')}: ${stderr || error.message}`)) : resolve(stdout)
+      )
+    })
   t.teardown(async () => {
+    // pg_ctl's immediate stop ends the postmaster's children with it (a SIGKILLed postmaster leaves
+    // them to notice by themselves); SIGKILL only when pg_ctl cannot.
+    if (postmasterPid(pgdata) !== undefined) {
+      await run('pg_ctl', ['-D', pgdata, '-m', 'immediate', 'stop'], 20_000).catch(() => '')
+    }
     const pid = postmasterPid(pgdata)
     if (pid !== undefined) {
       try {
@@ -63,13 +75,6 @@ async function startReplica(t: Test, database: string): Promise<Replica> {
     }
     rmSync(dir, { recursive: true, force: true })
   })
-  const run = (program: string, args: string[], timeout = 60_000) =>
-    new Promise<string>((resolve, reject) => {
-      const [file, ...rest] = [...wrap, join(bindir, program), ...args]
-      execFile(file!, rest, { timeout, encoding: 'utf8', cwd: dir }, (error, stdout, stderr) =>
-        error ? reject(new Error(`${program} ${args.join(' ')}: ${stderr || error.message}`)) : resolve(stdout)
-      )
-    })
   const host = source.hostname
   const sourcePort = source.port || '5432'
   const user = decodeURIComponent(source.username) || 'postgres'
