@@ -169,6 +169,28 @@ t.test('429, 500, dropped connections and lost answers of batches are ridden out
   await checkMigrated(t, () => client, lines)
 })
 
+t.test('batch entries answered 503 (the database lost mid-batch) are sent again: every account created', async (t) => {
+  const { url, tenant, client } = await migrationServer(t)
+  const dir = tempDir(t)
+  const lines = generated(20, 'batch-entries-503').map((l) => l.line as any)
+  const file = inputFile(dir, 'accounts.ndjson', lines)
+  let batches = 0
+  const { url: proxyUrl, seen } = await faultyProxy(t, url, (_n, req) => {
+    if (!req.url?.includes('/batches/')) return undefined
+    // The first batch answered so three times running, then passed on.
+    return ++batches <= 3 ? 'entries-unavailable' : undefined
+  })
+  const run = await runClient(
+    clientArgs(file, proxyUrl, join(dir, 'report.ndjson'), '--batch-size', '10', '--concurrency', '1'),
+    { AMIS_API_KEY: tenant.apiKey }
+  )
+  t.equal(run.code, 0, run.stdout + run.stderr)
+  t.equal(seen['entries-unavailable'], 3)
+  t.match(run.stdout, /created: +20\n {2}already completed: +0\n {2}failed: +0\n/)
+  t.match(run.stdout, /retried: +429 0, 5xx 3, network 0/)
+  await checkMigrated(t, () => client, lines)
+})
+
 t.test('a client killed half-way and started again completes the rest, nothing twice', async (t) => {
   const { url, tenant, client } = await migrationServer(t)
   const dir = tempDir(t)

@@ -1,12 +1,14 @@
 import { createServer, request as httpRequest, type IncomingMessage, type ServerResponse } from 'node:http'
 import type { Test } from 'tap'
 
-export type Fault = 'throttle' | 'fail' | 'drop' | 'lose-answer'
+export type Fault = 'throttle' | 'fail' | 'drop' | 'lose-answer' | 'entries-unavailable'
 
 /**
  * A real HTTP proxy on loopback in front of the real server. `decide` picks, per request, whether
  * to pass it on, answer 429 (Retry-After: 1) or 500 without passing it on, drop the connection,
- * or pass it on and then answer 502 instead of the real answer (the work is done, the answer lost).
+ * or pass it on and then answer 502 instead of the real answer (the work is done, the answer lost);
+ * `entries-unavailable` answers a batch 200 without passing it on, every entry failed 503
+ * service_unavailable (as a batch that lost the database answers; nothing stored).
  * `seen` counts the requests by what was done to them, `paths` by path.
  */
 export async function faultyProxy(
@@ -15,7 +17,14 @@ export async function faultyProxy(
   decide: (n: number, req: IncomingMessage) => Fault | undefined = () => undefined
 ) {
   const { hostname, port } = new URL(target)
-  const seen: Record<Fault | 'passed', number> = { throttle: 0, fail: 0, drop: 0, 'lose-answer': 0, passed: 0 }
+  const seen: Record<Fault | 'passed', number> = {
+    throttle: 0,
+    fail: 0,
+    drop: 0,
+    'lose-answer': 0,
+    'entries-unavailable': 0,
+    passed: 0
+  }
   const paths: Record<string, number> = {}
   let n = 0
   const proxy = createServer((req: IncomingMessage, res: ServerResponse) => {
@@ -30,6 +39,30 @@ export async function faultyProxy(
     if (fault === 'throttle') return error(429, 'throttled', { 'retry-after': '1' })
     if (fault === 'fail') return error(500, 'server_error')
     if (fault === 'drop') return req.socket.destroy()
+    if (fault === 'entries-unavailable') {
+      let text = ''
+      req.on('data', (d: Buffer) => (text += d.toString()))
+      req.on('end', () => {
+        const body = JSON.parse(text) as { accounts?: Array<{ account?: { external_account_number?: string } }> }
+        const accounts = body.accounts ?? []
+        res.writeHead(200, { 'content-type': 'application/json' })
+        res.end(
+          JSON.stringify({
+            results: accounts.map((a) => ({
+              external_account_number: a.account?.external_account_number ?? null,
+              outcome: 'failed',
+              service_account_number: null,
+              step: 'stage',
+              status: 503,
+              code: 'service_unavailable',
+              errors: []
+            })),
+            counts: { created: 0, already_imported: 0, would_create: 0, failed: accounts.length }
+          })
+        )
+      })
+      return
+    }
     const upstream = httpRequest(
       { hostname, port, method: req.method, path: req.url, headers: req.headers },
       (answer) => {

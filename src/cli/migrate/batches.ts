@@ -65,7 +65,8 @@ function sent(item: Item, failedStep: string | null): Partial<Record<Section, nu
 export async function sendBatch(
   client: ServiceClient,
   lines: BatchLine[],
-  options: { team: string; dryRun: boolean }
+  options: { team: string; dryRun: boolean },
+  failures = 0
 ): Promise<{ entries: ReportEntry[]; tooLarge: BatchLine[] }> {
   if (lines.length === 0) return { entries: [], tooLarge: [] }
   const body = {
@@ -88,7 +89,18 @@ export async function sendBatch(
     return { entries: lines.map((l) => wholeBatchFailed(l, answer)), tooLarge: [] }
   }
   const results = answer.body.results as Json[]
-  return { entries: lines.map((l, i) => entryOf(l, results[i], options.dryRun)), tooLarge: [] }
+  const entries = lines.map((l, i) => entryOf(l, results[i], options.dryRun))
+  // Entries answered 503 lost the database mid-batch (a restart, a failover): sent again, as a
+  // whole request answered 503 would be. Safe: an account created meanwhile comes back
+  // already_imported, and its sections are written again retry-safe.
+  const unavailable = lines.filter((_, i) => entries[i]!.status === 503)
+  if (unavailable.length === 0 || !(await client.beforeResend(failures + 1))) return { entries, tooLarge: [] }
+  const again = await sendBatch(client, unavailable, options, failures + 1)
+  const byLine = new Map(again.entries.map((e) => [e.line, e]))
+  return {
+    entries: entries.map((e) => byLine.get(e.line) ?? e).filter((e) => !again.tooLarge.some((l) => l.line === e.line)),
+    tooLarge: again.tooLarge
+  }
 }
 
 /** Every line of a batch the service refused as a whole (its supplier, its team, or no answer). */

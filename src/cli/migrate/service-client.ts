@@ -493,7 +493,18 @@ export function createServiceClient(options: ServiceClientOptions) {
     post: (path: string, body: unknown, transient: readonly string[] = [], sendOptions: SendOptions = {}) =>
       send('POST', '/v1/data-import/' + path, body, true, { ...sendOptions, transient }),
     /** PUT of raw bytes (an import job's part). */
-    put: (path: string, raw: RawBody) => send('PUT', '/v1/data-import/' + path, undefined, true, { raw })
+    put: (path: string, raw: RawBody) => send('PUT', '/v1/data-import/' + path, undefined, true, { raw }),
+    /**
+     * Before the `failures`-th resend of what the service answered 503 inside a 200 (batch entries
+     * that lost the database): a retry counted, the backoff waited, then the service waited for if
+     * it is away. False when the retries are spent or the service did not come back.
+     */
+    async beforeResend(failures: number): Promise<boolean> {
+      if (failures >= policy.maxAttempts) return false
+      counts.serverErrors++
+      await sleep(backoff(failures))
+      return (await waitForService()) !== 'gave_up'
+    }
   }
 }
 
