@@ -122,7 +122,7 @@ async function emptyTables(database: Database): Promise<void> {
   await database.db.execute(sql`discard all`)
 }
 
-function withDatabase(url: string, name: string): string {
+export function withDatabase(url: string, name: string): string {
   const u = new URL(url)
   u.pathname = '/' + name
   return u.toString()
