@@ -419,3 +419,26 @@ t.test("a supplier's concurrency limit: the batch waits for free slots instead o
   )
   t.same(res.json().counts, { created: 6, already_imported: 0, would_create: 0, failed: 0 })
 })
+
+t.test("others' requests, not the migration's own, make PGlite keep batch transactions short", async (t) => {
+  const setup = await importSetup(t)
+  const { app, tenant, client } = setup
+  const activity = app.othersActivity
+  const marked: string[] = []
+  const mark = activity.mark
+  activity.mark = () => {
+    marked.push('mark')
+    mark()
+  }
+  t.teardown(() => {
+    activity.mark = mark
+  })
+  t.equal((await batch(setup, tenant, body([{ account: account('OA-2') }]))).statusCode, 200)
+  const jobs = { url: '/v1/data-import/import-jobs/', headers: { authorization: `Bearer ${tenant.token}` } }
+  t.equal((await app.inject(jobs)).statusCode, 200)
+  t.equal((await app.inject({ url: '/healthz' })).statusCode, 200)
+  t.same(marked, [], 'batches, import jobs and /healthz are not counted')
+  t.equal((await client.status('OA-2')).statusCode, 200)
+  t.same(marked, ['mark'], 'a status read is')
+  t.ok(activity.recent())
+})

@@ -5,10 +5,12 @@
  * little.
  *
  * PGlite: one session, so every other statement (a sign-in, a status read, the dashboard's) waits
- * for the transaction in progress. Transactions are kept to about `PGLITE_TARGET_MS`: each one's
- * time holding the database is measured, and the next chunk is sized from the cost per account
- * seen so far. A fixed size would be too big on a slow machine and cost throughput on a fast one
- * (bench/README.md, PGlite responsiveness).
+ * for the transaction in progress. Each transaction's time holding the database is measured and
+ * the next chunk is sized from the cost per account seen so far, to hold it about
+ * `PGLITE_SHARED_MS` while other requests are coming in (`OthersActivity`), and about
+ * `PGLITE_ALONE_MS` when the migration has the database to itself: larger transactions spread
+ * each one's fixed cost (its lock and state look-ups, one insert per table, the commit) over more
+ * accounts (bench/README.md, PGlite responsiveness).
  */
 export interface ChunkSizer {
   /** Accounts for the next transaction. */
@@ -18,25 +20,49 @@ export interface ChunkSizer {
 }
 
 export const POSTGRES_CHUNK_ACCOUNTS = 100
-/** How long a PGlite transaction of a batch should hold the database. */
-export const PGLITE_TARGET_MS = 25
+/** How long a PGlite transaction of a batch holds the database while others are using it. */
+export const PGLITE_SHARED_MS = 50
+/** How long it holds it when nobody else is. */
+export const PGLITE_ALONE_MS = 100
 const PGLITE_FIRST = 10
 const PGLITE_MIN = 2
 const PGLITE_MAX = 100
 /** Weight of the latest transaction in the cost per account. */
 const SMOOTHING = 0.3
 
-export function chunkSizer(kind: 'postgres' | 'pglite'): ChunkSizer {
+export function chunkSizer(kind: 'postgres' | 'pglite', othersActive: () => boolean = () => false): ChunkSizer {
   if (kind === 'postgres') return { next: () => POSTGRES_CHUNK_ACCOUNTS, held: () => {} }
   let msPerAccount: number | undefined
-  let size = PGLITE_FIRST
   return {
-    next: () => size,
+    next() {
+      if (msPerAccount === undefined) return PGLITE_FIRST
+      const target = othersActive() ? PGLITE_SHARED_MS : PGLITE_ALONE_MS
+      return Math.max(PGLITE_MIN, Math.min(PGLITE_MAX, Math.round(target / Math.max(msPerAccount, 0.01))))
+    },
     held(accounts, ms) {
       if (accounts <= 0 || !(ms >= 0)) return
       const seen = ms / accounts
       msPerAccount = msPerAccount === undefined ? seen : msPerAccount + SMOOTHING * (seen - msPerAccount)
-      size = Math.max(PGLITE_MIN, Math.min(PGLITE_MAX, Math.round(PGLITE_TARGET_MS / Math.max(msPerAccount, 0.01))))
     }
+  }
+}
+
+/** Whether requests other than the migration's own (batches, import jobs) reached the server lately. */
+export interface OthersActivity {
+  /** A request other than the migration's own arrived. */
+  mark(): void
+  /** One arrived within the last `OTHERS_WINDOW_MS`. */
+  recent(): boolean
+}
+
+export const OTHERS_WINDOW_MS = 2_000
+
+export function othersActivity(now: () => number = Date.now): OthersActivity {
+  let last = -Infinity
+  return {
+    mark() {
+      last = now()
+    },
+    recent: () => now() - last < OTHERS_WINDOW_MS
   }
 }

@@ -7,9 +7,14 @@ import { createBatchesService } from './service.js'
 
 /** `POST batches/`: many accounts per request, each staged, created and given its history. */
 const batchesRoutes: FastifyPluginAsyncTypebox<{ sections: Section[] }> = async function batchesRoutes(app, opts) {
+  // The migration's own work: PGlite batch transactions are sized by the requests of others (chunks.ts).
+  app.addHook('onRoute', (route) => {
+    route.config = { ...route.config, bulk: true }
+  })
   const service = createBatchesService({
     db: app.db,
     databaseKind: app.database.kind,
+    othersActive: app.othersActivity.recent,
     imports: createImportsService(app.db, app.failures),
     sections: opts.sections,
     failures: app.failures

@@ -68,12 +68,14 @@ export function createBatchesService(deps: {
   db: Db
   /** Which database `db` is: sets the accounts per transaction (chunks.ts). */
   databaseKind: 'postgres' | 'pglite'
+  /** Whether requests other than the migration's own are coming in (PGlite keeps transactions shorter then). */
+  othersActive?: () => boolean
   imports: ImportsService
   sections: Section[]
   failures: FailuresService
 }) {
   const { db, imports, sections, failures } = deps
-  const chunks = chunkSizer(deps.databaseKind)
+  const chunks = chunkSizer(deps.databaseKind, deps.othersActive)
   const repo = createBatchesRepository(db)
   const validators = new Map<string, ValidateFunction>(
     sections.map((section) => [section.name, compileBody(section.route.body)])

@@ -46,9 +46,14 @@ const streamedBodies: typeof validatorCompiler = (route) => {
 const importJobsRoutes: FastifyPluginAsyncTypebox<{ config: Config; sections: Section[] }> =
   async function importJobsRoutes(app, opts) {
     // The runner: the batch engine, run in this process's workers (IMPORT_JOB_WORKERS of them).
+    // The migration's own work: PGlite batch transactions are sized by the requests of others (chunks.ts).
+    app.addHook('onRoute', (route) => {
+      route.config = { ...route.config, bulk: true }
+    })
     const batches = createBatchesService({
       db: app.db,
       databaseKind: app.database.kind,
+      othersActive: app.othersActivity.recent,
       imports: createImportsService(app.db, app.failures),
       sections: opts.sections,
       failures: app.failures
