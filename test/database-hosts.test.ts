@@ -1,9 +1,8 @@
 import t from 'tap'
 import { createServer } from 'node:net'
-import { TEST_OPERATOR_KEY, TEST_TOKEN_SECRET } from './helpers/app.js'
+import { TEST_OPERATOR_KEY } from './helpers/app.js'
 import { freshDatabase, testDatabaseUrl } from './helpers/database.js'
-import { startServer } from './helpers/server.js'
-import { tempDir } from './helpers/temp-dir.js'
+import { testServer } from './helpers/server.js'
 
 /** A loopback port nothing listens on: connections to it are refused at once. */
 async function closedPort(): Promise<number> {
@@ -28,17 +27,7 @@ if (!testDatabaseUrl) {
     const down = await closedPort()
     // libpq's multi-host form: a host that is down first, then the primary (read-write).
     const url = `postgres://${real.username}@127.0.0.1:${down},${real.host}${real.pathname}?target_session_attrs=read-write`
-    const server = await startServer({
-      DATABASE_URL: url,
-      DATA_DIR: tempDir(t),
-      TOKEN_SECRET: TEST_TOKEN_SECRET,
-      OPERATOR_API_KEY: TEST_OPERATOR_KEY,
-      NODE_ENV: 'test',
-      LOG_LEVEL: 'info'
-    })
-    t.teardown(() => {
-      server.child.kill('SIGKILL')
-    })
+    const server = await testServer(t, { DATABASE_URL: url })
     t.match(
       server.output(),
       `PostgreSQL server at 127.0.0.1:${down},${real.host}${real.pathname}`,

@@ -1,7 +1,6 @@
 import t, { type Test } from 'tap'
 import postgres from 'postgres'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { TEST_OPERATOR_KEY, TEST_TOKEN_SECRET } from './helpers/app.js'
 import { exampleAccount, TEAM } from './helpers/accounts.js'
 import { testDatabaseUrl } from './helpers/database.js'
 import { formationMissing, startFormation, FAST_MONITOR } from './helpers/formation.js'
@@ -10,7 +9,7 @@ import { clientArgs, clientInBackground, generated, inputFile, readReport, runCl
 import { expectedAccount } from '../src/cli/migrate/expected.js'
 import { parseLine, type Item } from '../src/cli/migrate/input.js'
 import { Big } from '../src/decimal.js'
-import { remote, startServer } from './helpers/server.js'
+import { remote, testServer } from './helpers/server.js'
 import { join } from 'node:path'
 import { tempDir } from './helpers/temp-dir.js'
 
@@ -26,18 +25,7 @@ import { tempDir } from './helpers/temp-dir.js'
 async function serverOnFormation(t: Test) {
   const formation = await startFormation(t)
   t.comment(`formation started in ${formation.startMs} ms (monitor settings: ${JSON.stringify(FAST_MONITOR)})`)
-  const server = await startServer({
-    DATABASE_URL: formation.url,
-    DATA_DIR: tempDir(t),
-    TOKEN_SECRET: TEST_TOKEN_SECRET,
-    OPERATOR_API_KEY: TEST_OPERATOR_KEY,
-    NODE_ENV: 'test',
-    LOG_LEVEL: 'info'
-  })
-  t.teardown(async () => {
-    if (server.child.exitCode === null && server.child.signalCode === null) server.child.kill('SIGKILL')
-    await server.exit
-  })
+  const server = await testServer(t, { DATABASE_URL: formation.url })
   const app = remote(server.url)
   const tenant = await createTenant(app, 'Acme', 'ACME_ENERGY')
   await asOperator(app, 'mutation($n: String!) { createOperationsTeam(input: {name: $n}) { id } }', { n: TEAM })

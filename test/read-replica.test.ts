@@ -4,13 +4,11 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { TEST_OPERATOR_KEY, TEST_TOKEN_SECRET } from './helpers/app.js'
 import { exampleAccount, importClient } from './helpers/accounts.js'
 import { freshDatabase, testDatabaseUrl } from './helpers/database.js'
 import { asPostgres, freePort, postgresUserMissing, postmasterPid } from './helpers/formation.js'
 import { asOperator, createTenant } from './helpers/graphql.js'
-import { remote, startServer } from './helpers/server.js'
-import { tempDir } from './helpers/temp-dir.js'
+import { remote, testServer } from './helpers/server.js'
 
 /**
  * DATABASE_READ_URL: a streaming replica of the test's PostgreSQL server (pg_basebackup of the
@@ -162,18 +160,9 @@ if (missing !== undefined) {
     const replica = await startReplica(t, name)
     t.equal((await replica.sql('select pg_is_in_recovery()')).trim(), 't', 'the replica is a standby')
 
-    const server = await startServer({
+    const server = await testServer(t, {
       DATABASE_URL: fresh.url!,
-      DATABASE_READ_URL: `postgres://postgres@127.0.0.1:${replica.port}/${name}`,
-      DATA_DIR: tempDir(t),
-      TOKEN_SECRET: TEST_TOKEN_SECRET,
-      OPERATOR_API_KEY: TEST_OPERATOR_KEY,
-      NODE_ENV: 'test',
-      LOG_LEVEL: 'info'
-    })
-    t.teardown(async () => {
-      if (server.child.exitCode === null && server.child.signalCode === null) server.child.kill('SIGKILL')
-      await server.exit
+      DATABASE_READ_URL: `postgres://postgres@127.0.0.1:${replica.port}/${name}`
     })
     t.match(server.output(), /read replica at 127\.0\.0\.1:\d+\//, 'the start-up log names the replica')
     const app = remote(server.url)

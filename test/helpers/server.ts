@@ -2,7 +2,9 @@ import { spawn, type ChildProcess } from 'node:child_process'
 import type { FastifyInstance } from 'fastify'
 import { projectRoot } from '../../src/paths.js'
 import { setTimeout as sleep } from 'node:timers/promises'
+import { TEST_OPERATOR_KEY, TEST_TOKEN_SECRET } from './app.js'
 import { nodeArgs } from './entry.js'
+import { tempDir } from './temp-dir.js'
 
 export interface Running {
   child: ChildProcess
@@ -53,6 +55,26 @@ export async function startServer(env: Record<string, string>, options: { termin
   }
   s.child.kill('SIGKILL')
   throw new Error('server did not start: ' + s.output())
+}
+
+/**
+ * A server process of the test's own on `DATABASE_URL` (and the rest of `env`), with the suite's
+ * secrets and a data folder of its own; SIGKILLed at teardown if still running.
+ */
+export async function testServer(t: { teardown(fn: () => unknown): void }, env: Record<string, string>) {
+  const server = await startServer({
+    DATA_DIR: tempDir(t),
+    TOKEN_SECRET: TEST_TOKEN_SECRET,
+    OPERATOR_API_KEY: TEST_OPERATOR_KEY,
+    NODE_ENV: 'test',
+    LOG_LEVEL: 'info',
+    ...env
+  })
+  t.teardown(async () => {
+    if (server.child.exitCode === null && server.child.signalCode === null) server.child.kill('SIGKILL')
+    await server.exit
+  })
+  return server
 }
 
 /** Runs a server that must refuse to start; returns its exit code and output. */
