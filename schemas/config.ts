@@ -19,6 +19,12 @@ export const EnvSchema = Type.Object({
   DATA_DIR: Type.String({ minLength: 1, default: './data' }),
   /** Server processes sharing the port (node:cluster); more than 1 needs DATABASE_URL. */
   WORKERS: Type.Integer({ minimum: 1, maximum: 64, default: 1 }),
+  /**
+   * How far the V8 heap may grow past what survived the last full collection before the next one,
+   * in percent (100: to twice it); 0 leaves it to V8, which lets a busy process's heap reach several
+   * times its live data.
+   */
+  HEAP_GROWTH_PERCENT: Type.Integer({ minimum: 0, maximum: 1000, default: 100 }),
   NODE_ENV: Type.Union([Type.Literal('development'), Type.Literal('production'), Type.Literal('test')], {
     default: 'development'
   }),

@@ -28,6 +28,8 @@ export interface Config {
   dataDir: string
   /** Worker processes sharing the port; above 1 the started process only supervises them. */
   workers: number
+  /** V8's heap growth past its live data, in percent; 0 = V8's own heuristics. */
+  heapGrowthPercent: number
   production: boolean
   /** Undefined only in development: then a secret is generated and kept in `dataDir`. */
   tokenSecret: string | undefined
@@ -186,6 +188,7 @@ export function loadConfig(source: Record<string, string | undefined>, options: 
     databasePipeline: typed.DATABASE_PIPELINE,
     dataDir: typed.DATA_DIR,
     workers: typed.WORKERS,
+    heapGrowthPercent: typed.HEAP_GROWTH_PERCENT,
     production,
     tokenSecret: typed.TOKEN_SECRET,
     tokenTtlSeconds: typed.TOKEN_TTL_SECONDS,

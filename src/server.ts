@@ -1,5 +1,6 @@
 import cluster from 'node:cluster'
 import { createServer } from 'node:net'
+import { setFlagsFromString } from 'node:v8'
 import { buildApp } from './app.js'
 import { runPrimary } from './cluster.js'
 import { ConfigError, loadConfig } from './config.js'
@@ -8,6 +9,9 @@ import { DatabaseStartupError } from './db/index.js'
 /** Starts the service: config, app, listen; closes cleanly on SIGTERM/SIGINT. */
 async function main(): Promise<void> {
   const config = loadConfig(process.env, { terminal: process.stdout.isTTY === true })
+  // V8 lets a busy heap grow to several times its live data between full collections (a 1,000,000
+  // account migration: 90-100 MB live, 480 MB resident); twice it costs no measurable CPU there.
+  if (config.heapGrowthPercent > 0) setFlagsFromString(`--heap-growing-percent=${config.heapGrowthPercent}`)
   // WORKERS > 1: this process only supervises; each worker it forks runs the start-up below.
   if (config.workers > 1 && cluster.isPrimary) return runPrimary(config.workers, config.logLevel, config.logFormat)
   // Before anything is set up (a first start prints a one-time operator key): the port must be free.

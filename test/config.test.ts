@@ -105,6 +105,13 @@ t.test('PAYMENT_VENDORS pairs', async (t) => {
   }
 })
 
+t.test("the heap's growth past its live data: twice it unless set; 0 leaves it to V8", async (t) => {
+  t.equal(loadConfig({}).heapGrowthPercent, 100)
+  t.equal(loadConfig({ HEAP_GROWTH_PERCENT: '0' }).heapGrowthPercent, 0)
+  t.equal(loadConfig({ HEAP_GROWTH_PERCENT: '40' }).heapGrowthPercent, 40)
+  t.throws(() => loadConfig({ HEAP_GROWTH_PERCENT: '1001' }), ConfigError)
+})
+
 t.test('invalid values give one line naming the variable', async (t) => {
   const cases: Record<string, string>[] = [
     { PORT: 'abc' },
@@ -115,7 +122,8 @@ t.test('invalid values give one line naming the variable', async (t) => {
     { BODY_LIMIT_BYTES: '-1' },
     { LOG_LEVEL: 'loud' },
     { TOKEN_TTL_SECONDS: '0' },
-    { SMTP_URL: 'http://x' }
+    { SMTP_URL: 'http://x' },
+    { HEAP_GROWTH_PERCENT: '-5' }
   ]
   for (const env of cases) {
     const name = Object.keys(env)[0]!
