@@ -151,7 +151,7 @@ export async function responsiveScenario(deps: ResponsiveDeps): Promise<void> {
     }
 
     const at = new Date().toISOString()
-    const stamp = `pglite-responsive-${at.slice(0, 16).replace(':', '-')}`
+    const stamp = `pglite-responsive-${at.slice(0, 19).replace(/:/g, '-')}`
     const out = join(projectRoot, 'bench', 'results')
     mkdirSync(out, { recursive: true })
     const record = {
