@@ -10,7 +10,7 @@ import { DatabaseStartupError } from './db/index.js'
 async function main(): Promise<void> {
   const config = loadConfig(process.env, { terminal: process.stdout.isTTY === true })
   // V8 lets a busy heap grow to several times its live data between full collections (a 1,000,000
-  // account migration: 90-100 MB live, 480 MB resident); twice it costs no measurable CPU there.
+  // account migration: 60-100 MB live, 480 MB resident); twice it costs no measurable CPU there.
   if (config.heapGrowthPercent > 0) setFlagsFromString(`--heap-growing-percent=${config.heapGrowthPercent}`)
   // WORKERS > 1: this process only supervises; each worker it forks runs the start-up below.
   if (config.workers > 1 && cluster.isPrimary) return runPrimary(config.workers, config.logLevel, config.logFormat)
