@@ -107,7 +107,7 @@ t.test('a batch finds its accounts through the pair index while the statistics a
     await drop()
   })
   const { db } = database
-  const exec = async (query: ReturnType<typeof sql>) => rowsOf<Record<string, any>>(await db.execute(query))
+  const exec: Exec = async (query) => rowsOf<Record<string, any>>(await db.execute(query))
 
   await exec(sql`alter table import_processes set (autovacuum_enabled = false)`)
   const [org] = await exec(sql`insert into organisations (name) values ('Plans') returning id`)
@@ -125,15 +125,13 @@ t.test('a batch finds its accounts through the pair index while the statistics a
     select ${fresh!.id}, 'N-' || g, 'STAGED' from generate_series(1, 5000) g`)
   const externals = Array.from({ length: 100 }, (_, i) => `N-${i * 37 + 1}`)
 
-  const plan = async (where: ReturnType<typeof sql>) => {
-    const [row] = await exec(sql`explain (analyze, format json) select id from import_processes where ${where}`)
-    const json = row!['QUERY PLAN']
-    return nodes((typeof json === 'string' ? JSON.parse(json) : json)[0].Plan as PlanNode)
-  }
+  const processes = (where: ReturnType<typeof sql>) => plan(exec, sql`select id from import_processes where ${where}`)
   const removed = (all: PlanNode[]) =>
     all.reduce((sum, n) => sum + (n['Rows Removed by Join Filter'] ?? 0) + (n['Rows Removed by Filter'] ?? 0), 0)
 
-  const pairs = await plan(sql`(supplier_id, external_account_number) in ${supplierExternals(fresh!.id, externals)}`)
+  const pairs = await processes(
+    sql`(supplier_id, external_account_number) in ${supplierExternals(fresh!.id, externals)}`
+  )
   t.equal(pairs[0]!['Actual Rows'], 100, 'every account is found')
   t.ok(
     pairs.some(
@@ -144,7 +142,9 @@ t.test('a batch finds its accounts through the pair index while the statistics a
   t.ok(removed(pairs) <= 100, `no scan of the supplier's accounts (${removed(pairs)} rows read and dropped)`)
 
   // What the pairs avoid: the same look-up written as a supplier and a list of numbers.
-  const list = await plan(sql`supplier_id = ${fresh!.id}::uuid and external_account_number in ${textList(externals)}`)
+  const list = await processes(
+    sql`supplier_id = ${fresh!.id}::uuid and external_account_number in ${textList(externals)}`
+  )
   t.equal(list[0]!['Actual Rows'], 100)
   t.comment(`supplier = $1 and number in (list): ${removed(list)} rows read and dropped`)
 })
@@ -156,7 +156,7 @@ t.test('an account summary reads only its own rows on tables never analysed', as
     await drop()
   })
   const { db } = database
-  const exec = async (query: ReturnType<typeof sql>) => rowsOf<Record<string, any>>(await db.execute(query))
+  const exec: Exec = async (query) => rowsOf<Record<string, any>>(await db.execute(query))
   await accountsWithHistory(exec)
 
   const [one] = await exec(sql`select id from accounts where external_account_number = 'E-77'`)
