@@ -17,7 +17,12 @@ export const importProcesses = pgTable(
     state: importProcessState('state').notNull(),
     stagedData: jsonb('staged_data'),
     firstStagedAt: timestamp('first_staged_at', { withTimezone: true }),
-    serviceAccountNumber: text('service_account_number').unique(),
+    /**
+     * The created account's number, copied from it. Not indexed: nothing looks a process up by it,
+     * and the account's own unique index already keeps the numbers apart (a random number's index
+     * costs a read and a write on a random page at every creation).
+     */
+    serviceAccountNumber: text('service_account_number'),
     accountCreatedAt: timestamp('account_created_at', { withTimezone: true }),
     /** When the operator skipped it; with `account_created_at`, when the retention period starts. */
     skippedAt: timestamp('skipped_at', { withTimezone: true }),
