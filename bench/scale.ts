@@ -83,6 +83,20 @@ interface Slice {
   tables: TableSize[]
   /** /proc/loadavg's one-minute figure at the slice's end (other work on the machine). */
   load: number
+  io: SliceIo
+}
+/** What the slice cost PostgreSQL's write-ahead log and buffer cache (differences of its statistics views). */
+interface SliceIo {
+  /** Write-ahead log written (the whole server's: the bench is its only writer). */
+  walMb: number
+  /** Full-page images in that log: pages written whole because the slice was the first to change them since a checkpoint. */
+  fullPageImages: number
+  /** Checkpoints started (timed or requested by the log's size). */
+  checkpoints: number
+  /** Blocks the bench's database read from outside its buffer cache. */
+  blocksRead: number
+  /** The five indexes that read the most blocks from outside the buffer cache in the slice. */
+  indexesRead: Array<{ index: string; blocks: number }>
 }
 interface Latency {
   name: string
@@ -281,6 +295,23 @@ function markdown(r: Results, png: string): string {
         `${s.peakRssMb} | ${s.heapUsedMb} | ${s.load.toFixed(1)} | ${biggest.map((t) => size(s, t)).join(' | ')} | ${all(s)} |`
     )
   }
+  if (r.slices.every((s) => s.io)) {
+    lines.push(
+      '',
+      `PostgreSQL's write-ahead log and reads from outside its buffer cache, per account of each slice (full-page images: ` +
+        `pages logged whole because the slice changed them first since a checkpoint):`,
+      '',
+      '| slice | WAL KB | full-page images | checkpoints in the slice | blocks read | indexes that read the most blocks in the slice |',
+      '|---|---|---|---|---|---|'
+    )
+    for (const s of r.slices) {
+      lines.push(
+        `| ${s.slice} | ${((s.io.walMb * 1024) / s.lines).toFixed(1)} | ${(s.io.fullPageImages / s.lines).toFixed(2)} | ` +
+          `${s.io.checkpoints} | ${(s.io.blocksRead / s.lines).toFixed(2)} | ` +
+          `${s.io.indexesRead.map((x) => `${x.index} ${x.blocks.toLocaleString('en')}`).join(', ')} |`
+      )
+    }
+  }
   const total = r.slices.reduce((n, s) => n + s.seconds, 0)
   lines.push(
     '',
@@ -421,6 +452,41 @@ export async function scaleScenario(adminUrl: string): Promise<void> {
       return used ? Math.round(Number(used[1]) / 1024 / 1024) : Number.NaN
     }
 
+    // Counters of PostgreSQL's statistics views, read before and after each slice.
+    const ioCounters = async () => {
+      const [wal] = await sql<Array<{ bytes: string; fpi: string }>>`
+        select wal_bytes::text as bytes, wal_fpi::text as fpi from pg_stat_wal`
+      const [checkpoints] = await sql<Array<{ n: string }>>`
+        select (checkpoints_timed + checkpoints_req)::text as n from pg_stat_bgwriter`
+      const [db] = await sql<Array<{ n: string }>>`
+        select blks_read::text as n from pg_stat_database where datname = current_database()`
+      const indexes = await sql<Array<{ index: string; n: string }>>`
+        select indexrelname as index, idx_blks_read::text as n from pg_statio_user_indexes`
+      return {
+        walBytes: Number(wal?.bytes ?? 0),
+        fpi: Number(wal?.fpi ?? 0),
+        checkpoints: Number(checkpoints?.n ?? 0),
+        blocksRead: Number(db?.n ?? 0),
+        indexes: new Map(indexes.map((r) => [r.index, Number(r.n)]))
+      }
+    }
+    const ioBetween = (a: Awaited<ReturnType<typeof ioCounters>>, b: typeof a): SliceIo => ({
+      walMb: round((b.walBytes - a.walBytes) / 1024 / 1024),
+      fullPageImages: b.fpi - a.fpi,
+      checkpoints: b.checkpoints - a.checkpoints,
+      blocksRead: b.blocksRead - a.blocksRead,
+      indexesRead: [...b.indexes]
+        .map(([index, n]) => ({ index, blocks: n - (a.indexes.get(index) ?? 0) }))
+        .sort((x, y) => y.blocks - x.blocks)
+        .slice(0, 5)
+    })
+
+    // A backend sends its statistics to the shared counters at most once a second, and an idle one
+    // within ten seconds: read them after that long.
+    const statsFlushed = () => new Promise((resolve) => setTimeout(resolve, 11_000))
+    await statsFlushed()
+    let ioStart = await ioCounters()
+
     const slices: Slice[] = []
     const eventAccounts: string[] = []
     const count = Math.ceil(SCALE / SLICE)
@@ -453,6 +519,10 @@ export async function scaleScenario(adminUrl: string): Promise<void> {
       })
       const seconds = (Date.now() - t0) / 1000
       const used = cpu.stop()
+      await statsFlushed()
+      const ioEnd = await ioCounters()
+      const io = ioBetween(ioStart, ioEnd)
+      ioStart = ioEnd
       const jobs = (await (await fetch(`${api}/import-jobs/?limit=1`, { headers })).json()) as Array<{
         state: string
         started_at: string | null
@@ -479,7 +549,8 @@ export async function scaleScenario(adminUrl: string): Promise<void> {
         endRssMb: Math.round(rssMb(pid)),
         heapUsedMb: await heapUsedMb(),
         tables: await sizes(),
-        load: round(loadavg()[0]!, 2)
+        load: round(loadavg()[0]!, 2),
+        io
       }
       slices.push(slice)
       rmSync(file, { force: true })
@@ -488,7 +559,8 @@ export async function scaleScenario(adminUrl: string): Promise<void> {
         `slice ${slice.slice}/${count}: ${lines} lines in ${slice.seconds} s, ${Math.round(slice.perSecond)} accounts/s ` +
           `(job ${Math.round(slice.jobPerSecond)}/s), ${slice.created} created, ${slice.failed} failed, ` +
           `CPU ${slice.serverMsPerAccount.toFixed(2)} + ${slice.postgresMsPerAccount.toFixed(2)} ms/account, ` +
-          `RSS ${slice.peakRssMb} MB, load ${slice.load}`
+          `RSS ${slice.peakRssMb} MB, load ${slice.load}; WAL ${io.walMb} MB, ${io.fullPageImages} full pages, ` +
+          `${io.checkpoints} checkpoints, ${io.blocksRead} blocks read (${io.indexesRead.map((x) => `${x.index} ${x.blocks}`).join(', ')})`
       )
     }
 
