@@ -260,6 +260,38 @@ t.test(
   }
 )
 
+t.test("a new account's import process is written once, as imported, as a stage and a create leave it", async (t) => {
+  const setup = await importSetup(t)
+  const exec = async (query: ReturnType<typeof sql>) =>
+    rowsOf<Record<string, any>>(await setup.database.db.execute(query))
+  const res = await batch(setup, setup.tenant, body(['ONCE-1', 'ONCE-2', 'ONCE-3'].map((x) => ({ account: account(x) }))))
+  t.same(res.json().counts, { created: 3, already_imported: 0, would_create: 0, failed: 0 })
+  const single = importClient(setup.app, setup.tenant)
+  t.equal((await single.stage(account('ONCE-SINGLE'))).statusCode, 201)
+  t.equal((await single.create('ONCE-SINGLE')).statusCode, 201)
+  const process = async (x: string) =>
+    (
+      await exec(sql`select state, service_account_number is not null as numbered,
+        first_staged_at is not null as staged, account_created_at is not null as created, staged_data is not null as data,
+        latest_error, staged_data_erased_at from import_processes where external_account_number = ${x}`)
+    )[0]
+  t.same(await process('ONCE-1'), await process('ONCE-SINGLE'), 'the row a stage and a create leave')
+  const [numbers] = await exec(sql`select count(*)::int as n from import_processes p
+    join accounts a on a.import_process_id = p.id and a.service_account_number = p.service_account_number
+    where p.external_account_number like 'ONCE-_'`)
+  t.equal(numbers!.n, 3, "each process has its account's number")
+  // The table's statistics: three rows inserted by the batch, one by the single stage, and one
+  // update (the single create). A backend sends them within seconds: wait for the inserts.
+  let counts: Record<string, any> | undefined
+  for (let i = 0; i < 100; i++) {
+    ;[counts] = await exec(sql`select n_tup_ins::int as inserted, n_tup_upd::int as updated
+      from pg_stat_user_tables where relname = 'import_processes'`)
+    if (counts!.inserted >= 4) break
+    await new Promise((resolve) => setTimeout(resolve, 200))
+  }
+  t.same(counts, { inserted: 4, updated: 1 }, 'the batch wrote each process once, with no row version left behind')
+})
+
 t.test('problems of the request as a whole: 400 or 413, and nothing stored', async (t) => {
   const setup = await importSetup(t, { env: { BODY_LIMIT_BYTES: String(200_000) } })
   const { tenant, app } = setup

@@ -209,11 +209,16 @@ export function createBatchesRepository(db: Db) {
           } else elsewhere.push(entry.external)
         }
         if (fresh.length > 0) {
+          // A new process is written once, as imported: staging it and then marking it would write
+          // its row (staged data and all) twice, with every index entry, and leave a dead row behind.
           const inserted = rowsOf<{ id: number | string; external: string }>(
             await tx.execute(sql`
-            insert into import_processes (supplier_id, external_account_number, state, staged_data, first_staged_at)
-            select ${supplierId}::uuid, e.external, 'STAGED', e.data, now()
-            from jsonb_to_recordset(${JSON.stringify(fresh.map((e) => ({ external: e.external, data: e.data })))}::jsonb) as e(external text, data jsonb)
+            insert into import_processes (supplier_id, external_account_number, state, staged_data, first_staged_at,
+              service_account_number, account_created_at)
+            select ${supplierId}::uuid, e.external, 'IMPORTED', e.data, now(), e.san, now()
+            from jsonb_to_recordset(${JSON.stringify(
+              fresh.map((e) => ({ external: e.external, data: e.data, san: e.rows.account.serviceAccountNumber }))
+            )}::jsonb) as e(external text, data jsonb, san text)
             order by e.external
             on conflict do nothing
             returning id, external_account_number as external`)
@@ -237,7 +242,8 @@ export function createBatchesRepository(db: Db) {
           if (list) list.push(...rows)
           else tables.set(table, [...rows])
         }
-        const marks: Array<{ id: number; san: string; data: AccountData | null }> = []
+        /** Processes staged before: marked imported, restaged with the data sent. */
+        const marks: Array<{ id: number; san: string; data: AccountData }> = []
         const events: Array<typeof importEvents.$inferInsert> = []
         const event = (
           importProcessId: number,
@@ -262,7 +268,7 @@ export function createBatchesRepository(db: Db) {
             ledgers: rows.ledgers.map((l) => ({ ledger_code: l.ledgerCode, ledger_number: l.ledgerNumber }))
           }
           created.set(entry.external, { serviceAccountNumber: result.service_account_number, ledgers: result.ledgers })
-          marks.push({ id: entry.id, san: result.service_account_number, data: entry.first ? null : entry.data })
+          if (!entry.first) marks.push({ id: entry.id, san: result.service_account_number, data: entry.data })
           event(entry.id, entry.first ? 'STAGED' : 'RESTAGED')
           event(entry.id, 'CREATE_ATTEMPTED')
           event(entry.id, 'CREATED', result)
@@ -270,10 +276,12 @@ export function createBatchesRepository(db: Db) {
         }
         // Parents before children (a billing document before its transactions), in one round trip.
         const [marked] = await runInOrder(db, [
-          // A restage (data given) stages anew, as stage does: an earlier erasure no longer applies.
-          tx.execute(sql`update import_processes p set state = 'IMPORTED', staged_data = coalesce(m.data, p.staged_data),
-              staged_data_erased_at = case when m.data is null then p.staged_data_erased_at end,
-              service_account_number = m.san, account_created_at = now(), latest_error = null, updated_at = now()
+          // A restage stages anew, as stage does: an earlier erasure no longer applies.
+          marks.length === 0
+            ? Promise.resolve([])
+            : tx.execute(sql`update import_processes p set state = 'IMPORTED', staged_data = m.data,
+              staged_data_erased_at = null, service_account_number = m.san, account_created_at = now(),
+              latest_error = null, updated_at = now()
             from jsonb_to_recordset(${JSON.stringify(marks)}::jsonb) as m(id bigint, san text, data jsonb)
             where p.id = m.id and p.state = 'STAGED' returning p.id`),
           ...[...tables].flatMap(([table, rows]) => insertsOf(tx, table, rows)),
@@ -285,7 +293,7 @@ export function createBatchesRepository(db: Db) {
               creating.map((e) => e.external)
             )}`)
         ])
-        if (rowsOf(marked).length !== creating.length) {
+        if (rowsOf(marked).length !== marks.length) {
           throw new Error('a batch account changed state while it was being created')
         }
         return { created, elsewhere }
