@@ -180,12 +180,26 @@ export function createBatchesRepository(db: Db) {
       const sorted = [...planned].sort((a, b) => byCodePoint(a.external, b.external))
       const externals = sorted.map((e) => e.external)
       return timedTransaction(db, async (tx) => {
-        // Locks first (in one order, so two batches do not deadlock on them), then the state as it is once they are held.
-        const [locks, current] = await runInOrder(db, [
+        // Locks first (in one order, so two batches do not deadlock on them), then the state as it
+        // is once they are held, then the new processes: all three sent together. A new process is
+        // written once, already imported (staging it and then marking it would write its row, staged
+        // data and all, twice, with every index entry, and leave a dead row); an existing one is
+        // left to the conflict clause and marked below.
+        const [locks, current, insertedRows] = await runInOrder(db, [
           tx.execute(sql`select id, pg_try_advisory_xact_lock(${PROCESS_LOCK_BASE.toString()}::bigint + id) as locked from import_processes
             where (supplier_id, external_account_number) in ${supplierExternals(supplierId, externals)} order by external_account_number`),
           tx.execute(sql`select id, external_account_number as external, state from import_processes
-            where (supplier_id, external_account_number) in ${supplierExternals(supplierId, externals)}`)
+            where (supplier_id, external_account_number) in ${supplierExternals(supplierId, externals)}`),
+          tx.execute(sql`
+            insert into import_processes (supplier_id, external_account_number, state, staged_data, first_staged_at,
+              service_account_number, account_created_at)
+            select ${supplierId}::uuid, e.external, 'IMPORTED', e.data, now(), e.san, now()
+            from jsonb_to_recordset(${JSON.stringify(
+              sorted.map((e) => ({ external: e.external, data: e.data, san: e.rows.account.serviceAccountNumber }))
+            )}::jsonb) as e(external text, data jsonb, san text)
+            order by e.external
+            on conflict do nothing
+            returning id, external_account_number as external`)
         ])
         const locked = new Set(
           rowsOf<{ id: number | string; locked: boolean }>(locks)
@@ -198,39 +212,18 @@ export function createBatchesRepository(db: Db) {
             { id: Number(r.id), state: r.state }
           ])
         )
+        const inserted = new Map(
+          rowsOf<{ id: number | string; external: string }>(insertedRows).map((r) => [r.external, Number(r.id)])
+        )
         const elsewhere: string[] = []
         const creating: Array<PlannedAccount & { id: number; first: boolean }> = []
-        const fresh: PlannedAccount[] = []
         for (const entry of sorted) {
           const process = existing.get(entry.external)
-          if (!process) fresh.push(entry)
-          else if (process.state === 'STAGED' && locked.has(process.id)) {
+          const id = inserted.get(entry.external)
+          if (id !== undefined) creating.push({ ...entry, id, first: true })
+          else if (process?.state === 'STAGED' && locked.has(process.id)) {
             creating.push({ ...entry, id: process.id, first: false })
-          } else elsewhere.push(entry.external)
-        }
-        if (fresh.length > 0) {
-          // A new process is written once, as imported: staging it and then marking it would write
-          // its row (staged data and all) twice, with every index entry, and leave a dead row behind.
-          const inserted = rowsOf<{ id: number | string; external: string }>(
-            await tx.execute(sql`
-            insert into import_processes (supplier_id, external_account_number, state, staged_data, first_staged_at,
-              service_account_number, account_created_at)
-            select ${supplierId}::uuid, e.external, 'IMPORTED', e.data, now(), e.san, now()
-            from jsonb_to_recordset(${JSON.stringify(
-              fresh.map((e) => ({ external: e.external, data: e.data, san: e.rows.account.serviceAccountNumber }))
-            )}::jsonb) as e(external text, data jsonb, san text)
-            order by e.external
-            on conflict do nothing
-            returning id, external_account_number as external`)
-          )
-          const ids = new Map(inserted.map((r) => [r.external, Number(r.id)]))
-          for (const entry of fresh) {
-            const id = ids.get(entry.external)
-            if (id === undefined) {
-              elsewhere.push(entry.external)
-            } // staged by another request meanwhile
-            else creating.push({ ...entry, id, first: true })
-          }
+          } else elsewhere.push(entry.external) // imported, being created, or staged by another request meanwhile
         }
         const created: StageAndCreateOutcome['created'] = new Map()
         if (creating.length === 0) return { created, elsewhere }
