@@ -267,7 +267,11 @@ t.test("a new account's import process is written once, as imported, as a stage 
   // The table's statistics from here on (an embedded database is reused between tests).
   await exec(sql`select pg_stat_force_next_flush()`)
   await exec(sql`select pg_stat_reset()`)
-  const res = await batch(setup, setup.tenant, body(['ONCE-1', 'ONCE-2', 'ONCE-3'].map((x) => ({ account: account(x) }))))
+  const res = await batch(
+    setup,
+    setup.tenant,
+    body(['ONCE-1', 'ONCE-2', 'ONCE-3'].map((x) => ({ account: account(x) })))
+  )
   t.same(res.json().counts, { created: 3, already_imported: 0, would_create: 0, failed: 0 })
   const single = importClient(setup.app, setup.tenant)
   t.equal((await single.stage(account('ONCE-SINGLE'))).statusCode, 201)

@@ -104,10 +104,7 @@ class ProcessLocked extends Error {}
 class NoSlot extends Error {}
 
 /** A unique number (account or ledger) that was drawn twice: the whole creation is retried. */
-const NUMBER_CONSTRAINTS = [
-  'accounts_service_account_number_unique',
-  'ledgers_ledger_number_unique'
-]
+const NUMBER_CONSTRAINTS = ['accounts_service_account_number_unique', 'ledgers_ledger_number_unique']
 const NUMBER_ATTEMPTS = 5
 
 export interface CreateInput {
