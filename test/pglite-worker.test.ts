@@ -4,7 +4,7 @@ import { sql } from 'drizzle-orm'
 import { PgliteWorkerClient } from '../src/db/pglite-client.js'
 import { migrationsFolder } from '../src/paths.js'
 import { buildTestApp } from './helpers/app.js'
-import { openPglite } from '../src/db/index.js'
+import { openPglite, timedTransaction } from '../src/db/index.js'
 
 // The embedded PGlite runs in a worker thread of its own (src/db/pglite-worker.ts): while it works,
 // the server's thread answers other requests. These tests are about PGlite, so they open one of
@@ -74,6 +74,31 @@ t.test('a statement outside a transaction waits for the transaction in progress 
     `the read ended before the second transaction (${ended.join(', ')})`
   )
   t.ok(ended.indexOf('read') < ended.indexOf('third'), 'and before the third')
+})
+
+t.test('a transaction holds the database from its first statement only, and says for how long', async (t) => {
+  const { database } = await pgliteApp(t)
+  const { db } = database
+  const ended: string[] = []
+  // The first works 300 ms on this thread before its first statement; the second, asked for
+  // meanwhile, sends its statement at once and does not wait for the first.
+  const slow = timedTransaction(db, async (tx) => {
+    await sleep(300)
+    await tx.execute(sql`select 1`)
+    return {}
+  }).then((outcome) => {
+    ended.push('slow')
+    return outcome
+  })
+  await sleep(20)
+  const quick = db
+    .transaction(async (tx) => {
+      await tx.execute(sql`select 1`)
+    })
+    .then(() => ended.push('quick'))
+  const [{ heldMs }] = await Promise.all([slow, quick])
+  t.same(ended, ['quick', 'slow'], 'the second ended first')
+  t.ok(heldMs < 150, `the first held the database ${Math.round(heldMs)} ms, not the 300 ms before its statement`)
 })
 
 t.test('a database thread that stops fails every call, at once and later', async (t) => {

@@ -7,6 +7,13 @@ export function pgErrorCode(err: unknown): string | undefined {
   return typeof code === 'string' ? code : undefined
 }
 
+/** The constraint a driver error names (postgres.js says `constraint_name`, PGlite `constraint`), wrapped by Drizzle or not. */
+export function pgConstraint(err: unknown): string | undefined {
+  const e = err as { cause?: Record<string, unknown> } & Record<string, unknown>
+  const name = e?.cause?.constraint_name ?? e?.cause?.constraint ?? e?.constraint_name ?? e?.constraint
+  return typeof name === 'string' ? name : undefined
+}
+
 /** The driver's own codes for a connection that is gone, or that could not be made. */
 const CONNECTION_LOST = new Set([
   'CONNECTION_CLOSED',

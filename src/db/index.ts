@@ -11,8 +11,8 @@ import * as schema from '../../drizzle/schema/index.js'
 import { migrationsFolder } from '../paths.js'
 import { driverPatchProblem } from './driver-check.js'
 
-export { databaseUnavailable, pgErrorCode } from './errors.js'
-import { PgliteWorkerClient } from './pglite-client.js'
+export { databaseUnavailable, pgConstraint, pgErrorCode } from './errors.js'
+import { PgliteWorkerClient, transactionHeld } from './pglite-client.js'
 
 /** The Drizzle type both drivers satisfy: repositories are written against it and run on both. */
 export type Db = PgDatabase<PgQueryResultHKT, typeof schema>
@@ -242,6 +242,26 @@ export async function runInOrder(db: Db, statements: PromiseLike<unknown>[]): Pr
   const results: unknown[] = []
   for (const s of statements) results.push(await s)
   return results
+}
+
+/**
+ * Runs `fn` in a transaction and adds to its outcome how long the transaction held the database,
+ * in milliseconds: on PGlite as its worker measured it (BEGIN to COMMIT, while nothing else could
+ * run there), on PostgreSQL from BEGIN to the end as this thread saw it.
+ */
+export async function timedTransaction<T extends object>(
+  db: Db,
+  fn: (tx: Tx) => Promise<T>
+): Promise<T & { heldMs: number }> {
+  const held: { ms?: number } = {}
+  let started = 0
+  const outcome = await transactionHeld.run(held, () =>
+    db.transaction(async (tx) => {
+      started = performance.now()
+      return fn(tx)
+    })
+  )
+  return { ...outcome, heldMs: held.ms ?? performance.now() - started }
 }
 
 /**

@@ -1,3 +1,4 @@
+import { AsyncLocalStorage } from 'node:async_hooks'
 import { Worker } from 'node:worker_threads'
 import type { WorkerReply, WorkerRequest } from './pglite-protocol.js'
 
@@ -23,6 +24,12 @@ export interface PgliteWorkerTransaction {
   readonly closed: boolean
 }
 
+/**
+ * Where a transaction run inside `transactionHeld.run(box, …)` leaves how long it held the
+ * database, as the worker measured it (BEGIN to its end; not the time it waited to begin).
+ */
+export const transactionHeld = new AsyncLocalStorage<{ ms?: number }>()
+
 /** Where the worker's code is: compiled beside this file, or its TypeScript (run through tsx's loader). */
 function workerOf(): Worker {
   if (import.meta.url.endsWith('.js')) return new Worker(new URL('./pglite-worker.js', import.meta.url))
@@ -43,6 +50,7 @@ export class PgliteWorkerClient {
   private readonly worker: Worker
   private readonly pending = new Map<number, { resolve: (value: unknown) => void; reject: (err: Error) => void }>()
   private nextId = 1
+  private nextTx = 1
   private failure: Error | undefined
   private closing = false
 
@@ -123,12 +131,24 @@ export class PgliteWorkerClient {
     return this.call({ op: 'exec', text, ...(tx !== undefined ? { tx } : {}) }) as Promise<Results[]>
   }
 
-  /** Runs `fn` in a transaction: committed when it resolves, rolled back when it throws. */
+  /**
+   * Runs `fn` in a transaction: committed when it resolves, rolled back when it throws. Its
+   * statements are sent as `fn` makes them, without waiting for BEGIN; the worker begins the
+   * transaction when the first of them arrives.
+   */
   async transaction<T>(fn: (tx: PgliteWorkerTransaction) => Promise<T>): Promise<T> {
-    const txId = (await this.call({ op: 'begin' })) as number
+    const txId = this.nextTx++
+    const begun = this.call({ op: 'begin', tx: txId })
+    begun.catch(() => {}) // its failure fails the statements too; awaited below
     let closed = false
     const ensureOpen = () => {
       if (closed) throw new Error('Transaction is closed')
+    }
+    const end = async (op: 'commit' | 'rollback') => {
+      closed = true
+      const { heldMs } = (await this.call({ op, tx: txId })) as { heldMs: number }
+      const held = transactionHeld.getStore()
+      if (held) held.ms = heldMs
     }
     const tx: PgliteWorkerTransaction = {
       query: async (text, params, options) => {
@@ -141,8 +161,7 @@ export class PgliteWorkerClient {
       },
       rollback: async () => {
         ensureOpen()
-        closed = true
-        await this.call({ op: 'rollback', tx: txId })
+        await end('rollback')
       },
       get closed() {
         return closed
@@ -152,16 +171,11 @@ export class PgliteWorkerClient {
     try {
       result = await fn(tx)
     } catch (err) {
-      if (!closed) {
-        closed = true
-        await this.call({ op: 'rollback', tx: txId }).catch(() => {})
-      }
+      if (!closed) await end('rollback').catch(() => {})
       throw err
     }
-    if (!closed) {
-      closed = true
-      await this.call({ op: 'commit', tx: txId })
-    }
+    if (!closed) await end('commit')
+    await begun
     return result
   }
 

@@ -12,7 +12,9 @@ export type WorkerRequest =
       tx?: number
     }
   | { id: number; op: 'exec'; text: string; tx?: number }
-  | { id: number; op: 'begin' }
+  /** `tx` is chosen by the server's thread, which sends the transaction's statements without waiting for this answer. */
+  | { id: number; op: 'begin'; tx: number }
+  /** Answered with `{ heldMs }`: how long the transaction held the database, BEGIN to its end. */
   | { id: number; op: 'commit' | 'rollback'; tx: number }
   | { id: number; op: 'close' }
 

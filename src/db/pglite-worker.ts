@@ -6,7 +6,9 @@
  *
  * One session, so one transaction at a time. Statements sent outside a transaction run before
  * the next transaction starts: a read waits at most for the transaction in progress, never for
- * every transaction queued before it.
+ * every transaction queued before it. A transaction begins only once its first statement (or its
+ * end) has arrived, so the time the server's thread spends before sending it holds nobody up; the
+ * server's thread sends its statements without waiting for BEGIN.
  */
 import { parentPort } from 'node:worker_threads'
 import { PGlite, type Transaction } from '@electric-sql/pglite'
@@ -36,12 +38,24 @@ class BytesBlob extends Blob {
 
 let pg: PGlite | undefined
 type Job = () => Promise<void>
+type Statement = Extract<WorkerRequest, { op: 'query' | 'exec' }>
+type Ending = { how: 'commit' | 'rollback'; id: number }
+
+/** A transaction asked for: its statements until it begins, then its own handle; its end once sent. */
+interface Pending {
+  beginId: number
+  queued: Statement[]
+  tx?: Transaction
+  ending?: Ending
+  ended?: (ending: Ending) => void
+}
+
 const outside: Job[] = []
-const transactions: Job[] = []
+/** Transactions asked for and not yet begun, in the order asked. */
+const transactions: number[] = []
+const open = new Map<number, Pending>()
 let busy = false
 let outsideInARow = 0
-const open = new Map<number, { tx: Transaction; end: (how: 'commit' | 'rollback', id: number) => void }>()
-let nextTx = 1
 
 function reply(message: WorkerReply): void {
   port.postMessage(message)
@@ -78,14 +92,23 @@ function parsersFor(oids: number[] | undefined): Record<number, (value: string) 
   return parsers
 }
 
+/** The first transaction asked for that is ready to begin: something of it has arrived. */
+function readyTransaction(): number {
+  return transactions.findIndex((txId) => {
+    const pending = open.get(txId)!
+    return pending.queued.length > 0 || pending.ending !== undefined
+  })
+}
+
 function pump(): void {
   if (busy) return
   let job: Job | undefined
-  if (outside.length > 0 && (transactions.length === 0 || outsideInARow < OUTSIDE_BEFORE_TRANSACTION)) {
+  const ready = transactions.length > 0 ? readyTransaction() : -1
+  if (outside.length > 0 && (ready < 0 || outsideInARow < OUTSIDE_BEFORE_TRANSACTION)) {
     job = outside.shift()
     outsideInARow++
-  } else {
-    job = transactions.shift()
+  } else if (ready >= 0) {
+    job = transactionJob(transactions.splice(ready, 1)[0]!)
     outsideInARow = 0
   }
   if (!job) return
@@ -109,22 +132,32 @@ async function run(request: Extract<WorkerRequest, { op: 'query' | 'exec' }>, on
   return { rows, fields, affectedRows }
 }
 
-/** A transaction: BEGIN, then its statements as they come, until the server's thread commits or rolls back. */
-function transactionJob(id: number): Job {
+function runStatement(request: Statement, on: PGlite | Transaction): Promise<void> {
+  return run(request, on).then(
+    (result) => reply({ id: request.id, result }),
+    (err: unknown) => fail(request.id, err)
+  )
+}
+
+/** A transaction: BEGIN, the statements sent so far, then the rest as they come, until the server's thread ends it. */
+function transactionJob(txId: number): Job {
   return async () => {
-    const txId = nextTx++
-    let ending: { how: 'commit' | 'rollback'; id: number } | undefined
+    const pending = open.get(txId)!
+    const began = performance.now()
     try {
       await pg!.transaction(async (tx) => {
-        ending = await new Promise<{ how: 'commit' | 'rollback'; id: number }>((resolve) => {
-          open.set(txId, { tx, end: (how, endId) => resolve({ how, id: endId }) })
-          reply({ id, result: txId })
-        })
+        pending.tx = tx
+        reply({ id: pending.beginId, result: null })
+        for (const request of pending.queued.splice(0)) runStatement(request, tx).catch(() => {})
+        const ending = pending.ending ?? (await new Promise<Ending>((resolve) => (pending.ended = resolve)))
         if (ending.how === 'rollback') await tx.rollback()
       })
-      if (ending) reply({ id: ending.id, result: null })
+      reply({ id: pending.ending!.id, result: { heldMs: performance.now() - began } })
     } catch (err) {
-      fail(ending?.id ?? id, err)
+      // BEGIN failed (nothing of it ran: each statement sent fails with its error) or its end did.
+      if (!pending.tx) reply({ id: pending.beginId, error: errorFields(err) })
+      for (const request of pending.queued) fail(request.id, err)
+      if (pending.ending) fail(pending.ending.id, err)
     } finally {
       open.delete(txId)
     }
@@ -148,30 +181,29 @@ port.on('message', (request: WorkerRequest) => {
     case 'query':
     case 'exec': {
       if (request.tx !== undefined) {
-        const tx = open.get(request.tx)
-        if (!tx) return fail(id, new Error('the transaction has ended'))
-        run(request, tx.tx).then(
-          (result) => reply({ id, result }),
-          (err: unknown) => fail(id, err)
-        )
+        const pending = open.get(request.tx)
+        if (!pending) return fail(id, new Error('the transaction has ended'))
+        if (!pending.tx) {
+          pending.queued.push(request)
+          return pump()
+        }
+        runStatement(request, pending.tx).catch(() => {})
         return
       }
-      outside.push(() =>
-        run(request, pg!).then(
-          (result) => reply({ id, result }),
-          (err: unknown) => fail(id, err)
-        )
-      )
+      outside.push(() => runStatement(request, pg!))
       return pump()
     }
     case 'begin':
-      transactions.push(transactionJob(id))
+      open.set(request.tx, { beginId: id, queued: [] })
+      transactions.push(request.tx)
       return pump()
     case 'commit':
     case 'rollback': {
-      const tx = open.get(request.tx)
-      if (!tx) return fail(id, new Error('the transaction has ended'))
-      return tx.end(request.op, id)
+      const pending = open.get(request.tx)
+      if (!pending || pending.ending) return fail(id, new Error('the transaction has ended'))
+      pending.ending = { how: request.op, id }
+      if (pending.ended) pending.ended(pending.ending)
+      return pump()
     }
     case 'close':
       outside.push(async () => {
