@@ -1,10 +1,11 @@
 import t from 'tap'
 import { join } from 'node:path'
 import { sql } from 'drizzle-orm'
-import { buildSharedTestApp, TEST_OPERATOR_KEY, TEST_TOKEN_SECRET } from './helpers/app.js'
+import { buildSharedTestApp, buildTestApp, TEST_OPERATOR_KEY, TEST_TOKEN_SECRET } from './helpers/app.js'
 import { exampleAccount, importClient, TEAM } from './helpers/accounts.js'
 import { holdLocks, rowsOf, testDatabaseUrl } from './helpers/database.js'
 import { asOperator, createTenant } from './helpers/graphql.js'
+import { PROCESS_LOCK_BASE } from '../src/db/locks.js'
 import { generated, inputFile, readReport, runClient, clientArgs } from './helpers/migrate.js'
 import { checkMigrated } from './helpers/migrate-expect.js'
 import { startServer, startServers, type Running } from './helpers/server.js'
@@ -165,6 +166,56 @@ if (!testDatabaseUrl) {
         ])
         t.same(retried.body.counts.created, 1, 'with the slot free, the same entry is created')
         t.equal((await client.status('SLOT-1')).json().status, 'COMPLETED')
+      }
+    )
+
+    t.test(
+      'a staged account another request holds: left to the one-by-one path, the rest of its chunk created together',
+      async (t) => {
+        for (const x of ['HELD-1', 'HELD-2']) {
+          t.equal((await client.stage(exampleAccount({ external_account_number: x }))).statusCode, 201, `${x} staged`)
+        }
+        const [held] = rowsOf<{ id: string | number }>(
+          await database.db.execute(sql`select id from import_processes where external_account_number = 'HELD-1'`)
+        )
+        // HELD-1's process lock, as a create running elsewhere holds it.
+        const release = await holdLocks(
+          t,
+          url!,
+          (s) => s`select pg_advisory_xact_lock(${(PROCESS_LOCK_BASE + BigInt(held!.id)).toString()}::bigint)`
+        )
+        // An app of its own on the same database, whose log the test reads.
+        const { app: logged, logs } = await buildTestApp(t, { database, captureLogs: true })
+        const res = await logged.inject({
+          method: 'POST',
+          url: '/v1/data-import/batches/',
+          headers: { authorization: `Bearer ${tenant.token}` },
+          payload: {
+            import_supplier: 'ACME_ENERGY',
+            operations_team_name: TEAM,
+            accounts: ['HELD-1', 'HELD-2', 'HELD-3', 'HELD-4'].map((x) => ({
+              account: exampleAccount({ external_account_number: x })
+            }))
+          }
+        })
+        t.equal(res.statusCode, 200)
+        t.same(
+          res.json().results.map((r: any) => [r.external_account_number, r.outcome, r.errors?.map((e: any) => e.code)]),
+          [
+            ['HELD-1', 'failed', ['account_import_in_progress']],
+            ['HELD-2', 'created', undefined],
+            ['HELD-3', 'created', undefined],
+            ['HELD-4', 'created', undefined]
+          ]
+        )
+        t.notMatch(logs(), /batch chunk rolled back/, 'the chunk was not rolled back for it')
+        await release()
+        const [row] = rowsOf<{ state: string; accounts: string | number }>(
+          await database.db.execute(sql`select p.state,
+            (select count(*) from accounts where external_account_number = 'HELD-1') as accounts
+            from import_processes p where p.external_account_number = 'HELD-1'`)
+        )
+        t.same([row!.state, Number(row!.accounts)], ['STAGED', 0], 'HELD-1 still staged, not created')
       }
     )
 

@@ -15,7 +15,15 @@ import {
   transactionLineItems,
   transactionTaxItems
 } from '../../../drizzle/schema/index.js'
-import { rowsOf, runInOrder, supplierExternals, type Db, type Tx } from '../../db/index.js'
+import {
+  pgConstraint,
+  pgErrorCode,
+  rowsOf,
+  runInOrder,
+  supplierExternals,
+  timedTransaction,
+  type Db
+} from '../../db/index.js'
 import type { ErrorEntry } from '../../errors.js'
 import type { SupplyPointChecks } from '../../../schemas/common.js'
 import type { TableRows } from '../../db/insert.js'
@@ -109,21 +117,23 @@ const TABLE_ORDER: PgTable[] = [
   emailOutbox
 ]
 
+/** The unique index of a process's supplier and external account number. */
+const PROCESS_PAIR_INDEX = 'import_processes_pair_idx'
+/** Attempts of a batch's chunk that met other requests' accounts before its accounts go one by one. */
+const CHUNK_ATTEMPTS = 3
+
+/** Accounts of a chunk staged before that another request holds, or that are no longer staged. */
+class Contested extends Error {
+  constructor(readonly externals: string[]) {
+    super(`accounts held by another request: ${externals.join(', ')}`)
+  }
+}
+
 /** Thrown inside the savepoint of a dry run's creates to roll them back. */
 class DryRunRolledBack extends Error {}
 
 /** Code point order, as external account numbers are ordered everywhere (`COLLATE "C"`). */
 const byCodePoint = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0)
-
-/** Runs `fn` in a transaction; adds to its outcome how long the transaction held the database (its first statement to its end). */
-async function timedTransaction<T extends object>(db: Db, fn: (tx: Tx) => Promise<T>): Promise<T & { heldMs: number }> {
-  let started = 0
-  const outcome = await db.transaction(async (tx) => {
-    started = performance.now()
-    return fn(tx)
-  })
-  return { ...outcome, heldMs: performance.now() - started }
-}
 
 /**
  * The set-based SQL of batches: many accounts per statement, one transaction per chunk. Rows are
@@ -131,6 +141,148 @@ async function timedTransaction<T extends object>(db: Db, fn: (tx: Tx) => Promis
  */
 export function createBatchesRepository(db: Db) {
   const accountsRepo = createAccountsRepository(db)
+
+  /**
+   * One attempt of `stageAndCreate` on accounts sorted by external number. The processes as they
+   * stand, and ids for the new ones, are read before the transaction, so every statement is built
+   * before it begins and it holds the database only for its own work (the embedded database serves
+   * nobody else meanwhile): one round trip, or two when some accounts were staged before (their
+   * locks first). Throws `Contested` when one of those is held by another request or no longer
+   * staged, and a unique violation of the processes' pair index when another request staged a new
+   * one meanwhile; either rolls it all back.
+   */
+  async function stageAndCreateOnce(
+    supplierId: string,
+    sorted: PlannedAccount[],
+    actor: Actor
+  ): Promise<StageAndCreateOutcome> {
+    const created: StageAndCreateOutcome['created'] = new Map()
+    if (sorted.length === 0) return { created, elsewhere: [], heldMs: 0 }
+    const externals = sorted.map((e) => e.external)
+    const standing = new Map(
+      rowsOf<{
+        external: string
+        id: number | string | null
+        state: ProcessState | null
+        new_id: number | string | null
+      }>(
+        await db.execute(sql`
+        select e.external, p.id, p.state,
+          case when p.id is null then nextval(pg_get_serial_sequence('import_processes', 'id')) end as new_id
+        from jsonb_array_elements_text(${JSON.stringify(externals)}::jsonb) as e(external)
+        left join (select id, external_account_number, state from import_processes
+          where (supplier_id, external_account_number) in ${supplierExternals(supplierId, externals)}) p
+          on p.external_account_number = e.external`)
+      ).map((r) => [r.external, r])
+    )
+    const elsewhere: string[] = []
+    const creating: Array<PlannedAccount & { id: number; first: boolean }> = []
+    for (const entry of sorted) {
+      const process = standing.get(entry.external)!
+      if (process.id === null) creating.push({ ...entry, id: Number(process.new_id), first: true })
+      else if (process.state === 'STAGED') creating.push({ ...entry, id: Number(process.id), first: false })
+      else elsewhere.push(entry.external) // imported, or being created
+    }
+    if (creating.length === 0) return { created, elsewhere, heldMs: 0 }
+
+    // One insert (or a few) per table for all the accounts: parents before children, a section's own tables last.
+    const tables = new Map<PgTable, Array<Record<string, unknown>>>(TABLE_ORDER.map((table) => [table, []]))
+    const add = ({ table, rows }: TableRows) => {
+      const list = tables.get(table)
+      if (list) list.push(...rows)
+      else tables.set(table, [...rows])
+    }
+    /** New processes, written once, already imported (staging them and then marking them would write each row twice). */
+    const fresh: Array<{ id: number; external: string; data: AccountData; san: string }> = []
+    /** Processes staged before: marked imported, restaged with the data sent. */
+    const marks: Array<{ id: number; san: string; data: AccountData }> = []
+    const restaged: string[] = []
+    const events: Array<typeof importEvents.$inferInsert> = []
+    const event = (importProcessId: number, type: (typeof importEvents.$inferInsert)['type'], detail: unknown = {}) =>
+      events.push({
+        importProcessId,
+        type,
+        actor: actor.name,
+        organisationId: actor.organisationId,
+        apiKeyId: actor.apiKeyId,
+        detail
+      })
+    for (const entry of creating) {
+      const { rows } = entry
+      rows.account.importProcessId = entry.id
+      for (const tableRows of accountTableRows(rows)) add(tableRows)
+      for (const tableRows of entry.sectionRows) add(tableRows)
+      const result = {
+        service_account_number: rows.account.serviceAccountNumber,
+        ledgers: rows.ledgers.map((l) => ({ ledger_code: l.ledgerCode, ledger_number: l.ledgerNumber }))
+      }
+      created.set(entry.external, { serviceAccountNumber: result.service_account_number, ledgers: result.ledgers })
+      if (entry.first) {
+        fresh.push({ id: entry.id, external: entry.external, data: entry.data, san: result.service_account_number })
+      } else {
+        marks.push({ id: entry.id, san: result.service_account_number, data: entry.data })
+        restaged.push(entry.external)
+      }
+      event(entry.id, entry.first ? 'STAGED' : 'RESTAGED')
+      event(entry.id, 'CREATE_ATTEMPTED')
+      event(entry.id, 'CREATED', result)
+      for (const detail of entry.postImportEvents) event(entry.id, 'POST_IMPORT_WRITE', detail)
+    }
+
+    return timedTransaction(db, async (tx) => {
+      if (marks.length > 0) {
+        // Locks first (in one order, so two batches do not deadlock on them), then the state once they are held.
+        const pairs = supplierExternals(supplierId, restaged)
+        const [locks, current] = await runInOrder(db, [
+          tx.execute(sql`select id, pg_try_advisory_xact_lock(${PROCESS_LOCK_BASE.toString()}::bigint + id) as locked from import_processes
+            where (supplier_id, external_account_number) in ${pairs} order by external_account_number`),
+          tx.execute(sql`select id, external_account_number as external, state from import_processes
+            where (supplier_id, external_account_number) in ${pairs}`)
+        ])
+        const locked = new Set(
+          rowsOf<{ id: number | string; locked: boolean }>(locks)
+            .filter((r) => r.locked)
+            .map((r) => Number(r.id))
+        )
+        const contested = rowsOf<{ id: number | string; external: string; state: ProcessState }>(current)
+          .filter((r) => r.state !== 'STAGED' || !locked.has(Number(r.id)))
+          .map((r) => r.external)
+        if (contested.length > 0) throw new Contested(contested)
+      }
+      // Everything else in one round trip: parents before children (a billing document before its transactions).
+      const [inserted, marked] = await runInOrder(db, [
+        // In external number order, as every batch inserts them, so two batches do not deadlock.
+        fresh.length === 0
+          ? Promise.resolve([])
+          : tx.execute(sql`
+            insert into import_processes (id, supplier_id, external_account_number, state, staged_data, first_staged_at,
+              service_account_number, account_created_at)
+            overriding system value
+            select e.id, ${supplierId}::uuid, e.external, 'IMPORTED', e.data, now(), e.san, now()
+            from jsonb_to_recordset(${JSON.stringify(fresh)}::jsonb) as e(id bigint, external text, data jsonb, san text)
+            order by e.external
+            returning id`),
+        // A restage stages anew, as stage does: an earlier erasure no longer applies.
+        marks.length === 0
+          ? Promise.resolve([])
+          : tx.execute(sql`update import_processes p set state = 'IMPORTED', staged_data = m.data,
+            staged_data_erased_at = null, service_account_number = m.san, account_created_at = now(),
+            latest_error = null, updated_at = now()
+          from jsonb_to_recordset(${JSON.stringify(marks)}::jsonb) as m(id bigint, san text, data jsonb)
+          where p.id = m.id and p.state = 'STAGED' returning p.id`),
+        ...[...tables].flatMap(([table, rows]) => insertsOf(tx, table, rows)),
+        ...insertsOf(tx, importEvents, events),
+        // Created accounts have no failures left to report, of any step.
+        tx.execute(sql`delete from import_failures
+          where (supplier_id, external_account_number) in ${supplierExternals(supplierId, [...created.keys()])}`)
+      ])
+      if (rowsOf(inserted).length !== fresh.length || rowsOf(marked).length !== marks.length) {
+        throw new Error('a batch account changed state while it was being created')
+      }
+      return { created, elsewhere }
+    })
+  }
+
   return {
     /** The caller's supplier with this code and the operations team of this name, in one round trip. */
     supplierAndTeam: (code: string, organisationId: string, teamName: string) =>
@@ -172,125 +324,27 @@ export function createBatchesRepository(db: Db) {
      * RESTAGED, CREATE_ATTEMPTED, CREATED, a POST_IMPORT_WRITE per section) and the accounts'
      * failure records cleared. Each existing process is locked as a create locks it, so nothing
      * can change its staged data in between: the data the caller validated is what is created.
-     * Accounts another request holds (or stages meanwhile) are left out and named in `elsewhere`.
-     * Any database error rolls everything back and is thrown: the caller then takes the accounts
-     * one by one.
+     * Accounts another request holds, has created, or stages meanwhile are left out and named in
+     * `elsewhere`. Any other database error rolls everything back and is thrown: the caller then
+     * takes the accounts one by one.
      */
     async stageAndCreate(supplierId: string, planned: PlannedAccount[], actor: Actor): Promise<StageAndCreateOutcome> {
-      const sorted = [...planned].sort((a, b) => byCodePoint(a.external, b.external))
-      const externals = sorted.map((e) => e.external)
-      return timedTransaction(db, async (tx) => {
-        // Locks first (in one order, so two batches do not deadlock on them), then the state as it
-        // is once they are held, then the new processes: all three sent together. A new process is
-        // written once, already imported (staging it and then marking it would write its row, staged
-        // data and all, twice, with every index entry, and leave a dead row); an existing one is
-        // left to the conflict clause and marked below.
-        const [locks, current, insertedRows] = await runInOrder(db, [
-          tx.execute(sql`select id, pg_try_advisory_xact_lock(${PROCESS_LOCK_BASE.toString()}::bigint + id) as locked from import_processes
-            where (supplier_id, external_account_number) in ${supplierExternals(supplierId, externals)} order by external_account_number`),
-          tx.execute(sql`select id, external_account_number as external, state from import_processes
-            where (supplier_id, external_account_number) in ${supplierExternals(supplierId, externals)}`),
-          tx.execute(sql`
-            insert into import_processes (supplier_id, external_account_number, state, staged_data, first_staged_at,
-              service_account_number, account_created_at)
-            select ${supplierId}::uuid, e.external, 'IMPORTED', e.data, now(), e.san, now()
-            from jsonb_to_recordset(${JSON.stringify(
-              sorted.map((e) => ({ external: e.external, data: e.data, san: e.rows.account.serviceAccountNumber }))
-            )}::jsonb) as e(external text, data jsonb, san text)
-            order by e.external
-            on conflict do nothing
-            returning id, external_account_number as external`)
-        ])
-        const locked = new Set(
-          rowsOf<{ id: number | string; locked: boolean }>(locks)
-            .filter((r) => r.locked)
-            .map((r) => Number(r.id))
-        )
-        const existing = new Map(
-          rowsOf<{ id: number | string; external: string; state: ProcessState }>(current).map((r) => [
-            r.external,
-            { id: Number(r.id), state: r.state }
-          ])
-        )
-        const inserted = new Map(
-          rowsOf<{ id: number | string; external: string }>(insertedRows).map((r) => [r.external, Number(r.id)])
-        )
-        const elsewhere: string[] = []
-        const creating: Array<PlannedAccount & { id: number; first: boolean }> = []
-        for (const entry of sorted) {
-          const process = existing.get(entry.external)
-          const id = inserted.get(entry.external)
-          if (id !== undefined) creating.push({ ...entry, id, first: true })
-          else if (process?.state === 'STAGED' && locked.has(process.id)) {
-            creating.push({ ...entry, id: process.id, first: false })
-          } else elsewhere.push(entry.external) // imported, being created, or staged by another request meanwhile
+      let left = [...planned].sort((a, b) => byCodePoint(a.external, b.external))
+      const elsewhere: string[] = []
+      for (let attempt = 1; ; attempt++) {
+        try {
+          const outcome = await stageAndCreateOnce(supplierId, left, actor)
+          return { ...outcome, elsewhere: [...elsewhere, ...outcome.elsewhere] }
+        } catch (err) {
+          if (attempt >= CHUNK_ATTEMPTS) throw err
+          if (err instanceof Contested) {
+            // Held by another request, or no longer staged: the others go ahead without them.
+            elsewhere.push(...err.externals)
+            left = left.filter((e) => !err.externals.includes(e.external))
+          } else if (!(pgErrorCode(err) === '23505' && pgConstraint(err) === PROCESS_PAIR_INDEX)) throw err
+          // else another request staged one of the new accounts meanwhile: read them again.
         }
-        const created: StageAndCreateOutcome['created'] = new Map()
-        if (creating.length === 0) return { created, elsewhere }
-
-        // One insert (or a few) per table for all the accounts: parents before children, a section's own tables last.
-        const tables = new Map<PgTable, Array<Record<string, unknown>>>(TABLE_ORDER.map((table) => [table, []]))
-        const add = ({ table, rows }: TableRows) => {
-          const list = tables.get(table)
-          if (list) list.push(...rows)
-          else tables.set(table, [...rows])
-        }
-        /** Processes staged before: marked imported, restaged with the data sent. */
-        const marks: Array<{ id: number; san: string; data: AccountData }> = []
-        const events: Array<typeof importEvents.$inferInsert> = []
-        const event = (
-          importProcessId: number,
-          type: (typeof importEvents.$inferInsert)['type'],
-          detail: unknown = {}
-        ) =>
-          events.push({
-            importProcessId,
-            type,
-            actor: actor.name,
-            organisationId: actor.organisationId,
-            apiKeyId: actor.apiKeyId,
-            detail
-          })
-        for (const entry of creating) {
-          const { rows } = entry
-          rows.account.importProcessId = entry.id
-          for (const tableRows of accountTableRows(rows)) add(tableRows)
-          for (const tableRows of entry.sectionRows) add(tableRows)
-          const result = {
-            service_account_number: rows.account.serviceAccountNumber,
-            ledgers: rows.ledgers.map((l) => ({ ledger_code: l.ledgerCode, ledger_number: l.ledgerNumber }))
-          }
-          created.set(entry.external, { serviceAccountNumber: result.service_account_number, ledgers: result.ledgers })
-          if (!entry.first) marks.push({ id: entry.id, san: result.service_account_number, data: entry.data })
-          event(entry.id, entry.first ? 'STAGED' : 'RESTAGED')
-          event(entry.id, 'CREATE_ATTEMPTED')
-          event(entry.id, 'CREATED', result)
-          for (const detail of entry.postImportEvents) event(entry.id, 'POST_IMPORT_WRITE', detail)
-        }
-        // Parents before children (a billing document before its transactions), in one round trip.
-        const [marked] = await runInOrder(db, [
-          // A restage stages anew, as stage does: an earlier erasure no longer applies.
-          marks.length === 0
-            ? Promise.resolve([])
-            : tx.execute(sql`update import_processes p set state = 'IMPORTED', staged_data = m.data,
-              staged_data_erased_at = null, service_account_number = m.san, account_created_at = now(),
-              latest_error = null, updated_at = now()
-            from jsonb_to_recordset(${JSON.stringify(marks)}::jsonb) as m(id bigint, san text, data jsonb)
-            where p.id = m.id and p.state = 'STAGED' returning p.id`),
-          ...[...tables].flatMap(([table, rows]) => insertsOf(tx, table, rows)),
-          ...insertsOf(tx, importEvents, events),
-          // Created accounts have no failures left to report, of any step.
-          tx.execute(sql`delete from import_failures
-            where (supplier_id, external_account_number) in ${supplierExternals(
-              supplierId,
-              creating.map((e) => e.external)
-            )}`)
-        ])
-        if (rowsOf(marked).length !== marks.length) {
-          throw new Error('a batch account changed state while it was being created')
-        }
-        return { created, elsewhere }
-      })
+      }
     },
 
     /**

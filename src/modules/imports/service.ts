@@ -4,7 +4,7 @@ import type { ImportProcessListItem } from '../../../schemas/imports.js'
 import type { SupplierRow } from '../../db/columns.js'
 import type { Db } from '../../db/index.js'
 import { onPrimary, type Reads } from '../../db/replica.js'
-import { databaseUnavailable, pgErrorCode } from '../../db/errors.js'
+import { databaseUnavailable, pgConstraint, pgErrorCode } from '../../db/errors.js'
 import {
   accountFailed,
   answer,
@@ -341,8 +341,7 @@ export function createImportsService(db: Db, failures: FailuresService, reads: R
           }
           throw err.error
         }
-        const constraint = (err as { cause?: { constraint_name?: string; constraint?: string } }).cause
-        const name = constraint?.constraint_name ?? constraint?.constraint
+        const name = pgConstraint(err)
         if (pgErrorCode(err) === '23505' && name && NUMBER_CONSTRAINTS.includes(name) && attempt < NUMBER_ATTEMPTS) {
           continue
         }
