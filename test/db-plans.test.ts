@@ -6,6 +6,7 @@ import {
   agreementsQuery,
   createHistoricalAgreementsRepository
 } from '../src/modules/historical-agreements/repository.js'
+import { chunkStanding } from '../src/modules/batches/repository.js'
 import { freshDatabase } from './helpers/database.js'
 
 /**
@@ -140,6 +141,18 @@ t.test('a batch finds its accounts through the pair index while the statistics a
     'looked up by supplier and number in the pair index'
   )
   t.ok(removed(pairs) <= 100, `no scan of the supplier's accounts (${removed(pairs)} rows read and dropped)`)
+
+  // A batch chunk's read before its transaction: its processes, and ids for the new ones.
+  const externalsAndNew = [...externals.slice(0, 90), ...Array.from({ length: 10 }, (_, i) => `NEW-${i}`)]
+  const standing = await plan(exec, chunkStanding(fresh!.id, externalsAndNew))
+  t.equal(standing[0]!['Actual Rows'], 100, "the chunk's read: a row per account")
+  t.ok(
+    standing.some(
+      (n) => n['Index Name'] === 'import_processes_pair_idx' && /external_account_number/.test(n['Index Cond'] ?? '')
+    ),
+    "the chunk's read looks its processes up in the pair index"
+  )
+  t.ok(removed(standing) <= 100, `and scans nothing (${removed(standing)} rows read and dropped)`)
 
   // What the pairs avoid: the same look-up written as a supplier and a list of numbers.
   const list = await processes(

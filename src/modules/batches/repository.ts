@@ -1,4 +1,4 @@
-import { sql } from 'drizzle-orm'
+import { sql, type SQL } from 'drizzle-orm'
 import {
   accountMetadata,
   accounts,
@@ -129,6 +129,19 @@ class Contested extends Error {
   }
 }
 
+/**
+ * A chunk's accounts as they stand before its transaction: each external number with its process
+ * (id and state) if it has one, and a new process id (`nextval`) if it has none.
+ */
+export function chunkStanding(supplierId: string, externals: string[]): SQL {
+  return sql`select e.external, p.id, p.state,
+      case when p.id is null then nextval(pg_get_serial_sequence('import_processes', 'id')) end as new_id
+    from jsonb_array_elements_text(${JSON.stringify(externals)}::jsonb) as e(external)
+    left join (select id, external_account_number, state from import_processes
+      where (supplier_id, external_account_number) in ${supplierExternals(supplierId, externals)}) p
+      on p.external_account_number = e.external`
+}
+
 /** Thrown inside the savepoint of a dry run's creates to roll them back. */
 class DryRunRolledBack extends Error {}
 
@@ -166,21 +179,15 @@ export function createBatchesRepository(db: Db) {
         state: ProcessState | null
         new_id: number | string | null
       }>(
-        await db.execute(sql`
-        select e.external, p.id, p.state,
-          case when p.id is null then nextval(pg_get_serial_sequence('import_processes', 'id')) end as new_id
-        from jsonb_array_elements_text(${JSON.stringify(externals)}::jsonb) as e(external)
-        left join (select id, external_account_number, state from import_processes
-          where (supplier_id, external_account_number) in ${supplierExternals(supplierId, externals)}) p
-          on p.external_account_number = e.external`)
+        await db.execute(chunkStanding(supplierId, externals))
       ).map((r) => [r.external, r])
     )
     const elsewhere: string[] = []
     const creating: Array<PlannedAccount & { id: number; first: boolean }> = []
     for (const entry of sorted) {
-      const process = standing.get(entry.external)!
-      if (process.id === null) creating.push({ ...entry, id: Number(process.new_id), first: true })
-      else if (process.state === 'STAGED') creating.push({ ...entry, id: Number(process.id), first: false })
+      const found = standing.get(entry.external)!
+      if (found.id === null) creating.push({ ...entry, id: Number(found.new_id), first: true })
+      else if (found.state === 'STAGED') creating.push({ ...entry, id: Number(found.id), first: false })
       else elsewhere.push(entry.external) // imported, or being created
     }
     if (creating.length === 0) return { created, elsewhere, heldMs: 0 }
