@@ -178,9 +178,7 @@ export function createBatchesRepository(db: Db) {
         id: number | string | null
         state: ProcessState | null
         new_id: number | string | null
-      }>(
-        await db.execute(chunkStanding(supplierId, externals))
-      ).map((r) => [r.external, r])
+      }>(await db.execute(chunkStanding(supplierId, externals))).map((r) => [r.external, r])
     )
     const elsewhere: string[] = []
     const creating: Array<PlannedAccount & { id: number; first: boolean }> = []
