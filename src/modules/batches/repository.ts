@@ -22,7 +22,8 @@ import {
   runInOrder,
   supplierExternals,
   timedTransaction,
-  type Db
+  type Db,
+  type Tx
 } from '../../db/index.js'
 import type { ErrorEntry } from '../../errors.js'
 import type { SupplyPointChecks } from '../../../schemas/common.js'
@@ -142,6 +143,29 @@ export function chunkStanding(supplierId: string, externals: string[]): SQL {
       on p.external_account_number = e.external`
 }
 
+/**
+ * The processes of these pairs locked as a create locks them, tried in external number order (so
+ * two batches do not deadlock on them), then their state once the locks are held: two statements,
+ * to send together.
+ */
+function lockAndRead(tx: Tx, pairs: SQL) {
+  return [
+    tx.execute(sql`select id, pg_try_advisory_xact_lock(${PROCESS_LOCK_BASE.toString()}::bigint + id) as locked from import_processes
+      where (supplier_id, external_account_number) in ${pairs} order by external_account_number`),
+    tx.execute(sql`select id, external_account_number as external, state from import_processes
+      where (supplier_id, external_account_number) in ${pairs}`)
+  ]
+}
+
+/** The ids of the processes whose lock `lockAndRead` got. */
+function lockedIds(locks: unknown): Set<number> {
+  return new Set(
+    rowsOf<{ id: number | string; locked: boolean }>(locks)
+      .filter((r) => r.locked)
+      .map((r) => Number(r.id))
+  )
+}
+
 /** Thrown inside the savepoint of a dry run's creates to roll them back. */
 class DryRunRolledBack extends Error {}
 
@@ -236,19 +260,10 @@ export function createBatchesRepository(db: Db) {
 
     return timedTransaction(db, async (tx) => {
       if (marks.length > 0) {
-        // Locks first (in one order, so two batches do not deadlock on them), then the state once they are held.
+        // Processes staged before: their locks first, then their state (`lockAndRead`).
         const pairs = supplierExternals(supplierId, restaged)
-        const [locks, current] = await runInOrder(db, [
-          tx.execute(sql`select id, pg_try_advisory_xact_lock(${PROCESS_LOCK_BASE.toString()}::bigint + id) as locked from import_processes
-            where (supplier_id, external_account_number) in ${pairs} order by external_account_number`),
-          tx.execute(sql`select id, external_account_number as external, state from import_processes
-            where (supplier_id, external_account_number) in ${pairs}`)
-        ])
-        const locked = new Set(
-          rowsOf<{ id: number | string; locked: boolean }>(locks)
-            .filter((r) => r.locked)
-            .map((r) => Number(r.id))
-        )
+        const [locks, current] = await runInOrder(db, lockAndRead(tx, pairs))
+        const locked = lockedIds(locks)
         const contested = rowsOf<{ id: number | string; external: string; state: ProcessState }>(current)
           .filter((r) => r.state !== 'STAGED' || !locked.has(Number(r.id)))
           .map((r) => r.external)
@@ -381,10 +396,7 @@ export function createBatchesRepository(db: Db) {
       return timedTransaction(db, async (tx) => {
         // Locks first (in one order), then the state once they are held, and the supplier and team as a create reads them.
         const [locks, current, claimed] = await runInOrder(db, [
-          tx.execute(sql`select id, pg_try_advisory_xact_lock(${PROCESS_LOCK_BASE.toString()}::bigint + id) as locked from import_processes
-            where (supplier_id, external_account_number) in ${pairs} order by external_account_number`),
-          tx.execute(sql`select id, external_account_number as external, state from import_processes
-            where (supplier_id, external_account_number) in ${pairs}`),
+          ...lockAndRead(tx, pairs),
           tx.execute(sql`select s.code, s.status, s.send_migration_emails, s.supply_point_checks, (select t.id from operations_teams t where t.name = ${teamName}) as team_id
             from import_suppliers s where s.id = ${supplierId}::uuid`)
         ])
@@ -406,11 +418,7 @@ export function createBatchesRepository(db: Db) {
           supplyPointChecks: supplier.supply_point_checks,
           teamId: supplier.team_id
         }
-        const locked = new Set(
-          rowsOf<{ id: number | string; locked: boolean }>(locks)
-            .filter((r) => r.locked)
-            .map((r) => Number(r.id))
-        )
+        const locked = lockedIds(locks)
         const existing = new Map(
           rowsOf<{ id: number | string; external: string; state: ProcessState }>(current).map((r) => [
             r.external,
