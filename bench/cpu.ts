@@ -1,4 +1,5 @@
 import { readdirSync, readFileSync } from 'node:fs'
+import { createHash } from 'node:crypto'
 
 /** Clock ticks per second of /proc's CPU times (Linux: 100). */
 const TICKS = 100
@@ -54,4 +55,46 @@ export function cpuSplit(serverPid: number, database?: string) {
       return { serverMs: processCpuMs(serverPid) - server0, postgresMs }
     }
   }
+}
+
+/**
+ * The same fixed work timed again and again through a run, to tell a machine that slows down from
+ * work that grows: the machine's speed for JavaScript (CPU ms of this process parsing, sorting and
+ * hashing the same data) and for PostgreSQL (a query hashing and counting the same rows).
+ * Each is the median of five tries.
+ */
+export interface MachineReference {
+  jsMs: number
+  postgresMs: number
+}
+
+export async function machineReference(query: (text: string) => Promise<unknown>): Promise<MachineReference> {
+  const median = (xs: number[]) => xs.sort((a, b) => a - b)[Math.floor(xs.length / 2)]!
+  const js: number[] = []
+  const pg: number[] = []
+  for (let i = 0; i < 5; i++) {
+    const c0 = process.cpuUsage()
+    fixedJavaScriptWork()
+    const c = process.cpuUsage(c0)
+    js.push((c.user + c.system) / 1000)
+    const t0 = performance.now()
+    await query('select count(distinct md5(g::text)) from generate_series(1, 300000) g')
+    pg.push(performance.now() - t0)
+  }
+  return { jsMs: Math.round(median(js)), postgresMs: Math.round(median(pg)) }
+}
+
+function fixedJavaScriptWork(): number {
+  const rows = Array.from({ length: 50_000 }, (_, i) => ({
+    external: `EXT-${String((i * 7919) % 50_000).padStart(6, '0')}`,
+    amount: ((i * 31) % 10_000) / 100,
+    lines: [i % 7, i % 11, i % 13]
+  }))
+  let sum = 0
+  for (let round = 0; round < 2; round++) {
+    const parsed = JSON.parse(JSON.stringify(rows)) as typeof rows
+    parsed.sort((a, b) => (a.external < b.external ? -1 : a.external > b.external ? 1 : 0))
+    for (const r of parsed) sum += createHash('sha256').update(r.external).digest()[0]! + r.amount
+  }
+  return sum
 }

@@ -15,22 +15,27 @@ import { createInterface } from 'node:readline'
 import { chromium } from 'playwright-core'
 import postgres from 'postgres'
 import { projectRoot } from '../src/paths.js'
-import { cpuSplit } from './cpu.js'
+import { cpuSplit, machineReference, type MachineReference } from './cpu.js'
+import { startOwnPostgres } from './own-postgres.js'
 import { rssMb, start } from './processes.js'
 
 /**
  * `BENCH_SCALE=<accounts> npm run bench`: a migration of that many generated accounts (a tenth with
  * post-import history, 5 % invalid) through import jobs (`npm run migrate -- submit <file> --team
  * T --follow`, the compiled client), one generated file and one job per slice, on a database of its
- * own on the PostgreSQL server. Per slice: time, accounts/s, CPU per account (server + PostgreSQL,
- * as bench/cpu.ts counts it), the server's RSS, table and index sizes. Then, on the full tables:
+ * own on a PostgreSQL server of the bench's own, set as docs/scaling.md advises for a large migration
+ * (bench/own-postgres.ts; or on the server of BENCH_DATABASE_URL with BENCH_SCALE_POSTGRES=shared). Per slice: time, accounts/s, CPU per account (server + PostgreSQL,
+ * as bench/cpu.ts counts it), the server's RSS, table and index sizes, and the time of the same fixed
+ * work before and after it (bench/cpu.ts, machineReference), which tells a machine that slows down
+ * from a migration whose cost grows. Then, on the full tables:
  * p50/p99 of the dashboard's queries, of status and of the account summary, and the all- list
  * streamed whole (time, bytes, RSS growth). Writes bench/results/scale-<date>.json, .md and a chart
  * (.png, uPlot in headless Chromium) of accounts/s and CPU per account by slice.
  *
  * Settings (environment): BENCH_SCALE (accounts), BENCH_SCALE_SLICE (accounts per slice; default
  * 100,000, or a tenth of BENCH_SCALE when that is smaller, so a small run still has ten slices),
- * BENCH_SCALE_SAMPLES (50: timed requests per query), BENCH_DATABASE_URL (as for the other rows),
+ * BENCH_SCALE_SAMPLES (50: timed requests per query), BENCH_SCALE_POSTGRES (`own`, the default, or
+ * `shared`: a database on the server of BENCH_DATABASE_URL, as for the other rows),
  * CHROMIUM_PATH (else `chromium` on PATH), BENCH_SCALE_KEEP=1 to keep the database at the end
  * (dropped otherwise).
  */
@@ -40,6 +45,7 @@ const SLICE = Number(process.env.BENCH_SCALE_SLICE ?? Math.min(100_000, Math.cei
 const SAMPLES = Number(process.env.BENCH_SCALE_SAMPLES ?? 50)
 /** Leave the database in place at the end (to look at its plans). */
 const KEEP = process.env.BENCH_SCALE_KEEP === '1'
+const OWN_POSTGRES = (process.env.BENCH_SCALE_POSTGRES ?? 'own') === 'own'
 const HISTORY_SHARE = 0.1
 const INVALID_SHARE = 0.05
 const SUPPLIER = 'SCALE'
@@ -84,6 +90,8 @@ interface Slice {
   /** /proc/loadavg's one-minute figure at the slice's end (other work on the machine). */
   load: number
   io: SliceIo
+  /** The fixed work timed just before the slice and just after it (absent in runs before 2026-11-27 14:00). */
+  reference?: { before: MachineReference; after: MachineReference }
 }
 /** What the slice cost PostgreSQL's write-ahead log and buffer cache (differences of its statistics views). */
 interface SliceIo {
@@ -125,6 +133,8 @@ interface Results {
   loadAtStart: number
   loadAtEnd: number
   slices: Slice[]
+  /** The server's settings that differ from PostgreSQL's defaults when it was the bench's own (absent: the shared server). */
+  ownPostgres?: Record<string, string>
   /** The PostgreSQL server's autovacuum setting (off: no statistics are gathered as the tables grow). */
   autovacuum: string
   /** Whether any table had been analyzed (by hand or by autovacuum) when the queries were first timed. */
@@ -144,6 +154,26 @@ interface Results {
 }
 
 const round = (n: number, digits = 0) => Number(n.toFixed(digits))
+
+/** The fixed work's time around a slice: the mean of before and after. */
+function referenceOf(s: Slice): MachineReference | undefined {
+  if (!s.reference) return undefined
+  const { before, after } = s.reference
+  return { jsMs: (before.jsMs + after.jsMs) / 2, postgresMs: (before.postgresMs + after.postgresMs) / 2 }
+}
+
+/**
+ * How much slower the machine did the fixed work around the last slice than around the first,
+ * each side weighted by its share of the first slice's CPU (1.1: 10 % slower); undefined without
+ * the reference.
+ */
+export function machineSlowing(first: Slice, last: Slice): number | undefined {
+  const a = referenceOf(first)
+  const b = referenceOf(last)
+  if (!a || !b) return undefined
+  const server = first.serverMsPerAccount / (first.serverMsPerAccount + first.postgresMsPerAccount)
+  return server * (b.jsMs / a.jsMs) + (1 - server) * (b.postgresMs / a.postgresMs)
+}
 
 /** Percentile of sorted values (nearest rank): of 50 samples, p99 is the largest. */
 function percentile(sorted: number[], p: number): number {
@@ -275,6 +305,8 @@ function markdown(r: Results, png: string): string {
     const indexes = s.tables.reduce((n, t) => n + t.indexesMb, 0)
     return `${Math.round(total)} (${Math.round(indexes)})`
   }
+  const withReference = r.slices.every((s) => s.reference)
+  const slowing = first && last ? machineSlowing(first, last) : undefined
   const lines = [
     `# Scale: ${r.scale.toLocaleString('en')} accounts through import jobs (${r.at})`,
     '',
@@ -282,7 +314,13 @@ function markdown(r: Results, png: string): string {
       `(${r.historyShare * 100} % with post-import history, ${r.invalidShare * 100} % invalid) in slices of ` +
       `${r.slice.toLocaleString('en')}, one file and one import job per slice (\`npm run migrate -- submit <file> --team T --follow\`, ` +
       `the compiled client; accounts/s from the command's start to its end, upload and the 1 s follow poll included), ` +
-      `on PostgreSQL, the compiled server (${r.node}, \`NODE_ENV=production\`, \`LOG_LEVEL=info\`, \`DATABASE_POOL_SIZE=20\`). ` +
+      `on PostgreSQL (${
+        r.ownPostgres
+          ? `a server of the bench's own, set as docs/scaling.md advises for a large migration: ${Object.entries(r.ownPostgres)
+              .map(([k, v]) => `\`${k} = ${v}\``)
+              .join(', ')}, the rest PostgreSQL's defaults`
+          : 'a database of its own on the shared server'
+      }), the compiled server (${r.node}, \`NODE_ENV=production\`, \`LOG_LEVEL=info\`, \`DATABASE_POOL_SIZE=20\`). ` +
       `CPU per account (per line of the slice) from /proc: the server process, and PostgreSQL's backends of the bench's database ` +
       `plus its shared processes. Load average (1 min) ${r.loadAtStart.toFixed(1)} at the start, ${r.loadAtEnd.toFixed(1)} at the end ` +
       `(2 cores; other work on the machine shows there and makes the figures noisy).`,
@@ -291,13 +329,22 @@ function markdown(r: Results, png: string): string {
     '',
     `Sizes in MB: total of the table with its indexes and TOAST (indexes alone in brackets).`,
     '',
-    `| slice | accounts to | s | accounts/s | job's own accounts/s | created | failed | CPU ms/account: server + PostgreSQL | peak RSS MB | heap used MB | load | ${biggest.join(' | ')} | all tables |`,
-    `|---|---|---|---|---|---|---|---|---|---|---|${biggest.map(() => '---|').join('')}---|`
+    ...(withReference
+      ? [
+          `The fixed work, ms: the same JavaScript (CPU time of the bench's process) and the same PostgreSQL query, ` +
+            `each the median of five tries just before and just after the slice (the mean of the two; bench/cpu.ts, machineReference). ` +
+            `It grows when the machine slows down, not when the tables do.`,
+          ''
+        ]
+      : []),
+    `| slice | accounts to | s | accounts/s | job's own accounts/s | created | failed | CPU ms/account: server + PostgreSQL |${withReference ? ' fixed work ms: JS + PostgreSQL |' : ''} peak RSS MB | heap used MB | load | ${biggest.join(' | ')} | all tables |`,
+    `|---|---|---|---|---|---|---|---|${withReference ? '---|' : ''}---|---|---|${biggest.map(() => '---|').join('')}---|`
   ]
   for (const s of r.slices) {
     lines.push(
       `| ${s.slice} | ${s.accountsTo.toLocaleString('en')} | ${s.seconds.toFixed(1)} | ${Math.round(s.perSecond)} | ${Math.round(s.jobPerSecond)} | ` +
         `${s.created.toLocaleString('en')} | ${s.failed.toLocaleString('en')} | ${s.serverMsPerAccount.toFixed(2)} + ${s.postgresMsPerAccount.toFixed(2)} | ` +
+        (withReference ? `${Math.round(referenceOf(s)!.jsMs)} + ${Math.round(referenceOf(s)!.postgresMs)} | ` : '') +
         `${s.peakRssMb} | ${s.heapUsedMb} | ${s.load.toFixed(1)} | ${biggest.map((t) => size(s, t)).join(' | ')} | ${all(s)} |`
     )
   }
@@ -354,6 +401,12 @@ function markdown(r: Results, png: string): string {
     '| target | figure | verdict |',
     '|---|---|---|',
     `| last slice's accounts/s ≥ ${TARGETS.lastOverFirst} × the first's | ${Math.round(last?.perSecond ?? 0)} / ${Math.round(first?.perSecond ?? 0)} = ${ratio.toFixed(2)} | ${mark(ratio >= TARGETS.lastOverFirst, `${ratio.toFixed(2)}×`)} |`,
+    ...(slowing === undefined
+      ? []
+      : [
+          `| the same, with the machine's slowing taken out (the fixed work ${slowing.toFixed(2)}× the first slice's time, weighted by the first slice's CPU split) | ` +
+            `${ratio.toFixed(2)} × ${slowing.toFixed(2)} = ${(ratio * slowing).toFixed(2)} | ${mark(ratio * slowing >= TARGETS.lastOverFirst, `${(ratio * slowing).toFixed(2)}×`)} |`
+        ]),
     `| server RSS < ${TARGETS.rssMb} MB throughout | at most ${r.peakRssMb} MB | ${mark(r.peakRssMb < TARGETS.rssMb, `${r.peakRssMb} MB`)} |`,
     ...(['dashboard', 'account'] as const).flatMap((kind) =>
       [
@@ -386,6 +439,8 @@ export async function scaleScenario(adminUrl: string): Promise<void> {
   if (!Number.isSafeInteger(SCALE) || SCALE < 1) throw new Error(`BENCH_SCALE must be a number of accounts`)
   if (!Number.isSafeInteger(SLICE) || SLICE < 1) throw new Error(`BENCH_SCALE_SLICE must be a number of accounts`)
   execFileSync('npm', ['run', 'build'], { cwd: projectRoot, stdio: 'inherit' })
+  const own = OWN_POSTGRES ? await startOwnPostgres() : undefined
+  if (own) adminUrl = own.url
   const admin = postgres(adminUrl, { max: 1, onnotice: () => {} })
   await admin.unsafe(`create database "${DATABASE}"`)
   const url = new URL(adminUrl)
@@ -498,6 +553,8 @@ export async function scaleScenario(adminUrl: string): Promise<void> {
     await statsFlushed()
     let ioStart = await ioCounters()
 
+    const reference = () => machineReference((text) => sql.unsafe(text))
+    let referenceBefore = await reference()
     const slices: Slice[] = []
     const eventAccounts: string[] = []
     const count = Math.ceil(SCALE / SLICE)
@@ -534,6 +591,7 @@ export async function scaleScenario(adminUrl: string): Promise<void> {
       const ioEnd = await ioCounters()
       const io = ioBetween(ioStart, ioEnd)
       ioStart = ioEnd
+      const referenceAfter = await reference()
       const jobs = (await (await fetch(`${api}/import-jobs/?limit=1`, { headers })).json()) as Array<{
         state: string
         started_at: string | null
@@ -561,8 +619,10 @@ export async function scaleScenario(adminUrl: string): Promise<void> {
         heapUsedMb: await heapUsedMb(),
         tables: await sizes(),
         load: round(loadavg()[0]!, 2),
-        io
+        io,
+        reference: { before: referenceBefore, after: referenceAfter }
       }
+      referenceBefore = referenceAfter
       slices.push(slice)
       rmSync(file, { force: true })
       rmSync(`${file}.job.json`, { force: true })
@@ -570,7 +630,7 @@ export async function scaleScenario(adminUrl: string): Promise<void> {
         `slice ${slice.slice}/${count}: ${lines} lines in ${slice.seconds} s, ${Math.round(slice.perSecond)} accounts/s ` +
           `(job ${Math.round(slice.jobPerSecond)}/s), ${slice.created} created, ${slice.failed} failed, ` +
           `CPU ${slice.serverMsPerAccount.toFixed(2)} + ${slice.postgresMsPerAccount.toFixed(2)} ms/account, ` +
-          `RSS ${slice.peakRssMb} MB, load ${slice.load}; WAL ${io.walMb} MB, ${io.fullPageImages} full pages, ` +
+          `RSS ${slice.peakRssMb} MB, load ${slice.load}; fixed work ${referenceAfter.jsMs} + ${referenceAfter.postgresMs} ms; WAL ${io.walMb} MB, ${io.fullPageImages} full pages, ` +
           `${io.checkpoints} checkpoints, ${io.blocksRead} blocks read (${io.indexesRead.map((x) => `${x.index} ${x.blocks}`).join(', ')})`
       )
     }
@@ -722,6 +782,7 @@ export async function scaleScenario(adminUrl: string): Promise<void> {
       loadAtStart: round(loadAtStart, 2),
       loadAtEnd: round(loadavg()[0]!, 2),
       slices,
+      ...(own ? { ownPostgres: own.settings } : {}),
       autovacuum: autovacuum?.on ?? '',
       analyzedDuringRun: analyzed != null,
       analyzeMs,
@@ -747,6 +808,7 @@ export async function scaleScenario(adminUrl: string): Promise<void> {
     if (KEEP) console.log(`database ${DATABASE} kept (BENCH_SCALE_KEEP)`)
     else await admin.unsafe(`drop database if exists "${DATABASE}" with (force)`)
     await admin.end()
+    own?.stop()
     rmSync(dir, { recursive: true, force: true })
   }
 }
