@@ -316,7 +316,9 @@ function markdown(r: Results, png: string): string {
       `the compiled client; accounts/s from the command's start to its end, upload and the 1 s follow poll included), ` +
       `on PostgreSQL (${
         r.ownPostgres
-          ? `a server of the bench's own, set as docs/scaling.md advises for a large migration: ${Object.entries(r.ownPostgres)
+          ? `a server of the bench's own, set as docs/scaling.md advises for a large migration: ${Object.entries(
+              r.ownPostgres
+            )
               .map(([k, v]) => `\`${k} = ${v}\``)
               .join(', ')}, the rest PostgreSQL's defaults`
           : 'a database of its own on the shared server'

@@ -4,7 +4,7 @@ import { sql } from 'drizzle-orm'
 import { PgliteWorkerClient } from '../src/db/pglite-client.js'
 import { migrationsFolder } from '../src/paths.js'
 import { buildTestApp } from './helpers/app.js'
-import { openPglite, timedTransaction } from '../src/db/index.js'
+import { openPglite, rowsOf, runInOrder, timedTransaction } from '../src/db/index.js'
 
 // The embedded PGlite runs in a worker thread of its own (src/db/pglite-worker.ts): while it works,
 // the server's thread answers other requests. These tests are about PGlite, so they open one of
@@ -99,6 +99,57 @@ t.test('a transaction holds the database from its first statement only, and says
   const [{ heldMs }] = await Promise.all([slow, quick])
   t.same(ended, ['quick', 'slow'], 'the second ended first')
   t.ok(heldMs < 150, `the first held the database ${Math.round(heldMs)} ms, not the 300 ms before its statement`)
+})
+
+t.test("a transaction's last statements go with its commit, and one that fails rolls it all back", async (t) => {
+  const { database } = await pgliteApp(t)
+  const { db } = database
+  await db.execute(sql`create table early (x int primary key)`)
+  /** Holds this thread as planning the next chunk of a batch would. */
+  const holdThread = (ms: number) => {
+    const until = performance.now() + ms
+    while (performance.now() < until) {
+      // busy
+    }
+  }
+  const { heldMs } = await timedTransaction(db, async (tx) => {
+    await tx.execute(sql`select 1`) // the transaction has begun
+    const sent = runInOrder(
+      db,
+      [tx.execute(sql`insert into early values (1)`), tx.execute(sql`insert into early values (2)`)],
+      {
+        thenCommit: true
+      }
+    )
+    holdThread(300)
+    await sent
+    return {}
+  })
+  t.ok(
+    heldMs < 150,
+    `the transaction held the database ${Math.round(heldMs)} ms, not while this thread was busy for 300 ms`
+  )
+  const failed = await timedTransaction(db, async (tx) => {
+    const sent = runInOrder(
+      db,
+      [tx.execute(sql`insert into early values (3)`), tx.execute(sql`insert into early values (1)`)],
+      {
+        thenCommit: true
+      }
+    )
+    holdThread(100)
+    await sent
+    return {}
+  }).then(
+    () => undefined,
+    (err: unknown) => err as Error
+  )
+  t.match(String(failed?.cause ?? failed), /duplicate key/, 'the duplicate fails the transaction')
+  t.same(
+    rowsOf<{ x: number }>(await db.execute(sql`select x from early order by x`)).map((r) => r.x),
+    [1, 2],
+    'the first transaction is committed whole, and nothing of the failed one'
+  )
 })
 
 t.test('a database thread that stops fails every call, at once and later', async (t) => {

@@ -12,7 +12,7 @@ import { migrationsFolder } from '../paths.js'
 import { driverPatchProblem } from './driver-check.js'
 
 export { databaseUnavailable, pgConstraint, pgErrorCode } from './errors.js'
-import { PgliteWorkerClient, transactionHeld } from './pglite-client.js'
+import { commitAfterSent, PgliteWorkerClient, transactionHeld } from './pglite-client.js'
 
 /** The Drizzle type both drivers satisfy: repositories are written against it and run on both. */
 export type Db = PgDatabase<PgQueryResultHKT, typeof schema>
@@ -236,9 +236,23 @@ export function canPipeline(db: Db): boolean {
  * postgres.js pipelines a transaction's queries in the order they were sent (one round trip), and
  * PGlite's worker runs them in that order without waiting for this thread between them; parents
  * are written before children.
+ *
+ * `thenCommit`: they are the transaction's last, and it commits whatever their answers are
+ * unless one fails. On PGlite the commit goes right behind them (`commitAfterSent`), so the
+ * transaction holds the database only while they run, not while this thread gets round to their
+ * answers; elsewhere the transaction commits when its function returns, as usual.
  */
-export async function runInOrder(db: Db, statements: PromiseLike<unknown>[]): Promise<unknown[]> {
-  if (canPipeline(db)) return Promise.all(statements.map((s) => Promise.resolve(s)))
+export async function runInOrder(
+  db: Db,
+  statements: PromiseLike<unknown>[],
+  options: { thenCommit?: boolean } = {}
+): Promise<unknown[]> {
+  if (canPipeline(db)) {
+    // Each is sent now, in order (a query builder sends its query when `then` is called).
+    const sent = statements.map((s) => new Promise((resolve, reject) => void s.then(resolve, reject)))
+    if (options.thenCommit) commitAfterSent()
+    return Promise.all(sent)
+  }
   const results: unknown[] = []
   for (const s of statements) results.push(await s)
   return results

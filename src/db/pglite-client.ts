@@ -30,6 +30,20 @@ export interface PgliteWorkerTransaction {
  */
 export const transactionHeld = new AsyncLocalStorage<{ ms?: number }>()
 
+/** The transaction whose `fn` is running on this async path, for `commitAfterSent`. */
+const inTransaction = new AsyncLocalStorage<{ commitNow(): void }>()
+
+/**
+ * Inside `PgliteWorkerClient.transaction`: sends the commit now, right behind the statements sent
+ * so far, without waiting for their answers, so the transaction holds the database only while
+ * they run, not while this thread reads their answers. If one of them fails, the transaction
+ * rolls back instead and the commit fails with it. The caller must not need to roll back for any
+ * other reason afterwards. Outside such a transaction, nothing.
+ */
+export function commitAfterSent(): void {
+  inTransaction.getStore()?.commitNow()
+}
+
 /** Where the worker's code is: compiled beside this file, or its TypeScript (run through tsx's loader). */
 function workerOf(): Worker {
   if (import.meta.url.endsWith('.js')) return new Worker(new URL('./pglite-worker.js', import.meta.url))
@@ -141,14 +155,18 @@ export class PgliteWorkerClient {
     const begun = this.call({ op: 'begin', tx: txId })
     begun.catch(() => {}) // its failure fails the statements too; awaited below
     let closed = false
+    /** The commit or rollback, once sent. */
+    let ending: Promise<void> | undefined
     const ensureOpen = () => {
       if (closed) throw new Error('Transaction is closed')
     }
-    const end = async (op: 'commit' | 'rollback') => {
+    const end = (op: 'commit' | 'rollback') => {
       closed = true
-      const { heldMs } = (await this.call({ op, tx: txId })) as { heldMs: number }
       const held = transactionHeld.getStore()
-      if (held) held.ms = heldMs
+      ending = this.call({ op, tx: txId }).then((reply) => {
+        if (held) held.ms = (reply as { heldMs: number }).heldMs
+      })
+      return ending
     }
     const tx: PgliteWorkerTransaction = {
       query: async (text, params, options) => {
@@ -167,14 +185,20 @@ export class PgliteWorkerClient {
         return closed
       }
     }
+    const control = {
+      commitNow: () => {
+        if (!closed) end('commit').catch(() => {}) // awaited below
+      }
+    }
     let result: T
     try {
-      result = await fn(tx)
+      result = await inTransaction.run(control, () => fn(tx))
     } catch (err) {
-      if (!closed) await end('rollback').catch(() => {})
+      // A commit sent early fails too when a statement did (the worker rolls back).
+      await (closed ? ending : end('rollback'))?.catch(() => {})
       throw err
     }
-    if (!closed) await end('commit')
+    await (closed ? ending : end('commit'))
     await begun
     return result
   }

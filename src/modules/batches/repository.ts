@@ -269,12 +269,16 @@ export function createBatchesRepository(db: Db) {
           .map((r) => r.external)
         if (contested.length > 0) throw new Contested(contested)
       }
-      // Everything else in one round trip: parents before children (a billing document before its transactions).
-      const [inserted, marked] = await runInOrder(db, [
-        // In external number order, as every batch inserts them, so two batches do not deadlock.
-        fresh.length === 0
-          ? Promise.resolve([])
-          : tx.execute(sql`
+      // Everything else in one round trip: parents before children (a billing document before its
+      // transactions). With no process staged before, nothing is left to check: an insert without
+      // ON CONFLICT writes every row or fails, so the commit goes with the statements.
+      const [, marked] = await runInOrder(
+        db,
+        [
+          // In external number order, as every batch inserts them, so two batches do not deadlock.
+          fresh.length === 0
+            ? Promise.resolve([])
+            : tx.execute(sql`
             insert into import_processes (id, supplier_id, external_account_number, state, staged_data, first_staged_at,
               service_account_number, account_created_at)
             overriding system value
@@ -282,21 +286,23 @@ export function createBatchesRepository(db: Db) {
             from jsonb_to_recordset(${JSON.stringify(fresh)}::jsonb) as e(id bigint, external text, data jsonb, san text)
             order by e.external
             returning id`),
-        // A restage stages anew, as stage does: an earlier erasure no longer applies.
-        marks.length === 0
-          ? Promise.resolve([])
-          : tx.execute(sql`update import_processes p set state = 'IMPORTED', staged_data = m.data,
+          // A restage stages anew, as stage does: an earlier erasure no longer applies.
+          marks.length === 0
+            ? Promise.resolve([])
+            : tx.execute(sql`update import_processes p set state = 'IMPORTED', staged_data = m.data,
             staged_data_erased_at = null, service_account_number = m.san, account_created_at = now(),
             latest_error = null, updated_at = now()
           from jsonb_to_recordset(${JSON.stringify(marks)}::jsonb) as m(id bigint, san text, data jsonb)
           where p.id = m.id and p.state = 'STAGED' returning p.id`),
-        ...[...tables].flatMap(([table, rows]) => insertsOf(tx, table, rows)),
-        ...insertsOf(tx, importEvents, events),
-        // Created accounts have no failures left to report, of any step.
-        tx.execute(sql`delete from import_failures
+          ...[...tables].flatMap(([table, rows]) => insertsOf(tx, table, rows)),
+          ...insertsOf(tx, importEvents, events),
+          // Created accounts have no failures left to report, of any step.
+          tx.execute(sql`delete from import_failures
           where (supplier_id, external_account_number) in ${supplierExternals(supplierId, [...created.keys()])}`)
-      ])
-      if (rowsOf(inserted).length !== fresh.length || rowsOf(marked).length !== marks.length) {
+        ],
+        { thenCommit: marks.length === 0 }
+      )
+      if (rowsOf(marked).length !== marks.length) {
         throw new Error('a batch account changed state while it was being created')
       }
       return { created, elsewhere }
