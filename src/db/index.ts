@@ -249,7 +249,12 @@ export async function runInOrder(
 ): Promise<unknown[]> {
   if (canPipeline(db)) {
     // Each is sent now, in order (a query builder sends its query when `then` is called).
-    const sent = statements.map((s) => new Promise((resolve, reject) => void s.then(resolve, reject)))
+    const sent = statements.map(
+      (s) =>
+        new Promise((resolve, reject) => {
+          s.then(resolve, reject)
+        })
+    )
     if (options.thenCommit) commitAfterSent()
     return Promise.all(sent)
   }
