@@ -12,7 +12,7 @@ import { migrationsFolder } from '../paths.js'
 import { driverPatchProblem } from './driver-check.js'
 
 export { databaseUnavailable, pgConstraint, pgErrorCode } from './errors.js'
-import { commitAfterSent, PgliteWorkerClient, transactionHeld } from './pglite-client.js'
+import { commitAfterSent, PgliteWorkerClient, transactionBox, type TransactionBox } from './pglite-client.js'
 
 /** The Drizzle type both drivers satisfy: repositories are written against it and run on both. */
 export type Db = PgDatabase<PgQueryResultHKT, typeof schema>
@@ -238,9 +238,10 @@ export function canPipeline(db: Db): boolean {
  * are written before children.
  *
  * `thenCommit`: they are the transaction's last, and it commits whatever their answers are
- * unless one fails. On PGlite the commit goes right behind them (`commitAfterSent`), so the
- * transaction holds the database only while they run, not while this thread gets round to their
- * answers; elsewhere the transaction commits when its function returns, as usual.
+ * unless one fails. In a `timedTransaction` on PGlite the commit goes right behind them
+ * (`commitAfterSent`), so the transaction holds the database only while they run, not while this
+ * thread gets round to their answers; elsewhere the transaction commits when its function
+ * returns, as usual.
  */
 export async function runInOrder(
   db: Db,
@@ -272,9 +273,9 @@ export async function timedTransaction<T extends object>(
   db: Db,
   fn: (tx: Tx) => Promise<T>
 ): Promise<T & { heldMs: number }> {
-  const held: { ms?: number } = {}
+  const held: TransactionBox = {}
   let started = 0
-  const outcome = await transactionHeld.run(held, () =>
+  const outcome = await transactionBox.run(held, () =>
     db.transaction(async (tx) => {
       started = performance.now()
       return fn(tx)

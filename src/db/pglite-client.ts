@@ -24,24 +24,24 @@ export interface PgliteWorkerTransaction {
   readonly closed: boolean
 }
 
-/**
- * Where a transaction run inside `transactionHeld.run(box, …)` leaves how long it held the
- * database, as the worker measured it (BEGIN to its end; not the time it waited to begin).
- */
-export const transactionHeld = new AsyncLocalStorage<{ ms?: number }>()
+/** What a transaction run inside `transactionBox.run(box, …)` shares with the code that runs it. */
+export interface TransactionBox {
+  /** How long it held the database, as the worker measured it (BEGIN to its end; not the time it waited to begin). */
+  ms?: number
+  /** Set while its function runs: see `commitAfterSent`. */
+  commitNow?: () => void
+}
+export const transactionBox = new AsyncLocalStorage<TransactionBox>()
 
-/** The transaction whose `fn` is running on this async path, for `commitAfterSent`. */
-const inTransaction = new AsyncLocalStorage<{ commitNow(): void }>()
-
 /**
- * Inside `PgliteWorkerClient.transaction`: sends the commit now, right behind the statements sent
- * so far, without waiting for their answers, so the transaction holds the database only while
- * they run, not while this thread reads their answers. If one of them fails, the transaction
- * rolls back instead and the commit fails with it. The caller must not need to roll back for any
- * other reason afterwards. Outside such a transaction, nothing.
+ * Inside a transaction run in a `transactionBox`: sends the commit now, right behind the
+ * statements sent so far, without waiting for their answers, so the transaction holds the
+ * database only while they run, not while this thread reads their answers. If one of them fails,
+ * the transaction rolls back instead and the commit fails with it. The caller must not need to
+ * roll back for any other reason afterwards. Elsewhere, nothing.
  */
 export function commitAfterSent(): void {
-  inTransaction.getStore()?.commitNow()
+  transactionBox.getStore()?.commitNow?.()
 }
 
 /** Where the worker's code is: compiled beside this file, or its TypeScript (run through tsx's loader). */
@@ -160,11 +160,11 @@ export class PgliteWorkerClient {
     const ensureOpen = () => {
       if (closed) throw new Error('Transaction is closed')
     }
+    const box = transactionBox.getStore()
     const end = (op: 'commit' | 'rollback') => {
       closed = true
-      const held = transactionHeld.getStore()
       ending = this.call({ op, tx: txId }).then((reply) => {
-        if (held) held.ms = (reply as { heldMs: number }).heldMs
+        if (box) box.ms = (reply as { heldMs: number }).heldMs
       })
       return ending
     }
@@ -185,14 +185,14 @@ export class PgliteWorkerClient {
         return closed
       }
     }
-    const control = {
-      commitNow: () => {
+    if (box) {
+      box.commitNow = () => {
         if (!closed) end('commit').catch(() => {}) // awaited below
       }
     }
     let result: T
     try {
-      result = await inTransaction.run(control, () => fn(tx))
+      result = await fn(tx)
     } catch (err) {
       // A commit sent early fails too when a statement did (the worker rolls back).
       await (closed ? ending : end('rollback'))?.catch(() => {})
