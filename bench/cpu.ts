@@ -58,30 +58,48 @@ export function cpuSplit(serverPid: number, database?: string) {
 }
 
 /**
- * The same fixed work timed again and again through a run, to tell a machine that slows down from
- * work that grows: the machine's speed for JavaScript (CPU ms of this process parsing, sorting and
- * hashing the same data) and for PostgreSQL (a query hashing and counting the same rows).
- * Each is the median of five tries.
+ * The same fixed work done again and again while a slice of a run migrates, to tell a machine that
+ * slows down from work that grows: CPU ms of this process parsing, sorting and hashing the same
+ * data, and CPU ms of PostgreSQL's backend (`backendPid`, the connection `query` uses) hashing and
+ * counting the same rows. Each is the mean over the tries of the slice, taken every `everyMs`
+ * while it runs, under the same load as the migration (a try costs about 0.2 s of CPU).
  */
 export interface MachineReference {
   jsMs: number
   postgresMs: number
+  tries: number
 }
 
-export async function machineReference(query: (text: string) => Promise<unknown>): Promise<MachineReference> {
-  const median = (xs: number[]) => xs.sort((a, b) => a - b)[Math.floor(xs.length / 2)]!
-  const js: number[] = []
-  const pg: number[] = []
-  for (let i = 0; i < 5; i++) {
+export function machineSampler(
+  query: (text: string) => Promise<unknown>,
+  backendPid: number,
+  everyMs = 10_000
+): { stop(): Promise<MachineReference> } {
+  let js = 0
+  let pg = 0
+  let tries = 0
+  let running: Promise<void> = Promise.resolve()
+  const once = async () => {
     const c0 = process.cpuUsage()
     fixedJavaScriptWork()
     const c = process.cpuUsage(c0)
-    js.push((c.user + c.system) / 1000)
-    const t0 = performance.now()
-    await query('select count(distinct md5(g::text)) from generate_series(1, 300000) g')
-    pg.push(performance.now() - t0)
+    const pg0 = processCpuMs(backendPid)
+    await query('select count(distinct md5(g::text)) from generate_series(1, 100000) g')
+    js += (c.user + c.system) / 1000
+    pg += processCpuMs(backendPid) - pg0
+    tries++
   }
-  return { jsMs: Math.round(median(js)), postgresMs: Math.round(median(pg)) }
+  const timer = setInterval(() => {
+    running = running.then(once)
+  }, everyMs)
+  running = running.then(once)
+  return {
+    async stop() {
+      clearInterval(timer)
+      await running
+      return { jsMs: Math.round(js / tries), postgresMs: Math.round(pg / tries), tries }
+    }
+  }
 }
 
 function fixedJavaScriptWork(): number {
@@ -91,7 +109,7 @@ function fixedJavaScriptWork(): number {
     lines: [i % 7, i % 11, i % 13]
   }))
   let sum = 0
-  for (let round = 0; round < 2; round++) {
+  for (let round = 0; round < 1; round++) {
     const parsed = JSON.parse(JSON.stringify(rows)) as typeof rows
     parsed.sort((a, b) => (a.external < b.external ? -1 : a.external > b.external ? 1 : 0))
     for (const r of parsed) sum += createHash('sha256').update(r.external).digest()[0]! + r.amount

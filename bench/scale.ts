@@ -15,7 +15,7 @@ import { createInterface } from 'node:readline'
 import { chromium } from 'playwright-core'
 import postgres from 'postgres'
 import { projectRoot } from '../src/paths.js'
-import { cpuSplit, machineReference, type MachineReference } from './cpu.js'
+import { cpuSplit, machineSampler, type MachineReference } from './cpu.js'
 import { startOwnPostgres } from './own-postgres.js'
 import { rssMb, start } from './processes.js'
 
@@ -25,9 +25,9 @@ import { rssMb, start } from './processes.js'
  * T --follow`, the compiled client), one generated file and one job per slice, on a database of its
  * own on a PostgreSQL server of the bench's own, set as docs/scaling.md advises for a large migration
  * (bench/own-postgres.ts; or on the server of BENCH_DATABASE_URL with BENCH_SCALE_POSTGRES=shared). Per slice: time, accounts/s, CPU per account (server + PostgreSQL,
- * as bench/cpu.ts counts it), the server's RSS, table and index sizes, and the time of the same fixed
- * work before and after it (bench/cpu.ts, machineReference), which tells a machine that slows down
- * from a migration whose cost grows. Then, on the full tables:
+ * as bench/cpu.ts counts it), the server's RSS, table and index sizes, and the CPU time of the same
+ * fixed work done every 10 s during it (bench/cpu.ts, machineSampler), which tells a machine that
+ * slows down from a migration whose cost grows. Then, on the full tables:
  * p50/p99 of the dashboard's queries, of status and of the account summary, and the all- list
  * streamed whole (time, bytes, RSS growth). Writes bench/results/scale-<date>.json, .md and a chart
  * (.png, uPlot in headless Chromium) of accounts/s and CPU per account by slice.
@@ -90,8 +90,11 @@ interface Slice {
   /** /proc/loadavg's one-minute figure at the slice's end (other work on the machine). */
   load: number
   io: SliceIo
-  /** The fixed work timed just before the slice and just after it (absent in runs before 2026-11-27 14:00). */
-  reference?: { before: MachineReference; after: MachineReference }
+  /**
+   * The fixed work's CPU time during the slice (absent in runs before 2026-11-27 14:00; the run of
+   * 14:19 timed it just before and just after each slice instead).
+   */
+  reference?: MachineReference | { before: Omit<MachineReference, 'tries'>; after: Omit<MachineReference, 'tries'> }
 }
 /** What the slice cost PostgreSQL's write-ahead log and buffer cache (differences of its statistics views). */
 interface SliceIo {
@@ -156,8 +159,8 @@ interface Results {
 const round = (n: number, digits = 0) => Number(n.toFixed(digits))
 
 /** The fixed work's time around a slice: the mean of before and after. */
-function referenceOf(s: Slice): MachineReference | undefined {
-  if (!s.reference) return undefined
+function referenceOf(s: Slice): Omit<MachineReference, 'tries'> | undefined {
+  if (!s.reference || !('before' in s.reference)) return s.reference
   const { before, after } = s.reference
   return { jsMs: (before.jsMs + after.jsMs) / 2, postgresMs: (before.postgresMs + after.postgresMs) / 2 }
 }
@@ -333,8 +336,12 @@ function markdown(r: Results, png: string): string {
     '',
     ...(withReference
       ? [
-          `The fixed work, ms: the same JavaScript (CPU time of the bench's process) and the same PostgreSQL query, ` +
-            `each the median of five tries just before and just after the slice (the mean of the two; bench/cpu.ts, machineReference). ` +
+          (r.slices.some((s) => s.reference && 'before' in s.reference)
+            ? `The fixed work, ms: the same JavaScript (CPU time of the bench's process) and the same PostgreSQL query (its time), ` +
+              `each the median of five tries just before and just after the slice (the mean of the two). `
+            : `The fixed work, ms: the CPU time of the same JavaScript (the bench's process) and of the same PostgreSQL query ` +
+              `(its backend, left out of PostgreSQL's CPU per account), the mean of the tries made every 10 s during the slice, ` +
+              `under the migration's load (bench/cpu.ts, machineSampler). `) +
             `It grows when the machine slows down, not when the tables do.`,
           ''
         ]
@@ -555,8 +562,7 @@ export async function scaleScenario(adminUrl: string): Promise<void> {
     await statsFlushed()
     let ioStart = await ioCounters()
 
-    const reference = () => machineReference((text) => sql.unsafe(text))
-    let referenceBefore = await reference()
+    const [{ pid: backendPid } = { pid: 0 }] = await sql<Array<{ pid: number }>>`select pg_backend_pid() as pid`
     const slices: Slice[] = []
     const eventAccounts: string[] = []
     const count = Math.ceil(SCALE / SLICE)
@@ -583,17 +589,20 @@ export async function scaleScenario(adminUrl: string): Promise<void> {
       eventAccounts.push(...(await withHistory(file, Math.max(1, Math.floor(lines / 100)))))
       slicePeak = rssMb(pid)
       const cpu = cpuSplit(pid, DATABASE)
+      const sampler = machineSampler((text) => sql.unsafe(text), backendPid)
       const t0 = Date.now()
       const submitted = await client(['submit', file, '--url', server.url, '--team', TEAM, '--follow'], {
         AMIS_API_KEY: key
       })
       const seconds = (Date.now() - t0) / 1000
-      const used = cpu.stop()
+      const reference = await sampler.stop()
+      const counted = cpu.stop()
+      // The fixed work's query ran in a backend of the bench's database: not the migration's CPU.
+      const used = { ...counted, postgresMs: counted.postgresMs - reference.postgresMs * reference.tries }
       await statsFlushed()
       const ioEnd = await ioCounters()
       const io = ioBetween(ioStart, ioEnd)
       ioStart = ioEnd
-      const referenceAfter = await reference()
       const jobs = (await (await fetch(`${api}/import-jobs/?limit=1`, { headers })).json()) as Array<{
         state: string
         started_at: string | null
@@ -622,9 +631,8 @@ export async function scaleScenario(adminUrl: string): Promise<void> {
         tables: await sizes(),
         load: round(loadavg()[0]!, 2),
         io,
-        reference: { before: referenceBefore, after: referenceAfter }
+        reference
       }
-      referenceBefore = referenceAfter
       slices.push(slice)
       rmSync(file, { force: true })
       rmSync(`${file}.job.json`, { force: true })
@@ -632,7 +640,7 @@ export async function scaleScenario(adminUrl: string): Promise<void> {
         `slice ${slice.slice}/${count}: ${lines} lines in ${slice.seconds} s, ${Math.round(slice.perSecond)} accounts/s ` +
           `(job ${Math.round(slice.jobPerSecond)}/s), ${slice.created} created, ${slice.failed} failed, ` +
           `CPU ${slice.serverMsPerAccount.toFixed(2)} + ${slice.postgresMsPerAccount.toFixed(2)} ms/account, ` +
-          `RSS ${slice.peakRssMb} MB, load ${slice.load}; fixed work ${referenceAfter.jsMs} + ${referenceAfter.postgresMs} ms; WAL ${io.walMb} MB, ${io.fullPageImages} full pages, ` +
+          `RSS ${slice.peakRssMb} MB, load ${slice.load}; fixed work ${reference.jsMs} + ${reference.postgresMs} ms; WAL ${io.walMb} MB, ${io.fullPageImages} full pages, ` +
           `${io.checkpoints} checkpoints, ${io.blocksRead} blocks read (${io.indexesRead.map((x) => `${x.index} ${x.blocks}`).join(', ')})`
       )
     }
