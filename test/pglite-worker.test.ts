@@ -105,42 +105,33 @@ t.test("a transaction's last statements go with its commit, and one that fails r
   const { database } = await pgliteApp(t)
   const { db } = database
   await db.execute(sql`create table early (x int primary key)`)
-  /** Holds this thread as planning the next chunk of a batch would. */
-  const holdThread = (ms: number) => {
-    const until = performance.now() + ms
-    while (performance.now() < until) {
-      // busy
-    }
-  }
-  const { heldMs } = await timedTransaction(db, async (tx) => {
-    await tx.execute(sql`select 1`) // the transaction has begun
-    const sent = runInOrder(
-      db,
-      [tx.execute(sql`insert into early values (1)`), tx.execute(sql`insert into early values (2)`)],
-      {
-        thenCommit: true
+  /**
+   * A transaction that has begun, then sends two inserts with its commit and holds this thread
+   * for 300 ms (as planning the next chunk of a batch would) before it reads their answers.
+   */
+  const insertsThenBusy = (a: number, b: number) =>
+    timedTransaction(db, async (tx) => {
+      await tx.execute(sql`select 1`)
+      const sent = runInOrder(
+        db,
+        [tx.execute(sql`insert into early values (${a})`), tx.execute(sql`insert into early values (${b})`)],
+        {
+          thenCommit: true
+        }
+      )
+      const until = performance.now() + 300
+      while (performance.now() < until) {
+        // busy
       }
-    )
-    holdThread(300)
-    await sent
-    return {}
-  })
+      await sent
+      return {}
+    })
+  const { heldMs } = await insertsThenBusy(1, 2)
   t.ok(
     heldMs < 150,
     `the transaction held the database ${Math.round(heldMs)} ms, not while this thread was busy for 300 ms`
   )
-  const failed = await timedTransaction(db, async (tx) => {
-    const sent = runInOrder(
-      db,
-      [tx.execute(sql`insert into early values (3)`), tx.execute(sql`insert into early values (1)`)],
-      {
-        thenCommit: true
-      }
-    )
-    holdThread(100)
-    await sent
-    return {}
-  }).then(
+  const failed = await insertsThenBusy(3, 1).then(
     () => undefined,
     (err: unknown) => err as Error
   )
