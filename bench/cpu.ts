@@ -60,7 +60,8 @@ export function cpuSplit(serverPid: number, database?: string) {
 /**
  * The same fixed work done again and again while a slice of a run migrates, to tell a machine that
  * slows down from work that grows: CPU ms of this process parsing, sorting and hashing the same
- * data, and CPU ms of PostgreSQL's backend (`backendPid`, the connection `query` uses) hashing and
+ * data, and CPU ms of PostgreSQL's backend (of the connection `query` uses, asked each time: a pool
+ * replaces its connections now and then) hashing and
  * counting the same rows. Each is the mean over the tries of the slice, taken every `everyMs`
  * while it runs, under the same load as the migration (a try costs about 0.2 s of CPU).
  */
@@ -71,8 +72,7 @@ export interface MachineReference {
 }
 
 export function machineSampler(
-  query: (text: string) => Promise<unknown>,
-  backendPid: number,
+  query: (text: string) => Promise<Array<Record<string, unknown>>>,
   everyMs = 10_000
 ): { stop(): Promise<MachineReference> } {
   let js = 0
@@ -83,6 +83,7 @@ export function machineSampler(
     const c0 = process.cpuUsage()
     fixedJavaScriptWork()
     const c = process.cpuUsage(c0)
+    const backendPid = Number((await query('select pg_backend_pid() as pid'))[0]?.pid)
     const pg0 = processCpuMs(backendPid)
     await query('select count(distinct md5(g::text)) from generate_series(1, 100000) g')
     js += (c.user + c.system) / 1000

@@ -562,7 +562,6 @@ export async function scaleScenario(adminUrl: string): Promise<void> {
     await statsFlushed()
     let ioStart = await ioCounters()
 
-    const [{ pid: backendPid } = { pid: 0 }] = await sql<Array<{ pid: number }>>`select pg_backend_pid() as pid`
     const slices: Slice[] = []
     const eventAccounts: string[] = []
     const count = Math.ceil(SCALE / SLICE)
@@ -589,7 +588,7 @@ export async function scaleScenario(adminUrl: string): Promise<void> {
       eventAccounts.push(...(await withHistory(file, Math.max(1, Math.floor(lines / 100)))))
       slicePeak = rssMb(pid)
       const cpu = cpuSplit(pid, DATABASE)
-      const sampler = machineSampler((text) => sql.unsafe(text), backendPid)
+      const sampler = machineSampler((text) => sql.unsafe(text))
       const t0 = Date.now()
       const submitted = await client(['submit', file, '--url', server.url, '--team', TEAM, '--follow'], {
         AMIS_API_KEY: key
