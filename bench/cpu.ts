@@ -5,7 +5,7 @@ import { createHash } from 'node:crypto'
 const TICKS = 100
 
 /** User plus system CPU time of a process so far, in ms (0 when it is gone). */
-function processCpuMs(pid: number): number {
+export function processCpuMs(pid: number): number {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
     // The command may hold spaces: the fields after it start after the last ')'.

@@ -3,6 +3,7 @@ import { loadavg, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { projectRoot } from '../src/paths.js'
+import { processCpuMs } from './cpu.js'
 import { rssMb, start } from './processes.js'
 
 /**
@@ -10,7 +11,8 @@ import { rssMb, start } from './processes.js'
  * DATA_DIR), the migration client migrating RESPONSIVE_ACCOUNTS generated accounts with their
  * post-import data in batches, once alone and once while a prober sends, one at a time, `GET
  * /healthz`, `obtainToken` (GraphQL) and an account's status read, round and round. Reports each
- * probe's p50 and p99 and the migration's accounts/s with and without the prober. BENCH_SERVER
+ * probe's p50 and p99, and the migration's accounts/s and the server's CPU time per account (all
+ * its threads: steadier than the rate on a shared machine) with and without the prober. BENCH_SERVER
  * names the compiled server to run (default dist/src/server.js), to measure an earlier build. Writes
  * bench/results/pglite-responsive-<date>.json and .md.
  */
@@ -97,8 +99,16 @@ export async function responsiveScenario(deps: ResponsiveDeps): Promise<void> {
     await deps.generate(probedFile, ACCOUNTS, 'BENCH_PROBED', 'bench-responsive-probed')
 
     const loadAtStart = loadavg()[0]!
-    const alone = await deps.migrateFile(url, key, aloneFile, [])
-    console.log(`pglite: migrate ${ACCOUNTS} alone: ${Math.round(alone.perSecond)} accounts/s`)
+    /** The server's CPU time (all its threads) per account migrated by `run`. */
+    const cpuPerAccount = async <T>(run: () => Promise<T>): Promise<[T, number]> => {
+      const before = processCpuMs(pid)
+      const result = await run()
+      return [result, Math.round(((processCpuMs(pid) - before) / ACCOUNTS) * 100) / 100]
+    }
+    const [alone, aloneCpu] = await cpuPerAccount(() => deps.migrateFile(url, key, aloneFile, []))
+    console.log(
+      `pglite: migrate ${ACCOUNTS} alone: ${Math.round(alone.perSecond)} accounts/s, server CPU ${aloneCpu} ms/account`
+    )
 
     const probes: Record<string, { times: number[]; failed: number }> = {
       healthz: { times: [], failed: 0 },
@@ -128,10 +138,12 @@ export async function responsiveScenario(deps: ResponsiveDeps): Promise<void> {
         await sleep(PROBE_GAP_MS)
       }
     })()
-    const probed = await deps.migrateFile(url, key, probedFile, [])
+    const [probed, probedCpu] = await cpuPerAccount(() => deps.migrateFile(url, key, probedFile, []))
     state.running = false
     await prober
-    console.log(`pglite: migrate ${ACCOUNTS} probed: ${Math.round(probed.perSecond)} accounts/s`)
+    console.log(
+      `pglite: migrate ${ACCOUNTS} probed: ${Math.round(probed.perSecond)} accounts/s, server CPU ${probedCpu} ms/account`
+    )
 
     const results: Probe[] = Object.entries(probes).map(([name, { times, failed }]) => {
       const sorted = [...times].sort((a, b) => a - b)
@@ -162,6 +174,8 @@ export async function responsiveScenario(deps: ResponsiveDeps): Promise<void> {
       probeGapMs: PROBE_GAP_MS,
       aloneAccountsPerSecond: Math.round(alone.perSecond),
       probedAccountsPerSecond: Math.round(probed.perSecond),
+      /** The server's CPU ms (all threads) per account, alone and probed (the probed run's includes serving the probes). */
+      serverCpuMsPerAccount: [aloneCpu, probedCpu],
       peakRssMb: Math.round(peakRss),
       /** The machine's one-minute load average before and after the two migrations (other work on it; 2 cores). */
       load: [loadAtStart, loadavg()[0]!].map((l) => Math.round(l * 10) / 10),
@@ -175,6 +189,7 @@ export async function responsiveScenario(deps: ResponsiveDeps): Promise<void> {
       `while a prober sends one request at a time (${PROBE_GAP_MS} ms apart): GET /healthz, obtainToken, an ` +
       `account's status read.\n\n` +
       `Migration alone: ${record.aloneAccountsPerSecond} accounts/s; with the prober: ${record.probedAccountsPerSecond} accounts/s. ` +
+      `The server's CPU time per account (all its threads): ${aloneCpu} ms alone, ${probedCpu} ms with the prober. ` +
       `Server RSS at most ${record.peakRssMb} MB. The machine's load average (1 min) was ${record.load[0]} before and ` +
       `${record.load[1]} after (other work on it).\n\n` +
       `| Probe during the migration | n | p50 ms | p99 ms | max ms | failed |\n| --- | --: | --: | --: | --: | --: |\n` +
