@@ -1,4 +1,4 @@
-import { asc, eq, getTableColumns, sql, type SQL } from 'drizzle-orm'
+import { asc, eq, sql, type SQL } from 'drizzle-orm'
 import type { PgTable } from 'drizzle-orm/pg-core'
 import {
   accountMetadata,
@@ -17,9 +17,9 @@ import {
   transactionLineItems,
   transactionTaxItems
 } from '../../drizzle/schema/index.js'
-import { rowsOf, runInOrder, type Db, type Tx } from '../db/index.js'
+import { rowsOf, runInOrder, writes, type Db, type Tx } from '../db/index.js'
 import type { SupplierRow } from '../db/columns.js'
-import { insertRows, type TableRows } from '../db/insert.js'
+import { insertQueries, runQuery, type TableRows } from '../db/insert.js'
 import { BALANCE_ADDING_TYPES } from '../rules/transactions.js'
 import type { AccountRows } from './plan.js'
 
@@ -42,9 +42,6 @@ export async function foldProgressCounts(db: Db, supplierId: string): Promise<vo
     select supplier_id, sum(staged), sum(pending), sum(imported), sum(skipped), sum(failed)
     from gone group by supplier_id`)
 }
-
-/** PostgreSQL accepts at most 65535 parameters per statement: large inserts go in chunks. */
-const MAX_PARAMETERS = 60_000
 
 type Statement = PromiseLike<unknown>
 
@@ -79,14 +76,9 @@ export function eventStatement(
   })
 }
 
-/** The multi-row inserts of `rows` into `table`, in chunks under the parameter limit. */
+/** The multi-row inserts of `rows` into `table`, in chunks under the parameter limit (`insertQueries`). */
 export function insertsOf(tx: Tx, table: PgTable, rows: Record<string, unknown>[]): Statement[] {
-  if (rows.length === 0) return []
-  const columns = Object.keys(getTableColumns(table)).length
-  const size = Math.max(1, Math.floor(MAX_PARAMETERS / columns))
-  const statements: Statement[] = []
-  for (let i = 0; i < rows.length; i += size) statements.push(insertRows(tx, table, rows.slice(i, i + size)))
-  return statements
+  return insertQueries(table, rows).map((query) => runQuery(tx, query))
 }
 
 const transactionInserts = (
@@ -275,16 +267,22 @@ export function createAccountsRepository(db: Db) {
     then: Statement[] = []
   ): Promise<unknown[]> {
     const results = await runInOrder(db, [
-      ...insertsOf(tx, accounts, accountRows),
-      ...insertsOf(tx, customers, rows.customers),
-      ...insertsOf(tx, ledgers, rows.ledgers),
-      ...insertsOf(tx, statements, rows.statements),
-      ...transactionInserts(tx, rows),
-      ...insertsOf(tx, supplyAddresses, rows.supplyAddresses),
-      ...insertsOf(tx, supplyPoints, rows.supplyPoints),
-      ...insertsOf(tx, agreements, rows.agreements),
-      ...insertsOf(tx, accountMetadata, rows.metadata),
-      ...insertsOf(tx, emailOutbox, rows.outbox),
+      ...writes(
+        db,
+        tx,
+        [
+          { table: accounts, rows: accountRows },
+          { table: customers, rows: rows.customers },
+          { table: ledgers, rows: rows.ledgers },
+          { table: statements, rows: rows.statements },
+          ...transactionTableRows(rows),
+          { table: supplyAddresses, rows: rows.supplyAddresses },
+          { table: supplyPoints, rows: rows.supplyPoints },
+          { table: agreements, rows: rows.agreements },
+          { table: accountMetadata, rows: rows.metadata },
+          { table: emailOutbox, rows: rows.outbox }
+        ].flatMap(({ table, rows }) => insertQueries(table, rows))
+      ),
       ...then
     ])
     return results.slice(results.length - then.length)

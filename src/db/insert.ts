@@ -31,19 +31,70 @@ function describe(table: PgTable) {
  * sets are listed, so database defaults apply to the rest.
  */
 export function insertRows(tx: Tx, table: PgTable, rows: Record<string, unknown>[]): PromiseLike<unknown> {
-  const { sql: text, params } = insertStatement(table, rows)
+  return runQuery(tx, insertStatement(table, rows))
+}
+
+/** A statement's text, with placeholders `$1`, `$2`, … and no other `$`, and its parameters. */
+export interface Query {
+  sql: string
+  params: unknown[]
+}
+
+/** Runs `query` inside `tx` when first awaited: lazy like a Drizzle query, so callers control the order. */
+export function runQuery(tx: Tx, query: Query): PromiseLike<unknown> {
   let running: Promise<unknown> | undefined
-  // Lazy like a Drizzle query: it runs when first awaited, so callers control the order.
   return {
     then(onFulfilled, onRejected) {
-      running ??= tx._.session.prepareQuery({ sql: text, params }, undefined, undefined, false).execute()
+      running ??= tx._.session.prepareQuery(query, undefined, undefined, false).execute()
       return running!.then(onFulfilled, onRejected)
     }
   }
 }
 
+/** Parameters of one statement at most: the protocol counts them in 16 bits. */
+const STATEMENT_MAX_PARAMETERS = 65_535
+
+/**
+ * Data-modifying statements of one transaction as few statements as the parameter limit allows,
+ * each of them a WITH query of one (`with s0 as (…), s1 as (…) select 1`): the database parses,
+ * plans and runs them in one go instead of one each. Foreign keys are checked and statement
+ * triggers fire at the end of the whole, so parents and children may come in any order; none
+ * may need to see another's rows, and what they return is dropped.
+ */
+export function asOneStatement(queries: Query[]): Query[] {
+  const out: Query[] = []
+  let parts: string[] = []
+  let params: unknown[] = []
+  const flush = () => {
+    if (parts.length > 0) out.push({ sql: `with ${parts.join(', ')} select 1`, params })
+    parts = []
+    params = []
+  }
+  for (const query of queries) {
+    if (params.length + query.params.length > STATEMENT_MAX_PARAMETERS) flush()
+    const offset = params.length
+    parts.push(
+      `s${parts.length} as (${offset === 0 ? query.sql : query.sql.replace(/\$(\d+)/g, (_, n) => `$${Number(n) + offset}`)})`
+    )
+    for (const param of query.params) params.push(param)
+  }
+  flush()
+  return out
+}
+
+/** Parameters of one insert at most (a little under `STATEMENT_MAX_PARAMETERS`). */
+const INSERT_MAX_PARAMETERS = 60_000
+
+/** The multi-row inserts of `rows` into `table`, in chunks under the parameter limit. */
+export function insertQueries(table: PgTable, rows: Record<string, unknown>[]): Query[] {
+  const size = Math.max(1, Math.floor(INSERT_MAX_PARAMETERS / describe(table).columns.length))
+  const queries: Query[] = []
+  for (let i = 0; i < rows.length; i += size) queries.push(insertStatement(table, rows.slice(i, i + size)))
+  return queries
+}
+
 /** The text and parameters of `insertRows`' statement. */
-export function insertStatement(table: PgTable, rows: Record<string, unknown>[]): { sql: string; params: unknown[] } {
+export function insertStatement(table: PgTable, rows: Record<string, unknown>[]): Query {
   const { name, columns } = describe(table)
   const used = columns.filter(([key]) => rows.some((row) => row[key] !== undefined))
   const params: unknown[] = []

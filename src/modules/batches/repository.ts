@@ -22,12 +22,13 @@ import {
   runInOrder,
   supplierExternals,
   timedTransaction,
+  writes,
   type Db,
   type Tx
 } from '../../db/index.js'
 import type { ErrorEntry } from '../../errors.js'
 import type { SupplyPointChecks } from '../../../schemas/common.js'
-import type { TableRows } from '../../db/insert.js'
+import { insertQueries, type TableRows } from '../../db/insert.js'
 import type { ProcessState } from '../../db/columns.js'
 import { PROCESS_LOCK_BASE } from '../../db/locks.js'
 import {
@@ -272,20 +273,9 @@ export function createBatchesRepository(db: Db) {
       // Everything else in one round trip: parents before children (a billing document before its
       // transactions). With no process staged before, nothing is left to check: an insert without
       // ON CONFLICT writes every row or fails, so the commit goes with the statements.
-      const [, marked] = await runInOrder(
+      const [marked] = await runInOrder(
         db,
         [
-          // In external number order, as every batch inserts them, so two batches do not deadlock.
-          fresh.length === 0
-            ? Promise.resolve([])
-            : tx.execute(sql`
-            insert into import_processes (id, supplier_id, external_account_number, state, staged_data, first_staged_at,
-              service_account_number, account_created_at)
-            overriding system value
-            select e.id, ${supplierId}::uuid, e.external, 'IMPORTED', e.data, now(), e.san, now()
-            from jsonb_to_recordset(${JSON.stringify(fresh)}::jsonb) as e(id bigint, external text, data jsonb, san text)
-            order by e.external
-            returning id`),
           // A restage stages anew, as stage does: an earlier erasure no longer applies.
           marks.length === 0
             ? Promise.resolve([])
@@ -294,11 +284,24 @@ export function createBatchesRepository(db: Db) {
             latest_error = null, updated_at = now()
           from jsonb_to_recordset(${JSON.stringify(marks)}::jsonb) as m(id bigint, san text, data jsonb)
           where p.id = m.id and p.state = 'STAGED' returning p.id`),
-          ...[...tables].flatMap(([table, rows]) => insertsOf(tx, table, rows)),
-          ...insertsOf(tx, importEvents, events),
-          // Created accounts have no failures left to report, of any step.
-          tx.execute(sql`delete from import_failures
-          where (supplier_id, external_account_number) in ${supplierExternals(supplierId, [...created.keys()])}`)
+          ...writes(db, tx, [
+            // In external number order, as every batch inserts them, so two batches do not deadlock.
+            ...(fresh.length === 0
+              ? []
+              : [
+                  sql`insert into import_processes (id, supplier_id, external_account_number, state, staged_data,
+                    first_staged_at, service_account_number, account_created_at)
+                  overriding system value
+                  select e.id, ${supplierId}::uuid, e.external, 'IMPORTED', e.data, now(), e.san, now()
+                  from jsonb_to_recordset(${JSON.stringify(fresh)}::jsonb) as e(id bigint, external text, data jsonb, san text)
+                  order by e.external`
+                ]),
+            ...[...tables].flatMap(([table, rows]) => insertQueries(table, rows)),
+            ...insertQueries(importEvents, events),
+            // Created accounts have no failures left to report, of any step.
+            sql`delete from import_failures
+            where (supplier_id, external_account_number) in ${supplierExternals(supplierId, [...created.keys()])}`
+          ])
         ],
         { thenCommit: marks.length === 0 }
       )
