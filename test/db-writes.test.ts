@@ -1,7 +1,7 @@
 import t from 'tap'
 import { sql } from 'drizzle-orm'
-import { pgConstraint, pgErrorCode, rowsOf, runInOrder, writes } from '../src/db/index.js'
-import { asOneStatement, type Query } from '../src/db/insert.js'
+import { pgConstraint, pgErrorCode, rowsOf, runInOrder } from '../src/db/index.js'
+import { asOneStatement, writes, type Query } from '../src/db/insert.js'
 import { freshDatabase, testDatabaseUrl } from './helpers/database.js'
 
 // `writes` (src/db/index.ts): a transaction's statements that need nothing from each other, on

@@ -171,7 +171,7 @@ t.test('personal data and credentials never reach the logs', async (t) => {
   t.ok(failure, 'the 500 is logged at error level under its request id')
   t.match(
     failure?.err?.message ?? '',
-    // On PGlite the account's inserts are one statement (`writes` in src/db/index.ts).
+    // On PGlite the account's inserts are one statement (`writes` in src/db/insert.ts).
     /^Failed query: (with s0 as \(.*)?insert into "customers" \(.*\$1/,
     'the statement, without its parameters'
   )

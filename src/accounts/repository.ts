@@ -17,9 +17,9 @@ import {
   transactionLineItems,
   transactionTaxItems
 } from '../../drizzle/schema/index.js'
-import { rowsOf, runInOrder, writes, type Db, type Tx } from '../db/index.js'
+import { rowsOf, runInOrder, type Db, type Tx } from '../db/index.js'
 import type { SupplierRow } from '../db/columns.js'
-import { insertQueries, runQuery, type TableRows } from '../db/insert.js'
+import { insertQueries, runQuery, writes, type TableRows } from '../db/insert.js'
 import { BALANCE_ADDING_TYPES } from '../rules/transactions.js'
 import type { AccountRows } from './plan.js'
 

@@ -1,8 +1,8 @@
 import { closeSync, mkdirSync, openSync, readFileSync, rmSync, writeSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import type { PGlite } from '@electric-sql/pglite'
-import { SQL, sql } from 'drizzle-orm'
-import { PgDialect, type PgDatabase, type PgQueryResultHKT } from 'drizzle-orm/pg-core'
+import { sql, type SQL } from 'drizzle-orm'
+import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core'
 import { drizzle as drizzlePglite } from 'drizzle-orm/pglite'
 import { readMigrationFiles } from 'drizzle-orm/migrator'
 import { drizzle as drizzlePostgres } from 'drizzle-orm/postgres-js'
@@ -12,7 +12,6 @@ import { migrationsFolder } from '../paths.js'
 import { driverPatchProblem } from './driver-check.js'
 
 export { databaseUnavailable, pgConstraint, pgErrorCode } from './errors.js'
-import { asOneStatement, runQuery, type Query } from './insert.js'
 import { commitAfterSent, PgliteWorkerClient, transactionBox, type TransactionBox } from './pglite-client.js'
 
 /** The Drizzle type both drivers satisfy: repositories are written against it and run on both. */
@@ -236,20 +235,13 @@ export function canPipeline(db: Db): boolean {
 /**
  * Databases where each statement has a cost of its own worth saving: PGlite parses, plans and runs
  * each in calls of its own into the database (a batch transaction of about 16 accounts: 23 ms as
- * 17 statements, 21 ms as one).
+ * 17 statements, 21 ms as one). `writes` in src/db/insert.ts makes their writes one statement.
  */
 const oneStatement = new WeakSet<object>()
 
-const dialect = new PgDialect()
-
-/**
- * Data-modifying statements of one transaction that need nothing from each other (see
- * `asOneStatement`), ready for `runInOrder`: on PGlite as one statement, elsewhere one each (a
- * server pipelines them; its planning is cheap next to its round trips).
- */
-export function writes(db: Db, tx: Tx, statements: Array<SQL | Query>): PromiseLike<unknown>[] {
-  const queries = statements.map((s) => (s instanceof SQL ? dialect.sqlToQuery(s) : s))
-  return (oneStatement.has(db) ? asOneStatement(queries) : queries).map((q) => runQuery(tx, q))
+/** True when a transaction's writes are best sent as one statement (`writes`). */
+export function writesAsOne(db: Db): boolean {
+  return oneStatement.has(db)
 }
 
 /**

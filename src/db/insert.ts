@@ -1,6 +1,6 @@
-import { getTableColumns, getTableName, type Column } from 'drizzle-orm'
-import type { PgTable } from 'drizzle-orm/pg-core'
-import type { Tx } from './index.js'
+import { getTableColumns, getTableName, SQL, type Column } from 'drizzle-orm'
+import { PgDialect, type PgTable } from 'drizzle-orm/pg-core'
+import { writesAsOne, type Db, type Tx } from './index.js'
 
 /** Rows to insert into one table. */
 export interface TableRows {
@@ -91,6 +91,18 @@ export function insertQueries(table: PgTable, rows: Record<string, unknown>[]): 
   const queries: Query[] = []
   for (let i = 0; i < rows.length; i += size) queries.push(insertStatement(table, rows.slice(i, i + size)))
   return queries
+}
+
+const dialect = new PgDialect()
+
+/**
+ * Data-modifying statements of one transaction that need nothing from each other (see
+ * `asOneStatement`), ready for `runInOrder`: on PGlite as one statement, elsewhere one each (a
+ * server pipelines them; its planning is cheap next to its round trips).
+ */
+export function writes(db: Db, tx: Tx, statements: Array<SQL | Query>): PromiseLike<unknown>[] {
+  const queries = statements.map((s) => (s instanceof SQL ? dialect.sqlToQuery(s) : s))
+  return (writesAsOne(db) ? asOneStatement(queries) : queries).map((q) => runQuery(tx, q))
 }
 
 /** The text and parameters of `insertRows`' statement. */

@@ -22,13 +22,12 @@ import {
   runInOrder,
   supplierExternals,
   timedTransaction,
-  writes,
   type Db,
   type Tx
 } from '../../db/index.js'
 import type { ErrorEntry } from '../../errors.js'
 import type { SupplyPointChecks } from '../../../schemas/common.js'
-import { insertQueries, type TableRows } from '../../db/insert.js'
+import { insertQueries, writes, type TableRows } from '../../db/insert.js'
 import type { ProcessState } from '../../db/columns.js'
 import { PROCESS_LOCK_BASE } from '../../db/locks.js'
 import {
