@@ -9,7 +9,7 @@
  * the next chunk is sized from the cost per account seen so far, to hold it about
  * `PGLITE_SHARED_MS` while other requests are coming in (`OthersActivity`), and about
  * `PGLITE_ALONE_MS` when the migration has the database to itself: larger transactions spread
- * each one's fixed cost (its lock and state look-ups, one insert per table, the commit) over more
+ * each one's fixed cost (its look-ups before it, its statement's planning, the commit) over more
  * accounts (bench/README.md, PGlite responsiveness).
  */
 export interface ChunkSizer {
@@ -21,7 +21,7 @@ export interface ChunkSizer {
 
 export const POSTGRES_CHUNK_ACCOUNTS = 100
 /** How long a PGlite transaction of a batch holds the database while others are using it. */
-export const PGLITE_SHARED_MS = 50
+export const PGLITE_SHARED_MS = 30
 /** How long it holds it when nobody else is. */
 export const PGLITE_ALONE_MS = 100
 const PGLITE_FIRST = 10
