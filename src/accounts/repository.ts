@@ -99,9 +99,15 @@ export const transactionTableRows = (
   { table: transactionTaxItems, rows: rows.taxItems }
 ]
 
-/** An account's rows by table, in an order that inserts parents before children. */
-export const accountTableRows = (rows: AccountRows): TableRows[] => [
-  { table: accounts, rows: [rows.account] },
+/**
+ * An account's rows by table, in an order that inserts parents before children; `accountRows`
+ * for several accounts' at once (`rows` then holds the child rows of all of them).
+ */
+export const accountTableRows = (
+  rows: AccountRows,
+  accountRows: Array<AccountRows['account']> = [rows.account]
+): TableRows[] => [
+  { table: accounts, rows: accountRows },
   { table: customers, rows: rows.customers },
   { table: ledgers, rows: rows.ledgers },
   { table: statements, rows: rows.statements },
@@ -270,18 +276,7 @@ export function createAccountsRepository(db: Db) {
       ...writes(
         db,
         tx,
-        [
-          { table: accounts, rows: accountRows },
-          { table: customers, rows: rows.customers },
-          { table: ledgers, rows: rows.ledgers },
-          { table: statements, rows: rows.statements },
-          ...transactionTableRows(rows),
-          { table: supplyAddresses, rows: rows.supplyAddresses },
-          { table: supplyPoints, rows: rows.supplyPoints },
-          { table: agreements, rows: rows.agreements },
-          { table: accountMetadata, rows: rows.metadata },
-          { table: emailOutbox, rows: rows.outbox }
-        ].flatMap(({ table, rows }) => insertQueries(table, rows))
+        accountTableRows(rows, accountRows).flatMap(({ table, rows }) => insertQueries(table, rows))
       ),
       ...then
     ])
