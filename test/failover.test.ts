@@ -36,6 +36,10 @@ const missing = !testDatabaseUrl
   ? 'a failover needs PostgreSQL servers of its own (set TEST_DATABASE_URL to run the PostgreSQL half)'
   : formationMissing()
 
+// Three formations of three PostgreSQL servers each, one after another: about 100 s alone on two
+// cores, three times that while the other tests run beside it (the run's default is 300 s).
+t.setTimeout(600_000)
+
 if (missing !== undefined) {
   t.skip(`not run: ${missing}`, () => {})
 } else {
