@@ -19,6 +19,10 @@ import { tempDir } from './helpers/temp-dir.js'
  * one job run no line twice and both take part; two organisations' jobs in one process take turns.
  */
 
+// Server processes started, killed and started again on new databases: beside the rest of the
+// suite one start alone has taken a minute (the run's default is 300 s for the file).
+t.setTimeout(600_000)
+
 const SUPPLIER = 'ACME_ENERGY'
 const ENERGY_BALANCE = '6.26'
 
