@@ -46,8 +46,8 @@ export function spawnServer(env: Record<string, string>, options: { terminal?: b
 /** Spawns a server and waits until it listens. */
 export async function startServer(env: Record<string, string>, options: { terminal?: boolean } = {}): Promise<Running> {
   const s = spawnServer(env, options)
-  // A first start on a new embedded database (its files made, the migrations run) takes 10 s alone
-  // on two cores; beside the rest of the suite it once took more than 60.
+  // A first start on a new embedded database takes 10 s alone on two cores (PGlite's initdb about
+  // 5 of them, the migrations under 1); beside the rest of the suite it once took more than 60.
   const deadline = Date.now() + 150_000
   while (Date.now() < deadline) {
     const m = /Server listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(s.output())
