@@ -1,9 +1,8 @@
 import t, { type Test } from 'tap'
-import { execFileSync } from 'node:child_process'
 import { once } from 'node:events'
-import { chownSync, mkdtempSync, rmSync } from 'node:fs'
+import { mkdtempSync, rmSync } from 'node:fs'
 import { createServer } from 'node:http'
-import { createServer as createNetServer, type AddressInfo } from 'node:net'
+import { type AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import postgres from 'postgres'
@@ -12,6 +11,7 @@ import { buildTestApp, TEST_OPERATOR_KEY, TEST_TOKEN_SECRET } from './helpers/ap
 import { daysFromToday, exampleAccount, importClient, TEAM } from './helpers/accounts.js'
 import { freshDatabase, holdLocks, tableCounts, testDatabaseUrl } from './helpers/database.js'
 import { asOperator, createTenant, type Tenant } from './helpers/graphql.js'
+import { clusterMissing, startCluster, type Cluster } from './helpers/formation.js'
 import { startServer, type Running } from './helpers/server.js'
 import { setTimeout as sleep } from 'node:timers/promises'
 
@@ -417,7 +417,7 @@ if (!testDatabaseUrl) {
       const pg = await throwawayCluster(t)
       if (!pg) return
       const dir = mkdtempSync(join(tmpdir(), 'amis-faults-'))
-      const server = await startServer(serverEnv(pg.url, dir))
+      const server = await startServer(serverEnv(pg.url(), dir))
       t.teardown(async () => {
         if (server.child.exitCode === null && server.child.signalCode === null) server.child.kill('SIGKILL')
         await server.exit
@@ -471,7 +471,7 @@ if (!testDatabaseUrl) {
       t.equal((await stage('DB-1')).status, 201)
       t.equal((await call('/readyz')).status, 200)
 
-      pg.ctl('stop', '-m', 'fast')
+      await pg.stop('fast')
       t.equal((await call('/readyz')).status, 503, '/readyz is red while the database is down')
       const down = await stage('DB-2')
       t.equal(down.status, 503, 'a request while the database is down: 503, send it again')
@@ -479,7 +479,7 @@ if (!testDatabaseUrl) {
       t.equal(((await down.json()) as any).code, 'service_unavailable')
       t.equal((await call('/healthz')).status, 200, 'the process stays alive')
 
-      pg.ctl('start')
+      await pg.start()
       await until(t, '/readyz is green again', async () => (await call('/readyz')).status === 200, 30_000)
       const created = await create('DB-1')
       t.equal(created.status, 201, 'the pool reconnected: ' + (await created.text()))
@@ -493,66 +493,14 @@ if (!testDatabaseUrl) {
 }
 
 /**
- * A PostgreSQL cluster of the test's own in a temporary folder (the machine's shared server is
- * used by other test files at the same time, so it is never restarted). Run as `postgres` when
- * the test runs as root (PostgreSQL refuses root). Stopped and removed at teardown.
+ * A PostgreSQL server of the test's own (the machine's shared server is used by other test files
+ * at the same time, so it is never restarted), or a skip saying why there cannot be one.
  */
-async function throwawayCluster(t: Test) {
-  let bindir: string
-  try {
-    bindir = execFileSync('pg_config', ['--bindir'], { encoding: 'utf8' }).trim()
-  } catch {
-    t.skip('not run: pg_config is not on PATH, so no PostgreSQL cluster of our own can be made', () => {})
+async function throwawayCluster(t: Test): Promise<Cluster | undefined> {
+  const missing = clusterMissing()
+  if (missing !== undefined) {
+    t.skip(`not run: no PostgreSQL server of our own can be made: ${missing}`, () => {})
     return undefined
   }
-  const root = process.getuid?.() === 0
-  const dir = mkdtempSync(join(tmpdir(), 'amis-faults-pg-'))
-  let wrap: string[] = []
-  if (root) {
-    try {
-      const uid = Number(execFileSync('id', ['-u', 'postgres'], { encoding: 'utf8' }))
-      const gid = Number(execFileSync('id', ['-g', 'postgres'], { encoding: 'utf8' }))
-      chownSync(dir, uid, gid)
-      wrap = ['runuser', '-u', 'postgres', '--']
-    } catch {
-      rmSync(dir, { recursive: true, force: true })
-      t.skip('not run: running as root without a postgres user, and PostgreSQL refuses to run as root', () => {})
-      return undefined
-    }
-  }
-  const run = (command: string, ...args: string[]) => {
-    const [file, ...rest] = [...wrap, join(bindir, command), ...args]
-    execFileSync(file!, rest, { stdio: 'pipe', timeout: 30_000 })
-  }
-  const port = await freePort()
-  const data = join(dir, 'data')
-  const ctl = (...args: string[]) => run('pg_ctl', '-D', data, '-w', '-t', '20', '-l', join(dir, 'log'), ...args)
-  t.teardown(() => {
-    try {
-      ctl('stop', '-m', 'immediate')
-    } catch {
-      // not running
-    }
-    rmSync(dir, { recursive: true, force: true })
-  })
-  run('initdb', '-D', data, '-A', 'trust', '-U', 'postgres', '--no-sync', '-E', 'UTF8', '--locale', 'C')
-  // fsync off: a throwaway cluster; the socket in our folder, TCP on a free port.
-  const start = (...args: string[]) =>
-    ctl(...args, '-o', `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off`)
-  start('start')
-  return {
-    url: `postgres://postgres@127.0.0.1:${port}/postgres`,
-    ctl: (action: 'stop' | 'start', ...args: string[]) => (action === 'start' ? start('start') : ctl(action, ...args))
-  }
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createNetServer()
-    server.once('error', reject)
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as AddressInfo
-      server.close(() => resolve(port))
-    })
-  })
+  return startCluster(t)
 }

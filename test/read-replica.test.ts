@@ -1,138 +1,32 @@
-import t, { type Test } from 'tap'
-import { execFile, execFileSync } from 'node:child_process'
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import t from 'tap'
+import { execFileSync } from 'node:child_process'
 import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { exampleAccount, importClient } from './helpers/accounts.js'
-import { freshDatabase, testDatabaseUrl } from './helpers/database.js'
-import { asPostgres, freePort, postgresUserMissing, postmasterPid } from './helpers/formation.js'
+import { testDatabaseUrl } from './helpers/database.js'
+import { clusterMissing, startCluster } from './helpers/formation.js'
 import { asOperator, createTenant } from './helpers/graphql.js'
 import { remote, testServer } from './helpers/server.js'
 
 /**
- * DATABASE_READ_URL: a streaming replica of the test's PostgreSQL server (pg_basebackup of the
- * whole cluster, so the test's database is on it), started on a free port. With the replica's
- * replay paused, what was written since is missing from the lists, the failure summary and the
- * dashboard's progress (they read the replica) but not from the status (the primary); after the
- * replay resumes it appears. With the replica stopped, the same reads answer from the primary, at once.
+ * DATABASE_READ_URL: a PostgreSQL server of the test's own and a streaming replica of it
+ * (pg_basebackup), each on a free port. With the replica's replay paused, what was written since
+ * is missing from the lists, the failure summary and the dashboard's progress (they read the
+ * replica) but not from the status (the primary); after the replay resumes it appears. With the
+ * replica stopped, the same reads answer from the primary, at once.
  */
 
 /** Why a replica cannot be made here, or undefined when it can. */
 function replicaMissing(): string | undefined {
-  let bindir: string
-  try {
-    bindir = execFileSync('pg_config', ['--bindir'], { encoding: 'utf8' }).trim()
-  } catch {
-    return 'pg_config is not on PATH (no PostgreSQL binaries)'
-  }
+  const missing = clusterMissing()
+  if (missing !== undefined) return missing
+  const bindir = execFileSync('pg_config', ['--bindir'], { encoding: 'utf8' }).trim()
   try {
     execFileSync(join(bindir, 'pg_basebackup'), ['--version'], { encoding: 'utf8' })
   } catch {
     return `pg_basebackup is missing from ${bindir}`
   }
-  return postgresUserMissing()
-}
-
-interface Replica {
-  port: number
-  sql(statement: string): Promise<string>
-  /** `pg_ctl stop -m immediate`: the replica is gone without a word to its clients. */
-  stop(): Promise<void>
-}
-
-/** A hot standby of the server at TEST_DATABASE_URL, in a folder of its own; killed and removed at teardown. */
-async function startReplica(t: Test, database: string): Promise<Replica> {
-  const bindir = execFileSync('pg_config', ['--bindir'], { encoding: 'utf8' }).trim()
-  const source = new URL(testDatabaseUrl!)
-  const { wrap, own } = asPostgres()
-  const dir = mkdtempSync(join(tmpdir(), 'amis-replica-'))
-  const pgdata = join(dir, 'data')
-  own(dir)
-  const run = (program: string, args: string[], timeout = 60_000) =>
-    new Promise<string>((resolve, reject) => {
-      const [file, ...rest] = [...wrap, join(bindir, program), ...args]
-      execFile(file!, rest, { timeout, encoding: 'utf8', cwd: dir }, (error, stdout, stderr) =>
-        error ? reject(new Error(`${program} ${args.join(' ')}: ${stderr || error.message}`)) : resolve(stdout)
-      )
-    })
-  t.teardown(async () => {
-    // pg_ctl's immediate stop ends the postmaster's children with it (a SIGKILLed postmaster leaves
-    // them to notice by themselves); SIGKILL only when pg_ctl cannot.
-    if (postmasterPid(pgdata) !== undefined) {
-      await run('pg_ctl', ['-D', pgdata, '-m', 'immediate', 'stop'], 20_000).catch(() => '')
-    }
-    const pid = postmasterPid(pgdata)
-    if (pid !== undefined) {
-      try {
-        process.kill(pid, 'SIGKILL')
-      } catch {
-        // gone already
-      }
-      await sleep(200)
-    }
-    rmSync(dir, { recursive: true, force: true })
-  })
-  const host = source.hostname
-  const sourcePort = source.port || '5432'
-  const user = decodeURIComponent(source.username) || 'postgres'
-  // -R writes standby.signal and primary_conninfo; -c fast asks for the checkpoint now.
-  await run('pg_basebackup', [
-    '-h',
-    host,
-    '-p',
-    sourcePort,
-    '-U',
-    user,
-    '-D',
-    pgdata,
-    '-R',
-    '-X',
-    'stream',
-    '-c',
-    'fast'
-  ])
-  const port = await freePort()
-  // A standby refuses to start with any of these below the primary's: it gets the primary's own.
-  const primarySettings = await run('psql', [
-    ...['-h', host, '-p', sourcePort, '-U', user, '-d', database, '-At', '-c'],
-    "select name || ' = ' || setting from pg_settings where name in ('max_connections', 'max_worker_processes', " +
-      "'max_wal_senders', 'max_prepared_transactions', 'max_locks_per_transaction')"
-  ])
-  // Debian keeps postgresql.conf and pg_hba.conf outside the data folder: the replica gets its own.
-  writeFileSync(
-    join(pgdata, 'postgresql.conf'),
-    [
-      `port = ${port}`,
-      "listen_addresses = '127.0.0.1'",
-      `unix_socket_directories = '${dir}'`,
-      'hot_standby = on',
-      'fsync = off',
-      "shared_buffers = '32MB'",
-      primarySettings.trim()
-    ].join('\n') + '\n'
-  )
-  writeFileSync(join(pgdata, 'pg_hba.conf'), 'local all all trust\nhost all all 127.0.0.1/32 trust\n')
-  own(join(pgdata, 'postgresql.conf'))
-  own(join(pgdata, 'pg_hba.conf'))
-  writeFileSync(join(pgdata, 'pg_ident.conf'), '')
-  own(join(pgdata, 'pg_ident.conf'))
-  await run('pg_ctl', ['-D', pgdata, '-l', join(dir, 'replica.log'), '-w', '-t', '60', 'start']).catch((e: Error) => {
-    throw new Error(`${e.message}\n${readFileSync(join(dir, 'replica.log'), 'utf8')}`)
-  })
-  const sql = (statement: string) =>
-    run(
-      'psql',
-      ['-h', '127.0.0.1', '-p', String(port), '-U', 'postgres', '-d', database, '-At', '-c', statement],
-      10_000
-    )
-  return {
-    port,
-    sql,
-    async stop() {
-      await run('pg_ctl', ['-D', pgdata, '-m', 'immediate', 'stop'])
-    }
-  }
+  return undefined
 }
 
 /** Polls `check` every 100 ms until it holds; fails after `timeoutMs`. */
@@ -146,24 +40,20 @@ async function until(what: string, check: () => Promise<boolean>, timeoutMs = 30
 }
 
 const missing = !testDatabaseUrl
-  ? 'a read replica needs a PostgreSQL server to copy (set TEST_DATABASE_URL to run the PostgreSQL half)'
+  ? "a read replica is a PostgreSQL server's: run with the PostgreSQL half (set TEST_DATABASE_URL)"
   : replicaMissing()
 
 if (missing !== undefined) {
   t.skip(`not run: ${missing}`, () => {})
 } else {
   t.test('the lists read the replica, status the primary; a stopped replica leaves them to the primary', async (t) => {
-    const fresh = await freshDatabase()
-    await fresh.database.close()
-    t.teardown(fresh.drop)
-    const name = new URL(fresh.url!).pathname.slice(1)
-    const replica = await startReplica(t, name)
+    // A primary of the test's own: a standby of the shared server would replay the WAL of every
+    // other test file running beside it, and in CI fell more than 30 s behind.
+    const primary = await startCluster(t)
+    const replica = await startCluster(t, { standbyOf: primary })
     t.equal((await replica.sql('select pg_is_in_recovery()')).trim(), 't', 'the replica is a standby')
 
-    const server = await testServer(t, {
-      DATABASE_URL: fresh.url!,
-      DATABASE_READ_URL: `postgres://postgres@127.0.0.1:${replica.port}/${name}`
-    })
+    const server = await testServer(t, { DATABASE_URL: primary.url(), DATABASE_READ_URL: replica.url() })
     t.match(server.output(), /read replica at 127\.0\.0\.1:\d+\//, 'the start-up log names the replica')
     const app = remote(server.url)
     const tenant = await createTenant(app, 'Acme', 'ACME_ENERGY')
@@ -235,7 +125,7 @@ if (missing !== undefined) {
     })
 
     await t.test('replica stopped: the same reads answer 200 from the primary, quickly', async (t) => {
-      await replica.stop()
+      await replica.stop('immediate')
       t.equal((await client.stage(exampleAccount({ external_account_number: 'EXT-3' }))).statusCode, 201)
       const timed = async <T>(what: string, read: () => Promise<T>): Promise<T> => {
         const started = Date.now()

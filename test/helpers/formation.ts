@@ -43,12 +43,19 @@ type Teardown = { teardown(fn: () => unknown): void }
 
 /** Why a formation cannot be made here, or undefined when it can. */
 export function formationMissing(): string | undefined {
+  const missing = clusterMissing()
+  if (missing !== undefined) return missing
+  if (findAutoctl() === undefined) return 'pg_autoctl is missing (Debian package postgresql-15-auto-failover)'
+  return undefined
+}
+
+/** Why a PostgreSQL server of the test's own (`startCluster`) cannot be made here, or undefined when it can. */
+export function clusterMissing(): string | undefined {
   try {
     execFileSync('pg_config', ['--bindir'], { encoding: 'utf8' })
   } catch {
     return 'pg_config is not on PATH (no PostgreSQL binaries)'
   }
-  if (findAutoctl() === undefined) return 'pg_autoctl is missing (Debian package postgresql-15-auto-failover)'
   return postgresUserMissing()
 }
 
@@ -271,6 +278,97 @@ function processesIn(dir: string): number[] {
       return []
     }
   })
+}
+
+/**
+ * A PostgreSQL server of the test's own, in a temporary folder, on a free port with fsync off.
+ * The machine's shared server is used by the other test files at the same time: a test that
+ * stops its server, or needs a replica to keep up with its writes alone, runs on one of these.
+ * Stopped (immediately) and removed at teardown, also when the test fails.
+ */
+export interface Cluster {
+  port: number
+  /** `postgres://postgres@127.0.0.1:<port>/<database>` */
+  url(database?: string): string
+  /** `psql -At -c statement` on `database`: its output. */
+  sql(statement: string, database?: string): Promise<string>
+  /** `pg_ctl stop`: `fast` ends the sessions politely, `immediate` without a word to them. */
+  stop(mode?: 'fast' | 'immediate'): Promise<void>
+  /** Starts it again on the same port after `stop`. */
+  start(): Promise<void>
+}
+
+/**
+ * Starts a new cluster (initdb), or with `standbyOf` a hot standby of another one: a base backup
+ * of it, streaming its WAL (`pg_basebackup -R`).
+ */
+export async function startCluster(t: Teardown, options: { standbyOf?: Cluster } = {}): Promise<Cluster> {
+  const bindir = execFileSync('pg_config', ['--bindir'], { encoding: 'utf8' }).trim()
+  const { wrap, own } = asPostgres()
+  const dir = mkdtempSync(join(tmpdir(), 'amis-pg-'))
+  own(dir)
+  const pgdata = join(dir, 'data')
+  const port = await freePort()
+  const run = (program: string, args: string[], timeout = 60_000) =>
+    new Promise<string>((resolve, reject) => {
+      const [file, ...rest] = [...wrap, join(bindir, program), ...args]
+      execFile(file!, rest, { timeout, encoding: 'utf8', cwd: dir }, (error, stdout, stderr) =>
+        error ? reject(new Error(`${program} ${args.join(' ')}: ${stderr || error.message}`)) : resolve(stdout)
+      )
+    })
+  const ctl = (...args: string[]) => run('pg_ctl', ['-D', pgdata, '-w', '-t', '60', '-l', join(dir, 'log'), ...args])
+  t.teardown(async () => {
+    // pg_ctl's immediate stop ends the postmaster's children with it (a SIGKILLed postmaster leaves
+    // them to notice by themselves); SIGKILL only when pg_ctl cannot.
+    if (postmasterPid(pgdata) !== undefined) await ctl('-m', 'immediate', 'stop').catch(() => '')
+    const pid = postmasterPid(pgdata)
+    if (pid !== undefined) {
+      try {
+        process.kill(pid, 'SIGKILL')
+      } catch {
+        // gone already
+      }
+      await sleep(200)
+    }
+    rmSync(dir, { recursive: true, force: true })
+  })
+  if (options.standbyOf) {
+    // -R writes standby.signal and primary_conninfo; -c fast asks for the checkpoint now.
+    await run('pg_basebackup', [
+      ...['-h', '127.0.0.1', '-p', String(options.standbyOf.port), '-U', 'postgres'],
+      ...['-D', pgdata, '-R', '-X', 'stream', '-c', 'fast']
+    ])
+  } else {
+    await run('initdb', ['-D', pgdata, '-A', 'trust', '-U', 'postgres', '--no-sync', '-E', 'UTF8', '--locale', 'C'])
+  }
+  // The socket in our folder, TCP on the free port; the rest as initdb (or the primary) left it.
+  const start = async () => {
+    await ctl('-o', `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off`, 'start').catch((e: Error) => {
+      let log = ''
+      try {
+        log = readFileSync(join(dir, 'log'), 'utf8')
+      } catch {
+        // no log written
+      }
+      throw new Error(`${e.message}\n${log}`)
+    })
+  }
+  await start()
+  const url = (database = 'postgres') => `postgres://postgres@127.0.0.1:${port}/${database}`
+  return {
+    port,
+    url,
+    sql: (statement, database = 'postgres') =>
+      run(
+        'psql',
+        ['-h', '127.0.0.1', '-p', String(port), '-U', 'postgres', '-d', database, '-At', '-c', statement],
+        10_000
+      ),
+    async stop(mode = 'fast') {
+      await ctl('-m', mode, 'stop')
+    },
+    start
+  }
 }
 
 export function postmasterPid(pgdata: string): number | undefined {
