@@ -117,3 +117,84 @@ function fixedJavaScriptWork(): number {
   }
   return sum
 }
+
+/** The machine's busy CPU time so far (every core: user, nice, system, irq, softirq, steal), in ms. */
+function machineBusyMs(): number {
+  const fields = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1).map(Number)
+  const [user, nice, system, , , irq, softirq, steal] = fields
+  return ((user! + nice! + system! + irq! + softirq! + (steal ?? 0)) * 1000) / TICKS
+}
+
+/** This process's CPU time so far with that of its children waited for (the migration client), in ms. */
+function selfWithChildrenMs(): number {
+  const stat = readFileSync('/proc/self/stat', 'utf8')
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+  return ((Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14])) * 1000) / TICKS
+}
+
+/** CPU time so far of every process on the machine but those given, by pid, with its name. */
+function processesCpu(except: (pid: number, name: string) => boolean): Map<number, { name: string; ms: number }> {
+  const all = new Map<number, { name: string; ms: number }>()
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue
+    const pid = Number(entry)
+    try {
+      // Kernel threads per core ("kworker/1:2") are grouped under their name before the slash.
+      const name = readFileSync(`/proc/${entry}/comm`, 'utf8').trim().replace(/\/.*$/, '')
+      if (!except(pid, name)) all.set(pid, { name, ms: processCpuMs(pid) })
+    } catch {
+      // gone
+    }
+  }
+  return all
+}
+
+/**
+ * The machine's CPU that went to none of the run's processes between `start` and `stop`: the
+ * busy time of /proc/stat less the server's, every PostgreSQL process's and the bench's own
+ * with its children (the migration client), as a share of one core; and the processes outside
+ * the run that used the most (a kernel thread such as DAMON's `kdamond` shows there). Processes
+ * that ended in between are in the share but not in the list.
+ */
+export interface OutsideCpu {
+  /** The machine's busy CPU, in cores (2: both cores busy all the time). */
+  busyCores: number
+  /** CPU outside the run, in % of one core. */
+  outsidePercent: number
+  /** The three names outside the run with the most CPU, in % of one core. */
+  top: Array<{ name: string; percent: number }>
+}
+
+export function outsideCpu(serverPid: number): { stop(): OutsideCpu } {
+  const ours = (pid: number, name: string) => pid === serverPid || pid === process.pid || name === 'postgres'
+  const oursNow = () => new Map([serverPid, ...postgresPids()].map((pid) => [pid, processCpuMs(pid)]))
+  const t0 = performance.now()
+  const busy0 = machineBusyMs()
+  const self0 = selfWithChildrenMs()
+  const ours0 = oursNow()
+  const others0 = processesCpu(ours)
+  return {
+    stop() {
+      const wallMs = performance.now() - t0
+      const busyMs = machineBusyMs() - busy0
+      let oursMs = selfWithChildrenMs() - self0
+      for (const [pid, ms] of oursNow()) oursMs += ms - (ours0.get(pid) ?? 0)
+      // PostgreSQL's backends that ended in between are missing from `ours`: at most they raise the share.
+      const outsideMs = Math.max(0, busyMs - oursMs)
+      const byName = new Map<string, number>()
+      for (const [pid, now] of processesCpu(ours)) {
+        const used = now.ms - (others0.get(pid)?.ms ?? 0)
+        if (used > 0) byName.set(now.name, (byName.get(now.name) ?? 0) + used)
+      }
+      const percent = (ms: number) => Math.round((ms / wallMs) * 1000) / 10
+      return {
+        busyCores: Math.round((busyMs / wallMs) * 100) / 100,
+        outsidePercent: percent(outsideMs),
+        top: [...byName]
+          .sort((a, b) => b[1] - a[1])
+          .slice(0, 3)
+          .map(([name, ms]) => ({ name, percent: percent(ms) }))
+      }
+    }
+  }
+}

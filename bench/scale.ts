@@ -15,7 +15,7 @@ import { createInterface } from 'node:readline'
 import { chromium } from 'playwright-core'
 import postgres from 'postgres'
 import { projectRoot } from '../src/paths.js'
-import { cpuSplit, machineSampler, type MachineReference } from './cpu.js'
+import { cpuSplit, machineSampler, outsideCpu, type MachineReference, type OutsideCpu } from './cpu.js'
 import { startOwnPostgres } from './own-postgres.js'
 import { rssMb, start } from './processes.js'
 
@@ -95,6 +95,8 @@ interface Slice {
    * 14:19 timed it just before and just after each slice instead).
    */
   reference?: MachineReference | { before: Omit<MachineReference, 'tries'>; after: Omit<MachineReference, 'tries'> }
+  /** The machine's CPU during the slice that went to none of the run's processes (absent before 2026-11-28). */
+  outside?: OutsideCpu
 }
 /** What the slice cost PostgreSQL's write-ahead log and buffer cache (differences of its statistics views). */
 interface SliceIo {
@@ -157,6 +159,9 @@ interface Results {
 }
 
 const round = (n: number, digits = 0) => Number(n.toFixed(digits))
+
+/** "kdamond.0 8.1, kworker 1.2, …": the processes outside the run with the most CPU, % of a core. */
+const outsideText = (o: OutsideCpu) => o.top.map((p) => `${p.name} ${p.percent}`).join(', ')
 
 /** The fixed work's time around a slice: the mean of before and after. */
 function referenceOf(s: Slice): Omit<MachineReference, 'tries'> | undefined {
@@ -371,6 +376,22 @@ function markdown(r: Results, png: string): string {
         `| ${s.slice} | ${((s.io.walMb * 1024) / s.lines).toFixed(1)} | ${(s.io.fullPageImages / s.lines).toFixed(2)} | ` +
           `${s.io.checkpoints} | ${(s.io.blocksRead / s.lines).toFixed(2)} | ` +
           `${s.io.indexesRead.map((x) => `${x.index} ${x.blocks.toLocaleString('en')}`).join(', ')} |`
+      )
+    }
+  }
+  if (r.slices.every((s) => s.outside)) {
+    lines.push(
+      '',
+      `The machine's CPU during each slice (/proc/stat), and the part of it that went to none of the run's processes ` +
+        `(the server, PostgreSQL's, the bench's and the migration client's): other work and the kernel's own threads, ` +
+        `which no figure above counts (bench/cpu.ts, outsideCpu):`,
+      '',
+      '| slice | cores busy | outside the run, % of a core | the most of it, % of a core |',
+      '|---|---|---|---|'
+    )
+    for (const s of r.slices) {
+      lines.push(
+        `| ${s.slice} | ${s.outside!.busyCores.toFixed(2)} | ${s.outside!.outsidePercent.toFixed(1)} | ${outsideText(s.outside!)} |`
       )
     }
   }
@@ -589,6 +610,7 @@ export async function scaleScenario(adminUrl: string): Promise<void> {
       slicePeak = rssMb(pid)
       const cpu = cpuSplit(pid, DATABASE)
       const sampler = machineSampler((text) => sql.unsafe(text))
+      const machine = outsideCpu(pid)
       const t0 = Date.now()
       const submitted = await client(['submit', file, '--url', server.url, '--team', TEAM, '--follow'], {
         AMIS_API_KEY: key
@@ -596,6 +618,7 @@ export async function scaleScenario(adminUrl: string): Promise<void> {
       const seconds = (Date.now() - t0) / 1000
       const reference = await sampler.stop()
       const counted = cpu.stop()
+      const outside = machine.stop()
       // The fixed work's query ran in a backend of the bench's database: not the migration's CPU.
       const used = { ...counted, postgresMs: counted.postgresMs - reference.postgresMs * reference.tries }
       await statsFlushed()
@@ -630,7 +653,8 @@ export async function scaleScenario(adminUrl: string): Promise<void> {
         tables: await sizes(),
         load: round(loadavg()[0]!, 2),
         io,
-        reference
+        reference,
+        outside
       }
       slices.push(slice)
       rmSync(file, { force: true })
@@ -640,7 +664,8 @@ export async function scaleScenario(adminUrl: string): Promise<void> {
           `(job ${Math.round(slice.jobPerSecond)}/s), ${slice.created} created, ${slice.failed} failed, ` +
           `CPU ${slice.serverMsPerAccount.toFixed(2)} + ${slice.postgresMsPerAccount.toFixed(2)} ms/account, ` +
           `RSS ${slice.peakRssMb} MB, load ${slice.load}; fixed work ${reference.jsMs} + ${reference.postgresMs} ms; WAL ${io.walMb} MB, ${io.fullPageImages} full pages, ` +
-          `${io.checkpoints} checkpoints, ${io.blocksRead} blocks read (${io.indexesRead.map((x) => `${x.index} ${x.blocks}`).join(', ')})`
+          `${io.checkpoints} checkpoints, ${io.blocksRead} blocks read (${io.indexesRead.map((x) => `${x.index} ${x.blocks}`).join(', ')}); ` +
+          `machine ${outside.busyCores} cores busy, ${outside.outsidePercent} % of a core outside the run (${outsideText(outside)})`
       )
     }
 
