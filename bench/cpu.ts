@@ -118,11 +118,14 @@ function fixedJavaScriptWork(): number {
   return sum
 }
 
-/** The machine's busy CPU time so far (every core: user, nice, system, irq, softirq, steal), in ms. */
-function machineBusyMs(): number {
+/**
+ * The machine's CPU time so far, every core, in ms: busy (user, nice, system, irq, softirq) and
+ * stolen (a virtual machine's cores given to other machines by the hypervisor).
+ */
+function machineCpuMs(): { busy: number; steal: number } {
   const fields = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1).map(Number)
   const [user, nice, system, , , irq, softirq, steal] = fields
-  return ((user! + nice! + system! + irq! + softirq! + (steal ?? 0)) * 1000) / TICKS
+  return { busy: ((user! + nice! + system! + irq! + softirq!) * 1000) / TICKS, steal: ((steal ?? 0) * 1000) / TICKS }
 }
 
 /** This process's CPU time so far with that of its children waited for (the migration client), in ms. */
@@ -151,7 +154,7 @@ function processesCpu(except: (pid: number, name: string) => boolean): Map<numbe
 
 /**
  * The machine's CPU that went to none of the run's processes between `start` and `stop`: the
- * busy time of /proc/stat less the server's, every PostgreSQL process's and the bench's own
+ * busy time of /proc/stat (steal apart) less the server's, every PostgreSQL process's and the bench's own
  * with its children (the migration client), as a share of one core; and the processes outside
  * the run that used the most (a kernel thread such as DAMON's `kdamond` shows there). Processes
  * that ended in between are in the share but not in the list.
@@ -159,6 +162,8 @@ function processesCpu(except: (pid: number, name: string) => boolean): Map<numbe
 export interface OutsideCpu {
   /** The machine's busy CPU, in cores (2: both cores busy all the time). */
   busyCores: number
+  /** CPU the hypervisor gave to other machines while this one wanted it, in % of one core. */
+  stealPercent: number
   /** CPU outside the run, in % of one core. */
   outsidePercent: number
   /** The three names outside the run with the most CPU, in % of one core. */
@@ -169,14 +174,15 @@ export function outsideCpu(serverPid: number): { stop(): OutsideCpu } {
   const ours = (pid: number, name: string) => pid === serverPid || pid === process.pid || name === 'postgres'
   const oursNow = () => new Map([serverPid, ...postgresPids()].map((pid) => [pid, processCpuMs(pid)]))
   const t0 = performance.now()
-  const busy0 = machineBusyMs()
+  const cpu0 = machineCpuMs()
   const self0 = selfWithChildrenMs()
   const ours0 = oursNow()
   const others0 = processesCpu(ours)
   return {
     stop() {
       const wallMs = performance.now() - t0
-      const busyMs = machineBusyMs() - busy0
+      const cpu = machineCpuMs()
+      const busyMs = cpu.busy - cpu0.busy
       let oursMs = selfWithChildrenMs() - self0
       for (const [pid, ms] of oursNow()) oursMs += ms - (ours0.get(pid) ?? 0)
       // PostgreSQL's backends that ended in between are missing from `ours`: at most they raise the share.
@@ -189,6 +195,7 @@ export function outsideCpu(serverPid: number): { stop(): OutsideCpu } {
       const percent = (ms: number) => Math.round((ms / wallMs) * 1000) / 10
       return {
         busyCores: Math.round((busyMs / wallMs) * 100) / 100,
+        stealPercent: percent(cpu.steal - cpu0.steal),
         outsidePercent: percent(outsideMs),
         top: [...byName]
           .sort((a, b) => b[1] - a[1])

@@ -382,16 +382,18 @@ function markdown(r: Results, png: string): string {
   if (r.slices.every((s) => s.outside)) {
     lines.push(
       '',
-      `The machine's CPU during each slice (/proc/stat), and the part of it that went to none of the run's processes ` +
+      `The machine's CPU during each slice (/proc/stat): the cores busy, the time the hypervisor gave them to other ` +
+        `machines (steal), and the part of the busy time that went to none of the run's processes ` +
         `(the server, PostgreSQL's, the bench's and the migration client's): other work and the kernel's own threads, ` +
         `which no figure above counts (bench/cpu.ts, outsideCpu):`,
       '',
-      '| slice | cores busy | outside the run, % of a core | the most of it, % of a core |',
-      '|---|---|---|---|'
+      '| slice | cores busy | stolen, % of a core | outside the run, % of a core | the most of it, % of a core |',
+      '|---|---|---|---|---|'
     )
     for (const s of r.slices) {
       lines.push(
-        `| ${s.slice} | ${s.outside!.busyCores.toFixed(2)} | ${s.outside!.outsidePercent.toFixed(1)} | ${outsideText(s.outside!)} |`
+        `| ${s.slice} | ${s.outside!.busyCores.toFixed(2)} | ${s.outside!.stealPercent?.toFixed(1) ?? ''} | ` +
+          `${s.outside!.outsidePercent.toFixed(1)} | ${outsideText(s.outside!)} |`
       )
     }
   }
@@ -665,7 +667,8 @@ export async function scaleScenario(adminUrl: string): Promise<void> {
           `CPU ${slice.serverMsPerAccount.toFixed(2)} + ${slice.postgresMsPerAccount.toFixed(2)} ms/account, ` +
           `RSS ${slice.peakRssMb} MB, load ${slice.load}; fixed work ${reference.jsMs} + ${reference.postgresMs} ms; WAL ${io.walMb} MB, ${io.fullPageImages} full pages, ` +
           `${io.checkpoints} checkpoints, ${io.blocksRead} blocks read (${io.indexesRead.map((x) => `${x.index} ${x.blocks}`).join(', ')}); ` +
-          `machine ${outside.busyCores} cores busy, ${outside.outsidePercent} % of a core outside the run (${outsideText(outside)})`
+          `machine ${outside.busyCores} cores busy, ${outside.stealPercent} % of a core stolen, ` +
+          `${outside.outsidePercent} % outside the run (${outsideText(outside)})`
       )
     }
 
