@@ -18,7 +18,7 @@ export interface OwnPostgres {
   stop(): void
 }
 
-export async function startOwnPostgres(): Promise<OwnPostgres> {
+export async function startOwnPostgres(extra: Record<string, string> = {}): Promise<OwnPostgres> {
   const missing = postgresUserMissing()
   if (missing) throw new Error(`no PostgreSQL server of the bench's own: ${missing}`)
   const bindir = execFileSync('pg_config', ['--bindir'], { encoding: 'utf8' }).trim()
@@ -34,7 +34,8 @@ export async function startOwnPostgres(): Promise<OwnPostgres> {
   const settings: Record<string, string> = {
     shared_buffers: `${Math.floor(totalmem() / 4 / 1024 / 1024)}MB`,
     max_wal_size: '16GB',
-    autovacuum: 'off'
+    autovacuum: 'off',
+    ...extra
   }
   run('initdb', '-D', data, '-A', 'trust', '-U', 'postgres', '-E', 'UTF8', '--locale', 'C')
   const options = [

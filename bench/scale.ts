@@ -17,6 +17,7 @@ import postgres from 'postgres'
 import { projectRoot } from '../src/paths.js'
 import { cpuSplit, machineSampler, outsideCpu, type MachineReference, type OutsideCpu } from './cpu.js'
 import { startOwnPostgres } from './own-postgres.js'
+import { profileArgs, sliceProfiler, STATEMENT_SETTINGS } from './scale-profile.js'
 import { rssMb, start } from './processes.js'
 
 /**
@@ -46,6 +47,8 @@ const SAMPLES = Number(process.env.BENCH_SCALE_SAMPLES ?? 50)
 /** Leave the database in place at the end (to look at its plans). */
 const KEEP = process.env.BENCH_SCALE_KEEP === '1'
 const OWN_POSTGRES = (process.env.BENCH_SCALE_POSTGRES ?? 'own') === 'own'
+/** A folder for where each slice's CPU goes (bench/scale-profile.ts); unset, nothing is profiled. */
+const PROFILE = process.env.BENCH_SCALE_PROFILE
 const HISTORY_SHARE = 0.1
 const INVALID_SHARE = 0.05
 const SUPPLIER = 'SCALE'
@@ -471,7 +474,7 @@ export async function scaleScenario(adminUrl: string): Promise<void> {
   if (!Number.isSafeInteger(SCALE) || SCALE < 1) throw new Error(`BENCH_SCALE must be a number of accounts`)
   if (!Number.isSafeInteger(SLICE) || SLICE < 1) throw new Error(`BENCH_SCALE_SLICE must be a number of accounts`)
   execFileSync('npm', ['run', 'build'], { cwd: projectRoot, stdio: 'inherit' })
-  const own = OWN_POSTGRES ? await startOwnPostgres() : undefined
+  const own = OWN_POSTGRES ? await startOwnPostgres(PROFILE ? STATEMENT_SETTINGS : {}) : undefined
   if (own) adminUrl = own.url
   const admin = postgres(adminUrl, { max: 1, onnotice: () => {} })
   await admin.unsafe(`create database "${DATABASE}"`)
@@ -480,8 +483,12 @@ export async function scaleScenario(adminUrl: string): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'amis-bench-scale-'))
   const sql = postgres(url.toString(), { max: 1, onnotice: () => {} })
   const loadAtStart = loadavg()[0]!
+  if (PROFILE) {
+    mkdirSync(PROFILE, { recursive: true })
+    writeFileSync(join(PROFILE, 'server-start.json'), JSON.stringify({ wallMs: Date.now() }) + '\n')
+  }
   const server = await start(
-    ['dist/src/server.js'],
+    [...(PROFILE ? profileArgs(PROFILE) : []), 'dist/src/server.js'],
     {
       DATABASE_URL: url.toString(),
       HOST: '127.0.0.1',
@@ -584,6 +591,7 @@ export async function scaleScenario(adminUrl: string): Promise<void> {
     const statsFlushed = () => new Promise((resolve) => setTimeout(resolve, 11_000))
     await statsFlushed()
     let ioStart = await ioCounters()
+    const profiler = PROFILE ? await sliceProfiler(PROFILE, sql) : undefined
 
     const slices: Slice[] = []
     const eventAccounts: string[] = []
@@ -613,12 +621,14 @@ export async function scaleScenario(adminUrl: string): Promise<void> {
       const cpu = cpuSplit(pid, DATABASE)
       const sampler = machineSampler((text) => sql.unsafe(text))
       const machine = outsideCpu(pid)
+      const profiled = await profiler?.start()
       const t0 = Date.now()
       const submitted = await client(['submit', file, '--url', server.url, '--team', TEAM, '--follow'], {
         AMIS_API_KEY: key
       })
       const seconds = (Date.now() - t0) / 1000
       const reference = await sampler.stop()
+      await profiled?.(i + 1, lines)
       const counted = cpu.stop()
       const outside = machine.stop()
       // The fixed work's query ran in a backend of the bench's database: not the migration's CPU.
