@@ -38,7 +38,7 @@ import {
   type Actor
 } from '../../accounts/repository.js'
 import type { PgTable } from 'drizzle-orm/pg-core'
-import { noChildRows, type AccountRows } from '../../accounts/plan.js'
+import { newNumber, noChildRows, type AccountRows } from '../../accounts/plan.js'
 import type { AccountData } from '../../../schemas/account.js'
 
 /** An account of a batch as its process stands. */
@@ -65,7 +65,10 @@ export interface PlannedAccount {
 export interface StageAndCreateOutcome {
   /** Created: the response the single create endpoint would have given. */
   created: Map<string, { serviceAccountNumber: string; ledgers: Array<{ ledger_code: string; ledger_number: string }> }>
-  /** Left to the single-account path: another request holds the account, or created it meanwhile. */
+  /**
+   * Left to the single-account path: another request holds the account, or created it meanwhile,
+   * or a number drawn for it (the account's or a ledger's) is already taken.
+   */
   elsewhere: string[]
   /** How long the transaction held the database, in milliseconds. */
   heldMs: number
@@ -196,19 +199,30 @@ export function createBatchesRepository(db: Db) {
     const created: StageAndCreateOutcome['created'] = new Map()
     if (sorted.length === 0) return { created, elsewhere: [], heldMs: 0 }
     const externals = sorted.map((e) => e.external)
+    const [standingRows, taken] = await Promise.all([
+      db.execute(chunkStanding(supplierId, externals)),
+      accountsRepo.numbersTaken(
+        sorted.map((e) => e.rows.account.serviceAccountNumber),
+        sorted.flatMap((e) => e.rows.ledgers.map((l) => l.ledgerNumber))
+      )
+    ])
     const standing = new Map(
       rowsOf<{
         external: string
         id: number | string | null
         state: ProcessState | null
         new_id: number | string | null
-      }>(await db.execute(chunkStanding(supplierId, externals))).map((r) => [r.external, r])
+      }>(standingRows).map((r) => [r.external, r])
     )
     const elsewhere: string[] = []
     const creating: Array<PlannedAccount & { id: number; first: boolean }> = []
     for (const entry of sorted) {
       const found = standing.get(entry.external)!
-      if (found.id === null) creating.push({ ...entry, id: Number(found.new_id), first: true })
+      const { rows } = entry
+      // A number drawn for it is taken: the single path draws again.
+      if (taken.has(rows.account.serviceAccountNumber) || rows.ledgers.some((l) => taken.has(l.ledgerNumber))) {
+        elsewhere.push(entry.external)
+      } else if (found.id === null) creating.push({ ...entry, id: Number(found.new_id), first: true })
       else if (found.state === 'STAGED') creating.push({ ...entry, id: Number(found.id), first: false })
       else elsewhere.push(entry.external) // imported, or being created
     }
@@ -352,8 +366,8 @@ export function createBatchesRepository(db: Db) {
      * RESTAGED, CREATE_ATTEMPTED, CREATED, a POST_IMPORT_WRITE per section) and the accounts'
      * failure records cleared. Each existing process is locked as a create locks it, so nothing
      * can change its staged data in between: the data the caller validated is what is created.
-     * Accounts another request holds, has created, or stages meanwhile are left out and named in
-     * `elsewhere`. Any other database error rolls everything back and is thrown: the caller then
+     * Accounts another request holds, has created, or stages meanwhile, and those with a number
+     * already taken (`numbersTaken`), are left out and named in `elsewhere`. Any other database error rolls everything back and is thrown: the caller then
      * takes the accounts one by one.
      */
     async stageAndCreate(supplierId: string, planned: PlannedAccount[], actor: Actor): Promise<StageAndCreateOutcome> {
@@ -543,6 +557,16 @@ export function createBatchesRepository(db: Db) {
           }
         }
         if (creating.length > 0) {
+          // A number drawn that is taken would roll the chunk back; nobody sees a dry run's numbers, so draw again.
+          const taken = await accountsRepo.numbersTaken(
+            creating.map((c) => c.rows.account.serviceAccountNumber),
+            creating.flatMap((c) => c.rows.ledgers.map((l) => l.ledgerNumber)),
+            tx
+          )
+          for (const { rows } of creating) {
+            if (taken.has(rows.account.serviceAccountNumber)) rows.account.serviceAccountNumber = newNumber('A')
+            for (const ledger of rows.ledgers) if (taken.has(ledger.ledgerNumber)) ledger.ledgerNumber = newNumber('L')
+          }
           try {
             await tx.transaction(async (savepoint) => {
               const merged: AccountRows = {
