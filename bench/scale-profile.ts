@@ -55,7 +55,10 @@ export async function sliceProfiler(folder: string, sql: Sql) {
         for (const [id, s] of after) {
           const calls = s.calls - (before.get(id)?.calls ?? 0)
           if (calls === 0) continue
-          const query = s.query.replace(/\s+/g, ' ').replace(/ values \(.*$/, ' values …').slice(0, 160)
+          const query = s.query
+            .replace(/\s+/g, ' ')
+            .replace(/ values \(.*$/, ' values …')
+            .slice(0, 160)
           const shape = shapes.get(query) ?? { query, calls: 0, ms: 0 }
           shape.calls += calls
           shape.ms += s.ms - (before.get(id)?.ms ?? 0)

@@ -308,11 +308,11 @@ export function createAccountsRepository(db: Db) {
 
     /**
      * Which of these service account and ledger numbers an account or ledger already has. The
-     * numbers are drawn at random (one in about 4.3 billion), so the more accounts there are, the
-     * likelier a new one is taken: at a million accounts about one set-based chunk of 100 in 25
-     * drew one. Looked up before a chunk's transaction, a taken number leaves that one account to
-     * the single path, which draws again, instead of rolling back the whole chunk. Read inside `tx`
-     * when given (on the embedded database nothing else reads while a transaction is open).
+     * numbers are drawn at random (one of about 4.3 billion), so the more accounts there are, the
+     * likelier a new one is taken: at a million accounts about one batch chunk of 100 in 20 drew
+     * one, and the whole chunk rolled back. A chunk looks its numbers up first (docs/scaling.md,
+     * numbers drawn twice). Read inside `tx` when given (on the embedded database nothing else
+     * reads while a transaction is open).
      */
     async numbersTaken(serviceAccountNumbers: string[], ledgerNumbers: string[], tx?: Tx): Promise<Set<string>> {
       if (serviceAccountNumbers.length === 0 && ledgerNumbers.length === 0) return new Set()
