@@ -1,4 +1,4 @@
-import t from 'tap'
+import t, { type Test } from 'tap'
 import { sql } from 'drizzle-orm'
 import { exampleAccount, importedSetup } from './helpers/accounts.js'
 import { rowsOf } from './helpers/database.js'
@@ -13,7 +13,9 @@ import { createBatchesRepository, type PlannedAccount } from '../src/modules/bat
  * path (which draws again); the rest of the chunk is created in its one transaction, not rolled
  * back and taken one by one.
  */
-t.test('a chunk account whose drawn number is taken is left to the single path; the others are created', async (t) => {
+
+/** The example account created, its supplier, team and numbers, and the tenant as an actor. */
+async function withAnAccount(t: Test) {
   const setup = await importedSetup(t)
   const { app } = setup
   const [taken] = rowsOf<{ supplier_id: string; team_id: string; san: string; ledger: string }>(
@@ -23,6 +25,12 @@ t.test('a chunk account whose drawn number is taken is left to the single path; 
   const [key] = rowsOf<{ organisation_id: string }>(
     await app.db.execute(sql`select organisation_id from api_keys where id = ${setup.tenant.apiKeyId}::uuid`)
   )
+  const actor = { organisationId: key!.organisation_id, apiKeyId: setup.tenant.apiKeyId, name: 'organisation:Acme' }
+  return { setup, app, taken: taken!, actor }
+}
+
+t.test('a chunk account whose drawn number is taken is left to the single path; the others are created', async (t) => {
+  const { setup, app, taken, actor } = await withAnAccount(t)
   const planned = (external: string): PlannedAccount => {
     const { data } = checkAccountData(
       exampleAccount({ external_account_number: external }),
@@ -31,22 +39,22 @@ t.test('a chunk account whose drawn number is taken is left to the single path; 
     )
     const rows = planAccount(data!, {
       importProcessId: 0,
-      supplierId: taken!.supplier_id,
-      operationsTeamId: taken!.team_id,
+      supplierId: taken.supplier_id,
+      operationsTeamId: taken.team_id,
       sendMigrationEmails: false
     })
     return { external, data: data!, rows, sectionRows: [], postImportEvents: [] }
   }
   const sameAccountNumber = planned('EXT-N1')
-  sameAccountNumber.rows.account.serviceAccountNumber = taken!.san
+  sameAccountNumber.rows.account.serviceAccountNumber = taken.san
   const sameLedgerNumber = planned('EXT-N2')
-  sameLedgerNumber.rows.ledgers[0]!.ledgerNumber = taken!.ledger
+  sameLedgerNumber.rows.ledgers[0]!.ledgerNumber = taken.ledger
   const fine = planned('EXT-N3')
 
   const outcome = await createBatchesRepository(app.db).stageAndCreate(
-    taken!.supplier_id,
+    taken.supplier_id,
     [sameAccountNumber, sameLedgerNumber, fine],
-    { organisationId: key!.organisation_id, apiKeyId: setup.tenant.apiKeyId, name: 'organisation:Acme' }
+    actor
   )
   t.strictSame([...outcome.created.keys()], ['EXT-N3'], 'the account with numbers of its own is created')
   t.strictSame(
@@ -81,15 +89,7 @@ t.test('a chunk account whose drawn number is taken is left to the single path; 
 })
 
 t.test('a dry-run chunk draws again a number that is taken, instead of rolling the chunk back', async (t) => {
-  const setup = await importedSetup(t)
-  const { app } = setup
-  const [taken] = rowsOf<{ supplier_id: string; team_id: string; san: string; ledger: string }>(
-    await app.db.execute(sql`select a.supplier_id, a.operations_team_id as team_id, a.service_account_number as san,
-      (select l.ledger_number from ledgers l where l.account_id = a.id limit 1) as ledger from accounts a`)
-  )
-  const [key] = rowsOf<{ organisation_id: string }>(
-    await app.db.execute(sql`select organisation_id from api_keys where id = ${setup.tenant.apiKeyId}::uuid`)
-  )
+  const { app, taken, actor } = await withAnAccount(t)
   const entries = ['EXT-D1', 'EXT-D2'].map((external) => ({
     external,
     data: checkAccountData(exampleAccount({ external_account_number: external }), utcToday(), DEFAULT_SUPPLIER_SETTINGS)
@@ -99,18 +99,18 @@ t.test('a dry-run chunk draws again a number that is taken, instead of rolling t
   const judge = (staged: unknown) => {
     const rows = planAccount(staged as (typeof entries)[number]['data'], {
       importProcessId: 0,
-      supplierId: taken!.supplier_id,
-      operationsTeamId: taken!.team_id,
+      supplierId: taken.supplier_id,
+      operationsTeamId: taken.team_id,
       sendMigrationEmails: false
     })
-    rows.account.serviceAccountNumber = taken!.san
-    rows.ledgers[0]!.ledgerNumber = taken!.ledger
+    rows.account.serviceAccountNumber = taken.san
+    rows.ledgers[0]!.ledgerNumber = taken.ledger
     return { rows }
   }
   const outcome = await createBatchesRepository(app.db).stageAndDryRun(
-    taken!.supplier_id,
+    taken.supplier_id,
     entries,
-    { organisationId: key!.organisation_id, apiKeyId: setup.tenant.apiKeyId, name: 'organisation:Acme' },
+    actor,
     'Migrations',
     judge
   )
