@@ -367,8 +367,8 @@ export function createBatchesRepository(db: Db) {
      * failure records cleared. Each existing process is locked as a create locks it, so nothing
      * can change its staged data in between: the data the caller validated is what is created.
      * Accounts another request holds, has created, or stages meanwhile, and those with a number
-     * already taken (`numbersTaken`), are left out and named in `elsewhere`. Any other database error rolls everything back and is thrown: the caller then
-     * takes the accounts one by one.
+     * already taken (`numbersTaken`), are left out and named in `elsewhere`. Any other database
+     * error rolls everything back and is thrown: the caller then takes the accounts one by one.
      */
     async stageAndCreate(supplierId: string, planned: PlannedAccount[], actor: Actor): Promise<StageAndCreateOutcome> {
       let left = [...planned].sort((a, b) => byCodePoint(a.external, b.external))
