@@ -57,7 +57,7 @@ const digits = (text: string | null) => Number((text ?? '').replace(/\D/g, ''))
 
 // The page's globals, for the functions run in it (this project's TypeScript has no DOM types).
 // Functions, not strings: a string would be evaluated, which the page's policy refuses.
-declare const document: any, window: any, sessionStorage: any, localStorage: any
+declare const document: any, window: any, sessionStorage: any, localStorage: any, getComputedStyle: any
 
 /** Waits until the page's first complete refresh after signing in. */
 async function firstRefresh(page: Page) {
@@ -1188,6 +1188,236 @@ t.test('the dashboard in headless Chromium', async (t) => {
     t.equal(await page.locator('#jobs .job-download').count(), 0, 'no download for the operator')
     t.ok(await page.locator('#jobs-note').isVisible(), "a note says they need the organisation's key")
     await page.locator('#jobs-panel').screenshot({ path: join(artifacts, 'dashboard-jobs-operator.png') })
+  })
+
+  t.test('every view fits a phone (390 px) whatever the names: cut short, whole on hover and on focus', async (t) => {
+    // The longest names the page can be given: a 60-character organisation (up to 255 are
+    // allowed), a supplier code of 32 (the most), account numbers of 128 (the most) and a field
+    // name of 60 in an attr.
+    const ORG = 'Northern Powerhouse Community Energy Cooperative Society Ltd'
+    const CODE = 'NORTHERN_POWERHOUSE_COMMUNITY_CO'
+    const LONG_TEAM = 'Northern Powerhouse Migration Team, Domestic Accounts Wave 3'
+    const FIELD = 'preferred_contact_methods_for_the_annual_statement_reminders'
+    const numbered = (prefix: string) => `${prefix}-${'0123456789'.repeat(13)}`.slice(0, 128)
+    const FAILING = numbered('NPCS-FAILING')
+    const CREATED = numbered('NPCS-CREATED')
+    const MISSING = numbered('NPCS-MISSING')
+    t.same(
+      [ORG, CODE, LONG_TEAM, FIELD, FAILING].map((s) => s.length),
+      [60, 32, 60, 60, 128]
+    )
+    const l = await createTenant(app, ORG, CODE)
+    await asOperator(app, 'mutation($n: String!) { createOperationsTeam(input: {name: $n}) { id } }', { n: LONG_TEAM })
+    const clientL = importClient(app, l)
+    await ok('stage CREATED', clientL.stage(account(CODE, CREATED)), 201)
+    await ok('create CREATED', clientL.create(CREATED, { team: LONG_TEAM }), 201)
+    await ok('stage FAILING', clientL.stage(account(CODE, FAILING)), 201)
+    const unknownField = { ...exampleAccount().customers[0], landline: 'abcde', [FIELD]: 'e-mail' }
+    await ok('validate FAILING', clientL.validate(account(CODE, FAILING, { customers: [unknownField] })), 400)
+    // An import job of theirs, with a failed line.
+    const job = await app.inject({
+      method: 'POST',
+      url: `/v1/data-import/import-jobs/?import_supplier=${CODE}&operations_team_name=${encodeURIComponent(LONG_TEAM)}`,
+      headers: { authorization: `Bearer ${l.token}`, 'content-type': 'application/x-ndjson' },
+      payload: [account(CODE, numbered('NPCS-JOB-OK')), badPhone(CODE, numbered('NPCS-JOB-BAD'))]
+        .map((a) => JSON.stringify({ account: a }) + '\n')
+        .join('')
+    })
+    t.equal(job.statusCode, 202, 'a job submitted')
+    const jobId = job.json().id as string
+    const jobState = async () =>
+      (
+        await app.inject({
+          url: `/v1/data-import/import-jobs/${jobId}/`,
+          headers: { authorization: `Bearer ${l.token}` }
+        })
+      ).json().state
+    for (let i = 0; (await jobState()) !== 'COMPLETED'; i++) {
+      if (i > 600) throw new Error('the job did not complete')
+      await sleep(100)
+    }
+
+    const WIDTH = 390
+    const phone = await browser.newPage()
+    phone.on('console', (message) => {
+      if (message.type() === 'error') problems.push(message.text())
+    })
+    phone.on('pageerror', (err) => {
+      problems.push(err.message)
+    })
+    await phone.setViewportSize({ width: WIDTH, height: 844 })
+    t.teardown(() => phone.close())
+
+    /** No horizontal overflow of the page; a screenshot of the whole of it. */
+    const fits = async (view: string, name: string) => {
+      await phone.mouse.move(0, 0)
+      const scrollWidth = await phone.evaluate(() => document.documentElement.scrollWidth)
+      t.ok(scrollWidth <= WIDTH, `${view}: nothing wider than ${WIDTH} px (${scrollWidth} px)`)
+      await phone.screenshot({ path: join(artifacts, `dashboard-390-${name}.png`), fullPage: true })
+    }
+    /** Focus moved onto `selector` with the keyboard (Shift+Tab, then Tab). */
+    const tabTo = async (selector: string) => {
+      await phone.locator(selector).first().focus()
+      await phone.keyboard.press('Shift+Tab')
+      await phone.keyboard.press('Tab')
+      return phone
+        .locator(selector)
+        .first()
+        .evaluate((e: any) => e === document.activeElement)
+    }
+    /**
+     * `selector` holds `full` as its text and its title (shown on hover), is cut short with an
+     * ellipsis, and shows the whole of it, in the window, once the keyboard focuses it.
+     */
+    const cutShort = async (what: string, selector: string, full: string, name: string) => {
+      const element = phone.locator(selector).first()
+      t.equal(await element.textContent(), full, `${what}: the whole of it in the text`)
+      t.equal(await element.getAttribute('title'), full, `${what}: and in its title`)
+      const before = await element.evaluate((e: any) => ({
+        cut: e.scrollWidth > e.clientWidth,
+        ellipsis: getComputedStyle(e).textOverflow,
+        right: e.getBoundingClientRect().right
+      }))
+      t.ok(
+        before.cut && before.ellipsis === 'ellipsis' && before.right <= WIDTH,
+        `${what}: cut short with an ellipsis, in the window (${JSON.stringify(before)})`
+      )
+      t.ok(await tabTo(selector), `${what}: reached with the keyboard`)
+      const after = await element.evaluate((e: any) => {
+        const r = e.getBoundingClientRect()
+        return { cut: e.scrollWidth > e.clientWidth, left: r.left, right: r.right }
+      })
+      t.ok(
+        !after.cut && after.left >= 0 && after.right <= WIDTH,
+        `${what}: whole once focused (${JSON.stringify(after)})`
+      )
+      await phone.screenshot({ path: join(artifacts, `dashboard-390-${name}-focused.png`) })
+      await phone.evaluate(() => document.activeElement?.blur())
+    }
+
+    await phone.goto(`${base}/dashboard`)
+    await phone.locator('#sign-in-form').waitFor({ state: 'visible' })
+    await fits('the sign-in form', 'sign-in')
+    await phone.locator('#api-key').fill('amk_not-a-key')
+    await phone.locator('#sign-in-button').click()
+    await phone.locator('#sign-in-message').waitFor({ state: 'visible' })
+    await fits('a refused key', 'sign-in-refused')
+
+    // The organisation: its name in the header, its one supplier's code.
+    await signIn(phone, l.apiKey)
+    await phone.locator('#jobs .job').first().waitFor()
+    await phone.locator('#bars .bar').first().waitFor()
+    await fits("the organisation's supplier: figures, chart, reconciliation, jobs, failures", 'organisation')
+    await cutShort('who is signed in', '#who', ORG, 'who')
+    await cutShort("its supplier's code", '#supplier-code', CODE, 'supplier-code')
+    // The widths between a phone's and the desktop's, the header's narrowest included (701 px).
+    for (const width of [560, 701, 768, 900, 1024]) {
+      await phone.setViewportSize({ width, height: 844 })
+      const scrollWidth = await phone.evaluate(() => document.documentElement.scrollWidth)
+      t.ok(scrollWidth <= width, `${width} px: nothing wider than the window (${scrollWidth} px)`)
+      await phone.screenshot({ path: join(artifacts, `dashboard-${width}-organisation-long-name.png`) })
+    }
+    await phone.setViewportSize({ width: WIDTH, height: 844 })
+
+    // The failing accounts of a bar, then an account's timeline.
+    await phone.locator('#bars .bar[data-step="validate"][data-code="invalid_phone_number"]').click()
+    await phone.locator('#accounts-body tr').first().waitFor()
+    await fits('the accounts failing with a code', 'failing-accounts')
+    t.match(
+      await phone.locator('#accounts-body tr td:last-child').first().textContent(),
+      FIELD,
+      'the long attr is listed'
+    )
+    await cutShort('an account number in the list', '#accounts-body button[data-role="open"]', FAILING, 'account')
+    // The table is wider than the window: it scrolls inside its box.
+    const wrap = await phone
+      .locator('#accounts-wrap')
+      .evaluate((e: any) => ({ scroll: e.scrollWidth, width: e.clientWidth, right: e.getBoundingClientRect().right }))
+    t.ok(
+      wrap.scroll > wrap.width && wrap.right <= WIDTH,
+      `the table scrolls inside its box (${wrap.scroll} px in ${wrap.width})`
+    )
+    await phone.locator('#accounts-wrap').evaluate((e: any) => e.scrollBy(1000, 0))
+    await phone.locator('#accounts-panel').screenshot({ path: join(artifacts, 'dashboard-390-accounts-scrolled.png') })
+    await phone.locator('#accounts-body button[data-role="open"]').first().click()
+    await phone.locator('#events > li[data-type="FAILURE"]').waitFor()
+    await fits("an account's timeline", 'timeline')
+    await cutShort("the timeline's account number", '#events-account', FAILING, 'timeline-account')
+
+    // Searches: one found, one not.
+    await phone.locator('#search-input').fill(MISSING)
+    await phone.locator('#search-input').press('Enter')
+    await phone.locator('#search-message[data-result="none"]').waitFor()
+    await fits('a search that finds nothing', 'search-missing')
+    await phone.locator('#search-input').fill(CREATED)
+    await phone.locator('#search-input').press('Enter')
+    await phone.locator('#search-message[data-result="found"]').waitFor()
+    await phone.waitForFunction(() => document.querySelectorAll('#events > li').length >= 3)
+    await fits("a created account's timeline", 'search-created')
+    await phone.locator('#sign-out').click()
+    await phone.locator('#sign-in-form').waitFor({ state: 'visible' })
+
+    // The operator: a picker of every supplier, the long one chosen.
+    await signIn(phone, TEST_OPERATOR_KEY)
+    await phone.waitForFunction(() => document.getElementById('who').textContent === 'the operator')
+    await phone.locator('#supplier-picker').selectOption(CODE)
+    await metricShows(phone, 'staged', (await progressOf(l.token, CODE)).staged)
+    await phone.locator('#bars .bar').first().waitFor()
+    await phone.locator(`#jobs .job[data-key="${jobId}"]`).waitFor()
+    await phone.evaluate(() => document.activeElement?.blur())
+    await fits("the operator's dashboard", 'operator')
+    const picker = phone.locator('#supplier-picker')
+    const option = `${CODE} — ${ORG}`
+    t.equal(await picker.getAttribute('title'), option, "the picker's title: the chosen supplier's whole name")
+    const box = await picker.boundingBox()
+    t.ok(box && box.x >= 0 && box.x + box.width <= WIDTH, `the picker is in the window (${JSON.stringify(box)})`)
+    await phone.screenshot({ path: join(artifacts, 'dashboard-operator-390.png') })
+    t.ok(await tabTo('#supplier-picker'), 'the picker is reached with the keyboard')
+    const full = phone.locator('#supplier-full')
+    await full.waitFor({ state: 'visible' })
+    t.equal(await full.textContent(), option, 'focused, it shows the whole name beside it')
+    const fullBox = await full.evaluate((e: any) => {
+      const r = e.getBoundingClientRect()
+      return { cut: e.scrollWidth > e.clientWidth, left: r.left, right: r.right }
+    })
+    t.ok(
+      !fullBox.cut && fullBox.left >= 0 && fullBox.right <= WIDTH,
+      `whole, in the window (${JSON.stringify(fullBox)})`
+    )
+    await phone.mouse.move(0, 0)
+    await phone.screenshot({ path: join(artifacts, 'dashboard-operator-390-focused.png') })
+    // The operator guide's picture of a phone, only when asked for.
+    if (process.env.UPDATE_DOCS_IMAGES === '1') {
+      await phone.screenshot({ path: join(projectRoot, 'docs', 'images', 'dashboard-390.png') })
+    }
+    await fits("the operator's dashboard, the picker focused", 'operator-focused')
+    await phone.evaluate(() => document.activeElement?.blur())
+    await full.waitFor({ state: 'hidden' })
+
+    await phone.locator('#bars .bar[data-step="validate"][data-code="invalid_phone_number"]').click()
+    await phone.locator('#accounts-body button[data-role="open"]').first().click()
+    await phone.locator('#events > li[data-type="FAILURE"]').waitFor()
+    await fits("the operator: an account's timeline", 'operator-timeline')
+
+    // And the desktop, with the same names.
+    await phone.setViewportSize({ width: 1280, height: 800 })
+    await phone.mouse.move(0, 0)
+    t.ok(
+      (await phone.evaluate(() => document.documentElement.scrollWidth)) <= 1280,
+      '1280 px: nothing wider than the window'
+    )
+    // Measured again as the picker widens (a ResizeObserver).
+    await phone
+      .waitForFunction(() => !document.getElementById('supplier-picker').hasAttribute('data-cut'), null, {
+        timeout: 5000
+      })
+      .catch(() => {})
+    t.equal(await picker.getAttribute('data-cut'), null, '1280 px: the picker shows the whole name')
+    await tabTo('#supplier-picker')
+    t.notOk(await phone.locator('#supplier-full').isVisible(), 'so focusing it adds no line')
+    await phone.evaluate(() => document.activeElement?.blur())
+    await phone.screenshot({ path: join(artifacts, 'dashboard-operator-1280-long-names.png'), fullPage: true })
+    await phone.locator('#sign-out').click()
   })
 
   t.test('nothing came from elsewhere, and nothing went wrong', async (t) => {

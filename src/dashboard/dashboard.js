@@ -105,6 +105,12 @@ function show(element, visible) {
   element.hidden = !visible
 }
 
+/** A name the page may cut short (class `clip`): its text, and the whole of it as its title. */
+function setName(element, text) {
+  element.textContent = text
+  element.title = text
+}
+
 const numberFormat = new Intl.NumberFormat()
 const formatNumber = (n) => numberFormat.format(n)
 const timeFormat = new Intl.DateTimeFormat(undefined, { hour: '2-digit', minute: '2-digit', second: '2-digit' })
@@ -645,7 +651,7 @@ function renderWho() {
   let who = ''
   if (state.role === 'operator') who = 'the operator'
   else if (state.role === 'organisation') who = state.suppliers[0]?.organisation ?? 'an organisation'
-  $('who').textContent = who || '…'
+  setName($('who'), who || '…')
 }
 
 function renderSuppliers() {
@@ -660,14 +666,41 @@ function renderSuppliers() {
   picker.value = state.supplier ?? ''
   show(picker, many)
   const chosen = state.suppliers.find((s) => s.code === state.supplier)
-  $('supplier-code').textContent = many ? '' : (chosen?.code ?? '')
+  setName($('supplier-code'), many ? '' : (chosen?.code ?? ''))
   show($('supplier-code'), !many)
-  $('supplier-org').textContent = chosen && state.role === 'operator' && !many ? chosen.organisation : ''
+  const organisation = chosen && state.role === 'operator' && !many ? chosen.organisation : ''
+  setName($('supplier-org'), organisation)
+  show($('supplier-org'), Boolean(organisation))
+  markPicker()
   setMetric('status', chosen?.status ?? '–')
   $('supplier-status').dataset.status = chosen?.status ?? ''
   show($('no-suppliers'), state.suppliersLoaded && state.suppliers.length === 0)
   show($('supplier-view'), Boolean(chosen))
   show(document.querySelector('.supplier-bar'), state.suppliers.length > 0)
+}
+
+/** Room the picker's arrow takes beside its text (20 px in Chromium). */
+const PICKER_ARROW = 20
+const measureText = document.createElement('canvas').getContext('2d')
+
+/**
+ * The picker's title is the chosen supplier's whole name, and `data-cut` says its box cuts it
+ * short: while focused it then shows the whole name under it (#supplier-full). A select cannot
+ * wrap its text, so the name is measured.
+ */
+function markPicker() {
+  const picker = $('supplier-picker')
+  const text = picker.selectedOptions[0]?.textContent ?? ''
+  picker.title = text
+  $('supplier-full').textContent = text
+  if (picker.hidden || !text) {
+    picker.removeAttribute('data-cut')
+    return
+  }
+  const style = window.getComputedStyle(picker)
+  measureText.font = `${style.fontWeight} ${style.fontSize} ${style.fontFamily}`
+  const room = picker.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight) - PICKER_ARROW
+  picker.toggleAttribute('data-cut', measureText.measureText(text).width > room + 1)
 }
 
 function setMetric(name, value) {
@@ -930,10 +963,10 @@ function renderFailures() {
 }
 
 function accountRow(failure, bar) {
-  const open = h('button', 'link mono', failure.externalAccountNumber)
+  const open = h('button', 'link mono clip', failure.externalAccountNumber)
   open.type = 'button'
   open.dataset.role = 'open'
-  open.title = 'Show this account\'s timeline'
+  open.title = failure.externalAccountNumber
   open.addEventListener('click', () => selectAccount({ external: failure.externalAccountNumber, step: failure.step }))
   const attrs = h('ul', 'attrs', ...failure.errors.map((e) => h('li', e.code === bar.code ? null : 'other',
     h('code', null, e.attr ?? '(whole request)'), e.code === bar.code ? null : titled(h('span', 'muted', ` ${e.code}`), e.code),
@@ -971,7 +1004,7 @@ function markAccounts() {
 function renderEvents() {
   const account = state.account
   show($('events-panel'), Boolean(account))
-  $('events-account').textContent = account?.external ?? ''
+  setName($('events-account'), account?.external ?? '')
   const { items, failures, loaded, error, failuresError } = state.events
   const neverStaged = error?.code === 'not_found'
   let message = ''
@@ -1495,9 +1528,9 @@ function signOut(message) {
   })
   resetSupplierView()
   forget($('supplier-picker'))
-  $('supplier-code').textContent = ''
-  $('supplier-org').textContent = ''
-  $('who').textContent = ''
+  setName($('supplier-code'), '')
+  setName($('supplier-org'), '')
+  setName($('who'), '')
   setMetric('status', '–')
   setBanner(null)
   delete document.body.dataset.refreshes
@@ -1546,6 +1579,7 @@ async function signIn(event) {
 
 $('sign-in-form').addEventListener('submit', (event) => { void signIn(event) })
 $('sign-out').addEventListener('click', () => signOut())
+new ResizeObserver(markPicker).observe($('supplier-picker'))
 $('supplier-picker').addEventListener('change', (event) => {
   selectSupplier(event.target.value)
   renderSuppliers()
