@@ -1,7 +1,8 @@
 import t from 'tap'
 import { sql, type SQL } from 'drizzle-orm'
 import type { LightMyRequestResponse } from 'fastify'
-import { exampleAccount, importSetup } from './helpers/accounts.js'
+import { codes, exampleAccount, importedSetup, importSetup } from './helpers/accounts.js'
+import { postImportBodies, UNREACHABLE_VENDOR } from './helpers/security.js'
 import { buildTestApp, TEST_OPERATOR_KEY } from './helpers/app.js'
 import { operatorToken } from './helpers/graphql.js'
 import { AppError } from '../src/errors.js'
@@ -234,4 +235,55 @@ t.test('driver errors are serialized without the values they carry', async (t) =
     errors: [{ code: 'payment_vendor_error' }]
   })
   t.match(own.stack, /^AppError: A server error occurred\.\n\s+at /)
+})
+
+t.test('a NUL in what a client sends is a 400, never an error in the logs', async (t) => {
+  const { app, logs, tenant, client, ledgerNumber } = await importedSetup(t, {
+    captureLogs: true,
+    env: UNREACHABLE_VENDOR
+  })
+  const NUL = 'ACME\u0000ENERGY'
+  const headers = { authorization: `Token ${tenant.token}` }
+  const post = (url: string, payload: unknown) =>
+    app.inject({ method: 'POST', url, headers, payload: payload as object })
+  const account = (changes: Record<string, unknown>) => ({
+    ...exampleAccount({ external_account_number: 'NUL-1' }),
+    ...changes
+  })
+  // A NUL in the supplier code of every endpoint that records failures, each refused at that field.
+  const cases: Array<[string, LightMyRequestResponse, string]> = [
+    ['validate', await client.validate(account({ import_supplier: NUL })), 'import_supplier'],
+    ['stage', await client.stage(account({ import_supplier: NUL })), 'import_supplier'],
+    ['create', await client.create('NUL-1', { supplier: NUL }), 'import_supplier_code']
+  ]
+  for (const [url, body] of Object.entries(postImportBodies(ledgerNumber))) {
+    const res = await post(url, { import_supplier: NUL, external_account_number: 'EXT-000123', ...body })
+    cases.push([url, res, 'import_supplier'])
+  }
+  for (const [name, res, attr] of cases) {
+    t.equal(res.statusCode, 400, `${name}: ${res.body.slice(0, 200)}`)
+    t.ok(
+      codes(res).some(([code, at]) => code === 'invalid' && at === attr),
+      `${name}: invalid at ${attr}`
+    )
+  }
+  // A NUL in a key: refused at an attr holding it, for a supplier that exists (a failure is recorded).
+  const key = await client.validate(account({ 'fo\u0000o': 1 }))
+  t.same(codes(key), [['unexpected_field', 'fo\u0000o']], 'the answer names the key as sent')
+  const recorded = await app.inject({ url: '/v1/data-import/failed-account-import-processes/ACME_ENERGY/', headers })
+  t.match(recorded.json(), [
+    { external_account_number: 'NUL-1', step: 'validate', errors: [{ code: 'unexpected_field', attr: 'fo\ufffdo' }] }
+  ])
+
+  const lines: LogLine[] = logs()
+    .trim()
+    .split('\n')
+    .map((line) => JSON.parse(line) as LogLine)
+  const errors = lines.filter((line) => line.level >= 50)
+  t.same(
+    errors.map((line) => line.msg),
+    [],
+    'nothing at error level (or above)'
+  )
+  t.ok(cases.length >= 9, `${cases.length} endpoints tried`)
 })
