@@ -135,8 +135,9 @@ t.test('min_length is reported at the field that is too short, inside lists too'
 
 t.test('a decimal takes a decimal string or a JSON number wherever it is declared', async (t) => {
   const validate = compileBody(Type.Object({ f: Money() }, { additionalProperties: false }))
-  for (const value of ['0.10', 0.1, -42.5, 1234567890])
+  for (const value of ['0.10', 0.1, -42.5, 1234567890]) {
     t.ok(validate({ f: value }), `${JSON.stringify(value)} is taken`)
+  }
   t.same(problems(Money(), 0.1 + 0.2), [
     'max_digits: Ensure that there are not too many digits (send large or precise numbers as decimal strings).'
   ])
