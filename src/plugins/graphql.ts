@@ -503,7 +503,8 @@ export default fp(
           (typeof original.statusCode === 'number' && original.statusCode < 500)
         if (expected) {
           // A document's validation errors come as one error holding them all.
-          const each = original && Array.isArray(original.errors) ? (original.errors as GraphQLError[]) : [error]
+          const inner: unknown = (original as { errors?: unknown } | null | undefined)?.errors
+          const each = Array.isArray(inner) ? (inner as GraphQLError[]) : [error]
           for (const e of each) codes.add(typeof e.extensions?.code === 'string' ? e.extensions.code : CODE.invalid)
           return error
         }
