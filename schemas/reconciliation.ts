@@ -1,11 +1,12 @@
 import { Type, type Static } from 'typebox'
 import { StandardErrorResponses } from './common.js'
-import { CODE } from './error-codes.js'
-import { Choice, Strict, Text, Trimmed } from './fields.js'
+import { Choice, Money, Strict, Text, Trimmed } from './fields.js'
 
 /**
  * Reconciliation: the totals a source system expects of its migrated accounts, compared with what
- * the service holds (POST), and a supplier's totals (GET). Decimals are exact, as strings.
+ * the service holds (POST), and a supplier's totals (GET). Decimals are exact: a balance arrives as
+ * any decimal does (a decimal string or a JSON number of at most 15 significant digits) and every
+ * decimal is answered as a decimal string.
  */
 
 /** The counts of an account that can be reconciled: the names of the account summary's `counts`. */
@@ -19,20 +20,12 @@ export const RECONCILED_COUNTS = [
 ] as const
 export type ReconciledCount = (typeof RECONCILED_COUNTS)[number]
 
-/** A balance as a decimal string only (a JSON number is `invalid_decimal`), within the bounds of a stored balance. */
-const BalanceText = Type.Unsafe<string>({
-  type: 'string',
-  decimal: { integer: 10, scale: 10 },
-  errorCodes: { type: CODE.invalid_decimal },
-  description: 'A decimal string, e.g. "-12.50".'
-})
-
 const Count = Type.Integer({ minimum: 0 })
 
 export const ReconciliationEntry = Strict({
   external_account_number: Trimmed(128),
   ledgers: Type.Optional(
-    Type.Array(Strict({ ledger_code: Text(64), balance: Type.Optional(BalanceText) }), { maxItems: 100 })
+    Type.Array(Strict({ ledger_code: Text(64), balance: Type.Optional(Money()) }), { maxItems: 100 })
   ),
   counts: Type.Optional(
     Strict(

@@ -20,6 +20,17 @@ export function isWellFormed(text: string): boolean {
   return !ILL_FORMED.test(text)
 }
 
+const ILL_FORMED_ALL = new RegExp(`[${UNSTORABLE}]`, 'gu')
+
+/**
+ * Text that PostgreSQL can store, for what a client sent that is kept only to be shown (an error's
+ * attr, which names the keys sent): each U+0000 and lone surrogate becomes U+FFFD, the replacement
+ * character. Never for a value that is looked up or compared: such a value is well formed or not kept.
+ */
+export function storableText(text: string): string {
+  return isWellFormed(text) ? text : text.replace(ILL_FORMED_ALL, '\uFFFD')
+}
+
 /** True when every string and object key inside a JSON value is well formed. */
 export function isWellFormedJson(value: unknown): boolean {
   if (typeof value === 'string') return isWellFormed(value)

@@ -70,8 +70,26 @@ function withoutMessage(stack: string, original: string, message: string): strin
 }
 
 /**
+ * The error code each answer carried, for its access line: a refusal (4xx) is logged as that one
+ * line with its `code` and no stack, an expected event that needs no error of its own; a 5xx also
+ * gets an `error` line with the stack where it is handled. GraphQL answers name the codes of their
+ * errors, comma-separated.
+ */
+const answerCodes = new WeakMap<object, string>()
+
+/** Notes the code a reply answers with (the errors plugin and the GraphQL error formatter). */
+export function answeredWith(reply: object, code: string): void {
+  answerCodes.set(reply, code)
+}
+
+/** The code a reply answered with, if it answered with an error. */
+export function answerCodeOf(reply: object): string | undefined {
+  return answerCodes.get(reply)
+}
+
+/**
  * Log lines for a person at a terminal (`LOG_FORMAT=pretty`): time, level and message, a
- * request's access line as `METHOD url → status (ms)`, written to `destination` (default
+ * request's access line as `METHOD url → status (ms)` and the error code of an error answer, written to `destination` (default
  * standard output). JSON stays the default for log collectors.
  */
 export function prettyLog(destination?: NodeJS.WritableStream): NodeJS.WritableStream {
@@ -86,7 +104,8 @@ export function prettyLog(destination?: NodeJS.WritableStream): NodeJS.WritableS
       const message = String(log[messageKey] ?? '')
       if (!req || !res) return message
       const ms = typeof log.responseTime === 'number' ? ` (${log.responseTime.toFixed(0)} ms)` : ''
-      return `${req.method} ${req.url} → ${res.statusCode}${ms}${message === 'request completed' ? '' : ` ${message}`}`
+      const code = typeof log.code === 'string' ? ` ${log.code}` : ''
+      return `${req.method} ${req.url} → ${res.statusCode}${ms}${code}${message === 'request completed' ? '' : ` ${message}`}`
     },
     ...(destination ? { destination } : {})
   }) as unknown as NodeJS.WritableStream

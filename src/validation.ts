@@ -85,25 +85,38 @@ const DECIMAL_MESSAGES: Record<DecimalProblem | typeof CODE.blank | typeof CODE.
   min_value: 'Ensure this value is greater than zero.'
 }
 
-/** `decimal: {integer, scale, positive?}`: an exact decimal within its bounds. */
+/**
+ * `decimal: {integer, scale, positive?}`: an exact decimal within its bounds. Every decimal may be
+ * sent as a decimal string or as a JSON number, so a schema whose `type` leaves either out does not
+ * compile (its numbers would be refused by `type` before this keyword saw them): build decimals
+ * with `Decimal` of schemas/fields.ts.
+ */
 const decimalKeyword = {
   keyword: 'decimal',
   schemaType: 'object',
   errors: true,
-  validate: function validateDecimal(bounds: DecimalBounds & { positive?: boolean }, data: unknown): boolean {
-    const self = validateDecimal as ValidateWithErrors
-    if (typeof data !== 'string' && typeof data !== 'number') return true // the type keyword reports it
-    // A required decimal sent as an empty or whitespace-only string is `blank`.
-    const problems: Array<keyof typeof DECIMAL_MESSAGES> =
-      typeof data === 'string' && data.trim() === '' ? [CODE.blank] : decimalProblems(data, bounds)
-    if (problems.length === 0 && bounds.positive && !toBig(data).gt(0)) problems.push(CODE.min_value)
-    if (problems.length === 0) return true
-    self.errors = problems.map((code) => ({
-      keyword: 'decimal',
-      message: DECIMAL_MESSAGES[code],
-      params: { code }
-    }))
-    return false
+  compile(bounds: DecimalBounds & { positive?: boolean }, parentSchema: { type?: unknown }) {
+    const types = [parentSchema.type].flat()
+    if (!types.includes('string') || !types.includes('number')) {
+      throw new Error(
+        `a decimal schema must take a string and a number (type ${JSON.stringify(parentSchema.type)}): use Decimal()`
+      )
+    }
+    return function validateDecimal(data: unknown): boolean {
+      const self = validateDecimal as ValidateWithErrors
+      if (typeof data !== 'string' && typeof data !== 'number') return true // the type keyword reports it
+      // A required decimal sent as an empty or whitespace-only string is `blank`.
+      const problems: Array<keyof typeof DECIMAL_MESSAGES> =
+        typeof data === 'string' && data.trim() === '' ? [CODE.blank] : decimalProblems(data, bounds)
+      if (problems.length === 0 && bounds.positive && !toBig(data).gt(0)) problems.push(CODE.min_value)
+      if (problems.length === 0) return true
+      self.errors = problems.map((code) => ({
+        keyword: 'decimal',
+        message: DECIMAL_MESSAGES[code],
+        params: { code }
+      }))
+      return false
+    }
   }
 } as unknown as FuncKeywordDefinition
 

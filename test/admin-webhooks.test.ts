@@ -279,11 +279,19 @@ t.test('webhooks add is refused plainly by a service that allows https and publi
 
   const http = await admin(env, ['webhooks', 'add', 'Acme Energy', 'http://hooks.example.com/in'])
   t.equal(http.code, 1)
-  t.equal(http.stderr, 'error: invalid: The URL must start with https://.\n')
+  t.equal(
+    http.stderr,
+    'error: invalid: The URL must start with https://; the operator may allow http:// and private addresses ' +
+      'with WEBHOOK_ALLOW_PRIVATE=1 (for tests and private networks).\n'
+  )
   t.equal(http.stdout, '')
   const loopback = await admin(env, ['webhooks', 'add', 'Acme Energy', 'https://127.0.0.1/in'])
   t.equal(loopback.code, 1)
-  t.equal(loopback.stderr, 'error: invalid: 127.0.0.1 is not a public address (loopback).\n')
+  t.equal(
+    loopback.stderr,
+    'error: invalid: 127.0.0.1 is not a public address (loopback); the operator may allow http:// and private ' +
+      'addresses with WEBHOOK_ALLOW_PRIVATE=1 (for tests and private networks).\n'
+  )
   const nobody = await admin(env, ['webhooks', 'add', 'Nobody', 'https://hooks.example.com/in'])
   t.equal(nobody.stderr, 'error: not_found: Organisation Nobody does not exist.\n')
   t.same((await asOperator(app, '{ webhookEndpoints { id } }')).webhookEndpoints, [], 'nothing registered')

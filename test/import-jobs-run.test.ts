@@ -280,3 +280,68 @@ if (!testDatabaseUrl) {
     }
   )
 }
+
+t.test('a line naming text PostgreSQL cannot hold (U+0000) fails alone; the rest of its part runs', async (t) => {
+  const { app, tenant } = await importSetup(t)
+  const headers = headersOf(tenant.token)
+  const created = await app.inject({
+    method: 'POST',
+    url: '/v1/data-import/import-jobs/',
+    headers,
+    payload: { import_supplier: 'ACME_ENERGY', operations_team_name: TEAM }
+  })
+  t.equal(created.statusCode, 201, created.body)
+  const id = created.json().id as string
+  const lines = [
+    entry('Z-1'),
+    entry('Z-\u00002'), // a NUL in the external account number
+    entry('Z-3', { 'no\u0000tes': [] }), // a NUL in a key: the attr of its refusal names it
+    entry('\ud800Z-4'), // a lone surrogate, the other thing text cannot hold
+    entry('Z-5')
+  ]
+  const text = lines.map((line) => line + '\n').join('')
+  t.ok(text.includes('\\u0000'), 'the NUL reaches the service as its JSON escape')
+  const part = await app.inject({
+    method: 'PUT',
+    url: `/v1/data-import/import-jobs/${id}/parts/1/`,
+    headers: { ...headers, 'content-type': 'application/x-ndjson' },
+    payload: text
+  })
+  t.equal(part.statusCode, 200, `the part is stored: ${part.body}`)
+  t.same(part.json(), { part: 1, lines: 5, bytes: Buffer.byteLength(text) })
+  const started = await app.inject({ method: 'POST', url: `/v1/data-import/import-jobs/${id}/start/`, headers })
+  t.equal(started.statusCode, 202, started.body)
+  const job = await until(t, app, tenant.token, id)
+  t.match(job, { state: 'COMPLETED', lines: { total: 5, done: 5, created: 2, failed: 3 } })
+
+  const all = await results(app, tenant.token, id)
+  const invalidNumber = {
+    external_account_number: null,
+    outcome: 'failed',
+    service_account_number: null,
+    step: 'stage',
+    status: 400,
+    code: 'account_failed_validation',
+    errors: [{ code: 'invalid', attr: 'external_account_number' }]
+  }
+  t.match(all, [
+    { line: 1, external_account_number: 'Z-1', outcome: 'created' },
+    { line: 2, ...invalidNumber },
+    {
+      line: 3,
+      external_account_number: 'Z-3',
+      outcome: 'failed',
+      step: 'stage',
+      status: 400,
+      code: 'invalid_request',
+      errors: [{ code: 'unexpected_field', attr: 'no\ufffdtes' }]
+    },
+    { line: 4, ...invalidNumber },
+    { line: 5, external_account_number: 'Z-5', outcome: 'created' }
+  ])
+  t.equal(all.length, 5)
+  const failedLines = await app.inject({ url: `/v1/data-import/import-jobs/${id}/failed-lines/`, headers })
+  t.equal(failedLines.body, [lines[1], lines[2], lines[3]].map((line) => line + '\n').join(''), 'sent back unchanged')
+  const [row] = rowsOf<{ accounts: number }>(await app.db.execute(sql`select count(*)::int as accounts from accounts`))
+  t.equal(row!.accounts, 2, 'the other lines created their accounts')
+})

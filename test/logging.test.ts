@@ -1,7 +1,8 @@
 import t from 'tap'
 import { sql, type SQL } from 'drizzle-orm'
 import type { LightMyRequestResponse } from 'fastify'
-import { exampleAccount, importSetup } from './helpers/accounts.js'
+import { codes, exampleAccount, importedSetup, importSetup } from './helpers/accounts.js'
+import { postImportBodies, UNREACHABLE_VENDOR } from './helpers/security.js'
 import { buildTestApp, TEST_OPERATOR_KEY } from './helpers/app.js'
 import { operatorToken } from './helpers/graphql.js'
 import { AppError } from '../src/errors.js'
@@ -43,6 +44,7 @@ interface LogLine {
   req?: { method?: string; url?: string }
   res?: { statusCode?: number }
   responseTime?: number
+  code?: string
   err?: { type?: string; message?: string; stack?: string; cause?: Record<string, unknown> }
 }
 
@@ -234,4 +236,148 @@ t.test('driver errors are serialized without the values they carry', async (t) =
     errors: [{ code: 'payment_vendor_error' }]
   })
   t.match(own.stack, /^AppError: A server error occurred\.\n\s+at /)
+})
+
+t.test('a NUL in what a client sends is a 400, never an error in the logs', async (t) => {
+  const { app, logs, tenant, client, ledgerNumber } = await importedSetup(t, {
+    captureLogs: true,
+    env: UNREACHABLE_VENDOR
+  })
+  const NUL = 'ACME\u0000ENERGY'
+  const headers = { authorization: `Token ${tenant.token}` }
+  const post = (url: string, payload: unknown) =>
+    app.inject({ method: 'POST', url, headers, payload: payload as object })
+  const account = (changes: Record<string, unknown>) => ({
+    ...exampleAccount({ external_account_number: 'NUL-1' }),
+    ...changes
+  })
+  // A NUL in the supplier code of every endpoint that records failures, each refused at that field.
+  const cases: Array<[string, LightMyRequestResponse, string]> = [
+    ['validate', await client.validate(account({ import_supplier: NUL })), 'import_supplier'],
+    ['stage', await client.stage(account({ import_supplier: NUL })), 'import_supplier'],
+    ['create', await client.create('NUL-1', { supplier: NUL }), 'import_supplier_code']
+  ]
+  for (const [url, body] of Object.entries(postImportBodies(ledgerNumber))) {
+    const res = await post(url, { import_supplier: NUL, external_account_number: 'EXT-000123', ...body })
+    cases.push([url, res, 'import_supplier'])
+  }
+  for (const [name, res, attr] of cases) {
+    t.equal(res.statusCode, 400, `${name}: ${res.body.slice(0, 200)}`)
+    t.ok(
+      codes(res).some(([code, at]) => code === 'invalid' && at === attr),
+      `${name}: invalid at ${attr}`
+    )
+  }
+  // A NUL in a key: refused at an attr holding it, for a supplier that exists (a failure is recorded).
+  const key = await client.validate(account({ 'fo\u0000o': 1 }))
+  t.same(codes(key), [['unexpected_field', 'fo\u0000o']], 'the answer names the key as sent')
+  const recorded = await app.inject({ url: '/v1/data-import/failed-account-import-processes/ACME_ENERGY/', headers })
+  t.match(recorded.json(), [
+    { external_account_number: 'NUL-1', step: 'validate', errors: [{ code: 'unexpected_field', attr: 'fo\ufffdo' }] }
+  ])
+
+  const lines: LogLine[] = logs()
+    .trim()
+    .split('\n')
+    .map((line) => JSON.parse(line) as LogLine)
+  const errors = lines.filter((line) => line.level >= 50)
+  t.same(
+    errors.map((line) => line.msg),
+    [],
+    'nothing at error level (or above)'
+  )
+  t.ok(cases.length >= 9, `${cases.length} endpoints tried`)
+})
+
+t.test('a refusal is one log line with its code and no stack; a 5xx still logs its stack', async (t) => {
+  const { app, database, logs, tenant, client } = await importSetup(t, { captureLogs: true })
+  const op = await operatorToken(app)
+  const gql = (token: string, query: string, id: string) =>
+    app.inject({
+      method: 'POST',
+      url: '/graphql',
+      headers: { authorization: `Bearer ${token}`, 'x-request-id': id },
+      payload: { query }
+    })
+  const rest = (token: string, id: string) =>
+    app.inject({
+      method: 'GET',
+      url: '/v1/data-import/failure-summary/ACME_ENERGY/',
+      headers: { authorization: `Bearer ${token}`, 'x-request-id': id }
+    })
+
+  const refusals: Array<[string, LightMyRequestResponse, string]> = [
+    ['an operator token on a data-import path', await rest(op, 'refused-rest-403'), 'permission_denied'],
+    [
+      'an account that is not valid',
+      await app.inject({
+        method: 'POST',
+        url: '/v1/data-import/validate-account/',
+        headers: { authorization: `Token ${tenant.token}`, 'x-request-id': 'refused-rest-400' },
+        payload: { external_account_number: 'X' }
+      }),
+      'account_failed_validation'
+    ],
+    ['an empty token', await rest('', 'refused-rest-401'), 'authentication_failed'],
+    [
+      'an organisation on an operator field',
+      await gql(
+        tenant.token,
+        'mutation { createOperationsTeam(input: {name: "Sneaky"}) { id } }',
+        'refused-gql-denied'
+      ),
+      'permission_denied'
+    ],
+    ['a field that does not exist', await gql(tenant.token, '{ noSuchField }', 'refused-gql-invalid'), 'invalid'],
+    ['a document that does not parse', await gql(tenant.token, '{ ', 'refused-gql-syntax'), 'invalid']
+  ]
+  t.equal(refusals[0]![1].statusCode, 403)
+  t.equal(refusals[3]![1].json().errors[0].extensions.code, 'permission_denied')
+
+  // Two server errors: a REST create and a GraphQL mutation whose statement the database refuses.
+  t.equal((await client.stage(exampleAccount({ external_account_number: 'LOG-500' }))).statusCode, 201)
+  await database.db.execute(
+    sql.raw(`alter table accounts add constraint log_probe check (external_account_number <> 'LOG-500') not valid`)
+  )
+  await database.db.execute(
+    sql.raw(`alter table operations_teams add constraint log_probe check (name <> 'Boom') not valid`)
+  )
+  const restFailure = await app.inject({
+    method: 'POST',
+    url: '/v1/data-import/account-import-process/process/',
+    headers: { authorization: `Token ${tenant.token}`, 'x-request-id': 'failed-rest-500' },
+    payload: {
+      external_account_number: 'LOG-500',
+      import_supplier_code: 'ACME_ENERGY',
+      operations_team_name: 'Migrations'
+    }
+  })
+  const gqlFailure = await gql(op, 'mutation { createOperationsTeam(input: {name: "Boom"}) { id } }', 'failed-gql-500')
+  t.equal(restFailure.statusCode, 500, restFailure.body)
+  t.equal(gqlFailure.json().errors[0].extensions.code, 'server_error', gqlFailure.body)
+
+  const lines: LogLine[] = logs()
+    .trim()
+    .split('\n')
+    .map((line) => JSON.parse(line) as LogLine)
+  const of = (id: string) => lines.filter((line) => line.reqId === id)
+  for (const [name, res, code] of refusals) {
+    const id = String(res.headers['x-request-id'])
+    t.match(
+      of(id),
+      [{ level: 30, msg: 'request completed', code, res: { statusCode: res.statusCode } }],
+      `${name}: one line, at info, with its code`
+    )
+    t.equal(of(id).length, 1, `${name}: only that line`)
+    t.notOk(JSON.stringify(of(id)).includes('"stack"'), `${name}: no stack`)
+  }
+  for (const id of ['failed-rest-500', 'failed-gql-500']) {
+    const failed = of(id).find((line) => line.level === 50)
+    t.match(failed?.err?.stack ?? '', /\n\s+at /, `${id}: logged at error with its stack`)
+    t.match(
+      of(id).find((line) => line.msg === 'request completed'),
+      { code: 'server_error' },
+      `${id}: its access line`
+    )
+  }
 })

@@ -88,6 +88,44 @@ t.test('reconciliation', async (t) => {
     ])
   })
 
+  t.test('a balance may be a JSON number, compared exactly and answered as a decimal string', async (t) => {
+    const exact = new Big(balance)
+    t.ok(exact.c.length <= 15, `the held balance ${balance} fits a JSON number exactly`)
+    const res = await reconcile({
+      accounts: [
+        { external_account_number: EXT, ledgers: [{ ledger_code: 'ENERGY', balance: Number(balance) }] },
+        // 0.1 + 0.2 in binary floating point is 0.30000000000000004: the value sent is 0.3 exactly.
+        { external_account_number: EXT, ledgers: [{ ledger_code: 'ENERGY', balance: 0.3 }] },
+        { external_account_number: EXT, ledgers: [{ ledger_code: 'ENERGY', balance: -1e-10 }] }
+      ]
+    })
+    t.equal(res.statusCode, 200, res.body)
+    t.same(res.json(), {
+      checked: 3,
+      matching: 1,
+      differences: [
+        {
+          external_account_number: EXT,
+          problem: 'balance_differs',
+          field: 'ledgers.ENERGY.balance',
+          expected: '0.30',
+          actual: balance
+        },
+        {
+          external_account_number: EXT,
+          problem: 'balance_differs',
+          field: 'ledgers.ENERGY.balance',
+          expected: '-0.0000000001',
+          actual: balance
+        }
+      ]
+    })
+    const same = await reconcile({
+      accounts: [{ external_account_number: EXT, ledgers: [{ ledger_code: 'ENERGY', balance: exact.toFixed(10) }] }]
+    })
+    t.same(same.json().matching, 1, 'the number and the string of the same value answer alike')
+  })
+
   t.test('a later transaction: balance_differs and count_differs with expected and actual', async (t) => {
     const later = await post('transactions/create/', {
       transactions: [
@@ -159,7 +197,7 @@ t.test('reconciliation', async (t) => {
           external_account_number: EXT,
           problem: 'balance_differs',
           field: 'ledgers.GAS.balance',
-          expected: '0',
+          expected: '0.00',
           actual: null
         }
       ]
@@ -240,9 +278,26 @@ t.test('reconciliation', async (t) => {
         [['required', 'accounts.3.external_account_number']]
       ],
       [
-        'a balance as a number',
-        { accounts: [entry({}), entry({}), entry({}), entry({ ledgers: [{ ledger_code: 'ENERGY', balance: 1.5 }] })] },
-        [['invalid_decimal', 'accounts.3.ledgers.0.balance']]
+        'a balance as a JSON number of more than 15 significant digits',
+        {
+          accounts: [
+            entry({}),
+            entry({}),
+            entry({}),
+            entry({ ledgers: [{ ledger_code: 'ENERGY', balance: 0.1 + 0.2 }] })
+          ]
+        },
+        [['max_digits', 'accounts.3.ledgers.0.balance']]
+      ],
+      [
+        'a balance as a JSON number past its bounds',
+        { accounts: [entry({ ledgers: [{ ledger_code: 'ENERGY', balance: 12345678901.5 }] })] },
+        [['max_digits', 'accounts.0.ledgers.0.balance']]
+      ],
+      [
+        'a balance that is neither a string nor a number',
+        { accounts: [entry({ ledgers: [{ ledger_code: 'ENERGY', balance: true }] })] },
+        [['invalid_decimal', 'accounts.0.ledgers.0.balance']]
       ],
       [
         'a balance that is not a decimal',

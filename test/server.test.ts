@@ -168,8 +168,8 @@ t.test('a readable start: the URLs once ready, pretty logs on demand, a busy por
   await outputShows(server, /→ 401/)
   t.match(
     server.output(),
-    /GET \/v1\/data-import\/all-account-import-processes\/ACME\/ → 401 \(\d+ ms\)/,
-    'an access line a person can read'
+    /GET \/v1\/data-import\/all-account-import-processes\/ACME\/ → 401 \(\d+ ms\) not_authenticated/,
+    'an access line a person can read, with the code of the refusal'
   )
   t.notMatch(server.output(), /^\{"level"/m, 'no JSON lines')
 

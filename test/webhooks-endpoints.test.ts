@@ -58,6 +58,15 @@ t.test('registration refuses what is not https to a public address', async (t) =
     t.equal(res.data?.createWebhookEndpoint ?? null, null)
   }
   t.match((await create('https://localhost/hooks')).errors?.[0]?.message, /localhost.*loopback/)
+  // What the operator's setting would allow says so; what it would not, does not.
+  for (const url of ['https://127.0.0.1/hooks', 'https://localhost/hooks', 'http://example.com/hooks']) {
+    t.match(
+      (await create(url)).errors?.[0]?.message,
+      /the operator may allow http:\/\/ and private addresses with WEBHOOK_ALLOW_PRIVATE=1 \(for tests and private networks\)\.$/,
+      `${url}: the way out is named`
+    )
+  }
+  t.notMatch((await create('https://user:pass@example.com/hooks')).errors?.[0]?.message, /WEBHOOK_ALLOW_PRIVATE/)
   t.equal(errorCode(await create(PUBLIC_URL, ['import_process.created', 'account.deleted'])), 'invalid', 'unknown type')
   t.equal(errorCode(await create(PUBLIC_URL, [])), 'invalid', 'no type')
   t.same((await gql(app, LIST_ENDPOINTS, {}, tenant.token)).data?.webhookEndpoints, [], 'nothing stored')

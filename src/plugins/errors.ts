@@ -13,6 +13,7 @@ import {
   payloadTooLarge,
   problem
 } from '../errors.js'
+import { answeredWith } from '../logging.js'
 import type { ErrorBody } from '../../schemas/common.js'
 import { CODE } from '../../schemas/error-codes.js'
 
@@ -29,6 +30,7 @@ function send(reply: FastifyReply, status: number, body: ErrorBody, headers: Rec
 
 /** Sends an `AppError` as the contract's body; 5xx also carry the request id, 429 and 503 `Retry-After` (errorHeaders). */
 export function sendError(reply: FastifyReply, request: FastifyRequest, error: AppError): void {
+  answeredWith(reply, error.code)
   send(
     reply,
     error.statusCode,
@@ -131,7 +133,8 @@ export function clientError(this: FastifyInstance, err: NodeJS.ErrnoException, s
         : invalidRequest([problem(CODE.invalid, null, { detail: 'The request is not valid HTTP.' })])
   const status = error.statusCode
   const body: ErrorBody = { detail: error.message, code: error.code, errors: error.errors }
-  this.log.debug({ err }, 'client error')
+  // A client's malformed request: one line with the code answered, no stack (nothing failed here).
+  this.log.debug({ code: error.code, cause: err.code }, 'client error')
   if (socket.writable) {
     const text = JSON.stringify(body)
     socket.write(

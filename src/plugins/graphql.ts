@@ -9,6 +9,7 @@ import { JOB_STATES, type ImportJob, type JobState } from '../../schemas/import-
 import { errorCodeList } from '../../schemas/error-code-list.js'
 import { AppError, answer, fieldError, unexpected } from '../errors.js'
 import { formatDateTime, formatNullableDateTime } from '../format.js'
+import { answeredWith } from '../logging.js'
 import { tokenFromHeader, type Principal } from '../modules/auth/service.js'
 import { createImportJobsReader } from '../modules/import-jobs/service.js'
 import { createOperatorRepository } from '../modules/operator/repository.js'
@@ -18,6 +19,9 @@ import type { WebhookCaller } from '../modules/webhooks/service.js'
 import { bodyError, sendError, toAppError } from './errors.js'
 import { refuseMethod } from './methods.js'
 import { parseAfter, STEPS, type Step } from '../modules/failures/service.js'
+
+/** What mercurius' error formatter is given as its context: only a logger, which drops its line per error. */
+const QUIET_FORMATTING = { reply: { log: { info: () => {} } } } as unknown as MercuriusContext
 
 /** `historical_agreements` → `historicalAgreements`: GraphQL names of the REST keys. */
 const camelCase = (name: string) => name.replace(/_([a-z])/g, (_m, c: string) => c.toUpperCase())
@@ -481,8 +485,14 @@ export default fp(
       })
     })
 
-    /** mercurius' formatting, with unexpected errors logged and masked. */
+    /**
+     * mercurius' formatting, with unexpected errors logged (with their stack) and masked. Expected
+     * ones (a refusal, a document that is not valid) are not logged on their own: their codes go on
+     * the request's access line. mercurius' formatter would log each at `info` with its stack, so
+     * it is given a logger that drops them.
+     */
     function formatErrors(execution: Parameters<typeof mercurius.defaultErrorFormatter>[0], ctx: MercuriusContext) {
+      const codes = new Set<string>()
       const errors = execution.errors.map((error) => {
         const original = error.originalError as (Error & { statusCode?: unknown; errors?: unknown }) | undefined | null
         const expected =
@@ -491,16 +501,24 @@ export default fp(
           original instanceof mercurius.ErrorWithProps ||
           Array.isArray(original.errors) ||
           (typeof original.statusCode === 'number' && original.statusCode < 500)
-        if (expected) return error
+        if (expected) {
+          // A document's validation errors come as one error holding them all.
+          const inner: unknown = (original as { errors?: unknown } | null | undefined)?.errors
+          const each = Array.isArray(inner) ? (inner as GraphQLError[]) : [error]
+          for (const e of each) codes.add(typeof e.extensions?.code === 'string' ? e.extensions.code : CODE.invalid)
+          return error
+        }
         // Unexpected: logged in full, answered without internals.
         ctx.reply.log.error({ err: original }, 'graphql request failed')
         const masked = unexpected(original)
+        codes.add(masked.code)
         return new GraphQLError(masked.message, {
           path: error.path,
           extensions: { code: masked.code, request_id: ctx.reply.request.id }
         })
       })
-      return mercurius.defaultErrorFormatter({ ...execution, errors }, ctx)
+      if (codes.size > 0) answeredWith(ctx.reply, [...codes].join(','))
+      return mercurius.defaultErrorFormatter({ ...execution, errors }, QUIET_FORMATTING)
     }
   },
   {

@@ -6,6 +6,13 @@ import ipaddr from 'ipaddr.js'
  * accepted. Each function returns why a URL or address is refused, or undefined.
  */
 
+/**
+ * Said with each refusal the operator's setting would lift (`http://`, an address that is not
+ * public), so that whoever meets one in a test or on a private network knows the way out.
+ */
+export const ALLOW_PRIVATE_HINT =
+  'the operator may allow http:// and private addresses with WEBHOOK_ALLOW_PRIVATE=1 (for tests and private networks)'
+
 /** A URL's problem before its host is resolved. */
 export function webhookUrlProblem(text: string, allowPrivate: boolean): string | undefined {
   if (text.length > 2048) return 'The URL is longer than 2048 characters.'
@@ -16,7 +23,11 @@ export function webhookUrlProblem(text: string, allowPrivate: boolean): string |
     return 'The URL is not an absolute URL.'
   }
   if (url.protocol !== 'https:' && !(allowPrivate && url.protocol === 'http:')) {
-    return allowPrivate ? 'The URL must start with https:// or http://.' : 'The URL must start with https://.'
+    return allowPrivate
+      ? 'The URL must start with https:// or http://.'
+      : url.protocol === 'http:'
+        ? `The URL must start with https://; ${ALLOW_PRIVATE_HINT}.`
+        : 'The URL must start with https://.'
   }
   if (url.username !== '' || url.password !== '') return 'The URL must not hold a user name or password.'
   if (url.hash !== '') return 'The URL must not hold a fragment (#…).'
@@ -42,7 +53,9 @@ export function addressProblem(address: string, allowPrivate: boolean): string |
   // Mapped forms (::ffff:127.0.0.1) are judged as the IPv4 address they are.
   const parsed = ipaddr.process(address)
   const range = parsed.range()
-  return range === 'unicast' ? undefined : `${address} is not a public address (${rangeName(range)}).`
+  return range === 'unicast'
+    ? undefined
+    : `${address} is not a public address (${rangeName(range)}); ${ALLOW_PRIVATE_HINT}.`
 }
 
 const RANGE_NAMES: Record<string, string> = {

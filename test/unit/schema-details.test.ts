@@ -2,7 +2,7 @@ import t from 'tap'
 import { Type } from 'typebox'
 import { entriesFromAjv } from '../../src/errors.js'
 import { compileBody } from '../../src/validation.js'
-import { Choice, DateString, DateTimeString, Text, Trimmed } from '../../schemas/fields.js'
+import { Choice, DateString, DateTimeString, Money, Text, Trimmed } from '../../schemas/fields.js'
 
 /** The problems of `body` against a one-field schema, as `attr code: detail`. */
 function problems(field: object, value: unknown): string[] {
@@ -131,4 +131,23 @@ t.test('min_length is reported at the field that is too short, inside lists too'
       ['names.2', 'blank']
     ]
   )
+})
+
+t.test('a decimal takes a decimal string or a JSON number wherever it is declared', async (t) => {
+  const validate = compileBody(Type.Object({ f: Money() }, { additionalProperties: false }))
+  for (const value of ['0.10', 0.1, -42.5, 1234567890]) {
+    t.ok(validate({ f: value }), `${JSON.stringify(value)} is taken`)
+  }
+  t.same(problems(Money(), 0.1 + 0.2), [
+    'max_digits: Ensure that there are not too many digits (send large or precise numbers as decimal strings).'
+  ])
+  // A decimal whose type leaves the number (or the string) out would refuse it before its own
+  // check runs ("A string is required"): such a schema does not compile at all.
+  for (const type of ['string', 'number', ['string', 'null']]) {
+    t.throws(
+      () => compileBody(Type.Object({ f: Type.Unsafe({ type, decimal: { integer: 10, scale: 10 } }) })),
+      /a decimal schema must take a string and a number/,
+      `type ${JSON.stringify(type)} is refused`
+    )
+  }
 })

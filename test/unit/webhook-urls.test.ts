@@ -60,6 +60,43 @@ t.test('URLs', async (t) => {
   t.match(webhookUrlProblem('http://u:p@127.0.0.1/hook', true), /password/, 'credentials even with it')
 })
 
+t.test('a refusal the operator could lift says how: WEBHOOK_ALLOW_PRIVATE=1; the others do not', async (t) => {
+  t.equal(
+    webhookUrlProblem('https://127.0.0.1/hook', false),
+    '127.0.0.1 is not a public address (loopback); the operator may allow http:// and private addresses with ' +
+      'WEBHOOK_ALLOW_PRIVATE=1 (for tests and private networks).'
+  )
+  const urls = [
+    'http://example.com/hook',
+    'http://127.0.0.1:9000/hook',
+    'https://127.0.0.1/hook',
+    'https://[::1]:8443/hook',
+    'https://[::ffff:10.0.0.1]/hook',
+    'https://10.1.2.3/hook',
+    'https://169.254.169.254/latest/meta-data',
+    'https://100.64.0.1/hook',
+    'https://0.0.0.0/hook',
+    'ftp://example.com/hook',
+    'example.com/hook',
+    'https://user:secret@127.0.0.1/hook',
+    'https://example.com/hook#part',
+    `https://example.com/${'a'.repeat(2100)}`
+  ]
+  for (const url of urls) {
+    const problem = webhookUrlProblem(url, false)
+    t.ok(problem, `${url.slice(0, 50)} is refused`)
+    const lifted = webhookUrlProblem(url, true) === undefined
+    t.equal(
+      problem?.includes('WEBHOOK_ALLOW_PRIVATE=1'),
+      lifted,
+      `${url.slice(0, 50)}: ${lifted ? 'names' : 'does not name'} the setting`
+    )
+  }
+  for (const address of ['127.0.0.1', '::1', '10.0.0.1', 'fd00::1', '::ffff:127.0.0.1', '169.254.169.254']) {
+    t.match(addressProblem(address, false), /; the operator may allow .* WEBHOOK_ALLOW_PRIVATE=1/, address)
+  }
+})
+
 t.test('IP literals', async (t) => {
   t.equal(ipLiteral('[::1]'), '::1')
   t.equal(ipLiteral('10.0.0.1'), '10.0.0.1')

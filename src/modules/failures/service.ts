@@ -1,6 +1,7 @@
 import type { FastifyBaseLogger } from 'fastify'
+import { SUPPLIER_CODE } from '../../../schemas/common.js'
 import { CODE } from '../../../schemas/error-codes.js'
-import { isWellFormed } from '../../../schemas/text.js'
+import { isWellFormed, storableText } from '../../../schemas/text.js'
 import type { Db } from '../../db/index.js'
 import { onPrimary, type Reads } from '../../db/replica.js'
 import type { ErrorEntry } from '../../errors.js'
@@ -40,6 +41,14 @@ export function isExternalAccountNumber(value: unknown): value is string {
     Array.from(value).length <= 128 &&
     isWellFormed(value)
   )
+}
+
+/**
+ * A code a supplier can have. Any other (a NUL in it, lower case, too long) names no supplier, so
+ * there is no record to write or clear, and it never reaches a query (PostgreSQL refuses a NUL).
+ */
+export function isSupplierCode(value: unknown): value is string {
+  return typeof value === 'string' && SUPPLIER_CODE.test(value)
 }
 
 /** The failure list's `after`: an external account number, or `<external>:<step>`. */
@@ -91,7 +100,7 @@ export function createFailuresService(db: Db, options: { log: FastifyBaseLogger;
      */
     async settle(answer: Answer, log: FastifyBaseLogger = options.log): Promise<void> {
       const { supplierCode, externalAccountNumber: external } = answer
-      if (typeof supplierCode !== 'string' || !isExternalAccountNumber(external)) return
+      if (!isSupplierCode(supplierCode) || !isExternalAccountNumber(external)) return
       try {
         if (CLEARING_CODES.has(answer.code)) {
           await repo.clearStatement(
@@ -103,7 +112,10 @@ export function createFailuresService(db: Db, options: { log: FastifyBaseLogger;
         }
         if (answer.status !== 400 && answer.status !== 500) return
         if (answer.errors.some((e) => NOT_RECORDED_CODES.has(e.code))) return
-        const errors = answer.errors.slice(0, 100).map((e) => ({ code: e.code, attr: e.attr }))
+        // An attr names the keys sent, which may hold what text cannot (an unexpected key with a NUL).
+        const errors = answer.errors
+          .slice(0, 100)
+          .map((e) => ({ code: e.code, attr: e.attr === null ? null : storableText(e.attr) }))
         const supplierId = await repo.record({
           supplierCode,
           organisationId: answer.organisationId,
@@ -128,7 +140,7 @@ export function createFailuresService(db: Db, options: { log: FastifyBaseLogger;
       log: FastifyBaseLogger = options.log
     ): Promise<void> {
       const { supplierCode, externalAccountNumber: external } = answer
-      if (typeof supplierCode !== 'string' || !isExternalAccountNumber(external)) return
+      if (!isSupplierCode(supplierCode) || !isExternalAccountNumber(external)) return
       try {
         await repo.clearStatement(
           db,

@@ -1,4 +1,5 @@
 import { isUtf8 } from 'node:buffer'
+import { isWellFormed } from '../../../schemas/text.js'
 
 /** A line of an uploaded part, as it will be stored. */
 export interface UploadedLine {
@@ -21,19 +22,24 @@ export class PartError extends Error {
 const EXTERNAL = /"external_account_number"\s*:\s*("(?:[^"\\]|\\.)*")/
 
 /**
- * What an entry line names as its external account number (null: none as a string). Read from
- * the text, not by parsing the line: a key's quotes inside a string value are escaped, so only a
- * real key matches; the runner parses the line when it runs it.
+ * What an entry line names as its external account number (null: none as a string, or one that
+ * text cannot hold, such as `"\u0000"`: no account can have it, so the line fails alone when it
+ * runs). Read from the text, not by parsing the line: a key's quotes inside a string value are
+ * escaped, so only a real key matches; the runner parses the line when it runs it.
  */
 export function externalOf(text: string): string | null {
   const found = EXTERNAL.exec(text)
   if (!found) return null
   try {
-    const external = JSON.parse(found[1]!) as string
-    return external.length > 0 ? external : null
+    return usableExternal(JSON.parse(found[1]!))
   } catch {
     return null
   }
+}
+
+/** An external account number a line's record and result can hold: a non-empty well-formed string, else null. */
+export function usableExternal(value: unknown): string | null {
+  return typeof value === 'string' && value.length > 0 && isWellFormed(value) ? value : null
 }
 
 /** A NUL cannot be stored in text: it is kept as its JSON escape (a line holding one is no valid entry either way). */

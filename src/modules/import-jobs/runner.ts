@@ -3,11 +3,13 @@ import { hostname } from 'node:os'
 import type { FastifyBaseLogger } from 'fastify'
 import { CODE } from '../../../schemas/error-codes.js'
 import type { BatchResult } from '../../../schemas/batches.js'
+import { storableText } from '../../../schemas/text.js'
 import { AppError } from '../../errors.js'
 import { shapeProblem } from '../../json-shape.js'
 import type { Db } from '../../db/index.js'
 import type { OrganisationPrincipal } from '../auth/service.js'
 import type { createBatchesService } from '../batches/service.js'
+import { usableExternal } from './lines.js'
 import { createImportJobsRepository, type ClaimedJob, type ResultRow } from './repository.js'
 
 type BatchesService = ReturnType<typeof createBatchesService>
@@ -75,16 +77,21 @@ export function readLine(text: string): { kind: 'empty' } | { kind: 'unreadable'
   }
 }
 
+/**
+ * A line's stored result from the batch engine's: what the entry sent that text cannot hold (a
+ * U+0000, a lone surrogate) is not stored as sent: an external account number holding one is
+ * null, an attr naming a key holding one shows U+FFFD in its place.
+ */
 function resultOf(line: number, result: BatchResult): ResultRow {
   return {
     line,
-    external_account_number: result.external_account_number,
+    external_account_number: usableExternal(result.external_account_number),
     outcome: result.outcome,
     service_account_number: result.service_account_number,
     step: result.step,
     status: result.status,
     code: result.code,
-    errors: result.errors?.map(({ code, attr }) => ({ code, attr })) ?? null
+    errors: result.errors?.map(({ code, attr }) => ({ code, attr: attr === null ? null : storableText(attr) })) ?? null
   }
 }
 

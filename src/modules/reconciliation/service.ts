@@ -11,7 +11,7 @@ import {
 import type { AccountCount } from '../../accounts/repository.js'
 import type { Db } from '../../db/index.js'
 import { onPrimary, type Reads } from '../../db/replica.js'
-import { Big, formatDecimal } from '../../decimal.js'
+import { formatDecimal, toBig } from '../../decimal.js'
 import { notFound } from '../../errors.js'
 import { createReconciliationRepository } from './repository.js'
 
@@ -70,12 +70,13 @@ export function createReconciliationService(db: Db, reads: Reads = onPrimary(db)
           for (const ledger of entry.ledgers ?? []) {
             if (ledger.balance === undefined) continue
             const actual = account.balances[ledger.ledger_code]
-            if (actual === undefined || !new Big(ledger.balance).eq(new Big(actual))) {
+            // Exact: a JSON number's value is its shortest text (validated to 15 significant digits), never a float.
+            if (actual === undefined || !toBig(ledger.balance).eq(toBig(actual))) {
               found.push({
                 external_account_number: external,
                 problem: 'balance_differs',
                 field: `ledgers.${ledger.ledger_code}.balance`,
-                expected: ledger.balance,
+                expected: formatDecimal(ledger.balance),
                 actual: actual === undefined ? null : formatDecimal(actual)
               })
             }
