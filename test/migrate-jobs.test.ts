@@ -22,8 +22,9 @@ import { projectRoot } from '../src/paths.js'
 
 /**
  * Import jobs from the migration client, as a person runs it: submit a generated file and follow
- * it to the end, download its results and failed lines, resume an upload that stopped part-way
- * (only the missing parts are sent again), and Ctrl-C while following (the job goes on); submit
+ * it to the end, download its results and failed lines, read the results with report (each
+ * outcome counted as what it is), resume an upload that stopped part-way (only the missing parts
+ * are sent again), and Ctrl-C while following (the job goes on); submit
  * waiting while the organisation has its most jobs going; cancel; the list of jobs; files a job
  * cannot take (a bare account, two suppliers), refused before anything is made.
  */
@@ -224,6 +225,103 @@ t.test('submit --follow runs a generated file to the end; results and failed lin
   t.match(erased.stderr, new RegExp(`^error: the input of job ${id} was erased under the service's retention rules`))
   t.match(erased.stderr, new RegExp(`npm run migrate -- results ${id} --failed`))
   t.notOk(existsSync(join(dir, `job-${id}.failed-lines.ndjson`)), 'no file')
+})
+
+/** Waits (at most a minute) until the job has ended; its object. */
+async function ended(server: Server, id: string): Promise<Job> {
+  const deadline = Date.now() + 60_000
+  for (;;) {
+    const job = (await get(server, `import-jobs/${id}/`)).json() as Job
+    if (job.state === 'COMPLETED' || job.state === 'CANCELLED' || Date.now() > deadline) return job
+    await new Promise((resolve) => setTimeout(resolve, 50))
+  }
+}
+
+t.test('report reads a job’s results: each outcome counted as what it is, only failed lines as failures', async (t) => {
+  // This server runs no jobs until the runner below starts: the first job is cancelled before it begins.
+  const server = await migrationServer(t, { env: { IMPORT_JOB_WORKERS: '0' } })
+  const dir = tempDir(t)
+  const env = { AMIS_API_KEY: server.tenant.apiKey, INIT_CWD: dir }
+  const never = await submitted(server, [entry('NP-1'), entry('NP-2')])
+  t.equal((await cancelled(server, never.id)).statusCode, 200)
+  const runner = await buildTestApp(t, { database: server.database })
+  await runner.app.ready()
+  const first = await submitted(server, [entry('JR-1')])
+  t.equal((await ended(server, first.id)).state, 'COMPLETED')
+  // Line 1 was imported by the first job, line 3 is blank, line 4 is not JSON, line 5 has a bad postcode.
+  const badPostcode = { billing_address: { ...exampleAccount().billing_address, postal_code: 'nope' } }
+  const input = [entry('JR-1'), entry('JR-2'), '', 'not JSON', entry('JR-3', badPostcode)]
+  writeFileSync(join(dir, 'second.ndjson'), input.map((line) => line + '\n').join(''))
+  const second = await submitted(server, input)
+  t.match(await ended(server, second.id), {
+    state: 'COMPLETED',
+    lines: { total: 5, created: 1, already_imported: 1, failed: 2, skipped_blank: 1 }
+  })
+  const id = second.id
+  t.equal((await runClient(['results', id, '--url', server.url], env)).code, 0)
+  t.same(
+    readLinesOf(join(dir, `job-${id}.results.ndjson`)).map((l) => JSON.parse(l).outcome),
+    ['already_imported', 'created', 'skipped_blank', 'failed', 'failed']
+  )
+
+  const report = await runClient(['report', `job-${id}.results.ndjson`], env)
+  t.equal(report.code, 0, report.stderr)
+  t.match(
+    report.stdout,
+    new RegExp(
+      `^Job results job-${id}\\.results\\.ndjson\\n {2}lines: +5 \\(1 blank\\)\\n {2}created: +1\\n {2}already imported: +1\\n {2}failed: +2 \\(stage 2\\)\\n`
+    ),
+    'already imported and blank lines are not failures'
+  )
+  t.match(report.stdout, /\n {2}step +code +lines {2}meaning\n/)
+  t.match(report.stdout, /\n {2}stage +invalid_postcode +1 {2}\S/)
+  t.match(
+    report.stdout,
+    /\nFailing lines by error code \(line numbers of the job's input; --code <code> lists every line of one code\):\n(?: {2}\S+ +[45]\n){2}/
+  )
+  t.match(
+    report.stdout,
+    new RegExp(`\\nThe failed input lines, to fix and submit as a new job: npm run migrate -- failed-lines ${id}\\n$`)
+  )
+  t.notMatch(report.stdout, /retry-failed|already completed|not processed/)
+
+  // The failed lines of the file that was submitted, by the results' line numbers.
+  const out = await runClient(
+    ['report', `job-${id}.results.ndjson`, '--input', 'second.ndjson', '--failed-lines', 'fix.ndjson'],
+    env
+  )
+  t.equal(out.code, 0, out.stderr)
+  t.equal(readFileSync(join(dir, 'fix.ndjson'), 'utf8'), [input[3], input[4]].join('\n') + '\n')
+
+  // Only the failed results, and a cancelled job's lines never begun.
+  t.equal((await runClient(['results', id, '--url', server.url, '--failed'], env)).code, 0)
+  const failedOnly = await runClient(['report', `job-${id}.failed-results.ndjson`], env)
+  t.equal(failedOnly.code, 0, failedOnly.stderr)
+  t.match(failedOnly.stdout, /^Job results \S+\n {2}lines: +2\n {2}created: +0\n {2}failed: +2 \(stage 2\)\n/)
+  t.equal((await runClient(['results', never.id, '--url', server.url], env)).code, 0)
+  const notProcessed = await runClient(['report', `job-${never.id}.results.ndjson`], env)
+  t.equal(notProcessed.code, 0, notProcessed.stderr)
+  t.equal(
+    notProcessed.stdout,
+    `Job results job-${never.id}.results.ndjson\n  lines:         2\n  created:       0\n  failed:        0\n  not processed: 2 (the job was cancelled before them)\n`
+  )
+
+  // An outcome neither kind of file has, and a file mixing a run's report with a job's results.
+  writeFileSync(join(dir, 'odd.ndjson'), '{"line":1,"external_account_number":"X","outcome":"exploded"}\n')
+  const odd = await runClient(['report', 'odd.ndjson'], env)
+  t.equal(odd.code, 2)
+  t.match(odd.stderr, /^error: line 1 of odd\.ndjson has the outcome "exploded", which neither a migration report/)
+  writeFileSync(
+    join(dir, 'mixed.ndjson'),
+    readFileSync(join(dir, `job-${id}.results.ndjson`), 'utf8') +
+      '{"line":6,"external_account_number":"JR-4","outcome":"already_completed","service_account_number":"A-1"}\n'
+  )
+  const mixed = await runClient(['report', 'mixed.ndjson'], env)
+  t.equal(mixed.code, 2)
+  t.match(
+    mixed.stderr,
+    /^error: mixed\.ndjson mixes the lines of a migration report \(line 6\) and of a job's results \(line 1\)\n$/
+  )
 })
 
 t.test('an upload that stopped part-way, run again, sends only the parts the service does not hold', async (t) => {

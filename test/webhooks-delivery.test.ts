@@ -1,14 +1,15 @@
 import t from 'tap'
 import { exampleAccount, importSetup } from './helpers/accounts.js'
-import { gql, operatorToken } from './helpers/graphql.js'
+import { gql, operatorToken, type GraphQLResult } from './helpers/graphql.js'
 import { webhookReceiver, type Behaviour } from './helpers/webhook-receiver.js'
-import { REDELIVER, createEndpoint, deliveriesOf, deliveriesWhen, type Delivery } from './helpers/webhooks.js'
+import { REDELIVER, createEndpoint, deliveriesOf, deliveriesWhen, sleep, type Delivery } from './helpers/webhooks.js'
 
 /**
  * Delivery faults: an endpoint that answers 500, one that never answers within the time limit,
  * one that redirects (not followed) and one that resets the connection are each tried on the
  * schedule, with the same webhook-id every time, then FAILED with every attempt recorded;
- * redeliverWebhook makes one more attempt. /metrics counts attempts and shows the queue.
+ * redeliverWebhook makes one more attempt, also when asked for while an attempt is in flight or
+ * not yet recorded. /metrics counts attempts and shows the queue.
  */
 
 const DELAYS = [0.2, 0.2, 0.2]
@@ -172,3 +173,70 @@ t.test('/metrics shows the queue: pending deliveries and the oldest one’s age'
     ]
   )
 })
+
+/**
+ * A redelivery asked for at any moment of an attempt is sent: the worker records attempts a few
+ * milliseconds after the receiver answered, and a redelivery accepted in between (or while the
+ * receiver has not answered yet) must not be marked DELIVERED by that recording.
+ */
+const REDELIVERIES = 20
+for (const when of ['right after the receiver answered', 'while the attempt is in flight'] as const) {
+  t.test(`a redelivery asked for ${when} is sent, each of ${REDELIVERIES} times`, async (t) => {
+    const { app, tenant, client } = await importSetup(t, { env: ENV })
+    // The delivery redelivered, once its first attempt is recorded.
+    const delivery: { id?: string } = {}
+    const answers: Array<Promise<GraphQLResult>> = []
+    const redeliver = () => {
+      const asked = gql(app, REDELIVER, { id: delivery.id }, tenant.token)
+      answers.push(asked)
+      return asked
+    }
+    // Request 1 is the first attempt; request 2 the redelivery asked once it was recorded; each of
+    // requests 2 to REDELIVERIES + 1 asks for one more, as it is answered or while it waits.
+    const asks = (n: number) => delivery.id !== undefined && n >= 2 && n <= REDELIVERIES + 1
+    const receiver =
+      when === 'while the attempt is in flight'
+        ? await webhookReceiver(t, (n) => (asks(n) ? redeliver().then(() => 200) : 200))
+        : await webhookReceiver(
+            t,
+            () => 200,
+            (n) => {
+              if (asks(n)) void redeliver()
+            }
+          )
+    const endpoint = await createEndpoint(
+      app,
+      { organisation: 'Acme', url: receiver.url, events: ['import_process.created'] },
+      tenant.token
+    )
+    t.equal((await client.stage(exampleAccount())).statusCode, 201)
+    t.equal((await client.create('EXT-000123')).statusCode, 201)
+    const [first] = await deliveriesWhen(app, endpoint.id, (d) => d.length === 1 && d[0]!.state === 'DELIVERED')
+    delivery.id = first!.id
+    await redeliver()
+
+    const expected = REDELIVERIES + 2
+    await receiver.waitFor(expected, 30_000).catch((err: Error) => t.fail(err.message))
+    const [after] = await deliveriesWhen(
+      app,
+      endpoint.id,
+      (d) => d[0]!.state === 'DELIVERED' && d[0]!.attempts >= expected,
+      10_000
+    ).catch((err: Error) => {
+      t.fail(err.message)
+      return []
+    })
+    // Each redelivery makes one attempt, no more: give a duplicate time to show.
+    await sleep(700)
+    t.equal(receiver.received.length, expected, `${REDELIVERIES + 1} redeliveries, each sent once`)
+    const states = (await Promise.all(answers)).map((a) => a.errors ?? a.data?.redeliverWebhook?.state)
+    t.same(states, Array(REDELIVERIES + 1).fill('PENDING'), 'every redelivery was accepted as PENDING')
+    t.equal(after?.attempts, expected, 'one attempt each')
+    t.same(
+      after?.attemptLog.map((a) => a.status),
+      Array(expected).fill(200)
+    )
+    t.same(new Set(receiver.received.map((r) => r.headers['webhook-id'])), new Set([first!.eventId]))
+    receiver.verified(endpoint.secret)
+  })
+}

@@ -7,7 +7,7 @@ import { openPglite } from '../src/db/index.js'
 import { exampleAccount, TEAM } from './helpers/accounts.js'
 import { TEST_OPERATOR_KEY, TEST_TOKEN_SECRET } from './helpers/app.js'
 import { freshDatabase, rowsOf, testDatabaseUrl } from './helpers/database.js'
-import { asOperator, createTenant, gql, operatorToken } from './helpers/graphql.js'
+import { asOperator, createTenant, gql, operatorToken, type GraphQLResult } from './helpers/graphql.js'
 import { remote, startServer, startServers, type Running } from './helpers/server.js'
 import { tempDir } from './helpers/temp-dir.js'
 import { webhookReceiver } from './helpers/webhook-receiver.js'
@@ -15,7 +15,8 @@ import { webhookReceiver } from './helpers/webhook-receiver.js'
 /**
  * Webhooks with real server processes: a server SIGKILLed right after a create answered, restarted
  * on the same database (PostgreSQL, and a PGlite DATA_DIR), delivers the created event; two server
- * processes delivering one endpoint's events on PostgreSQL send each (webhook-id, attempt) once.
+ * processes delivering one endpoint's events on PostgreSQL send each (webhook-id, attempt) once,
+ * and every redelivery either process accepts during or right after an attempt.
  */
 
 const SUPPLIER = 'ACME_ENERGY'
@@ -316,6 +317,90 @@ async function twoServers(t: Test, firstAnswer: 200 | 500) {
   )
 }
 
+/**
+ * Two server processes delivering one endpoint on PostgreSQL; each request of a delivery asks the
+ * other process for a redelivery, in turn while the attempt waits for its answer and right after
+ * the answer (before the attempt is recorded): every redelivery arrives, once.
+ */
+async function redeliveredAcrossProcesses(t: Test) {
+  const rounds = 16
+  const fresh = await freshDatabase()
+  await fresh.database.close()
+  t.teardown(fresh.drop)
+  const servers = await startServers(t, fresh.url!, 2, serverEnv())
+  // The delivery redelivered, once its first attempt is recorded.
+  const delivery: { id?: string } = {}
+  const answers: Array<Promise<GraphQLResult>> = []
+  const redeliver = (n: number) => {
+    const asked = gql(
+      remote(servers[n % 2]!.url),
+      'mutation($id: ID!) { redeliverWebhook(input: {deliveryId: $id}) { state } }',
+      { id: delivery.id },
+      tenant.token
+    )
+    answers.push(asked)
+    return asked
+  }
+  // Request 1 is the first attempt, request 2 the redelivery asked once it was recorded; each of
+  // requests 2 to rounds + 1 asks for one more: the even ones before answering, the odd ones after.
+  const asks = (n: number) => delivery.id !== undefined && n >= 2 && n <= rounds + 1
+  const receiver = await webhookReceiver(
+    t,
+    (n) => (asks(n) && n % 2 === 0 ? redeliver(n).then(() => 200) : 200),
+    (n) => {
+      if (asks(n) && n % 2 === 1) void redeliver(n)
+    }
+  )
+  const { tenant, endpoint } = await setUp(servers[0]!.url, receiver.url, ['import_process.created'])
+  const external = 'WH-REDELIVER-1'
+  const staged = await post(
+    servers[1]!.url,
+    tenant.token,
+    'account-import-process/create-or-update/',
+    exampleAccount({ external_account_number: external })
+  )
+  t.equal(staged.status, 201, staged.text.slice(0, 200))
+  const created = await post(servers[1]!.url, tenant.token, 'account-import-process/process/', {
+    external_account_number: external,
+    import_supplier_code: SUPPLIER,
+    operations_team_name: TEAM
+  })
+  t.equal(created.status, 201, created.text.slice(0, 200))
+  const deliveries = (state: string) => async () => {
+    const res = await gql(
+      remote(servers[0]!.url),
+      'query($e: ID!) { webhookDeliveries(endpointId: $e) { id state attempts } }',
+      { e: endpoint.id },
+      tenant.token
+    )
+    const [delivery] = (res.data?.webhookDeliveries ?? []) as Array<{ id: string; state: string; attempts: number }>
+    return delivery?.state === state ? delivery : undefined
+  }
+  delivery.id = (await waitFor(t, 'the first attempt recorded', deliveries('DELIVERED'))).id
+  await redeliver(1)
+
+  const expected = rounds + 2
+  await receiver.waitFor(expected, 60_000).catch((err: Error) => t.fail(err.message))
+  const last = await waitFor(t, 'the last redelivery recorded', async () => {
+    const delivery = await deliveries('DELIVERED')()
+    return delivery !== undefined && delivery.attempts >= expected ? delivery : undefined
+  })
+  await sleep(1000)
+  t.equal(receiver.received.length, expected, `${rounds + 1} redeliveries, each sent once`)
+  t.equal(last.attempts, expected)
+  t.same(
+    (await Promise.all(answers)).map((a) => a.errors ?? a.data?.redeliverWebhook?.state),
+    Array(rounds + 1).fill('PENDING'),
+    'every redelivery was accepted'
+  )
+  const made = await Promise.all(servers.map(attemptsOf))
+  t.equal(
+    made.reduce((a, b) => a + b, 0),
+    expected,
+    `the processes made ${made.join(' + ')} attempts`
+  )
+}
+
 if (!testDatabaseUrl) {
   t.skip(
     'two server processes delivering one endpoint need the PostgreSQL server (set TEST_DATABASE_URL): a PGlite DATA_DIR is owned by one process',
@@ -327,5 +412,8 @@ if (!testDatabaseUrl) {
   )
   t.test('PostgreSQL, two server processes, the first request of each id 500: each arrives exactly twice', (t) =>
     twoServers(t, 500)
+  )
+  t.test('PostgreSQL, two server processes: a redelivery asked for during or right after an attempt arrives', (t) =>
+    redeliveredAcrossProcesses(t)
   )
 }

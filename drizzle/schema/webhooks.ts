@@ -71,6 +71,12 @@ export const webhookDeliveries = pgTable(
     nextAttemptAt: timestamp('next_attempt_at', { withTimezone: true })
       .notNull()
       .default(sql`now()`),
+    /**
+     * Redeliveries asked for so far. An attempt carries the count it was claimed with; its
+     * recording ends the delivery (or schedules its retry) only if no redelivery was asked for
+     * since, so a redelivery asked for while an attempt is in flight or not yet recorded is sent.
+     */
+    redeliveries: integer('redeliveries').notNull().default(0),
     lastStatus: smallint('last_status'),
     lastError: text('last_error'),
     createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),

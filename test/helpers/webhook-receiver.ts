@@ -27,16 +27,21 @@ export interface Received {
   at: number
 }
 
-/** What the receiver does with a request: answer a status, or hold it (never answer), or reset it. */
-export type Behaviour = number | 'hang' | 'reset' | { redirect: string }
+/**
+ * What the receiver does with a request: answer a status (at once, or once a promise gives it), or
+ * hold it (never answer), or reset it.
+ */
+export type Behaviour = number | Promise<number> | 'hang' | 'reset' | { redirect: string }
 
 /**
  * A real webhook receiver on loopback: records every request (headers and raw body) and answers
- * as `behaviour` says for the request's number (from 1). Closed at teardown.
+ * as `behaviour` says for the request's number (from 1); `answered(n)` is called right after the
+ * answer to request n is sent. Closed at teardown.
  */
 export async function webhookReceiver(
   t: { teardown(fn: () => unknown): void },
-  behaviour: (n: number) => Behaviour = () => 200
+  behaviour: (n: number) => Behaviour = () => 200,
+  answered?: (n: number) => void
 ) {
   const received: Received[] = []
   const held = new Set<ServerResponse>()
@@ -45,11 +50,22 @@ export async function webhookReceiver(
     request.on('data', (c: Buffer) => chunks.push(c))
     request.on('end', () => {
       received.push({ headers: request.headers, body: Buffer.concat(chunks).toString('utf8'), at: Date.now() })
-      const what = behaviour(received.length)
+      const n = received.length
+      const what = behaviour(n)
+      const answer = (status: number) => {
+        response.writeHead(status, { 'content-type': 'text/plain' }).end('ok')
+        answered?.(n)
+      }
       if (what === 'hang') held.add(response)
       else if (what === 'reset') request.socket.destroy()
-      else if (typeof what === 'object') response.writeHead(302, { location: what.redirect }).end()
-      else response.writeHead(what, { 'content-type': 'text/plain' }).end('ok')
+      else if (what instanceof Promise) {
+        held.add(response)
+        void what.then((status) => {
+          held.delete(response)
+          answer(status)
+        })
+      } else if (typeof what === 'object') response.writeHead(302, { location: what.redirect }).end()
+      else answer(what)
     })
   })
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))

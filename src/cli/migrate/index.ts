@@ -175,7 +175,8 @@ Options:
   -h, --help               Show this help.
 
 report <report.ndjson> prints a report's counts, every failure by step and error code with what each
-code means, and the failing line numbers of each code (the first 10):
+code means, and the failing line numbers of each code (the first 10). It reads a job's results file
+(from results <id>) too, counting its lines by the job's outcomes:
   --code <code>            List every line that failed with this code (and nothing else).
   --failed-lines <out>     Write the input lines that failed (with --code: with that code), as they are,
                            to a new file <out>, to fix them there and migrate that file with --resume.

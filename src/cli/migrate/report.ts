@@ -3,7 +3,9 @@ import type { RetryCounts } from './service-client.js'
 
 /** What a migration run reports: one line per account, and the summary. */
 
-export type Outcome = 'created' | 'already_completed' | 'would_create' | 'valid' | 'failed'
+/** A report line's outcomes (a job's results file has outcomes of its own: LINE_OUTCOMES). */
+export const OUTCOMES = ['created', 'already_completed', 'would_create', 'valid', 'failed'] as const
+export type Outcome = (typeof OUTCOMES)[number]
 export type Step = 'read' | 'status' | 'validate' | 'stage' | 'create' | 'dry_run' | Section
 
 /** One line of the report. */
@@ -75,7 +77,7 @@ export function tally(summary: Summary, entry: ReportEntry): void {
   else if (entry.outcome === 'already_completed') summary.alreadyCompleted++
   else if (entry.outcome === 'would_create') summary.wouldCreate++
   else if (entry.outcome === 'valid') summary.valid++
-  else {
+  else if (entry.outcome === 'failed') {
     summary.failed++
     const step = entry.step ?? 'read'
     summary.failedByStep[step] = (summary.failedByStep[step] ?? 0) + 1

@@ -37,6 +37,8 @@ export interface ClaimedDelivery {
   secret: string
   /** This attempt's number, from 1. */
   attempt: number
+  /** The delivery's redeliveries asked for when this attempt was claimed. */
+  redeliveries: number
   eventId: number
   type: WebhookEventType
   data: unknown
@@ -173,11 +175,19 @@ export function createWebhooksRepository(db: Db) {
       return row
     },
 
-    /** Makes a delivery due again at once (a DELIVERED or FAILED one included), its attempts kept. */
+    /**
+     * Makes a delivery due again at once (a DELIVERED or FAILED one included), its attempts kept,
+     * and counts the request: an attempt claimed before it does not end the delivery
+     * (`recordAttempts`), so one claimed after it is made, even when an attempt is in flight.
+     */
     async redeliver(deliveryId: number): Promise<void> {
       await db
         .update(webhookDeliveries)
-        .set({ state: 'PENDING', nextAttemptAt: sql`now()` })
+        .set({
+          state: 'PENDING',
+          nextAttemptAt: sql`now()`,
+          redeliveries: sql`${webhookDeliveries.redeliveries} + 1`
+        })
         .where(eq(webhookDeliveries.id, deliveryId))
     },
 
@@ -220,7 +230,7 @@ export function createWebhooksRepository(db: Db) {
         set attempts = d.attempts + 1, next_attempt_at = now() + make_interval(secs => ${options.leaseSeconds})
         from picked, webhook_endpoints w, webhook_events e
         where d.id = picked.id and w.id = d.endpoint_id and e.id = d.event_id
-        returning d.id, d.endpoint_id as "endpointId", w.url, w.secret, d.attempts as attempt,
+        returning d.id, d.endpoint_id as "endpointId", w.url, w.secret, d.attempts as attempt, d.redeliveries,
           e.id as "eventId", e.type, e.data, e.occurred_at as "occurredAt"`)
       return rowsOf<ClaimedDelivery & { occurredAt: Date | string; id: number | string; eventId: number | string }>(
         result
@@ -228,14 +238,19 @@ export function createWebhooksRepository(db: Db) {
     },
 
     /**
-     * Records attempts and their deliveries' new states, in one statement. A delivery another
-     * process has claimed again since (this claim's lease ran out) keeps its state.
+     * Records attempts and their deliveries' new states, in one statement. A delivery claimed
+     * again since (this claim's lease ran out, or a redelivery made it due) keeps its state. So
+     * does one redelivered since this attempt was claimed, whatever the attempt's outcome: it
+     * stays due at once (the redelivery's request), and the attempt claimed next carries the
+     * count that lets it end the delivery. Its last status and error become this attempt's unless
+     * it was claimed again.
      */
     async recordAttempts(attempts: Array<{ delivery: ClaimedDelivery; result: AttemptResult }>): Promise<void> {
       if (attempts.length === 0) return
       const rows = attempts.map(({ delivery, result }) => ({
         id: delivery.id,
         attempt: delivery.attempt,
+        redeliveries: delivery.redeliveries,
         status: result.status,
         error: result.error,
         duration_ms: result.durationMs,
@@ -245,19 +260,22 @@ export function createWebhooksRepository(db: Db) {
       await db.execute(sql`
         with r as (
           select * from jsonb_to_recordset(${JSON.stringify(rows)}::jsonb)
-            as r(id bigint, attempt int, status smallint, error text, duration_ms int, outcome text, retry_in float8)
+            as r(id bigint, attempt int, redeliveries int, status smallint, error text, duration_ms int,
+              outcome text, retry_in float8)
         ), logged as (
           insert into webhook_attempts (delivery_id, attempt, status, error, duration_ms)
           select id, attempt, status, error, duration_ms from r
         )
         update webhook_deliveries d set
-          state = case r.outcome when 'delivered' then 'DELIVERED'::webhook_delivery_state
-            when 'failed' then 'FAILED'::webhook_delivery_state else d.state end,
-          delivered_at = case when r.outcome = 'delivered' then now() else d.delivered_at end,
+          state = case when d.redeliveries <> r.redeliveries then d.state
+            when r.outcome = 'delivered' then 'DELIVERED'::webhook_delivery_state
+            when r.outcome = 'failed' then 'FAILED'::webhook_delivery_state else d.state end,
+          delivered_at = case when r.outcome = 'delivered' and d.redeliveries = r.redeliveries then now()
+            else d.delivered_at end,
           last_status = r.status,
           last_error = r.error,
-          next_attempt_at = case when r.outcome = 'retrying' then now() + make_interval(secs => r.retry_in)
-            else d.next_attempt_at end
+          next_attempt_at = case when r.outcome = 'retrying' and d.redeliveries = r.redeliveries
+            then now() + make_interval(secs => r.retry_in) else d.next_attempt_at end
         from r where d.id = r.id and d.attempts = r.attempt`)
     },
 

@@ -112,7 +112,7 @@ export function createWebhookWorker(db: Db, log: FastifyBaseLogger, options: Web
     inFlight.set(delivery.endpointId, (inFlight.get(delivery.endpointId) ?? 0) + 1)
     let released = false
     // The slot is free once the receiver has answered: the claim's lease keeps the delivery from
-    // being claimed again until its attempt is recorded.
+    // being claimed again until its attempt is recorded (unless a redelivery makes it due).
     const release = () => {
       if (released) return
       released = true
