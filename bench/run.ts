@@ -32,6 +32,7 @@ import { WEBHOOK_EVENT_TYPES } from '../schemas/webhooks.js'
  * client's batches, the import job of the same file and the large upload; `--only webhooks` (PostgreSQL
  * only) BENCH_WEBHOOKS (2000) accounts migrated by the client three times: without a webhook
  * endpoint, with one that never answers, and with a healthy local receiver, drained;
+ * `--only single` the single-account rows (validate to notes) alone, on both databases;
  * `--only pglite-responsive` (PGlite only, bench/responsive.ts) BENCH_RESPONSIVE (3000) accounts
  * migrated by the client while a prober measures /healthz, obtainToken and a status read.
  */
@@ -45,6 +46,8 @@ const E2E = Number(process.env.BENCH_E2E ?? 20_000)
 const E2E_SINGLE = Number(process.env.BENCH_E2E_SINGLE ?? 2_000)
 const WEBHOOK_ACCOUNTS = Number(process.env.BENCH_WEBHOOKS ?? 2_000)
 const WARMUP_SECONDS = 3
+/** The server is left alone this long after it started before its idle RSS is read. */
+const IDLE_SECONDS = 15
 const LIST_ROWS = 100_000
 const FAILING_ACCOUNTS = 100_000
 const BATCH_ACCOUNTS = 100
@@ -69,6 +72,10 @@ interface Measured {
   p99: number
   errors: number
   non2xx: number
+  /** Answers by HTTP status over every run of the row (the load generator's counts). */
+  statuses?: Record<string, number>
+  /** Non-2xx answers by status and error code (`404 not_found/account_not_found`), over every run. */
+  refusals?: Record<string, number>
   peakRssMb: number
   /** CPU per request, ms: in the measured server process and in PostgreSQL. */
   serverMs?: number
@@ -86,8 +93,36 @@ interface Row extends Measured {
   webhookIdsApart?: number
 }
 
+/** `404 not_found/account_not_found`: a refusal's status and its codes, read from its body. */
+function refusalOf(status: number, body: string): string {
+  try {
+    const answer = JSON.parse(body) as { code?: string; errors?: Array<{ code?: string }> }
+    const entry = answer.errors?.[0]?.code
+    return `${status} ${answer.code ?? '?'}${entry ? `/${entry}` : ''}`
+  } catch {
+    return `${status} (not JSON)`
+  }
+}
+
+const addTo = (into: Record<string, number>, key: string, n: number) => {
+  into[key] = (into[key] ?? 0) + n
+}
+
 async function load(url: string, pid: number, options: Partial<autocannon.Options>, per = 1): Promise<Measured> {
   const runs: Measured[] = []
+  const statuses: Record<string, number> = {}
+  const refusals: Record<string, number> = {}
+  // Every answer that is not 2xx is read for its code, so that a refusal is never silent.
+  const onResponse = (status: number, body: string) => {
+    if (status < 200 || status > 299) addTo(refusals, refusalOf(status, body), 1)
+  }
+  const requests = (options.requests ?? [{}]).map((r: any) => ({
+    ...r,
+    onResponse: (status: number, body: string, context: Record<string, unknown>, headers: unknown) => {
+      onResponse(status, body)
+      r.onResponse?.(status, body, context, headers)
+    }
+  }))
   for (let i = 0; i < RUNS; i++) {
     let peak = rssMb(pid)
     const sampler = setInterval(() => {
@@ -103,6 +138,7 @@ async function load(url: string, pid: number, options: Partial<autocannon.Option
       connections: CONNECTIONS,
       duration: SECONDS,
       ...options,
+      requests,
       warmup
     } as autocannon.Options)
     // CPU is counted from the end of the warm-up (or the start) to the end of the run.
@@ -114,7 +150,8 @@ async function load(url: string, pid: number, options: Partial<autocannon.Option
     const result = await instance
     const used = cpu?.stop()
     clearInterval(sampler)
-    const requests = result.requests.total || 1
+    const total = result.requests.total || 1
+    for (const [status, { count }] of Object.entries(result.statusCodeStats ?? {})) addTo(statuses, status, count ?? 0)
     runs.push({
       rps: result.requests.average,
       p50: result.latency.p50,
@@ -122,11 +159,11 @@ async function load(url: string, pid: number, options: Partial<autocannon.Option
       errors: result.errors + result.timeouts,
       non2xx: result.non2xx,
       peakRssMb: Math.round(peak),
-      ...(used ? { serverMs: used.serverMs / (requests * per), postgresMs: used.postgresMs / (requests * per) } : {})
+      ...(used ? { serverMs: used.serverMs / (total * per), postgresMs: used.postgresMs / (total * per) } : {})
     })
   }
   runs.sort((a, b) => a.rps - b.rps)
-  return runs[Math.floor(runs.length / 2)]!
+  return { ...runs[Math.floor(runs.length / 2)]!, statuses, refusals }
 }
 
 async function json(url: string, body: unknown, token?: string, path = '/graphql'): Promise<any> {
@@ -631,11 +668,23 @@ async function ours(
     rows.push({ scenario, database, ...m, ...extra })
     const cpu = m.serverMs !== undefined ? ` cpu ${m.serverMs.toFixed(2)}+${m.postgresMs!.toFixed(2)} ms` : ''
     console.log(
-      `${database} ${scenario}: ${Math.round(m.rps)} req/s p50 ${m.p50} ms p99 ${m.p99} ms rss ${m.peakRssMb} MB${cpu}${extra.perSecond !== undefined ? ` (${extra.perSecond} ${extra.unit})` : ''} (non-2xx ${m.non2xx}, errors ${m.errors})`
+      `${database} ${scenario}: ${Math.round(m.rps)} req/s p50 ${m.p50} ms p99 ${m.p99} ms rss ${m.peakRssMb} MB${cpu}${extra.perSecond !== undefined ? ` (${extra.perSecond} ${extra.unit})` : ''}; answers ${answers(m)}`
     )
   }
   try {
     const { token, key } = await setUp(server.url)
+    if (!ONLY || ONLY === 'single') {
+      // What a person trying the service sees at rest: RSS once the started server has been left alone.
+      await new Promise((resolve) => setTimeout(resolve, IDLE_SECONDS * 1000))
+      record(`idle, ${IDLE_SECONDS} s after start and set-up`, {
+        rps: 0,
+        p50: 0,
+        p99: 0,
+        errors: 0,
+        non2xx: 0,
+        peakRssMb: Math.round(rssMb(pid))
+      })
+    }
     const headers = { 'content-type': 'application/json', authorization: `Token ${token}` }
     const api = `${server.url}/v1/data-import`
     const dryRun = async () => {
@@ -694,7 +743,7 @@ async function ours(
       return rows
     }
 
-    if (admin) {
+    if (admin && ONLY !== 'single') {
       // Fair ceilings on tables that are not empty: PRELOAD accounts written 200 per transaction
       // (the bulk ceiling, timed), then the create ceiling: one account per transaction over HTTP.
       const ids = await admin.sql`select (select id from import_suppliers where code = 'BENCH_BULK') as bulk,
@@ -760,37 +809,64 @@ async function ours(
       })
     )
 
-    let staged = 0
+    // The accounts each row works on are those the server acknowledged (2xx), never those the load
+    // generator merely prepared: a request cut at the end of a run (or of its warm-up) may never
+    // have been run, and a later row's request for that account is then refused, rightly.
+    const staged: string[] = []
+    const created: string[] = []
+    /** A request for `external` (kept in the connection's context), `done` on its 2xx answer. */
+    const acknowledged = (
+      body: (external: string) => string,
+      next: () => string,
+      done?: (external: string) => void
+    ) => ({
+      setupRequest: (req: any, context: any) => {
+        const external = next()
+        context.external = external
+        return { ...req, body: body(external) }
+      },
+      onResponse: (status: number, _body: string, context: any) => {
+        if (status >= 200 && status < 300) done?.(context.external as string)
+      }
+    })
+    let toStage = 0
     record(
       'stage',
       await load(`${api}/account-import-process/create-or-update/`, pid, {
         method: 'POST',
         headers,
-        requests: [{ setupRequest: (req: any) => ({ ...req, body: JSON.stringify(withExternal(`S-${staged++}`)) }) }]
+        requests: [
+          acknowledged(
+            (external) => JSON.stringify(withExternal(external)),
+            () => `S-${toStage++}`,
+            (external) => staged.push(external)
+          )
+        ]
       })
     )
 
-    let created = 0
+    // Each staged account is created once: an account sent again would be refused as already imported.
+    let toCreate = 0
     record(
       'create',
       await load(`${api}/account-import-process/process/`, pid, {
         method: 'POST',
         headers,
         requests: [
-          {
-            setupRequest: (req: any) => ({
-              ...req,
-              body: JSON.stringify({
-                external_account_number: `S-${created++ % staged}`,
+          acknowledged(
+            (external) =>
+              JSON.stringify({
+                external_account_number: external,
                 import_supplier_code: 'BENCH',
                 operations_team_name: 'Migrations'
-              })
-            })
-          }
+              }),
+            () => staged[toCreate++ % staged.length]!,
+            (external) => created.push(external)
+          )
         ]
       })
     )
-    const createdAccounts = Math.min(created, staged)
+    if (toCreate > staged.length) console.log(`create: ${toCreate} requests for ${staged.length} staged accounts`)
 
     let statusIndex = 0
     record(
@@ -801,7 +877,7 @@ async function ours(
           {
             setupRequest: (req: any) => ({
               ...req,
-              path: `/v1/data-import/account-transfer-status/BENCH/S-${statusIndex++ % staged}/`
+              path: `/v1/data-import/account-transfer-status/BENCH/${staged[statusIndex++ % staged.length]}/`
             })
           }
         ]
@@ -810,35 +886,40 @@ async function ours(
 
     // Batches of new accounts without sections: what a batch's stage and create cost per account.
     let batches = 0
-    const batch = await load(
-      `${api}/batches/`,
-      pid,
-      {
-        method: 'POST',
-        headers,
-        connections: 4,
-        requests: [
-          {
-            setupRequest: (req: any) => {
-              const n = batches++
-              return {
-                ...req,
-                body: batchBody(
-                  'BENCH',
-                  Array.from({ length: BATCH_ACCOUNTS }, (_, i) => `BA-${n}-${i}`)
-                )
-              }
-            }
-          }
-        ]
-      },
-      BATCH_ACCOUNTS
-    )
-    record(`batch (${BATCH_ACCOUNTS} accounts/request, 4 connections)`, batch, {
-      unit: 'accounts/s',
-      perSecond: Math.round(batch.rps * BATCH_ACCOUNTS)
-    })
-    await dryRun()
+    const batch =
+      ONLY === 'single'
+        ? undefined
+        : await load(
+            `${api}/batches/`,
+            pid,
+            {
+              method: 'POST',
+              headers,
+              connections: 4,
+              requests: [
+                {
+                  setupRequest: (req: any) => {
+                    const n = batches++
+                    return {
+                      ...req,
+                      body: batchBody(
+                        'BENCH',
+                        Array.from({ length: BATCH_ACCOUNTS }, (_, i) => `BA-${n}-${i}`)
+                      )
+                    }
+                  }
+                }
+              ]
+            },
+            BATCH_ACCOUNTS
+          )
+    if (batch) {
+      record(`batch (${BATCH_ACCOUNTS} accounts/request, 4 connections)`, batch, {
+        unit: 'accounts/s',
+        perSecond: Math.round(batch.rps * BATCH_ACCOUNTS)
+      })
+      await dryRun()
+    }
 
     // 500 new transactions per request, spread over the created accounts (each account's writes are serialised).
     let txBatch = 0
@@ -860,7 +941,7 @@ async function ours(
               ...req,
               body: JSON.stringify({
                 import_supplier: 'BENCH',
-                external_account_number: `S-${n % Math.max(1, Math.min(createdAccounts, 2000))}`,
+                external_account_number: created[n % Math.min(created.length, 2000)],
                 transactions
               })
             }
@@ -883,7 +964,7 @@ async function ours(
               ...req,
               body: JSON.stringify({
                 import_supplier: 'BENCH',
-                external_account_number: `S-${n % Math.max(1, Math.min(createdAccounts, 2000))}`,
+                external_account_number: created[n % Math.min(created.length, 2000)],
                 notes
               })
             }
@@ -892,6 +973,7 @@ async function ours(
       ]
     })
     record('notes (50/request)', notes, { unit: 'notes/s', perSecond: Math.round(notes.rps * 50) })
+    if (ONLY === 'single') return rows
 
     if (admin) {
       // 100,000 processes for the list, written straight into the database.
@@ -1012,7 +1094,7 @@ async function ceilings(url: string): Promise<Row[]> {
       })
       rows.push({ scenario: `ceiling: ${route}`, database: 'postgres', ...m })
       console.log(
-        `ceiling ${route}: ${Math.round(m.rps)} req/s p50 ${m.p50} ms p99 ${m.p99} ms cpu ${m.serverMs?.toFixed(2)}+${m.postgresMs?.toFixed(2)} ms (non-2xx ${m.non2xx}, errors ${m.errors})`
+        `ceiling ${route}: ${Math.round(m.rps)} req/s p50 ${m.p50} ms p99 ${m.p99} ms cpu ${m.serverMs?.toFixed(2)}+${m.postgresMs?.toFixed(2)} ms; answers ${answers(m)}`
       )
     }
   } finally {
@@ -1076,8 +1158,11 @@ function verdict(r: Row, rows: Row[]): string {
       `${r.ratio.toFixed(2)}× (×${(r.ratio / DRY_RUN_CEILING).toFixed(1)})`
     )
   }
-  if (r.scenario.startsWith('8 batches')) check('RSS < 400 MB', r.peakRssMb < 400, `${r.peakRssMb} MB`)
-  else if (
+  if (r.scenario.startsWith('idle')) {
+    if (!postgres) check('RSS < 250 MB', r.peakRssMb < 250, `${r.peakRssMb} MB`)
+  } else if (r.scenario.startsWith('8 batches') || !postgres) {
+    check('RSS < 400 MB', r.peakRssMb < 400, `${r.peakRssMb} MB`)
+  } else if (
     postgres &&
     !r.scenario.startsWith('ceiling') &&
     !r.scenario.startsWith('migrate') &&
@@ -1088,17 +1173,38 @@ function verdict(r: Row, rows: Row[]): string {
   return checks.join('; ')
 }
 
+/**
+ * A row's answers by status over all its runs (`201: 40,210; 404: 14`), then each refusal's codes;
+ * errors (connections that failed or timed out) apart. Rows that do not count answers say so.
+ */
+function answers(r: Measured): string {
+  const n = (x: number) => x.toLocaleString('en')
+  if (!r.statuses) return r.non2xx + r.errors > 0 ? `${r.non2xx} non-2xx, ${r.errors} errors` : 'not counted'
+  const parts = Object.entries(r.statuses)
+    .sort(([a], [b]) => a.localeCompare(b))
+    .map(([status, count]) => `${status}: ${n(count)}`)
+  const refused = Object.entries(r.refusals ?? {})
+    .sort(([, a], [, b]) => b - a)
+    .map(([what, count]) => `${n(count)} × ${what}`)
+  return [
+    parts.join('; '),
+    refused.length ? `refused: ${refused.join(', ')}` : '',
+    r.errors ? `${r.errors} errors` : ''
+  ]
+    .filter(Boolean)
+    .join('; ')
+}
+
 function table(rows: Row[]): string {
   const lines = [
-    '| database | scenario | req/s | p50 ms | p99 ms | peak RSS MB | CPU ms/unit: server + PostgreSQL | also | verdict |',
-    '|---|---|---|---|---|---|---|---|---|'
+    '| database | scenario | req/s | p50 ms | p99 ms | peak RSS MB | CPU ms/unit: server + PostgreSQL | answers (all runs) | also | verdict |',
+    '|---|---|---|---|---|---|---|---|---|---|'
   ]
   for (const r of rows) {
-    const bad = r.non2xx + r.errors > 0 ? ` (${r.non2xx} non-2xx, ${r.errors} errors)` : ''
     const cpu = r.serverMs !== undefined ? `${r.serverMs.toFixed(2)} + ${r.postgresMs!.toFixed(2)}` : ''
     const also = [r.unit ? `${r.perSecond} ${r.unit}` : '', r.note ?? ''].filter(Boolean).join('; ')
     lines.push(
-      `| ${r.database} | ${r.scenario}${bad} | ${Math.round(r.rps)} | ${r.p50} | ${r.p99} | ${r.peakRssMb} | ${cpu} | ${also} | ${verdict(r, rows)} |`
+      `| ${r.database} | ${r.scenario} | ${Math.round(r.rps)} | ${r.p50} | ${r.p99} | ${r.peakRssMb} | ${cpu} | ${answers(r)} | ${also} | ${verdict(r, rows)} |`
     )
   }
   return lines.join('\n') + '\n'
@@ -1107,7 +1213,7 @@ function table(rows: Row[]): string {
 async function main(): Promise<void> {
   // BENCH_SCALE=<accounts>: the scale scenario alone (bench/scale.ts).
   if (process.env.BENCH_SCALE) return scaleScenario(ADMIN_URL)
-  const alone = ['dry-run', 'jobs', 'webhooks', 'pglite-responsive']
+  const alone = ['dry-run', 'jobs', 'webhooks', 'pglite-responsive', 'single']
   if (ONLY !== undefined && !alone.includes(ONLY)) {
     throw new Error(`--only: the rows that run alone are ${alone.join(', ')}, not ${ONLY}`)
   }

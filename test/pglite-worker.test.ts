@@ -4,6 +4,7 @@ import { sql } from 'drizzle-orm'
 import { PgliteWorkerClient } from '../src/db/pglite-client.js'
 import { migrationsFolder } from '../src/paths.js'
 import { buildTestApp } from './helpers/app.js'
+import { tempDir } from './helpers/temp-dir.js'
 import { openPglite, rowsOf, runInOrder, timedTransaction } from '../src/db/index.js'
 
 // The embedded PGlite runs in a worker thread of its own (src/db/pglite-worker.ts): while it works,
@@ -158,4 +159,23 @@ t.test('a database thread that stops fails every call, at once and later', async
     /the embedded database's thread exited/,
     'and a transaction'
   )
+})
+
+t.test('a new data folder is made, migrated and opened again with the embedded settings', async (t) => {
+  const dataDir = tempDir(t)
+  const sharedBuffers = async () => {
+    const database = await openPglite({ dataDir })
+    try {
+      const [row] = rowsOf<{ shared_buffers: string }>(await database.db.execute(sql`show shared_buffers`))
+      const [migrated] = rowsOf<{ n: number }>(
+        await database.db.execute(sql`select count(*)::int as n from drizzle.__drizzle_migrations`)
+      )
+      return { sharedBuffers: row?.shared_buffers, migrated: (migrated?.n ?? 0) > 0 }
+    } finally {
+      await database.close()
+    }
+  }
+  // The first open makes the database in a worker that then ends; the server's own worker opens it.
+  t.same(await sharedBuffers(), { sharedBuffers: '16MB', migrated: true }, 'first start')
+  t.same(await sharedBuffers(), { sharedBuffers: '16MB', migrated: true }, 'and the next')
 })

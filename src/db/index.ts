@@ -1,4 +1,4 @@
-import { closeSync, mkdirSync, openSync, readFileSync, rmSync, writeSync } from 'node:fs'
+import { closeSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, writeSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import type { PGlite } from '@electric-sql/pglite'
 import { sql, type SQL } from 'drizzle-orm'
@@ -57,6 +57,12 @@ export async function openPglite(options: PgliteOptions): Promise<Database> {
     pgDir = join(root, 'pglite')
   }
   try {
+    if (!inMemory && !existsSync(join(pgDir, 'PG_VERSION'))) {
+      // A new database is made (initdb, the migrations) in a worker that then ends: initdb's
+      // WebAssembly module and memory (about 400 MB) go with it, instead of staying in the
+      // server's worker until a garbage collection that an idle server may never run.
+      await (await PgliteWorkerClient.open({ dataDir: pgDir, migrationsFolder })).close()
+    }
     const client = await PgliteWorkerClient.open({
       dataDir: pgDir,
       migrationsFolder,

@@ -164,8 +164,19 @@ function transactionJob(txId: number): Job {
   }
 }
 
+/**
+ * PostgreSQL's settings for the embedded database, beside PGlite's own: shared buffers of 16 MB
+ * (initdb's default is 128 MB, which PGlite's WebAssembly memory holds from the start). Its data
+ * files are read through the operating system's page cache, so a small pool costs little; see
+ * docs/scaling.md for the figures.
+ */
+const SETTINGS = ['shared_buffers=16MB']
+
 async function openDatabase(request: Extract<WorkerRequest, { op: 'open' }>): Promise<void> {
-  pg = await PGlite.create(request.dataDir, request.load ? { loadDataDir: new BytesBlob(request.load) } : {})
+  pg = await PGlite.create(request.dataDir, {
+    ...(request.load ? { loadDataDir: new BytesBlob(request.load) } : {}),
+    startParams: [...PGlite.defaultStartParams, ...SETTINGS.flatMap((setting) => ['-c', setting])]
+  })
   await migrate(drizzle({ client: pg }), { migrationsFolder: request.migrationsFolder })
 }
 
