@@ -914,8 +914,9 @@ export const ERROR_CODES = {
     status: 415,
     kind: 'top',
     steps: NO_STEP,
-    detail: 'Requests with a body must be application/json.',
-    meaning: 'The request body is not sent as JSON; send it with Content-Type: application/json.'
+    detail: 'The request body must be {media_types}.',
+    meaning:
+      'The request body is not of a media type the endpoint takes; send it with the Content-Type the detail names (application/json, or application/x-ndjson for the lines of an import job).'
   }
 } as const satisfies Record<string, CodeSpec>
 

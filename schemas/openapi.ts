@@ -167,7 +167,9 @@ export const ERROR_RESPONSES: Record<string, ErrorResponse> = {
   413: { name: 'PayloadTooLarge', description: 'The body is larger than `BODY_LIMIT_BYTES` (`payload_too_large`).' },
   415: {
     name: 'UnsupportedMediaType',
-    description: 'A body that is not `application/json` (`unsupported_media_type`).'
+    description:
+      'A body of a media type the operation does not take (`unsupported_media_type`): `application/json`, or ' +
+      'the media types its request body lists; the detail names them.'
   },
   414: {
     name: 'UriTooLong',

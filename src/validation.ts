@@ -238,10 +238,57 @@ export function compileBody(schema: object): ValidateFunction {
   return compileOnce(bodyAjv, schema)
 }
 
-export const validatorCompiler: FastifySchemaCompiler<unknown> = ({ schema, httpPart }) =>
-  compileOnce(httpPart === 'body' ? bodyAjv : coercingAjv, schema as object) as ReturnType<
-    FastifySchemaCompiler<unknown>
-  >
+/** An integer as a path or a query string must write it: plain digits, no sign but a minus, no leading zero. */
+const CANONICAL_INTEGER = /^(0|-?[1-9][0-9]*)$/
+
+const NOT_CANONICAL =
+  'A whole number written in plain digits is required (no plus sign, leading zero, point, exponent or space).'
+
+/**
+ * A validator of path parameters or a query string that refuses an integer not written as one:
+ * coercion would take `1.0`, `+1`, `01`, `1e0` or `0x1` as 1, so another spelling of a part number
+ * would name the same part. Each such value is `invalid` at its name, in place of the other
+ * problems found there.
+ */
+function canonicalIntegers(validate: ValidateFunction, schema: object): ValidateFunction {
+  const properties = (schema as { properties?: Record<string, { type?: unknown }> }).properties ?? {}
+  const integers = Object.keys(properties).filter((name) => properties[name]!.type === 'integer')
+  if (integers.length === 0) return validate
+  const check = function checkCanonical(data: unknown): boolean {
+    const values = (data ?? {}) as Record<string, unknown>
+    const spelled = integers.filter((name) => typeof values[name] === 'string' && !CANONICAL_INTEGER.test(values[name]))
+    const raw = spelled.map((name) => values[name])
+    const valid = validate(data)
+    if (spelled.length === 0) {
+      check.errors = validate.errors
+      return valid
+    }
+    const paths = new Set(spelled.map((name) => `/${name}`))
+    check.errors = [
+      ...(validate.errors ?? []).filter((e) => !paths.has(e.instancePath)),
+      ...spelled.map((name, i): ErrorObject => ({
+        keyword: 'type',
+        instancePath: `/${name}`,
+        schemaPath: `#/properties/${name}/type`,
+        params: { code: CODE.invalid },
+        message: NOT_CANONICAL,
+        data: raw[i]
+      }))
+    ]
+    return false
+  } as ValidateFunction
+  check.schema = validate.schema
+  return check
+}
+
+/** Bodies are validated as sent; path parameters and query strings are coerced, their integers written plainly. */
+export const validatorCompiler: FastifySchemaCompiler<unknown> = ({ schema, httpPart }) => {
+  if (httpPart === 'body') return compileOnce(bodyAjv, schema as object) as ReturnType<FastifySchemaCompiler<unknown>>
+  const validate = compileOnce(coercingAjv, schema as object)
+  return (
+    httpPart === 'params' || httpPart === 'querystring' ? canonicalIntegers(validate, schema as object) : validate
+  ) as ReturnType<FastifySchemaCompiler<unknown>>
+}
 
 /** Fastify's default serialiser (fast-json-stringify), compiled once per schema. */
 export const serializerCompiler: FastifySerializerCompiler<unknown> = ({ schema }) => {

@@ -447,15 +447,21 @@ export default fp(
       }
     )
 
-    await app.register(swaggerUi, {
-      routePrefix: DOCS_PREFIX,
-      staticCSP: DOCS_CSP,
-      uiConfig: { deepLinking: true, docExpansion: 'list', defaultModelsExpandDepth: 0 },
-      theme: {
-        title: 'Account Migration Import Service: API',
-        // The page is this service's documentation: no "explore any URL" bar.
-        css: [{ filename: 'theme.css', content: '.swagger-ui .topbar { display: none }' }]
-      }
+    // The documentation page and its assets ignore a query string (Swagger UI's own, a cache buster).
+    await app.register(async function documentationPage(scope) {
+      scope.addHook('onRoute', function ignoreQuery(route) {
+        route.config = { ...route.config, anyQuery: true }
+      })
+      await scope.register(swaggerUi, {
+        routePrefix: DOCS_PREFIX,
+        staticCSP: DOCS_CSP,
+        uiConfig: { deepLinking: true, docExpansion: 'list', defaultModelsExpandDepth: 0 },
+        theme: {
+          title: 'Account Migration Import Service: API',
+          // The page is this service's documentation: no "explore any URL" bar.
+          css: [{ filename: 'theme.css', content: '.swagger-ui .topbar { display: none }' }]
+        }
+      })
     })
   },
   { name: 'openapi' }

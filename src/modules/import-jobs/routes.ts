@@ -20,7 +20,16 @@ import {
   ResultsResponses
 } from '../../../schemas/import-jobs.js'
 import type { Config } from '../../config.js'
-import { answer, entriesFromAjv, invalidRequest, notFound, payloadTooLarge, problem } from '../../errors.js'
+import {
+  answer,
+  bodyMediaTypes,
+  entriesFromAjv,
+  invalidRequest,
+  notFound,
+  payloadTooLarge,
+  problem,
+  unsupportedMediaType
+} from '../../errors.js'
 import { ndjsonStream } from '../../json-stream.js'
 import { compileBody, validatorCompiler } from '../../validation.js'
 import { organisationOf } from '../auth/service.js'
@@ -207,7 +216,7 @@ const importJobsRoutes: FastifyPluginAsyncTypebox<{ config: Config; sections: Se
         validatorCompiler: streamedBodies,
         // Before the body is read: only NDJSON, and not over the part limit by its declared length.
         onRequest: async (request) => {
-          if (!isNdjson(request)) throw answer(CODE.unsupported_media_type)
+          if (!isNdjson(request)) throw unsupportedMediaType(bodyMediaTypes(request.routeOptions.schema))
           capPart(request)
         }
       },
