@@ -584,7 +584,7 @@ export const ERROR_CODES = {
     steps: WITH_DECIMALS,
     detail: '{detail}',
     meaning:
-      'An amount has too many digits (or a JSON number is too precise); check the amount, and send large or precise amounts as decimal strings.'
+      'An amount has more digits before the decimal point than its field allows, or a JSON number carries more than 15 significant digits; check the amount, and send a number that precise as a decimal string.'
   },
   max_items: {
     status: 400,

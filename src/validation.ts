@@ -4,7 +4,7 @@ import type { FastifySchemaCompiler, FastifySerializerCompiler } from 'fastify'
 import fastJsonStringify from 'fast-json-stringify'
 import { CODE } from '../schemas/error-codes.js'
 import { isWellFormedJson } from '../schemas/text.js'
-import { decimalProblems, toBig, type DecimalBounds, type DecimalProblem } from './decimal.js'
+import { decimalProblems, parseDecimal, toBig, type DecimalBounds, type DecimalProblem } from './decimal.js'
 import type { SchemaCode } from './errors.js'
 
 // ajv-formats is CommonJS; under NodeNext its default import is the module object.
@@ -76,14 +76,23 @@ function withoutYearZero(ajv: Ajv, name: 'date' | 'date-time'): void {
 type KeywordError = { keyword: string; message: string; params: { code: SchemaCode } }
 type ValidateWithErrors = ((...args: never[]) => boolean) & { errors?: KeywordError[] }
 
-/** The detail of each problem of a decimal (`min_value` for a decimal that must be positive). */
-const DECIMAL_MESSAGES: Record<DecimalProblem | typeof CODE.blank | typeof CODE.min_value, string> = {
-  invalid_decimal: 'A valid decimal number is required (a decimal string or a JSON number).',
-  max_digits: 'Ensure that there are not too many digits (send large or precise numbers as decimal strings).',
-  max_decimal_places: 'Ensure that there are not too many decimal places.',
-  blank: 'This field may not be blank.',
-  min_value: 'Ensure this value is greater than zero.'
+/**
+ * The detail of each problem of a decimal (`min_value` for a decimal that must be positive), in
+ * words that fit a decimal string and a JSON number alike.
+ */
+const DECIMAL_MESSAGES: Record<
+  DecimalProblem | typeof CODE.blank | typeof CODE.min_value,
+  (bounds: DecimalBounds) => string
+> = {
+  invalid_decimal: () => 'A valid decimal number is required (a decimal string or a JSON number).',
+  max_digits: (bounds) => 'Ensure that there are no more than ' + bounds.integer + ' digits before the decimal point.',
+  max_decimal_places: (bounds) => 'Ensure that there are no more than ' + bounds.scale + ' decimal places.',
+  blank: () => 'This field may not be blank.',
+  min_value: () => 'Ensure this value is greater than zero.'
 }
+
+/** `max_digits` of a JSON number that cannot be exact (more than 15 significant digits): only it is told to come as a string. */
+const TOO_PRECISE = 'A JSON number may carry at most 15 significant digits: send this value as a decimal string.'
 
 /** `decimal: {integer, scale, positive?}`: an exact decimal within its bounds. */
 const decimalKeyword = {
@@ -98,9 +107,10 @@ const decimalKeyword = {
       typeof data === 'string' && data.trim() === '' ? [CODE.blank] : decimalProblems(data, bounds)
     if (problems.length === 0 && bounds.positive && !toBig(data).gt(0)) problems.push(CODE.min_value)
     if (problems.length === 0) return true
+    const inexact = typeof data === 'number' && typeof parseDecimal(data) === 'string'
     self.errors = problems.map((code) => ({
       keyword: 'decimal',
-      message: DECIMAL_MESSAGES[code],
+      message: code === CODE.max_digits && inexact ? TOO_PRECISE : DECIMAL_MESSAGES[code](bounds),
       params: { code }
     }))
     return false
