@@ -86,10 +86,21 @@ export const NAMED_BRANCHES = new Map<object, string>([
  * client or an API fuzzer keeps to them instead of meeting a 400.
  */
 export const DOCUMENTED_RULES = new Map<object, Record<string, unknown>>([
-  // The notes service: `unpin_at` (a datetime, not an empty value) only on a pinned note (`unexpected_field`).
   [
     Note,
     {
+      description:
+        'A note has a `body` or `document_paths`, or both; a note with neither (an empty value counts as not ' +
+        `sent) is \`${CODE.note_body_or_document_path_not_found}\` at the note.`,
+      // The notes service: a body or document paths, each not an empty value (null or blank is as if not sent).
+      anyOf: [
+        { required: ['body'], properties: { body: { not: { $ref: '#/components/schemas/EmptyValue' } } } },
+        {
+          required: ['document_paths'],
+          properties: { document_paths: { not: { $ref: '#/components/schemas/EmptyValue' } } }
+        }
+      ],
+      // The notes service: `unpin_at` (a datetime, not an empty value) only on a pinned note (`unexpected_field`).
       if: { required: ['unpin_at'], properties: { unpin_at: { type: 'string', format: 'date-time' } } },
       then: { required: ['is_pinned'], properties: { is_pinned: { const: true } } }
     }
