@@ -584,7 +584,7 @@ export const ERROR_CODES = {
     steps: WITH_DECIMALS,
     detail: '{detail}',
     meaning:
-      'An amount has too many digits (or a JSON number is too precise); check the amount, and send large or precise amounts as decimal strings.'
+      'An amount has more digits before the decimal point than its field allows, or a JSON number carries more than 15 significant digits; check the amount, and send a number that precise as a decimal string.'
   },
   max_items: {
     status: 400,
@@ -914,8 +914,9 @@ export const ERROR_CODES = {
     status: 415,
     kind: 'top',
     steps: NO_STEP,
-    detail: 'Requests with a body must be application/json.',
-    meaning: 'The request body is not sent as JSON; send it with Content-Type: application/json.'
+    detail: 'The request body must be {media_types}.',
+    meaning:
+      'The request body is not of a media type the endpoint takes; send it with the Content-Type the detail names (application/json, or application/x-ndjson for the lines of an import job).'
   }
 } as const satisfies Record<string, CodeSpec>
 

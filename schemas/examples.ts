@@ -17,17 +17,39 @@ export function exampleAccount(): Record<string, unknown> {
 
 const ref = { import_supplier: 'ACME_ENERGY', external_account_number: 'EXT-000123' }
 
-/** A value without its blank strings (the example account sends one to show it is omitted; the documentation need not). */
-function withoutBlanks(value: unknown): unknown {
-  if (Array.isArray(value)) return value.map(withoutBlanks)
+/**
+ * A value as the documentation shows it: without its blank strings (the example account sends one
+ * to show it is omitted; the documentation need not), and its decimals with a fraction as decimal
+ * strings (the account sends JSON numbers to show they are taken; the document's schemas list only
+ * the JSON numbers every validator checks exactly, whole ones).
+ */
+function documented(value: unknown): unknown {
+  if (typeof value === 'number' && !Number.isInteger(value)) return String(value)
+  if (Array.isArray(value)) return value.map(documented)
   if (value === null || typeof value !== 'object') return value
   return Object.fromEntries(
     Object.entries(value)
       .filter(([, v]) => v !== '')
-      .map(([k, v]) => [k, withoutBlanks(v)])
+      .map(([k, v]) => [k, documented(v)])
   )
 }
-const DOCUMENTED_ACCOUNT = withoutBlanks(EXAMPLE_ACCOUNT)
+const DOCUMENTED_ACCOUNT = documented(EXAMPLE_ACCOUNT)
+
+/** A batch entry: the example account, with a note and a payment. */
+const BATCH_ENTRY = {
+  account: DOCUMENTED_ACCOUNT,
+  notes: [{ body: 'Moved from the legacy CRM.' }],
+  transactions: [
+    {
+      transaction_id: 'PAY-20261102',
+      transaction_date: '2026-11-02',
+      amount: '45.00',
+      type: 'PAYMENT',
+      reference: 'DD-20261102',
+      payment_type: 'DD_REGULAR_COLLECTION'
+    }
+  ]
+}
 
 /**
  * One request body per endpoint (by path, without a trailing slash); the payment instruction's is
@@ -144,24 +166,12 @@ export const REQUEST_EXAMPLES: Record<string, unknown> = {
   '/v1/data-import/batches': {
     import_supplier: 'ACME_ENERGY',
     operations_team_name: 'Migrations',
-    accounts: [
-      {
-        account: DOCUMENTED_ACCOUNT,
-        notes: [{ body: 'Moved from the legacy CRM.' }],
-        transactions: [
-          {
-            transaction_id: 'PAY-20261102',
-            transaction_date: '2026-11-02',
-            amount: '45.00',
-            type: 'PAYMENT',
-            reference: 'DD-20261102',
-            payment_type: 'DD_REGULAR_COLLECTION'
-          }
-        ]
-      }
-    ]
+    accounts: [BATCH_ENTRY]
   }
 }
+
+/** The lines of an import job (a part, or the body of the one-call create): one batch entry per line. */
+export const JOB_LINES_EXAMPLE = JSON.stringify(BATCH_ENTRY) + '\n'
 
 /**
  * The payment instruction's example, naming the first configured vendor (`vendor` is an enum of the

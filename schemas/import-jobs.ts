@@ -1,6 +1,7 @@
 import { Type, type Static } from 'typebox'
 import { StandardErrorResponses, SupplierCode } from './common.js'
 import { STEP_NAMES } from './failures.js'
+import { JOB_LINES_EXAMPLE } from './examples.js'
 import { Choice, Strict, Text } from './fields.js'
 
 /**
@@ -32,15 +33,57 @@ const settings = {
 export const CreateJobRequest = Strict(settings)
 export type CreateJobRequest = Static<typeof CreateJobRequest>
 
+/** The media type of a job's lines. */
+export const NDJSON = 'application/x-ndjson'
+
+/**
+ * What a query parameter of the create says: it belongs to the one-call form. OpenAPI cannot tie a
+ * parameter to one media type of the body, so its description says it (and the handler refuses it
+ * with a JSON body).
+ */
+const oneCallOnly = (role: string) =>
+  `The one-call form only (an \`${NDJSON}\` body): ${role}. With a JSON body the settings go in the body, and ` +
+  'this parameter is refused (`unexpected_field`).'
+
 /** The one-call form's settings, as query parameters (`dry_run=true`); required there, refused with a JSON body. */
 export const CreateJobQuery = Type.Object(
   {
-    import_supplier: Type.Optional(settings.import_supplier),
-    operations_team_name: Type.Optional(settings.operations_team_name),
-    dry_run: Type.Optional(Type.Boolean())
+    import_supplier: Type.Optional(
+      Type.String({
+        ...settings.import_supplier,
+        description: oneCallOnly('required there'),
+        examples: ['ACME_ENERGY']
+      })
+    ),
+    operations_team_name: Type.Optional(
+      Type.String({
+        ...settings.operations_team_name,
+        description: oneCallOnly('required there'),
+        examples: ['Migrations']
+      })
+    ),
+    dry_run: Type.Optional(
+      Type.Boolean({ description: oneCallOnly('optional there, false by default'), examples: [false] })
+    )
   },
   { additionalProperties: false }
 )
+
+/** The one-call form's body as the document shows it: the lines of a job of one part. */
+export const JobLines = Type.String({
+  description:
+    'The one-call form: whole lines of NDJSON, one batch entry `{account, notes?, …}` per line, each ending with ' +
+    '`\\n`, as one part; the settings go in the query.',
+  examples: [JOB_LINES_EXAMPLE]
+})
+
+/** The create's body: its settings as JSON (201), or the lines of a one-part job as NDJSON (202, the one-call form). */
+export const CreateJobBody = {
+  content: {
+    'application/json': { schema: CreateJobRequest },
+    [NDJSON]: { schema: JobLines }
+  }
+}
 
 export const JobParams = Type.Object(
   { id: Type.String({ minLength: 1, maxLength: 64 }) },
@@ -102,7 +145,7 @@ export type JobListQuery = Static<typeof JobListQuery>
 /** A part's body as the document shows it: NDJSON text. */
 export const PartBody = Type.String({
   description: 'Whole lines of NDJSON, one batch entry `{account, notes?, …}` per line, each ending with `\\n`.',
-  examples: ['{"account": {"external_account_number": "EXT-000123", "import_supplier": "ACME_ENERGY"}}\n']
+  examples: [JOB_LINES_EXAMPLE]
 })
 
 export const PartAnswer = Type.Object({ part: Type.Integer(), lines: count, bytes: count })
@@ -131,7 +174,11 @@ export const LineResult = Type.Object({
 export type LineResult = Static<typeof LineResult>
 
 export const JobResponses = { 200: ImportJob, ...StandardErrorResponses }
-export const JobCreatedResponses = { 201: ImportJob, 202: ImportJob, ...StandardErrorResponses }
+export const JobCreatedResponses = {
+  201: { ...ImportJob, description: 'With a JSON body: the job, OPEN, ready for its parts.' },
+  202: { ...ImportJob, description: 'With an NDJSON body (the one-call form): the job of that one part, started.' },
+  ...StandardErrorResponses
+}
 export const JobAcceptedResponses = { 202: ImportJob, ...StandardErrorResponses }
 export const JobListResponses = { 200: Type.Array(ImportJob), ...StandardErrorResponses }
 export const PartResponses = { 200: PartAnswer, ...StandardErrorResponses }

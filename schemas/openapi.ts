@@ -86,10 +86,21 @@ export const NAMED_BRANCHES = new Map<object, string>([
  * client or an API fuzzer keeps to them instead of meeting a 400.
  */
 export const DOCUMENTED_RULES = new Map<object, Record<string, unknown>>([
-  // The notes service: `unpin_at` (a datetime, not an empty value) only on a pinned note (`unexpected_field`).
   [
     Note,
     {
+      description:
+        'A note has a `body` or `document_paths`, or both; a note with neither (an empty value counts as not ' +
+        `sent) is \`${CODE.note_body_or_document_path_not_found}\` at the note.`,
+      // The notes service: a body or document paths, each not an empty value (null or blank is as if not sent).
+      anyOf: [
+        { required: ['body'], properties: { body: { not: { $ref: '#/components/schemas/EmptyValue' } } } },
+        {
+          required: ['document_paths'],
+          properties: { document_paths: { not: { $ref: '#/components/schemas/EmptyValue' } } }
+        }
+      ],
+      // The notes service: `unpin_at` (a datetime, not an empty value) only on a pinned note (`unexpected_field`).
       if: { required: ['unpin_at'], properties: { unpin_at: { type: 'string', format: 'date-time' } } },
       then: { required: ['is_pinned'], properties: { is_pinned: { const: true } } }
     }
@@ -167,7 +178,9 @@ export const ERROR_RESPONSES: Record<string, ErrorResponse> = {
   413: { name: 'PayloadTooLarge', description: 'The body is larger than `BODY_LIMIT_BYTES` (`payload_too_large`).' },
   415: {
     name: 'UnsupportedMediaType',
-    description: 'A body that is not `application/json` (`unsupported_media_type`).'
+    description:
+      'A body of a media type the operation does not take (`unsupported_media_type`): `application/json`, or ' +
+      'the media types its request body lists; the detail names them.'
   },
   414: {
     name: 'UriTooLong',

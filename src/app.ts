@@ -23,6 +23,7 @@ import graphqlPlugin from './plugins/graphql.js'
 import methodsPlugin from './plugins/methods.js'
 import metricsPlugin from './plugins/metrics.js'
 import openapiPlugin from './plugins/openapi.js'
+import queriesPlugin from './plugins/queries.js'
 import rateLimitsPlugin from './plugins/rate-limits.js'
 import retentionPlugin from './plugins/retention.js'
 import turnsPlugin from './plugins/turns.js'
@@ -135,6 +136,8 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
 
     await app.register(errorsPlugin)
     await app.register(methodsPlugin)
+    // Unknown query parameters are refused on every route (pages and assets aside), from its own schema.
+    await app.register(queriesPlugin)
     // Before every route: the OpenAPI document is built from the routes it sees registered.
     await app.register(openapiPlugin)
     await app.register(dbPlugin, { database, ...(replica ? { replica } : {}) })

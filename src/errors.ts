@@ -133,6 +133,20 @@ export const notFound = <C extends ErrorCode>(code: C, ...args: DetailArgs<C>): 
 /** The body as a whole cannot be read (not JSON, not UTF-8, a pathological shape): one `invalid` at `null`. */
 export const invalidBody = (detail: string): AppError => invalidRequest([problem(CODE.invalid, null, { detail })])
 export const payloadTooLarge = (): AppError => answer(CODE.payload_too_large)
+
+/**
+ * The media types a route's body may be sent as, from its schema (what the OpenAPI document shows
+ * too): `body.content`'s, else `consumes`, else JSON.
+ */
+export function bodyMediaTypes(schema: unknown): string[] {
+  const { body, consumes } = (schema ?? {}) as { body?: { content?: Record<string, unknown> }; consumes?: string[] }
+  if (body?.content) return Object.keys(body.content)
+  return consumes && consumes.length > 0 ? consumes : ['application/json']
+}
+
+/** 415 `unsupported_media_type`, naming the media types the route takes. */
+export const unsupportedMediaType = (types: readonly string[]): AppError =>
+  answer(CODE.unsupported_media_type, [], {}, { media_types: types.join(' or ') })
 /**
  * 429 `throttled` from a request-rate limit: `Retry-After` is the seconds until its window resets
  * (at least 1), and `headers` the limit's own (src/plugins/rate-limits.ts: `RateLimit-*`).

@@ -4,7 +4,7 @@ import type { FastifySchemaCompiler, FastifySerializerCompiler } from 'fastify'
 import fastJsonStringify from 'fast-json-stringify'
 import { CODE } from '../schemas/error-codes.js'
 import { isWellFormedJson } from '../schemas/text.js'
-import { decimalProblems, toBig, type DecimalBounds, type DecimalProblem } from './decimal.js'
+import { decimalProblems, parseDecimal, toBig, type DecimalBounds, type DecimalProblem } from './decimal.js'
 import type { SchemaCode } from './errors.js'
 
 // ajv-formats is CommonJS; under NodeNext its default import is the module object.
@@ -76,14 +76,23 @@ function withoutYearZero(ajv: Ajv, name: 'date' | 'date-time'): void {
 type KeywordError = { keyword: string; message: string; params: { code: SchemaCode } }
 type ValidateWithErrors = ((...args: never[]) => boolean) & { errors?: KeywordError[] }
 
-/** The detail of each problem of a decimal (`min_value` for a decimal that must be positive). */
-const DECIMAL_MESSAGES: Record<DecimalProblem | typeof CODE.blank | typeof CODE.min_value, string> = {
-  invalid_decimal: 'A valid decimal number is required (a decimal string or a JSON number).',
-  max_digits: 'Ensure that there are not too many digits (send large or precise numbers as decimal strings).',
-  max_decimal_places: 'Ensure that there are not too many decimal places.',
-  blank: 'This field may not be blank.',
-  min_value: 'Ensure this value is greater than zero.'
+/**
+ * The detail of each problem of a decimal (`min_value` for a decimal that must be positive), in
+ * words that fit a decimal string and a JSON number alike.
+ */
+const DECIMAL_MESSAGES: Record<
+  DecimalProblem | typeof CODE.blank | typeof CODE.min_value,
+  (bounds: DecimalBounds) => string
+> = {
+  invalid_decimal: () => 'A valid decimal number is required (a decimal string or a JSON number).',
+  max_digits: (bounds) => 'Ensure that there are no more than ' + bounds.integer + ' digits before the decimal point.',
+  max_decimal_places: (bounds) => 'Ensure that there are no more than ' + bounds.scale + ' decimal places.',
+  blank: () => 'This field may not be blank.',
+  min_value: () => 'Ensure this value is greater than zero.'
 }
+
+/** `max_digits` of a JSON number that cannot be exact (more than 15 significant digits): only it is told to come as a string. */
+const TOO_PRECISE = 'A JSON number may carry at most 15 significant digits: send this value as a decimal string.'
 
 /**
  * `decimal: {integer, scale, positive?}`: an exact decimal within its bounds. Every decimal may be
@@ -110,9 +119,10 @@ const decimalKeyword = {
         typeof data === 'string' && data.trim() === '' ? [CODE.blank] : decimalProblems(data, bounds)
       if (problems.length === 0 && bounds.positive && !toBig(data).gt(0)) problems.push(CODE.min_value)
       if (problems.length === 0) return true
+      const inexact = typeof data === 'number' && typeof parseDecimal(data) === 'string'
       self.errors = problems.map((code) => ({
         keyword: 'decimal',
-        message: DECIMAL_MESSAGES[code],
+        message: code === CODE.max_digits && inexact ? TOO_PRECISE : DECIMAL_MESSAGES[code](bounds),
         params: { code }
       }))
       return false
@@ -251,10 +261,57 @@ export function compileBody(schema: object): ValidateFunction {
   return compileOnce(bodyAjv, schema)
 }
 
-export const validatorCompiler: FastifySchemaCompiler<unknown> = ({ schema, httpPart }) =>
-  compileOnce(httpPart === 'body' ? bodyAjv : coercingAjv, schema as object) as ReturnType<
-    FastifySchemaCompiler<unknown>
-  >
+/** An integer as a path or a query string must write it: plain digits, no sign but a minus, no leading zero. */
+const CANONICAL_INTEGER = /^(0|-?[1-9][0-9]*)$/
+
+const NOT_CANONICAL =
+  'A whole number written in plain digits is required (no plus sign, leading zero, point, exponent or space).'
+
+/**
+ * A validator of path parameters or a query string that refuses an integer not written as one:
+ * coercion would take `1.0`, `+1`, `01`, `1e0` or `0x1` as 1, so another spelling of a part number
+ * would name the same part. Each such value is `invalid` at its name, in place of the other
+ * problems found there.
+ */
+function canonicalIntegers(validate: ValidateFunction, schema: object): ValidateFunction {
+  const properties = (schema as { properties?: Record<string, { type?: unknown }> }).properties ?? {}
+  const integers = Object.keys(properties).filter((name) => properties[name]!.type === 'integer')
+  if (integers.length === 0) return validate
+  const check = function checkCanonical(data: unknown): boolean {
+    const values = (data ?? {}) as Record<string, unknown>
+    const spelled = integers.filter((name) => typeof values[name] === 'string' && !CANONICAL_INTEGER.test(values[name]))
+    const raw = spelled.map((name) => values[name])
+    const valid = validate(data)
+    if (spelled.length === 0) {
+      check.errors = validate.errors
+      return valid
+    }
+    const paths = new Set(spelled.map((name) => `/${name}`))
+    check.errors = [
+      ...(validate.errors ?? []).filter((e) => !paths.has(e.instancePath)),
+      ...spelled.map((name, i): ErrorObject => ({
+        keyword: 'type',
+        instancePath: `/${name}`,
+        schemaPath: `#/properties/${name}/type`,
+        params: { code: CODE.invalid },
+        message: NOT_CANONICAL,
+        data: raw[i]
+      }))
+    ]
+    return false
+  } as ValidateFunction
+  check.schema = validate.schema
+  return check
+}
+
+/** Bodies are validated as sent; path parameters and query strings are coerced, their integers written plainly. */
+export const validatorCompiler: FastifySchemaCompiler<unknown> = ({ schema, httpPart }) => {
+  if (httpPart === 'body') return compileOnce(bodyAjv, schema as object) as ReturnType<FastifySchemaCompiler<unknown>>
+  const validate = compileOnce(coercingAjv, schema as object)
+  return (
+    httpPart === 'params' || httpPart === 'querystring' ? canonicalIntegers(validate, schema as object) : validate
+  ) as ReturnType<FastifySchemaCompiler<unknown>>
+}
 
 /** Fastify's default serialiser (fast-json-stringify), compiled once per schema. */
 export const serializerCompiler: FastifySerializerCompiler<unknown> = ({ schema }) => {

@@ -154,10 +154,41 @@ t.test('bad parts are refused whole and store nothing', async (t) => {
       `part ${part}: its attr`
     )
   }
+  // Only a part number written as the plain integer: another spelling of 1 is not part 1.
+  for (const part of ['1.0', '+1', '%2B1', '01', '1e0', '0x1', '%201', '1%20']) {
+    const res = await jobs.part(job.id, part, lines('z'))
+    t.equal(res.statusCode, 400, `part ${part}: 400`)
+    t.match(res.json(), { code: 'invalid_request' }, `part ${part}: the error shape`)
+    t.same(errorsOf(res), [['invalid', 'part']], `part ${part}: invalid at part`)
+  }
   const json = await jobs.part(job.id, 2, lines('a'), 'application/json')
   t.equal(json.statusCode, 415, json.body)
+  t.match(json.json(), { code: 'unsupported_media_type', errors: [] })
+  t.match(json.json().detail, /application\/x-ndjson/, 'the 415 names what a part takes')
+  t.notMatch(json.json().detail, /application\/json/, 'and not what it does not')
 
   t.same(await counts(setup), { jobs: 1, parts: 1, lines: 3 }, 'only the good part is stored')
+})
+
+t.test('a create names both media types it takes when sent another', async (t) => {
+  const setup = await importSetup(t)
+  const res = await setup.app.inject({
+    method: 'POST',
+    url: '/v1/data-import/import-jobs/',
+    headers: { authorization: `Bearer ${setup.tenant.token}`, 'content-type': 'text/csv' },
+    payload: 'a,b\n'
+  })
+  t.equal(res.statusCode, 415, res.body)
+  t.match(res.json().detail, /application\/json[\s\S]*application\/x-ndjson/, res.json().detail)
+  const validate = await setup.app.inject({
+    method: 'POST',
+    url: '/v1/data-import/validate-account/',
+    headers: { authorization: `Bearer ${setup.tenant.token}`, 'content-type': 'application/x-ndjson' },
+    payload: '{}\n'
+  })
+  t.equal(validate.statusCode, 415, validate.body)
+  t.match(validate.json().detail, /application\/json/, 'an account route takes JSON')
+  t.notMatch(validate.json().detail, /ndjson/, 'and only JSON')
 })
 
 t.test('whole-request checks of a create store nothing; unknown and foreign jobs are 404', async (t) => {

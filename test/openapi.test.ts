@@ -6,9 +6,11 @@ import addFormatsModule from 'ajv-formats'
 import type { FastifyInstance, LightMyRequestResponse, RouteOptions } from 'fastify'
 import { AccountData, CreateRequest } from '../schemas/account.js'
 import { toOpenApiSchema } from '../src/plugins/openapi.js'
-import { daysFromToday, exampleAccount, importedSetup, importSetup, TEAM } from './helpers/accounts.js'
+import { compileBody } from '../src/validation.js'
+import { codes, daysFromToday, exampleAccount, importedSetup, importSetup, TEAM } from './helpers/accounts.js'
 import { EXAMPLE_ACCOUNT, paymentInstructionExample, REQUEST_EXAMPLES } from '../schemas/examples.js'
 import { WEBHOOK_EVENT_TYPES } from '../schemas/webhooks.js'
+import { isWellFormed, TEXT_PATTERN, TRIMMED_PATTERN } from '../schemas/text.js'
 
 // ajv-formats is CommonJS; under NodeNext its default import is the module object.
 const addFormats = ((addFormatsModule as unknown as { default?: typeof addFormatsModule }).default ??
@@ -126,24 +128,55 @@ function omitEmptyObjects(schema: unknown, components: Record<string, unknown>, 
   return found
 }
 
-/** Every example in the document with the schema it illustrates: media types' and parameters' `example`, schemas' `examples`. */
-function examplesOf(
-  node: unknown,
-  where: string,
-  found: Array<{ where: string; schema: unknown; value: unknown }> = []
-) {
+/** Keywords whose value is a map of names to schemas: a child named `example` there is a schema, not an example. */
+const SCHEMA_MAPS = new Set(['properties', 'patternProperties', '$defs', 'definitions', 'dependentSchemas', 'schemas'])
+
+interface Example {
+  where: string
+  schema: unknown
+  value: unknown
+  /** A media type's, parameter's or header's example (its `schema` beside it), or a schema's own. */
+  of: 'media' | 'parameter' | 'header' | 'schema'
+  mediaType?: string
+}
+
+/**
+ * Every example in the document with the schema it illustrates, wherever it is: `example` and
+ * `examples` of media types (request bodies and responses), parameters and headers, and
+ * `examples` (or `example`) of schemas. Every key of those names is taken, so an example put
+ * somewhere new is checked too (an Example Object without a `value`, an external one, fails).
+ */
+function examplesOf(node: unknown, where: string, found: Example[] = [], schemaMap = false): Example[] {
   if (node === null || typeof node !== 'object') return found
   const object = node as Doc
-  if (object.schema && typeof object.schema === 'object') {
-    if ('example' in object) found.push({ where, schema: object.schema, value: object.example })
-    for (const [name, example] of Object.entries((object.examples ?? {}) as Record<string, { value: unknown }>)) {
-      found.push({ where: `${where} (${name})`, schema: object.schema, value: example.value })
-    }
-  } else if (Array.isArray(object.examples)) {
-    for (const value of object.examples) found.push({ where, schema: object, value })
+  const children = Object.entries(object)
+  if (schemaMap) {
+    for (const [name, child] of children) examplesOf(child, `${where}/${name}`, found)
+    return found
   }
-  for (const [key, value] of Object.entries(object)) {
-    if (key !== 'example' && key !== 'examples') examplesOf(value, `${where}/${key}`, found)
+  const beside = object.schema && typeof object.schema === 'object' && !Array.isArray(object.schema)
+  const of: Example['of'] = !beside
+    ? 'schema'
+    : typeof object.in === 'string'
+      ? 'parameter'
+      : /\/headers\/[^/]+$/.test(where)
+        ? 'header'
+        : 'media'
+  const mediaType = of === 'media' ? where.slice(where.lastIndexOf('/content/') + '/content/'.length) : undefined
+  const schema = beside ? object.schema : object
+  if ('example' in object) found.push({ where, schema, value: object.example, of, ...(mediaType ? { mediaType } : {}) })
+  if (Array.isArray(object.examples)) {
+    for (const [i, value] of object.examples.entries()) found.push({ where: `${where} (${i})`, schema, value, of })
+  } else if (object.examples && typeof object.examples === 'object') {
+    for (const [name, example] of Object.entries(object.examples as Record<string, Doc>)) {
+      found.push({ where: `${where} (${name})`, schema, value: example.value, of, ...(mediaType ? { mediaType } : {}) })
+      if (!('value' in example)) {
+        found.push({ where: `${where} (${name}): no value to check`, schema: false, value: 0, of })
+      }
+    }
+  }
+  for (const [key, value] of children) {
+    if (key !== 'example' && key !== 'examples') examplesOf(value, `${where}/${key}`, found, SCHEMA_MAPS.has(key))
   }
   return found
 }
@@ -165,6 +198,11 @@ const accountDataBefore = JSON.stringify(AccountData)
 t.test('the document is valid OpenAPI 3.1', async (t) => {
   const { doc } = await documented(t)
   t.equal(doc.openapi, '3.1.0')
+  t.match(
+    doc.info.license,
+    { name: /UNLICENSED/, identifier: 'LicenseRef-Proprietary' },
+    'info.license: proprietary, no licence granted (the repository has none)'
+  )
   const result = await validate(structuredClone(doc) as never)
   t.ok(result.valid, result.valid ? 'valid' : compileErrors(result))
   t.same(result.warnings, [], 'no warnings')
@@ -338,9 +376,11 @@ t.test('request bodies are the schemas the routes validate with', async (t) => {
   for (const route of routes) {
     // A part of an import job is NDJSON text, read as a stream: documented, not a JSON body.
     if (!route.schema?.body || route.url === '/graphql' || route.method === 'PUT') continue
+    // A body of several media types: its JSON one.
+    const body = route.schema.body as { content?: Record<string, { schema: unknown }> }
     t.same(
       shape(bodyOf(route.url), doc.components.schemas),
-      shape(toOpenApiSchema(route.schema.body, { request: true })),
+      shape(toOpenApiSchema(body.content?.['application/json']?.schema ?? body, { request: true })),
       `${route.url}: same fields as the route's schema`
     )
     compared++
@@ -430,29 +470,109 @@ t.test('a newcomer can read it: how to authenticate, a real example of every bod
   t.ok(withDiscriminator.length > 0, 'unions say which field picks the branch')
 })
 
-t.test("its patterns are portable: other languages' regular expression engines take them", async (t) => {
+/** Samples that tell the engines apart: blanks, NUL, lone surrogates, supplementary characters, decimals. */
+const PATTERN_SAMPLES = [
+  '',
+  'a',
+  ' a',
+  'a ',
+  ' ',
+  '\t\u00a0\u2028\u3000\ufeff',
+  '\u001c',
+  '\u0085',
+  'a\u0000b',
+  '\u0000',
+  'a\ud800',
+  '\udfff',
+  '\ud83d\ude80',
+  ' \ud83d\ude80 ',
+  'Zoë 中文',
+  '12.50',
+  '-0.5',
+  '0',
+  '01',
+  '1.',
+  '.5',
+  '1e3',
+  '+1',
+  '12345678901',
+  '1.50000000000000'
+]
+
+t.test("its patterns are portable: JavaScript's, Python's and Rust's engines take them alike", async (t) => {
   const { doc } = await documented(t)
   const patterns = new Set<string>()
   JSON.stringify(doc, (key, value) => {
     if (key === 'pattern' && typeof value === 'string') patterns.add(value)
+    if (key === 'patternProperties' && value && typeof value === 'object') {
+      Object.keys(value).forEach((p) => patterns.add(p))
+    }
     return value
   })
-  t.ok(patterns.size >= 3, `${patterns.size} distinct patterns`)
+  t.ok(patterns.size >= 5, `${patterns.size} distinct patterns`)
   for (const pattern of patterns) {
     t.notMatch(
       pattern,
       /\[\^\]|\\p\{|\(\?<[A-Za-z]/,
       `${pattern}: no JavaScript-only syntax ([^], \\p{…}, named groups)`
     )
-    t.doesNotThrow(() => new RegExp(pattern), `${pattern}: compiles without the u flag`)
+    // Rust's `regex` takes no lookaround; `\d`, `\w`, `\s` and `\b` mean other characters in Python and Rust.
+    t.notMatch(pattern, /\(\?<?[=!]/, `${pattern}: no lookaround`)
+    t.notMatch(pattern, /(^|[^\\])(\\\\)*\\[dDwWsSbB]/, `${pattern}: no class escapes whose meaning differs`)
+    // Rust's engines refuse a surrogate code point anywhere (its strings cannot hold one).
+    t.notMatch(pattern, /\\u[dD][89a-fA-F][0-9a-fA-F]{2}/, `${pattern}: no surrogate code point`)
+    for (const flags of ['', 'u', 'v']) {
+      t.doesNotThrow(() => new RegExp(pattern, flags), `${pattern}: compiles in JavaScript with flags '${flags}'`)
+    }
   }
-  const python = spawnSync('python3', ['-c', 'import json, re, sys\nfor p in json.load(sys.stdin): re.compile(p)'], {
-    input: JSON.stringify([...patterns]),
-    encoding: 'utf8'
-  })
-  if (python.error) {
-    t.skip(`python3 is not installed here, so Python's re was not tried (${python.error.message})`, () => {})
-  } else t.equal(python.status, 0, `Python's re compiles every pattern ${python.stderr}`)
+  // What each engine says of each sample (strings ending in a newline left out: Python's `$` also matches before one).
+  const javascript = (samples: string[]) => [...patterns].map((p) => samples.map((s) => new RegExp(p, 'u').test(s)))
+  // Python's re, and Rust's engines through jsonschema-rs (the Rust validator's Python bindings):
+  // fancy-regex (its default) and regex. Strings with a lone surrogate are left out for Rust, whose
+  // strings cannot hold one.
+  const withoutSurrogates = PATTERN_SAMPLES.filter((s) => isWellFormed(s))
+  const run = spawnSync(
+    'python3',
+    [
+      '-c',
+      'import json, re, sys\n' +
+        'patterns, samples, well_formed = json.load(sys.stdin)\n' +
+        'out = {"python": [[bool(re.search(p, s)) for s in samples] for p in [re.compile(p) for p in patterns]]}\n' +
+        'try:\n  import jsonschema_rs as j\nexcept ImportError:\n  j = None\n' +
+        'if j:\n' +
+        '  for name, options in (("fancy-regex", j.FancyRegexOptions()), ("regex", j.RegexOptions())):\n' +
+        '    validators = [j.validator_for({"type": "string", "pattern": p}, pattern_options=options) for p in patterns]\n' +
+        '    out[name] = [[v.is_valid(s) for s in well_formed] for v in validators]\n' +
+        'print(json.dumps(out))'
+    ],
+    { input: JSON.stringify([[...patterns], PATTERN_SAMPLES, withoutSurrogates]), encoding: 'utf8' }
+  )
+  if (run.error) {
+    t.skip(`python3 is not installed here, so neither Python's re nor Rust's engines were tried`, () => {})
+  } else {
+    t.equal(run.status, 0, `Python's re, and Rust's engines where installed, compile every pattern ${run.stderr}`)
+    const answers = (run.status === 0 ? JSON.parse(run.stdout) : {}) as Record<string, boolean[][]>
+    t.same(answers.python, javascript(PATTERN_SAMPLES), "Python's re matches what JavaScript's (u flag) does")
+    if (answers.regex === undefined) {
+      t.skip(
+        "jsonschema-rs is not installed for python3 (pip install jsonschema-rs): Rust's engines not tried",
+        () => {}
+      )
+    } else {
+      for (const engine of ['fancy-regex', 'regex']) {
+        t.same(answers[engine], javascript(withoutSurrogates), `Rust's ${engine} matches what JavaScript's does`)
+      }
+    }
+  }
+  // Text patterns still refuse U+0000 and a lone surrogate, and take a supplementary character.
+  for (const pattern of [TEXT_PATTERN, TRIMMED_PATTERN]) {
+    t.ok(patterns.has(pattern), `${pattern.slice(0, 20)}…: in the document`)
+    const re = new RegExp(pattern, 'u')
+    t.same(
+      ['a\u0000b', 'a\ud800', '\udfffa', 'a\ud83d\ude80'].map((s) => re.test(s)),
+      [false, false, false, true]
+    )
+  }
 })
 
 t.test(
@@ -626,6 +746,27 @@ t.test('every example in the document is valid against the schema it illustrates
         t.ok(validate(value), validate.errors ? `${where}: ${JSON.stringify(validate.errors)}` : where)
       }
       t.ok(examples.length > Object.keys(REQUEST_EXAMPLES).length, `${examples.length} examples checked`)
+      const at = (pattern: RegExp, of: Example['of']) =>
+        examples.filter((e) => e.of === of && pattern.test(e.where)).length
+      t.ok(at(/\/requestBody\//, 'media') > Object.keys(REQUEST_EXAMPLES).length, 'request bodies: examples checked')
+      t.ok(at(/\/parameters\//, 'parameter') >= 3, 'parameters: examples checked')
+      t.ok(at(/\/responses\//, 'media') >= 1, 'responses: examples checked')
+      t.ok(at(/^#\/components\/schemas\//, 'schema') >= 1, 'named schemas: examples checked')
+
+      // NDJSON examples are text: each line is a batch entry whose account is a valid account.
+      const account = compileIn(
+        ajv,
+        doc.paths['/v1/data-import/validate-account'].post.requestBody.content['application/json'].schema
+      )
+      const ndjson = examples.filter((e) => e.mediaType === 'application/x-ndjson')
+      t.ok(ndjson.length >= 2, 'the NDJSON bodies (a part, the one-call create) have examples')
+      for (const { where, value } of ndjson) {
+        t.match(value, /\n$/, `${where}: whole lines`)
+        for (const line of String(value).split('\n').slice(0, -1)) {
+          const entry = JSON.parse(line) as { account: unknown }
+          t.ok(account(entry.account), `${where}: the line's account is valid ${JSON.stringify(account.errors)}`)
+        }
+      }
       const payment =
         doc.paths['/v1/data-import/payment-instruction/create'].post.requestBody.content['application/json']
       if (env.PAYMENT_VENDORS) {
@@ -633,6 +774,235 @@ t.test('every example in the document is valid against the schema it illustrates
       } else t.notOk('example' in payment, 'no vendor configured, no valid payment instruction: none is shown')
     })
   }
+})
+
+/** Every schema marked `x-decimal` in the document, with where it is. */
+function decimalSchemas(node: unknown, where: string, found: Array<{ where: string; schema: Doc }> = []) {
+  if (node === null || typeof node !== 'object') return found
+  if ((node as Doc)['x-decimal']) found.push({ where, schema: node as Doc })
+  for (const [key, value] of Object.entries(node)) decimalSchemas(value, `${where}/${key}`, found)
+  return found
+}
+
+t.test('decimal bounds are in standard keywords: the document takes only what the server takes', async (t) => {
+  const { doc } = await documented(t)
+  const ajv = strictAjv(doc)
+  const found = decimalSchemas(doc, '#')
+  t.ok(found.length > 20, `${found.length} decimals in the document`)
+  const kinds = new Map<string, Doc>()
+  for (const { schema } of found) kinds.set(JSON.stringify([schema['x-decimal'], schema.type]), schema)
+  t.ok(kinds.size >= 4, `${kinds.size} kinds of decimal (bounds, sign, type)`)
+  let checked = 0
+  for (const schema of kinds.values()) {
+    const { integer, scale, positive } = schema['x-decimal'] as { integer: number; scale: number; positive?: boolean }
+    const takesNumbers = [schema.type].flat().includes('integer')
+    const label = `${integer} + ${scale}${positive ? ', positive' : ''}${takesNumbers ? '' : ', strings only'}`
+    const documentTakes = compileIn(ajv, schema)
+    // The server's own check: the same keyword its routes validate with.
+    const serverTakes = compileBody({
+      type: takesNumbers ? ['string', 'number'] : 'string',
+      decimal: schema['x-decimal']
+    })
+    t.ok(typeof schema.pattern === 'string', `${label}: a pattern for its string form`)
+    if (takesNumbers) {
+      t.equal(schema.exclusiveMaximum, 10 ** integer, `${label}: its range as JSON numbers`)
+      t.equal(schema.exclusiveMinimum, positive ? 0 : -(10 ** integer))
+    }
+    const nines = '9'.repeat(integer)
+    const places = '1'.repeat(scale)
+    const strings = [
+      '0',
+      '-0',
+      '1',
+      '-1',
+      '0.5',
+      '-0.5',
+      nines,
+      `-${nines}`,
+      `1${nines}`,
+      `-1${nines}`,
+      `${nines}.${places}`,
+      `0.${places}`,
+      `0.${places}1`,
+      `0.${places}000`,
+      `0.${'0'.repeat(scale - 1)}1`,
+      `0.${'0'.repeat(scale)}1`,
+      `0.${'0'.repeat(scale)}`,
+      `1.${'0'.repeat(scale + 5)}`,
+      '01',
+      '1.',
+      '.5',
+      '+1',
+      '1e3',
+      ' 1',
+      '1 ',
+      '',
+      ' ',
+      '-',
+      'x',
+      '12.50',
+      '-40.50'
+    ]
+    const numbers = [
+      0,
+      -0,
+      1,
+      -1,
+      0.5,
+      -0.5,
+      53.24,
+      0.1 + 0.2,
+      1e-7,
+      10 ** integer - 1,
+      -(10 ** integer - 1),
+      10 ** integer,
+      -(10 ** integer),
+      10 ** 15,
+      999999999999999,
+      1234567890.12345,
+      1.5e300
+    ]
+    for (const value of [...strings, ...numbers]) {
+      const documented = documentTakes(value)
+      const served = serverTakes(value)
+      if (typeof value === 'string') {
+        t.equal(
+          documented,
+          served,
+          `${label}: ${shown(value)}: the document ${documented ? 'takes' : 'refuses'} it, so does the server`
+        )
+      } else if (documented) {
+        t.ok(served, `${label}: ${value}: the document takes it, so the server must`)
+      }
+      checked++
+    }
+    // Random decimal strings around the bounds: the pattern and the server agree on every one.
+    let seed = integer * 31 + scale
+    const random = () => {
+      seed = (Math.imul(seed, 1103515245) + 12345) >>> 0
+      return seed / 2 ** 32
+    }
+    const digits = (n: number) => Array.from({ length: n }, () => String(Math.floor(random() * 10))).join('')
+    const differ: string[] = []
+    for (let i = 0; i < 2000; i++) {
+      const whole =
+        random() < 0.2 ? '0' : String(1 + Math.floor(random() * 9)) + digits(Math.floor(random() * (integer + 2)))
+      const fraction =
+        random() < 0.3
+          ? ''
+          : '.' + digits(1 + Math.floor(random() * (scale + 3))) + '0'.repeat(Math.floor(random() * 3))
+      const text = (random() < 0.3 ? '-' : '') + whole + fraction
+      if (documentTakes(text) !== serverTakes(text)) differ.push(text)
+    }
+    t.same(differ, [], `${label}: 2000 random decimal strings, the same answer from both`)
+  }
+  t.ok(checked > 100, `${checked} values checked`)
+  // A generated client reads the bounds from standard keywords, not from the extension alone.
+  const balance =
+    doc.paths['/v1/data-import/validate-account'].post.requestBody.content['application/json'].schema.properties
+      .transfer_balance
+  t.match(balance, { type: ['string', 'integer'], exclusiveMaximum: 1e10, exclusiveMinimum: -1e10, pattern: /^\^/ })
+})
+
+t.test('a note has a body or document paths: the schema says so, as the server does', async (t) => {
+  const { doc, app, tenant, ref } = await documentedWithAccount(t)
+  const schema = doc.paths['/v1/data-import/notes/create'].post.requestBody.content['application/json'].schema
+  const note = schema.properties.notes.items
+  t.ok(Array.isArray(note.anyOf), 'a machine-readable rule (anyOf)')
+  t.match(note.description, /note_body_or_document_path_not_found/, 'and its code in the description')
+  const validate = compileIn(strictAjv(doc), schema)
+  const paths = [{ document_path: 'letters/welcome.pdf' }]
+  const notes: Array<Record<string, unknown>> = [
+    {},
+    { body: null },
+    { body: '' },
+    { body: ' \t' },
+    { document_paths: null },
+    { document_paths: '' },
+    { body: null, document_paths: ' ' },
+    { is_pinned: true },
+    { body: 'A note.' },
+    { document_paths: paths },
+    { body: ' ', document_paths: paths },
+    { body: 'A note.', document_paths: null },
+    { body: 'A note.', document_paths: paths }
+  ]
+  for (const [i, fields] of notes.entries()) {
+    const payload = { ...ref, notes: [{ ...fields, ...(fields.body === 'A note.' ? { body: `A note ${i}.` } : {}) }] }
+    const documentAccepts = validate(payload)
+    const res = await app.inject({
+      method: 'POST',
+      url: '/v1/data-import/notes/create/',
+      headers: { authorization: `Token ${tenant.token}` },
+      payload
+    })
+    const serverAccepts = !refusedAt(res, 'notes.0')
+    t.equal(
+      documentAccepts,
+      serverAccepts,
+      `${shown(fields)}: the document ${documentAccepts ? 'accepts' : 'refuses'} it, the server ${serverAccepts ? `accepts it (${res.statusCode})` : `refuses it (${JSON.stringify(codes(res))})`}`
+    )
+    if (!serverAccepts && Object.keys(fields).every((k) => k !== 'document_paths' || !Array.isArray(fields[k]))) {
+      t.same(
+        codes(res),
+        [['note_body_or_document_path_not_found', 'notes.0']],
+        `${shown(fields)}: the code and attr as before`
+      )
+    }
+  }
+})
+
+t.test('creating an import job: a JSON body or the one-call NDJSON form, each as the server takes it', async (t) => {
+  const { doc, app, tenant } = await documented(t, { IMPORT_JOB_WORKERS: '0' })
+  const op = doc.paths['/v1/data-import/import-jobs'].post
+  t.same(Object.keys(op.requestBody.content).sort(), ['application/json', 'application/x-ndjson'], 'both bodies')
+  const ndjson = op.requestBody.content['application/x-ndjson']
+  t.equal(ndjson.schema.type, 'string')
+  t.match(ndjson.schema.description, /one-call/)
+  t.match(op.responses['201'], { description: /JSON body/ })
+  t.match(op.responses['202'], { description: /NDJSON body/ })
+  const parameters = op.parameters as Doc[]
+  t.same(parameters.map((p) => `${p.in}:${p.name}`).sort(), [
+    'query:dry_run',
+    'query:import_supplier',
+    'query:operations_team_name'
+  ])
+  for (const parameter of parameters) {
+    // OpenAPI cannot tie a parameter to one media type of the body: each says which it belongs to.
+    t.equal(parameter.required, false, `${parameter.name}: not required (a JSON body refuses it)`)
+    t.match(parameter.description, /one-call form only[\s\S]*unexpected_field/, `${parameter.name}: says so`)
+  }
+  const headers = { authorization: `Bearer ${tenant.token}` }
+  const query = new URLSearchParams(parameters.map((p): [string, string] => [p.name, String(p.example)])).toString()
+
+  // The document's own examples: the JSON body alone, and the NDJSON body with the parameters.
+  const json = await app.inject({
+    method: 'POST',
+    url: '/v1/data-import/import-jobs/',
+    headers,
+    payload: op.requestBody.content['application/json'].example
+  })
+  t.equal(json.statusCode, 201, json.body)
+  const oneCall = await app.inject({
+    method: 'POST',
+    url: `/v1/data-import/import-jobs/?${query}`,
+    headers: { ...headers, 'content-type': 'application/x-ndjson' },
+    payload: ndjson.example
+  })
+  t.equal(oneCall.statusCode, 202, oneCall.body)
+  // Both at once are ambiguous: refused, as each parameter's description says.
+  const both = await app.inject({
+    method: 'POST',
+    url: `/v1/data-import/import-jobs/?${query}`,
+    headers,
+    payload: op.requestBody.content['application/json'].example
+  })
+  t.equal(both.statusCode, 400)
+  t.same(
+    codes(both),
+    parameters.map((p) => ['unexpected_field', p.name]).sort((a, b) => a[1]!.localeCompare(b[1]!)),
+    'each parameter refused at its name'
+  )
 })
 
 t.test('webhooks: every event type, its body schema and the signature headers', async (t) => {

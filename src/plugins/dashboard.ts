@@ -85,13 +85,18 @@ export default fp(
 
     // Not API operations: hidden from the OpenAPI document. `/dashboard/` is the same route
     // (the router ignores a trailing slash).
-    app.get(DASHBOARD_PREFIX, { schema: { hide: true } }, async function dashboardPage(request, reply) {
-      return send(request, reply, page)
-    })
+    // A page and its assets: a query string (a bookmark's, a cache buster) is ignored.
+    app.get(
+      DASHBOARD_PREFIX,
+      { schema: { hide: true }, config: { anyQuery: true } },
+      async function dashboardPage(request, reply) {
+        return send(request, reply, page)
+      }
+    )
     for (const [name, file] of assets) {
       app.get(
         `${DASHBOARD_PREFIX}/assets/${name}`,
-        { schema: { hide: true } },
+        { schema: { hide: true }, config: { anyQuery: true } },
         async function dashboardAsset(request, reply) {
           return send(request, reply, file)
         }

@@ -6,12 +6,14 @@ import { databaseUnavailable, pgErrorCode } from '../db/errors.js'
 import {
   AppError,
   answer,
+  bodyMediaTypes,
   entriesFromAjv,
   errorHeaders,
   invalidBody,
   invalidRequest,
   payloadTooLarge,
-  problem
+  problem,
+  unsupportedMediaType
 } from '../errors.js'
 import { answeredWith } from '../logging.js'
 import type { ErrorBody } from '../../schemas/common.js'
@@ -65,7 +67,7 @@ export function toAppError(err: FastifyError, request: FastifyRequest): AppError
   }
   switch (err.code) {
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
-      return answer(CODE.unsupported_media_type)
+      return unsupportedMediaType(bodyMediaTypes(request.routeOptions.schema))
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
       return payloadTooLarge()
     case 'FST_ERR_CTP_EMPTY_JSON_BODY':

@@ -7,7 +7,7 @@ import { isWellFormedJson } from '../../schemas/text.js'
 import { CODE, formatDetail } from '../../schemas/error-codes.js'
 import { JOB_STATES, type ImportJob, type JobState } from '../../schemas/import-jobs.js'
 import { errorCodeList } from '../../schemas/error-code-list.js'
-import { AppError, answer, fieldError, unexpected } from '../errors.js'
+import { AppError, fieldError, unexpected, unsupportedMediaType } from '../errors.js'
 import { formatDateTime, formatNullableDateTime } from '../format.js'
 import { answeredWith } from '../logging.js'
 import { tokenFromHeader, type Principal } from '../modules/auth/service.js'
@@ -443,7 +443,7 @@ export default fp(
       // counting every obtainToken field of the documents that will run.
       scope.addHook('preHandler', async function checkRequests(request: FastifyRequest, reply: FastifyReply) {
         if (!/^application\/json\s*(;|$)/i.test(request.headers['content-type'] ?? '')) {
-          sendError(reply, request, answer(CODE.unsupported_media_type))
+          sendError(reply, request, unsupportedMediaType(['application/json']))
           return reply
         }
         const documents = graphqlDocuments(request.body)

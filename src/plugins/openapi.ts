@@ -21,7 +21,7 @@ import {
 } from '../../schemas/openapi.js'
 import { REQUEST_EXAMPLES } from '../../schemas/examples.js'
 import { webhookPathItems } from '../../schemas/webhooks.js'
-import { DECIMAL_TEXT } from '../decimal.js'
+import { BLANK_PATTERN } from '../../schemas/text.js'
 import { projectRoot } from '../paths.js'
 
 /** Where the interactive documentation is served. */
@@ -151,17 +151,68 @@ function toOpenApiResponse(response: unknown): unknown {
   }
 }
 
+/** The `decimal` keyword's bounds (src/validation.ts). */
+interface DecimalSpec {
+  integer: number
+  scale: number
+  positive?: boolean
+}
+
+/** JSON numbers of at most this many digits are exact (src/decimal.ts). */
+const EXACT_DIGITS = 15
+
 /**
- * A blank string: empty, or only the whitespace that `String.prototype.trim` removes (what
- * `omitEmpty` in src/validation.ts tests), spelled out because `\s` means other characters in
- * other languages' engines (Python's takes U+001C, not U+FEFF).
+ * A decimal string within the bounds, as a pattern that every engine reads alike (no lookaround):
+ * at most `integer` digits before the point, at most `scale` after it once trailing zeros are
+ * dropped (`1.5000` has one place), and for a positive decimal no sign and not zero. What the
+ * `decimal` keyword takes as a string, exactly.
  */
-const BLANK_PATTERN = '^[\\t\\n\\v\\f\\r \\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000\\ufeff]*$'
+function decimalPattern({ integer, scale, positive }: DecimalSpec): string {
+  const whole = `[1-9][0-9]{0,${integer - 1}}`
+  const places = `\\.[0-9]{1,${scale}}0*`
+  if (!positive) return `^-?(0|${whole})(${places})?$`
+  // Positive: a whole part that is not zero, or zero and a fraction with a digit other than 0 within `scale` places.
+  return `^(${whole}(${places})?|0\\.[0-9]{0,${scale - 1}}[1-9]0*)$`
+}
+
+/**
+ * The decimal's bounds in standard keywords, so that a generated client or another validator
+ * knows them: the pattern of its string form and, when it takes JSON numbers, their range. A
+ * JSON number's decimal places and significant digits have no keyword that validators compute
+ * exactly (`multipleOf: 0.01` refuses 0.3 in binary floating point, in Ajv and Python's jsonschema
+ * alike), so the schema takes the numbers it can state exactly, whole ones of at most 15 digits
+ * within the bound; the description says the service also takes a JSON number with a fraction.
+ * The service accepts everything the schema does.
+ */
+function decimalKeywords(decimal: DecimalSpec, type: unknown): SchemaObject {
+  const types = [type].flat()
+  if (decimal.integer > EXACT_DIGITS) throw new Error(`a decimal of ${decimal.integer} integer digits`)
+  const keywords: SchemaObject = { pattern: decimalPattern(decimal) } // applies to strings only
+  if (!types.includes('number')) return keywords
+  const bound = 10 ** decimal.integer
+  return {
+    ...keywords,
+    type: types.map((t) => (t === 'number' ? 'integer' : t)),
+    exclusiveMinimum: decimal.positive ? 0 : -bound,
+    exclusiveMaximum: bound
+  }
+}
+
+function decimalDescription(schema: SchemaObject, { integer, scale, positive }: DecimalSpec): string {
+  const bounds = `at most ${integer} digits before the point and ${scale} after${positive ? ', greater than zero' : ''}`
+  const text = [schema.type].flat().includes('integer')
+    ? `Exact decimal: a decimal string, or a JSON number of at most ${EXACT_DIGITS} significant digits; ${bounds}. ` +
+      'The schema lists the JSON numbers every validator checks exactly, whole ones; a JSON number with a fraction ' +
+      'within the bounds is taken too. Returned as a decimal string.'
+    : `Exact decimal, as a decimal string only; ${bounds}. Returned as a decimal string.`
+  return typeof schema.description === 'string' ? `${schema.description} ${text}` : text
+}
 
 /** What an optional field of an `omitEmpty` object may also be sent as: one named component. */
 function emptyValue(): SchemaObject {
   return {
     type: ['null', 'string'],
+    // Empty, or only what `String.prototype.trim` removes: what `omitEmpty` (src/validation.ts) tests.
     pattern: BLANK_PATTERN,
     description:
       '`null`, or a string that is empty or only whitespace: taken as if the field were not sent (its default, if any, applies).',
@@ -203,16 +254,8 @@ export function toOpenApiSchema(schema: unknown, options: { request?: boolean } 
       out[extensionName(key)] = structuredClone(value as Json)
     }
   }
-  const decimal = out['x-decimal'] as { integer: number; scale: number; positive?: boolean } | undefined
-  if (decimal) {
-    out.pattern ??= DECIMAL_TEXT.source // applies to the string form only
-    appendDescription(
-      out,
-      'Exact decimal: a decimal string, or a JSON number of at most 15 significant digits; ' +
-        `at most ${decimal.integer} digits before the point and ${decimal.scale} after` +
-        `${decimal.positive ? ', greater than zero' : ''}. Returned as a decimal string.`
-    )
-  }
+  const decimal = out['x-decimal'] as DecimalSpec | undefined
+  if (decimal) Object.assign(out, decimalKeywords(decimal, out.type), { description: decimalDescription(out, decimal) })
   const jsonValue = out['x-json-value'] as { maxBytes: number; maxDepth: number } | undefined
   if (jsonValue) {
     out.not ??= { type: 'null' } // the keyword refuses null (`null`)
@@ -283,6 +326,18 @@ function documentRoute({ schema, url, route }: { schema: FastifySchema; url: str
   for (const part of ['body', 'querystring', 'params', 'headers'] as const) {
     if (source[part] !== undefined) out[part] = toOpenApiSchema(source[part], { request: true })
   }
+  // A body of several media types (`content`), each with its own schema.
+  const content = (source.body as { content?: Record<string, { schema: unknown }> } | undefined)?.content
+  if (content) {
+    out.body = {
+      content: Object.fromEntries(
+        Object.entries(content).map(([type, media]) => [
+          type,
+          { ...media, schema: toOpenApiSchema(media.schema, { request: true }) }
+        ])
+      )
+    }
+  }
   const errorStatuses: string[] = []
   if (source.response) {
     const response: SchemaObject = {}
@@ -298,7 +353,10 @@ function documentRoute({ schema, url, route }: { schema: FastifySchema; url: str
   out.security ??= []
   // Examples are keyed by the document's path (`{param}`, not `:param`).
   const example = REQUEST_EXAMPLES[withoutSlash(url).replace(/:(\w+)/g, '{$1}')]
-  if (example !== undefined && out.body) out.body = { ...(out.body as SchemaObject), examples: [example] }
+  if (example !== undefined && content) {
+    const media = (out.body as { content: Record<string, { schema: SchemaObject }> }).content['application/json']!
+    media.schema = { ...media.schema, examples: [example] }
+  } else if (example !== undefined && out.body) out.body = { ...(out.body as SchemaObject), examples: [example] }
   // Every path is served with and without its trailing slash: the document names the one without.
   return { schema: out as FastifySchema, url: withoutSlash(url) }
 }
@@ -402,6 +460,12 @@ export default fp(
         info: {
           title: 'Account Migration Import Service',
           version: packageVersion(),
+          // The package is private and the repository carries no licence: none is granted. An SPDX
+          // expression may name a licence of its own with `LicenseRef-`.
+          license: {
+            name: 'Proprietary (UNLICENSED): no licence is granted to use, copy or distribute it',
+            identifier: 'LicenseRef-Proprietary'
+          },
           description:
             "Moves energy customer accounts from a previous supplier's system into the platform: validate, " +
             'stage and create accounts (one by one, or many per request with `POST /v1/data-import/batches`), add their ' +
@@ -447,15 +511,21 @@ export default fp(
       }
     )
 
-    await app.register(swaggerUi, {
-      routePrefix: DOCS_PREFIX,
-      staticCSP: DOCS_CSP,
-      uiConfig: { deepLinking: true, docExpansion: 'list', defaultModelsExpandDepth: 0 },
-      theme: {
-        title: 'Account Migration Import Service: API',
-        // The page is this service's documentation: no "explore any URL" bar.
-        css: [{ filename: 'theme.css', content: '.swagger-ui .topbar { display: none }' }]
-      }
+    // The documentation page and its assets ignore a query string (Swagger UI's own, a cache buster).
+    await app.register(async function documentationPage(scope) {
+      scope.addHook('onRoute', function ignoreQuery(route) {
+        route.config = { ...route.config, anyQuery: true }
+      })
+      await scope.register(swaggerUi, {
+        routePrefix: DOCS_PREFIX,
+        staticCSP: DOCS_CSP,
+        uiConfig: { deepLinking: true, docExpansion: 'list', defaultModelsExpandDepth: 0 },
+        theme: {
+          title: 'Account Migration Import Service: API',
+          // The page is this service's documentation: no "explore any URL" bar.
+          css: [{ filename: 'theme.css', content: '.swagger-ui .topbar { display: none }' }]
+        }
+      })
     })
   },
   { name: 'openapi' }

@@ -1,7 +1,7 @@
 import fc from 'fast-check'
 import { Big } from '../../src/decimal.js'
 import { AccountData, PORTFOLIO_ROLES } from '../../schemas/account.js'
-import { isWellFormed } from '../../schemas/text.js'
+import { isWellFormed, TRIMMED_PATTERN } from '../../schemas/text.js'
 
 /**
  * fast-check arbitraries for account data, derived from the TypeBox schemas: `fromSchema`
@@ -159,7 +159,7 @@ export function fromSchema(schema: Schema): fc.Arbitrary<unknown> {
   switch (schema.type) {
     case 'string':
       if (schema.format === 'date') return dateArb
-      return text(schema.maxLength ?? 64, { trimmed: String(schema.pattern ?? '').startsWith('^(?![\\s])') })
+      return text(schema.maxLength ?? 64, { trimmed: schema.pattern === TRIMMED_PATTERN })
     case 'integer':
       return fc.integer({ min: schema.minimum ?? -1e6, max: schema.maximum ?? 1e6 })
     case 'boolean':

@@ -1,5 +1,6 @@
 import fc from 'fast-check'
 import { AccountData } from '../../schemas/account.js'
+import { TRIMMED_PATTERN } from '../../schemas/text.js'
 import { TRANSACTION_TYPES } from '../../schemas/transactions.js'
 import { branchFor, type Account, type Schema } from './arbitraries.js'
 
@@ -214,7 +215,7 @@ function changesFor(site: Site): Array<fc.Arbitrary<Change>> {
             .tuple(fc.constantFrom(...ILL_FORMED), fc.double({ min: 0, max: 1, noNaN: true }))
             .map(([c, at]) => ({ kind: 'ill-formed text', value: insertAt(String(value), c, at) }))
         )
-        if (String(schema.pattern).startsWith('^(?![\\s])')) {
+        if (schema.pattern === TRIMMED_PATTERN) {
           out.push(
             fc.constantFrom(' ', '\t', '\u00A0', '\u3000').map((c) => ({ kind: 'untrimmed', value: c + String(value) }))
           )

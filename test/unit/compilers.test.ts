@@ -19,6 +19,19 @@ t.test('bodies are never coerced; query strings, params and headers are', async 
   t.not(compile('querystring'), compile('body'))
 })
 
+t.test('an integer of a path or query string is taken only as plain digits', async (t) => {
+  for (const part of ['params', 'querystring']) {
+    const validate = compile(part) as ((data: unknown) => boolean) & { errors?: Array<Record<string, unknown>> }
+    for (const text of ['0', '7', '-7', '10000']) t.ok(validate({ n: text }), `${part} ${text}`)
+    for (const text of ['07', '+7', '7.0', '7e0', '0x7', ' 7', '7 ', '-0', '']) {
+      t.notOk(validate({ n: text }), `${part} ${JSON.stringify(text)}: refused`)
+      t.match(validate.errors, [{ instancePath: '/n', params: { code: 'invalid' }, data: text }])
+      t.equal(validate.errors?.length, 1, 'one problem at the parameter')
+    }
+  }
+  t.ok(compile('body')({ n: 7 }), 'a body is validated as sent')
+})
+
 t.test('a response serialiser is compiled once per schema', async (t) => {
   const serialize = serializerCompiler({ schema, method: 'GET', url: '/x', httpStatus: '200' } as never)
   t.equal(serializerCompiler({ schema, method: 'GET', url: '/y', httpStatus: '200' } as never), serialize)

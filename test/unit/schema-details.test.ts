@@ -2,7 +2,7 @@ import t from 'tap'
 import { Type } from 'typebox'
 import { entriesFromAjv } from '../../src/errors.js'
 import { compileBody } from '../../src/validation.js'
-import { Choice, DateString, DateTimeString, Money, Text, Trimmed } from '../../schemas/fields.js'
+import { Choice, DateString, DateTimeString, Money, NumberOfUnits, Text, Trimmed } from '../../schemas/fields.js'
 
 /** The problems of `body` against a one-field schema, as `attr code: detail`. */
 function problems(field: object, value: unknown): string[] {
@@ -138,9 +138,6 @@ t.test('a decimal takes a decimal string or a JSON number wherever it is declare
   for (const value of ['0.10', 0.1, -42.5, 1234567890]) {
     t.ok(validate({ f: value }), `${JSON.stringify(value)} is taken`)
   }
-  t.same(problems(Money(), 0.1 + 0.2), [
-    'max_digits: Ensure that there are not too many digits (send large or precise numbers as decimal strings).'
-  ])
   // A decimal whose type leaves the number (or the string) out would refuse it before its own
   // check runs ("A string is required"): such a schema does not compile at all.
   for (const type of ['string', 'number', ['string', 'null']]) {
@@ -150,4 +147,22 @@ t.test('a decimal takes a decimal string or a JSON number wherever it is declare
       `type ${JSON.stringify(type)} is refused`
     )
   }
+})
+
+t.test('decimal problems say what is wrong, whether the value came as a string or a JSON number', async (t) => {
+  const money = Money()
+  const tooManyDigits = 'max_digits: Ensure that there are no more than 10 digits before the decimal point.'
+  const tooManyPlaces = 'max_decimal_places: Ensure that there are no more than 10 decimal places.'
+  t.same(problems(money, '12345678901'), [tooManyDigits], 'a string with too many digits is not told to be a string')
+  t.same(problems(money, 12345678901), [tooManyDigits], 'a JSON number with too many digits: the same')
+  t.same(problems(money, '0.01234567891'), [tooManyPlaces])
+  t.same(problems(money, 0.01234567891), [tooManyPlaces])
+  t.same(
+    problems(money, 0.1 + 0.2),
+    ['max_digits: A JSON number may carry at most 15 significant digits: send this value as a decimal string.'],
+    'only a JSON number too precise to be exact is told to come as a string'
+  )
+  t.same(problems(NumberOfUnits(), '1234567890123'), [
+    'max_digits: Ensure that there are no more than 12 digits before the decimal point.'
+  ])
 })

@@ -4,6 +4,7 @@ import type { FastifyRequest } from 'fastify'
 import { SUPPLIER_CODE } from '../../../schemas/common.js'
 import { CODE } from '../../../schemas/error-codes.js'
 import {
+  CreateJobBody,
   CreateJobQuery,
   CreateJobRequest,
   FailedLinesResponses,
@@ -13,6 +14,7 @@ import {
   JobListResponses,
   JobParams,
   JobResponses,
+  NDJSON,
   PartBody,
   PartParams,
   PartResponses,
@@ -20,7 +22,16 @@ import {
   ResultsResponses
 } from '../../../schemas/import-jobs.js'
 import type { Config } from '../../config.js'
-import { answer, entriesFromAjv, invalidRequest, notFound, payloadTooLarge, problem } from '../../errors.js'
+import {
+  answer,
+  bodyMediaTypes,
+  entriesFromAjv,
+  invalidRequest,
+  notFound,
+  payloadTooLarge,
+  problem,
+  unsupportedMediaType
+} from '../../errors.js'
 import { ndjsonStream } from '../../json-stream.js'
 import { compileBody, validatorCompiler } from '../../validation.js'
 import { organisationOf } from '../auth/service.js'
@@ -30,7 +41,6 @@ import type { Section } from '../post-import/section.js'
 import { createImportJobsRunner, createImportJobsWorker } from './runner.js'
 import { createImportJobsService } from './service.js'
 
-const NDJSON = 'application/x-ndjson'
 const isNdjson = (request: FastifyRequest) => (request.headers['content-type'] ?? '').split(';')[0]!.trim() === NDJSON
 const TAGS = ['Import jobs']
 
@@ -101,18 +111,15 @@ const importJobsRoutes: FastifyPluginAsyncTypebox<{ config: Config; sections: Se
             'With a JSON body `{import_supplier, operations_team_name, dry_run}`: a job in state OPEN (201), to which ' +
             'parts are then uploaded. With an NDJSON body (`Content-Type: application/x-ndjson`, one batch entry per ' +
             'line) and the three settings as query parameters: a job of that one part, created and started (202). The ' +
-            'supplier must be yours and Ongoing, the team must exist; a refusal stores nothing.',
+            'query parameters belong to that form only: with a JSON body they are refused (`unexpected_field`), as ' +
+            'the settings go in one place. The supplier must be yours and Ongoing, the team must exist; a refusal ' +
+            'stores nothing.',
           querystring: CreateJobQuery,
-          body: CreateJobRequest,
+          // Each media type validated as its own: the JSON settings; NDJSON lines are a stream, read by the handler.
+          body: CreateJobBody,
           response: JobCreatedResponses
         },
-        // An NDJSON body is a stream, read by the handler: only a JSON body is validated against the settings.
-        validatorCompiler: (route) => {
-          const validate = validatorCompiler(route)
-          if (route.httpPart !== 'body') return validate
-          const check = (data: unknown) => data instanceof Readable || validate(data)
-          return Object.defineProperty(check, 'errors', { get: () => (validate as { errors?: unknown }).errors })
-        },
+        validatorCompiler: streamedBodies,
         onRequest: async (request) => capPart(request)
       },
       async function createJob(request, reply) {
@@ -207,7 +214,7 @@ const importJobsRoutes: FastifyPluginAsyncTypebox<{ config: Config; sections: Se
         validatorCompiler: streamedBodies,
         // Before the body is read: only NDJSON, and not over the part limit by its declared length.
         onRequest: async (request) => {
-          if (!isNdjson(request)) throw answer(CODE.unsupported_media_type)
+          if (!isNdjson(request)) throw unsupportedMediaType(bodyMediaTypes(request.routeOptions.schema))
           capPart(request)
         }
       },
