@@ -1,4 +1,6 @@
 import t, { type Test } from 'tap'
+import { writeFileSync } from 'node:fs'
+import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { sql } from 'drizzle-orm'
 import { PgliteWorkerClient } from '../src/db/pglite-client.js'
@@ -178,4 +180,13 @@ t.test('a new data folder is made, migrated and opened again with the embedded s
   // The first open makes the database in a worker that then ends; the server's own worker opens it.
   t.same(await sharedBuffers(), { sharedBuffers: '16MB', migrated: true }, 'first start')
   t.same(await sharedBuffers(), { sharedBuffers: '16MB', migrated: true }, 'and the next')
+})
+
+t.test('a data folder that cannot hold a database is refused with its reason', async (t) => {
+  const dataDir = tempDir(t)
+  writeFileSync(join(dataDir, 'pglite'), 'not a folder')
+  await t.rejects(openPglite({ dataDir }), {
+    name: 'DatabaseStartupError',
+    message: `cannot open the embedded database in ${join(dataDir, 'pglite')}: a file is where a folder should be (ENOTDIR)`
+  })
 })

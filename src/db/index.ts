@@ -12,7 +12,13 @@ import { migrationsFolder } from '../paths.js'
 import { driverPatchProblem } from './driver-check.js'
 
 export { databaseUnavailable, pgConstraint, pgErrorCode } from './errors.js'
-import { commitAfterSent, PgliteWorkerClient, transactionBox, type TransactionBox } from './pglite-client.js'
+import {
+  commitAfterSent,
+  makePgliteDatabase,
+  PgliteWorkerClient,
+  transactionBox,
+  type TransactionBox
+} from './pglite-client.js'
 
 /** The Drizzle type both drivers satisfy: repositories are written against it and run on both. */
 export type Db = PgDatabase<PgQueryResultHKT, typeof schema>
@@ -57,12 +63,9 @@ export async function openPglite(options: PgliteOptions): Promise<Database> {
     pgDir = join(root, 'pglite')
   }
   try {
-    if (!inMemory && !existsSync(join(pgDir, 'PG_VERSION'))) {
-      // A new database is made (initdb, the migrations) in a worker that then ends: initdb's
-      // WebAssembly module and memory (about 400 MB) go with it, instead of staying in the
-      // server's worker until a garbage collection that an idle server may never run.
-      await (await PgliteWorkerClient.open({ dataDir: pgDir, migrationsFolder })).close()
-    }
+    // A new database is made in a process of its own, whose memory (initdb's, about 500 MB at its
+    // peak) leaves with it.
+    if (!inMemory && !existsSync(join(pgDir, 'PG_VERSION'))) await makePgliteDatabase(pgDir, migrationsFolder)
     const client = await PgliteWorkerClient.open({
       dataDir: pgDir,
       migrationsFolder,

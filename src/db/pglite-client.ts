@@ -1,4 +1,6 @@
 import { AsyncLocalStorage } from 'node:async_hooks'
+import { execFile } from 'node:child_process'
+import { fileURLToPath } from 'node:url'
 import { Worker } from 'node:worker_threads'
 import type { WorkerReply, WorkerRequest } from './pglite-protocol.js'
 
@@ -53,6 +55,23 @@ function workerOf(): Worker {
     `import(${JSON.stringify(tsx)}).then((tsx) => { tsx.register(); return import(${JSON.stringify(source)}) })`,
     { eval: true }
   )
+}
+
+/**
+ * Makes a new embedded database in `dataDir` (initdb, the migrations) in a child process of its own
+ * (pglite-init.ts), compiled beside this file or its TypeScript through tsx's loader. Rejects with
+ * the child's reason.
+ */
+export function makePgliteDatabase(dataDir: string, migrationsFolder: string): Promise<void> {
+  const compiled = import.meta.url.endsWith('.js')
+  const entry = fileURLToPath(new URL(compiled ? './pglite-init.js' : './pglite-init.ts', import.meta.url))
+  const args = [...(compiled ? [] : ['--import', 'tsx']), entry, dataDir, migrationsFolder]
+  return new Promise((resolve, reject) => {
+    execFile(process.execPath, args, { maxBuffer: 1024 * 1024 }, (err, _stdout, stderr) => {
+      if (err) reject(new Error(stderr.trim() || err.message))
+      else resolve()
+    })
+  })
 }
 
 /**

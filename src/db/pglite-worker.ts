@@ -15,8 +15,11 @@ import { PGlite, type Transaction } from '@electric-sql/pglite'
 import { drizzle } from 'drizzle-orm/pglite'
 import { migrate } from 'drizzle-orm/pglite/migrator'
 import type { WorkerReply, WorkerRequest } from './pglite-protocol.js'
+import { pgliteErrorMessage } from './pglite-errors.js'
+import { baselineCompilerOnly, pgliteStartParams } from './pglite-settings.js'
 
 if (!parentPort) throw new Error('pglite-worker.ts runs as a worker thread')
+baselineCompilerOnly()
 const port = parentPort
 
 /** Statements outside a transaction run at most this many in a row while a transaction waits. */
@@ -69,7 +72,7 @@ function fail(id: number, err: unknown): void {
 function errorFields(err: unknown): Record<string, string | number | boolean> {
   const e = (err ?? {}) as Record<string, unknown>
   const out: Record<string, string | number | boolean> = {
-    message: typeof e.message === 'string' ? e.message : String(err),
+    message: pgliteErrorMessage(err),
     name: typeof e.name === 'string' ? e.name : 'Error'
   }
   for (const [key, value] of Object.entries(e)) {
@@ -164,18 +167,10 @@ function transactionJob(txId: number): Job {
   }
 }
 
-/**
- * PostgreSQL's settings for the embedded database, beside PGlite's own: shared buffers of 16 MB
- * (initdb's default is 128 MB, which PGlite's WebAssembly memory holds from the start). Its data
- * files are read through the operating system's page cache, so a small pool costs little; see
- * docs/scaling.md for the figures.
- */
-const SETTINGS = ['shared_buffers=16MB']
-
 async function openDatabase(request: Extract<WorkerRequest, { op: 'open' }>): Promise<void> {
   pg = await PGlite.create(request.dataDir, {
     ...(request.load ? { loadDataDir: new BytesBlob(request.load) } : {}),
-    startParams: [...PGlite.defaultStartParams, ...SETTINGS.flatMap((setting) => ['-c', setting])]
+    startParams: pgliteStartParams()
   })
   await migrate(drizzle({ client: pg }), { migrationsFolder: request.migrationsFolder })
 }
