@@ -997,7 +997,7 @@ async function ours(
       connections: 4,
       warmup: undefined
     } as never)
-    record(`all- list (${admin ? LIST_ROWS : staged} rows, 4 connections)`, list, {
+    record(`all- list (${admin ? LIST_ROWS : staged.length} rows, 4 connections)`, list, {
       unit: 'MB growth',
       perSecond: Math.round(list.peakRssMb - before)
     })
