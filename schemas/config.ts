@@ -11,7 +11,8 @@ export const EnvSchema = Type.Object({
   DATABASE_URL: Type.Optional(Type.String({ pattern: '^postgres(ql)?://' })),
   /** A read replica of DATABASE_URL's database for the reads that may lag by a moment; needs DATABASE_URL. */
   DATABASE_READ_URL: Type.Optional(Type.String({ pattern: '^postgres(ql)?://' })),
-  DATABASE_POOL_SIZE: Type.Integer({ minimum: 1, maximum: 500, default: 10 }),
+  /** Unset: 10 on a PostgreSQL server, 2 on the embedded database (it runs one statement at a time). */
+  DATABASE_POOL_SIZE: Type.Optional(Type.Integer({ minimum: 1, maximum: 500 })),
   /** `false` sends no named prepared statements (PgBouncer before 1.21 in transaction pooling mode). */
   DATABASE_PREPARE: Type.Boolean({ default: true }),
   /** `false` sends no query on a connection while another is in flight, but in a transaction (PgBouncer in transaction pooling mode). */

@@ -183,7 +183,9 @@ export function loadConfig(source: Record<string, string | undefined>, options: 
     port: typed.PORT,
     databaseUrl: typed.DATABASE_URL,
     databaseReadUrl: typed.DATABASE_READ_URL,
-    databasePoolSize: typed.DATABASE_POOL_SIZE,
+    // On the embedded database more turns would only hold more requests' data in memory at once:
+    // eight 1,000-account batches peaked at 440 MB with 10 and under 410 with 2, in the same time.
+    databasePoolSize: typed.DATABASE_POOL_SIZE ?? (typed.DATABASE_URL ? 10 : 2),
     databasePrepare: typed.DATABASE_PREPARE,
     databasePipeline: typed.DATABASE_PIPELINE,
     dataDir: typed.DATA_DIR,
