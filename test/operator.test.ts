@@ -1232,6 +1232,11 @@ t.test('GraphQL documents', async (t) => {
       const res = await post({ query })
       t.equal(res.statusCode, 400, JSON.stringify(query))
       t.ok(Array.isArray(res.json().errors) && res.json().errors.length > 0, 'with errors')
+      t.same(
+        res.json().errors.map((e: { extensions?: { code?: string } }) => e.extensions?.code),
+        res.json().errors.map(() => 'invalid'),
+        'each with the code invalid'
+      )
     }
     t.same(await countRows(database), before, 'nothing created')
   })
@@ -1251,6 +1256,11 @@ t.test('GraphQL documents', async (t) => {
       const res = await post({ query })
       t.equal(res.statusCode, 400, query)
       t.ok(Array.isArray(res.json().errors) && res.json().errors.length > 0, 'with errors')
+      t.same(
+        res.json().errors.map((e: { extensions?: { code?: string } }) => e.extensions?.code),
+        res.json().errors.map(() => 'invalid'),
+        'each with the code invalid'
+      )
       t.equal(res.json().data ?? null, null, 'no data')
     }
     t.same(await countRows(database), before, 'nothing created')

@@ -505,7 +505,11 @@ export default fp(
           // A document's validation errors come as one error holding them all.
           const inner: unknown = (original as { errors?: unknown } | null | undefined)?.errors
           const each = Array.isArray(inner) ? (inner as GraphQLError[]) : [error]
-          for (const e of each) codes.add(typeof e.extensions?.code === 'string' ? e.extensions.code : CODE.invalid)
+          for (const e of each) {
+            // Every error carries a code: a document or a variable that is not valid is `invalid`.
+            if (typeof e.extensions.code !== 'string') (e.extensions as Record<string, unknown>).code = CODE.invalid
+            codes.add(e.extensions.code as string)
+          }
           return error
         }
         // Unexpected: logged in full, answered without internals.
