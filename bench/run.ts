@@ -34,7 +34,8 @@ import { WEBHOOK_EVENT_TYPES } from '../schemas/webhooks.js'
  * endpoint, with one that never answers, and with a healthy local receiver, drained;
  * `--only single` the single-account rows (validate to notes) alone, on both databases;
  * `--only pglite-responsive` (PGlite only, bench/responsive.ts) BENCH_RESPONSIVE (3000) accounts
- * migrated by the client while a prober measures /healthz, obtainToken and a status read.
+ * migrated by the client while a prober measures /healthz, obtainToken and a status read;
+ * `BENCH_POSTGRES=0` skips the PostgreSQL server's rows (every row on PGlite alone).
  */
 
 const ADMIN_URL = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres'
@@ -1228,10 +1229,12 @@ async function main(): Promise<void> {
   const dataDir = mkdtempSync(join(tmpdir(), 'amis-bench-'))
   const rows: Row[] = []
   try {
-    if (!ONLY) rows.push(...(await ceilings(url.toString())))
-    const sql = postgres(url.toString(), { max: 1, onnotice: () => {} })
-    rows.push(...(await ours('postgres', { DATABASE_URL: url.toString() }, { url: url.toString(), sql }, dataDir)))
-    await sql.end()
+    if (process.env.BENCH_POSTGRES !== '0') {
+      if (!ONLY) rows.push(...(await ceilings(url.toString())))
+      const sql = postgres(url.toString(), { max: 1, onnotice: () => {} })
+      rows.push(...(await ours('postgres', { DATABASE_URL: url.toString() }, { url: url.toString(), sql }, dataDir)))
+      await sql.end()
+    }
     if (process.env.BENCH_PGLITE !== '0' && ONLY !== 'webhooks') {
       rows.push(...(await ours('pglite', { DATA_DIR: join(dataDir, 'pglite') }, undefined, dataDir)))
     }
