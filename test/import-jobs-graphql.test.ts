@@ -114,7 +114,9 @@ t.test("an organisation's token reads its own jobs, as the REST API gives them",
     importSupplier: 'ACME_ENERGY',
     dryRun: false,
     lines: { total: 3, done: 0, skippedBlank: 0 },
-    etaSeconds: null
+    etaSeconds: null,
+    createdAt: /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/,
+    startedAt: /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/
   })
 
   for (const [what, id] of [

@@ -54,6 +54,8 @@ async function counts(setup: Setup) {
   return row!
 }
 
+const WHOLE_SECONDS = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/
+
 /** This process runs no jobs: started ones stay QUEUED, as the tests of the states before running need. */
 const NO_RUNNER = { IMPORT_JOB_WORKERS: '0' }
 
@@ -87,7 +89,8 @@ t.test('a job is created OPEN, takes parts, starts QUEUED with its lines numbere
   const started = await jobs.start(job.id)
   t.equal(started.statusCode, 202, started.body)
   t.match(started.json(), { state: 'QUEUED', lines: { total: 5 } })
-  t.ok(started.json().started_at)
+  // UTC, whole seconds, as every date-time of the API.
+  t.match(started.json(), { created_at: WHOLE_SECONDS, started_at: WHOLE_SECONDS, finished_at: null })
   const numbered = rowsOf<{ line: number; external: string | null; text: string }>(
     await setup.app.db.execute(sql`select p.line_offset + l.idx as line, l.external_account_number as external, l.text
       from import_job_parts p join import_job_lines l on l.upload_id = p.upload_id order by 1`)
@@ -274,7 +277,7 @@ t.test('cancel: lines not begun are not_processed; a finished job cannot be canc
   const cancelled = await jobs.cancel(job.id)
   t.equal(cancelled.statusCode, 200)
   t.match(cancelled.json(), { state: 'CANCELLED', lines: { total: 3, done: 3, not_processed: 3 } })
-  t.ok(cancelled.json().finished_at)
+  t.match(cancelled.json(), { finished_at: WHOLE_SECONDS })
   const results = await jobs.results(job.id)
   t.equal(results.headers['content-type'], 'application/x-ndjson; charset=utf-8')
   t.same(

@@ -3,6 +3,7 @@ import { importJobLines } from '../../../drizzle/schema/index.js'
 import { rowsOf, textList, type Db } from '../../db/index.js'
 import { supplierAndTeam } from '../../accounts/repository.js'
 import type { JobState, LineOutcome } from '../../../schemas/import-jobs.js'
+import { formatDateTime } from '../../format.js'
 
 /** A job as stored, with its supplier's code and status. */
 export interface JobRow {
@@ -71,7 +72,8 @@ const JOB_COLUMNS = sql`j.id, j.organisation_id, s.code as supplier_code, s.stat
   j.would_create, j.failed, j.skipped_blank, j.progress`
 
 function jobOfRow(row: Record<string, unknown>): JobRow {
-  const time = (value: unknown) => (value === null ? null : new Date(value as string).toISOString())
+  // UTC, whole seconds, as every date-time the service answers.
+  const time = (value: unknown) => (value === null ? null : formatDateTime(new Date(value as string)))
   return {
     ...(row as unknown as JobRow),
     created_at: time(row.created_at)!,
