@@ -2,7 +2,8 @@ import { sql } from 'drizzle-orm'
 import { importJobLines } from '../../../drizzle/schema/index.js'
 import { rowsOf, textList, type Db } from '../../db/index.js'
 import { supplierAndTeam } from '../../accounts/repository.js'
-import type { JobState, LineOutcome } from '../../../schemas/import-jobs.js'
+import type { CancelledReason, JobState, LineOutcome } from '../../../schemas/import-jobs.js'
+import type { JobWindow } from '../../rules/job-window.js'
 import { formatDateTime } from '../../format.js'
 
 /** A job as stored, with its supplier's code and status. */
@@ -16,6 +17,11 @@ export interface JobRow {
   created_at: string
   started_at: string | null
   finished_at: string | null
+  not_before: string | null
+  not_after: string | null
+  cancelled_reason: CancelledReason | null
+  /** Failed lines by each distinct code they hold. */
+  failure_codes: Record<string, number>
   total_lines: number
   total_bytes: number
   done: number
@@ -39,6 +45,8 @@ export interface ClaimedJob {
   dry_run: boolean
   next_line: number
   chunk_started_at: string
+  /** Earlier runs of this chunk that failed on the service's own error. */
+  chunk_failures: number
 }
 
 /** A line of an upload, as stored. */
@@ -65,11 +73,18 @@ export interface ResultRow {
 export type PartRefusal = 'closed' | 'lines' | 'bytes'
 export type StartRefusal = 'closed' | 'busy'
 
+/** The codes a failed result holds: each entry's code, or the result's code when it has no entries. */
+export function codesOf(result: Pick<ResultRow, 'code' | 'errors'>): string[] {
+  const entries = result.errors ?? []
+  if (entries.length === 0) return result.code === null ? [] : [result.code]
+  return [...new Set(entries.map((e) => e.code))]
+}
+
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 
 const JOB_COLUMNS = sql`j.id, j.organisation_id, s.code as supplier_code, s.status as supplier_status, j.dry_run, j.state,
   j.created_at, j.started_at, j.finished_at, j.total_lines, j.total_bytes, j.done, j.created, j.already_imported,
-  j.would_create, j.failed, j.skipped_blank, j.progress`
+  j.would_create, j.failed, j.skipped_blank, j.progress, j.not_before, j.not_after, j.cancelled_reason, j.failure_codes`
 
 function jobOfRow(row: Record<string, unknown>): JobRow {
   // UTC, whole seconds, as every date-time the service answers.
@@ -79,9 +94,62 @@ function jobOfRow(row: Record<string, unknown>): JobRow {
     created_at: time(row.created_at)!,
     started_at: time(row.started_at),
     finished_at: time(row.finished_at),
+    not_before: time(row.not_before ?? null),
+    not_after: time(row.not_after ?? null),
+    failure_codes:
+      typeof row.failure_codes === 'string'
+        ? JSON.parse(row.failure_codes)
+        : ((row.failure_codes as JobRow['failure_codes']) ?? {}),
     total_bytes: Number(row.total_bytes),
     progress: typeof row.progress === 'string' ? JSON.parse(row.progress) : ((row.progress as JobRow['progress']) ?? [])
   }
+}
+
+type Tx = Parameters<Parameters<Db['transaction']>[0]>[0]
+
+/** Whether this process still holds the job's claim (the job's row locked until the transaction ends). */
+async function held(tx: Tx, jobId: string, me: string): Promise<boolean> {
+  const rows = rowsOf(
+    await tx.execute(sql`select 1 from import_jobs where id = ${jobId}::uuid and claimed_by = ${me} for update`)
+  )
+  return rows.length > 0
+}
+
+/** Inserts results (a line that has one keeps it) and counts those inserted on the job: outcomes, codes, progress. */
+async function store(tx: Tx, jobId: string, results: ResultRow[]): Promise<void> {
+  if (results.length === 0) return
+  const inserted = rowsOf<Pick<ResultRow, 'outcome' | 'code' | 'errors'>>(
+    await tx.execute(sql`insert into import_job_results (job_id, line, outcome, external_account_number,
+        service_account_number, step, status, code, errors)
+      select ${jobId}::uuid, r.line, r.outcome::import_job_outcome, r.external_account_number,
+        r.service_account_number, r.step, r.status, r.code, r.errors
+      from jsonb_to_recordset(${JSON.stringify(results)}::jsonb) as r(line int, outcome text,
+        external_account_number text, service_account_number text, step text, status smallint, code text,
+        errors jsonb)
+      on conflict (job_id, line) do nothing returning outcome, code, errors`)
+  )
+  const count = (outcome: LineOutcome) => inserted.filter((row) => row.outcome === outcome).length
+  const codes: Record<string, number> = {}
+  for (const row of inserted) {
+    if (row.outcome !== 'failed') continue
+    const errors = typeof row.errors === 'string' ? JSON.parse(row.errors) : row.errors
+    for (const code of codesOf({ code: row.code, errors })) codes[code] = (codes[code] ?? 0) + 1
+  }
+  await tx.execute(sql`update import_jobs set
+      done = done + ${inserted.length}, created = created + ${count('created')},
+      already_imported = already_imported + ${count('already_imported')},
+      would_create = would_create + ${count('would_create')}, failed = failed + ${count('failed')},
+      skipped_blank = skipped_blank + ${count('skipped_blank')},
+      failure_codes = (select coalesce(jsonb_object_agg(key, total), '{}'::jsonb) from (
+          select key, sum(value::int) as total from (
+            select key, value from jsonb_each_text(failure_codes)
+            union all select key, value from jsonb_each_text(${JSON.stringify(codes)}::jsonb)) c group by key) t),
+      progress = (select coalesce(jsonb_agg(sample), '[]'::jsonb) from (
+          select sample from jsonb_array_elements(progress) sample
+          where (sample->>0)::bigint >= (extract(epoch from now()) * 1000)::bigint - 120000
+          union all select jsonb_build_array((extract(epoch from now()) * 1000)::bigint, done + ${inserted.length})
+        ) samples)
+    where id = ${jobId}::uuid`)
 }
 
 export function createImportJobsRepository(db: Db) {
@@ -223,7 +291,14 @@ export function createImportJobsRepository(db: Db) {
      * it (PAUSED while its supplier is Paused), if the organisation has fewer than `maxActive`
      * jobs queued, running or paused.
      */
-    async start(jobId: string, organisationId: string, maxActive: number): Promise<StartRefusal | undefined> {
+    async start(
+      jobId: string,
+      organisationId: string,
+      maxActive: number,
+      window: JobWindow
+    ): Promise<StartRefusal | undefined> {
+      // A job waiting for its window does not count against the limit, nor is it refused by it.
+      const waits = window.notBefore !== null && window.notBefore.getTime() > Date.now()
       return db.transaction(async (tx) => {
         // One start at a time per organisation, so that two cannot both pass the count.
         await tx.execute(sql`select pg_advisory_xact_lock(hashtextextended(${'import-jobs:' + organisationId}, 0))`)
@@ -232,27 +307,31 @@ export function createImportJobsRepository(db: Db) {
             join import_suppliers s on s.id = j.supplier_id where j.id = ${jobId}::uuid for update of j`)
         )
         if (job?.state !== 'OPEN') return 'closed' as const
-        const [active] = rowsOf<{ n: number | string }>(
-          await tx.execute(sql`select count(*) as n from import_jobs where organisation_id = ${organisationId}::uuid
-            and state in ('QUEUED', 'RUNNING', 'PAUSED')`)
-        )
-        if (Number(active!.n) >= maxActive) return 'busy' as const
+        if (!waits) {
+          const [active] = rowsOf<{ n: number | string }>(
+            await tx.execute(sql`select count(*) as n from import_jobs where organisation_id = ${organisationId}::uuid
+              and state in ('QUEUED', 'RUNNING', 'PAUSED') and (not_before is null or not_before <= now())`)
+          )
+          if (Number(active!.n) >= maxActive) return 'busy' as const
+        }
         await tx.execute(sql`update import_job_parts p set line_offset = o.line_offset
           from (select part, coalesce(sum(lines) over (order by part rows between unbounded preceding and 1 preceding), 0)
             as line_offset from import_job_parts where job_id = ${jobId}::uuid) o
           where p.job_id = ${jobId}::uuid and p.part = o.part`)
-        const state: JobState = job.supplier_status === 'Paused' ? 'PAUSED' : 'QUEUED'
-        await tx.execute(sql`update import_jobs set state = ${state}, started_at = now(), state_changed_at = now()
+        const state: JobState = job.supplier_status === 'Paused' && !waits ? 'PAUSED' : 'QUEUED'
+        const at = (date: Date | null) => (date === null ? null : date.toISOString())
+        await tx.execute(sql`update import_jobs set state = ${state}, started_at = now(), state_changed_at = now(),
+            not_before = ${at(window.notBefore)}::timestamptz, not_after = ${at(window.notAfter)}::timestamptz
           where id = ${jobId}::uuid`)
         return undefined
       })
     },
 
-    /** Cancels a job not yet COMPLETED or CANCELLED; false when it was one of those. */
+    /** A person cancels a job not yet COMPLETED or CANCELLED; false when it was one of those. */
     async cancel(jobId: string): Promise<boolean> {
       const rows = rowsOf(
         await db.execute(sql`update import_jobs set state = 'CANCELLED', finished_at = now(), state_changed_at = now(),
-          claimed_by = null, claimed_until = null
+          cancelled_reason = 'cancelled', claimed_by = null, claimed_until = null
           where id = ${jobId}::uuid and state not in ('COMPLETED', 'CANCELLED') returning id`)
       )
       return rows.length > 0
@@ -303,17 +382,38 @@ export function createImportJobsRepository(db: Db) {
       )
     },
 
+    /** The text of lines `from`…`to` that have no result, in line order (blank ones included). */
+    async unprocessedLines(jobId: string, from: number, to: number): Promise<string[]> {
+      const rows = rowsOf<{ text: string }>(
+        await db.execute(sql`select l.text from import_job_parts p join import_job_lines l on l.upload_id = p.upload_id
+            and l.idx between ${from}::int - p.line_offset and ${to}::int - p.line_offset
+          where p.job_id = ${jobId}::uuid and p.line_offset < ${to}::int and p.line_offset + p.lines >= ${from}::int
+            and not exists (select 1 from import_job_results r where r.job_id = ${jobId}::uuid
+              and r.line = p.line_offset + l.idx)
+          order by p.line_offset + l.idx`)
+      )
+      return rows.map((row) => row.text)
+    },
+
     /**
      * Claims the job to run a chunk of next, for `leaseSeconds`: a QUEUED or RUNNING job of an
-     * Ongoing supplier that no live process holds, of the organisation served least recently
-     * (then its job served least recently), so that organisations share the runners evenly.
+     * Ongoing supplier that no live process holds, inside its window, of the organisation served
+     * least recently (then its job served least recently), so that organisations share the
+     * runners evenly. A QUEUED job whose window has opened runs only while its organisation has
+     * fewer than `maxActive` jobs going counting it (jobs whose window opened earlier go first).
      */
-    async claim(me: string, leaseSeconds: number): Promise<ClaimedJob | undefined> {
+    async claim(me: string, leaseSeconds: number, maxActive: number): Promise<ClaimedJob | undefined> {
       const [row] = rowsOf<ClaimedJob>(
         await db.execute(sql`with next as (
             select j.id from import_jobs j join import_suppliers s on s.id = j.supplier_id
             where j.state in ('QUEUED', 'RUNNING') and s.status = 'Ongoing'
               and (j.claimed_until is null or j.claimed_until < now())
+              and (j.not_after is null or j.not_after > now())
+              and (j.not_before is null or j.not_before <= now())
+              and (j.state = 'RUNNING' or j.not_before is null or (select count(*) from import_jobs o
+                where o.organisation_id = j.organisation_id and o.id <> j.id
+                  and (o.state in ('RUNNING', 'PAUSED') or (o.state = 'QUEUED' and (o.not_before is null
+                    or (o.not_before, o.id) < (j.not_before, j.id))))) < ${maxActive}::int)
             order by (select max(o.served_at) from import_jobs o where o.organisation_id = j.organisation_id)
               asc nulls first, j.served_at asc nulls first, j.created_at, j.id
             limit 1 for update of j skip locked)
@@ -324,7 +424,7 @@ export function createImportJobsRepository(db: Db) {
           from next, import_suppliers s, organisations o, operations_teams t
           where j.id = next.id and s.id = j.supplier_id and o.id = j.organisation_id and t.id = j.team_id
           returning j.id, j.organisation_id, o.name as organisation_name, j.api_key_id, s.code as supplier_code,
-            t.name as team_name, j.dry_run, j.next_line, j.chunk_started_at`)
+            t.name as team_name, j.dry_run, j.next_line, j.chunk_started_at, j.chunk_failures`)
       )
       return row
     },
@@ -374,48 +474,43 @@ export function createImportJobsRepository(db: Db) {
     },
 
     /**
-     * Stores a chunk's results (a line that has one keeps it), counts them on the job, moves its
-     * place on, samples its progress, completes a RUNNING job with every line done, and lets the
-     * claim go: all in one transaction, so a crash leaves either all of it or none.
+     * Stores results of a chunk still running (a batch of it that finished), if this process
+     * still holds the job: a line that has one keeps it; they count on the job at once.
+     */
+    async storeResults(jobId: string, me: string, results: ResultRow[]): Promise<void> {
+      if (results.length === 0) return
+      await db.transaction(async (tx) => {
+        if (await held(tx, jobId, me)) await store(tx, jobId, results)
+      })
+    },
+
+    /**
+     * Stores a chunk's last results, moves the job's place on, completes a RUNNING job with every
+     * line done or, past its `not_after`, cancels it (`window_ended`), and lets the claim go: all
+     * in one transaction, so a crash leaves either all of it or none.
      */
     async finishChunk(jobId: string, me: string, results: ResultRow[], nextLine: number): Promise<void> {
       await db.transaction(async (tx) => {
         // A process that stalled past its claim stores nothing: the results it would insert would
         // not be counted, and the new holder's, for the same lines, would then be refused.
-        const held = rowsOf(
-          await tx.execute(sql`select 1 from import_jobs where id = ${jobId}::uuid and claimed_by = ${me} for update`)
-        )
-        if (held.length === 0) return
-        let inserted: Array<{ outcome: LineOutcome }> = []
-        if (results.length > 0) {
-          inserted = rowsOf<{ outcome: LineOutcome }>(
-            await tx.execute(sql`insert into import_job_results (job_id, line, outcome, external_account_number,
-                service_account_number, step, status, code, errors)
-              select ${jobId}::uuid, r.line, r.outcome::import_job_outcome, r.external_account_number,
-                r.service_account_number, r.step, r.status, r.code, r.errors
-              from jsonb_to_recordset(${JSON.stringify(results)}::jsonb) as r(line int, outcome text,
-                external_account_number text, service_account_number text, step text, status smallint, code text,
-                errors jsonb)
-              on conflict (job_id, line) do nothing returning outcome`)
-          )
-        }
-        const count = (outcome: LineOutcome) => inserted.filter((row) => row.outcome === outcome).length
-        await tx.execute(sql`update import_jobs set
-            done = done + ${inserted.length}, created = created + ${count('created')},
-            already_imported = already_imported + ${count('already_imported')},
-            would_create = would_create + ${count('would_create')}, failed = failed + ${count('failed')},
-            skipped_blank = skipped_blank + ${count('skipped_blank')},
-            next_line = greatest(next_line, ${nextLine}::int), served_at = now(), chunk_started_at = null,
-            claimed_by = null, claimed_until = null,
-            progress = (select coalesce(jsonb_agg(sample), '[]'::jsonb) from (
-                select sample from jsonb_array_elements(progress) sample
-                where (sample->>0)::bigint >= (extract(epoch from now()) * 1000)::bigint - 120000
-                union all select jsonb_build_array((extract(epoch from now()) * 1000)::bigint, done + ${inserted.length})
-              ) samples)
-          where id = ${jobId}::uuid and claimed_by = ${me}`)
+        if (!(await held(tx, jobId, me))) return
+        await store(tx, jobId, results)
+        await tx.execute(sql`update import_jobs set next_line = greatest(next_line, ${nextLine}::int), served_at = now(),
+            chunk_started_at = null, chunk_failures = 0, claimed_by = null, claimed_until = null
+          where id = ${jobId}::uuid`)
         await tx.execute(sql`update import_jobs set state = 'COMPLETED', finished_at = now(), state_changed_at = now()
           where id = ${jobId}::uuid and state = 'RUNNING' and done >= total_lines`)
+        await tx.execute(sql`update import_jobs set state = 'CANCELLED', cancelled_reason = 'window_ended',
+            finished_at = now(), state_changed_at = now()
+          where id = ${jobId}::uuid and state = 'RUNNING' and not_after <= now()`)
       })
+    },
+
+    /** A chunk's run failed on the service's own error: counted, and the claim let go. */
+    async chunkFailed(jobId: string, me: string): Promise<void> {
+      await db.execute(sql`update import_jobs set claimed_by = null, claimed_until = null, served_at = now(),
+          chunk_failures = least(chunk_failures + 1, 100)
+        where id = ${jobId}::uuid and claimed_by = ${me}`)
     },
 
     /** Lets every claim go: at the start of the one process an embedded database has, any claim is a dead one's. */
@@ -436,19 +531,31 @@ export function createImportJobsRepository(db: Db) {
     },
 
     /**
-     * The states that follow from the suppliers and the clock: PAUSED while the supplier is
-     * Paused (back to QUEUED when it is Ongoing), CANCELLED when it is Complete, an OPEN job
-     * never started after a day and a job PAUSED for 30 days.
+     * The states that follow from the suppliers and the clock: CANCELLED when the supplier is
+     * Complete, an OPEN job never started after a day, a job PAUSED for 30 days, and a job not
+     * running a chunk once its `not_after` has passed (each with its reason; a job past its window
+     * with every line done is COMPLETED); PAUSED while the supplier is Paused (a job waiting for its
+     * `not_before` stays QUEUED), back to QUEUED when it is Ongoing.
      */
     async settleStates(): Promise<void> {
       await db.execute(sql`update import_jobs j set state = 'CANCELLED', finished_at = now(), state_changed_at = now(),
-          claimed_by = null, claimed_until = null
+          claimed_by = null, claimed_until = null,
+          cancelled_reason = (case when s.status = 'Complete' then 'supplier_complete'
+            when j.state = 'OPEN' then 'never_started'
+            when j.state = 'PAUSED' and j.state_changed_at < now() - interval '30 days' then 'paused_too_long'
+            else 'window_ended' end)::import_job_cancelled_reason
         from import_suppliers s where s.id = j.supplier_id and j.state not in ('COMPLETED', 'CANCELLED')
           and (s.status = 'Complete' or (j.state = 'OPEN' and j.state_changed_at < now() - interval '1 day')
-            or (j.state = 'PAUSED' and j.state_changed_at < now() - interval '30 days'))`)
+            or (j.state = 'PAUSED' and j.state_changed_at < now() - interval '30 days')
+            or (j.state <> 'OPEN' and j.not_after <= now() and j.done < j.total_lines
+              and (j.claimed_until is null or j.claimed_until < now())))`)
+      await db.execute(sql`update import_jobs set state = 'COMPLETED', finished_at = now(), state_changed_at = now()
+        where state in ('QUEUED', 'RUNNING', 'PAUSED') and not_after <= now() and done >= total_lines
+          and (claimed_until is null or claimed_until < now())`)
       await db.execute(sql`update import_jobs j set state = 'PAUSED', state_changed_at = now()
         from import_suppliers s where s.id = j.supplier_id and s.status = 'Paused'
-          and j.state in ('QUEUED', 'RUNNING') and (j.claimed_until is null or j.claimed_until < now())`)
+          and j.state in ('QUEUED', 'RUNNING') and (j.claimed_until is null or j.claimed_until < now())
+          and (j.not_before is null or j.not_before <= now())`)
       await db.execute(sql`update import_jobs j set state = 'QUEUED', state_changed_at = now()
         from import_suppliers s where s.id = j.supplier_id and s.status = 'Ongoing' and j.state = 'PAUSED'`)
     }
