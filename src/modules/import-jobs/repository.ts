@@ -479,9 +479,43 @@ export function createImportJobsRepository(db: Db) {
      */
     async storeResults(jobId: string, me: string, results: ResultRow[]): Promise<void> {
       if (results.length === 0) return
-      await db.transaction(async (tx) => {
-        if (await held(tx, jobId, me)) await store(tx, jobId, results)
-      })
+      // One statement: the job's row is never held locked between round trips (a process stalled
+      // between them would keep every other from claiming the job).
+      await db.execute(sql`with held as (
+          select id from import_jobs where id = ${jobId}::uuid and claimed_by = ${me} for update),
+        inserted as (insert into import_job_results (job_id, line, outcome, external_account_number,
+            service_account_number, step, status, code, errors)
+          select ${jobId}::uuid, r.line, r.outcome::import_job_outcome, r.external_account_number,
+            r.service_account_number, r.step, r.status, r.code, r.errors
+          from jsonb_to_recordset(${JSON.stringify(results)}::jsonb) as r(line int, outcome text,
+            external_account_number text, service_account_number text, step text, status smallint, code text,
+            errors jsonb)
+          where exists (select 1 from held)
+          on conflict (job_id, line) do nothing returning outcome, code, errors),
+        codes as (select c.code, count(*)::int as lines from inserted i cross join lateral (
+            select e->>'code' as code from jsonb_array_elements(
+              case when jsonb_typeof(i.errors) = 'array' then i.errors else '[]'::jsonb end) e
+            union select i.code where i.errors is null or jsonb_typeof(i.errors) <> 'array'
+              or jsonb_array_length(i.errors) = 0) c
+          where i.outcome = 'failed' and c.code is not null group by 1)
+        update import_jobs j set done = j.done + n.total, created = j.created + n.created,
+            already_imported = j.already_imported + n.already_imported, would_create = j.would_create + n.would_create,
+            failed = j.failed + n.failed, skipped_blank = j.skipped_blank + n.skipped_blank,
+            failure_codes = (select coalesce(jsonb_object_agg(key, total), '{}'::jsonb) from (
+                select key, sum(value::int) as total from (
+                  select key, value from jsonb_each_text(j.failure_codes)
+                  union all select code, lines::text from codes) c group by key) t),
+            progress = (select coalesce(jsonb_agg(sample), '[]'::jsonb) from (
+                select sample from jsonb_array_elements(j.progress) sample
+                where (sample->>0)::bigint >= (extract(epoch from now()) * 1000)::bigint - 120000
+                union all select jsonb_build_array((extract(epoch from now()) * 1000)::bigint, j.done + n.total)
+              ) samples)
+        from (select count(*)::int as total, count(*) filter (where outcome = 'created')::int as created,
+            count(*) filter (where outcome = 'already_imported')::int as already_imported,
+            count(*) filter (where outcome = 'would_create')::int as would_create,
+            count(*) filter (where outcome = 'failed')::int as failed,
+            count(*) filter (where outcome = 'skipped_blank')::int as skipped_blank from inserted) n
+        where j.id in (select id from held) and n.total > 0`)
     },
 
     /**
