@@ -74,9 +74,30 @@ t.test(
       sql.raw(`create trigger slow after insert on import_job_results for each statement execute function slow()`)
     )
     const lines = Array.from({ length: 900 }, (_, i) => entry(`WIN-${i + 1}`))
+    // Uploaded first, then started with a window that opens 3 s later.
+    const made = await app.inject({
+      method: 'POST',
+      url: '/v1/data-import/import-jobs/',
+      headers: headersOf(tenant.token),
+      payload: { import_supplier: 'ACME_ENERGY', operations_team_name: TEAM }
+    })
+    const id = made.json().id as string
+    const part = await app.inject({
+      method: 'PUT',
+      url: `/v1/data-import/import-jobs/${id}/parts/1/`,
+      headers: { ...headersOf(tenant.token), 'content-type': 'application/x-ndjson' },
+      payload: ndjson(lines)
+    })
+    t.equal(part.statusCode, 200, part.body)
     const notBefore = fromNow(3)
     const notAfter = new Date(Date.parse(notBefore) + 3000).toISOString().slice(0, 19) + 'Z'
-    const job = await submit(app, tenant.token, ndjson(lines), `&not_before=${notBefore}&not_after=${notAfter}`)
+    const started = await app.inject({
+      method: 'POST',
+      url: `/v1/data-import/import-jobs/${id}/start/`,
+      headers: headersOf(tenant.token),
+      payload: { not_before: notBefore, not_after: notAfter }
+    })
+    const job = started.json()
     t.match(job, { state: 'QUEUED', not_before: notBefore, not_after: notAfter, lines: { total: 900, done: 0 } })
     await new Promise((resolve) => setTimeout(resolve, 1000))
     t.match(await read(app, tenant.token, job.id), { state: 'QUEUED', lines: { done: 0 } }, 'it waits for its window')

@@ -73,13 +73,6 @@ export interface ResultRow {
 export type PartRefusal = 'closed' | 'lines' | 'bytes'
 export type StartRefusal = 'closed' | 'busy'
 
-/** The codes a failed result holds: each entry's code, or the result's code when it has no entries. */
-export function codesOf(result: Pick<ResultRow, 'code' | 'errors'>): string[] {
-  const entries = result.errors ?? []
-  if (entries.length === 0) return result.code === null ? [] : [result.code]
-  return [...new Set(entries.map((e) => e.code))]
-}
-
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 
 const JOB_COLUMNS = sql`j.id, j.organisation_id, s.code as supplier_code, s.status as supplier_status, j.dry_run, j.state,
@@ -103,53 +96,6 @@ function jobOfRow(row: Record<string, unknown>): JobRow {
     total_bytes: Number(row.total_bytes),
     progress: typeof row.progress === 'string' ? JSON.parse(row.progress) : ((row.progress as JobRow['progress']) ?? [])
   }
-}
-
-type Tx = Parameters<Parameters<Db['transaction']>[0]>[0]
-
-/** Whether this process still holds the job's claim (the job's row locked until the transaction ends). */
-async function held(tx: Tx, jobId: string, me: string): Promise<boolean> {
-  const rows = rowsOf(
-    await tx.execute(sql`select 1 from import_jobs where id = ${jobId}::uuid and claimed_by = ${me} for update`)
-  )
-  return rows.length > 0
-}
-
-/** Inserts results (a line that has one keeps it) and counts those inserted on the job: outcomes, codes, progress. */
-async function store(tx: Tx, jobId: string, results: ResultRow[]): Promise<void> {
-  if (results.length === 0) return
-  const inserted = rowsOf<Pick<ResultRow, 'outcome' | 'code' | 'errors'>>(
-    await tx.execute(sql`insert into import_job_results (job_id, line, outcome, external_account_number,
-        service_account_number, step, status, code, errors)
-      select ${jobId}::uuid, r.line, r.outcome::import_job_outcome, r.external_account_number,
-        r.service_account_number, r.step, r.status, r.code, r.errors
-      from jsonb_to_recordset(${JSON.stringify(results)}::jsonb) as r(line int, outcome text,
-        external_account_number text, service_account_number text, step text, status smallint, code text,
-        errors jsonb)
-      on conflict (job_id, line) do nothing returning outcome, code, errors`)
-  )
-  const count = (outcome: LineOutcome) => inserted.filter((row) => row.outcome === outcome).length
-  const codes: Record<string, number> = {}
-  for (const row of inserted) {
-    if (row.outcome !== 'failed') continue
-    const errors = typeof row.errors === 'string' ? JSON.parse(row.errors) : row.errors
-    for (const code of codesOf({ code: row.code, errors })) codes[code] = (codes[code] ?? 0) + 1
-  }
-  await tx.execute(sql`update import_jobs set
-      done = done + ${inserted.length}, created = created + ${count('created')},
-      already_imported = already_imported + ${count('already_imported')},
-      would_create = would_create + ${count('would_create')}, failed = failed + ${count('failed')},
-      skipped_blank = skipped_blank + ${count('skipped_blank')},
-      failure_codes = (select coalesce(jsonb_object_agg(key, total), '{}'::jsonb) from (
-          select key, sum(value::int) as total from (
-            select key, value from jsonb_each_text(failure_codes)
-            union all select key, value from jsonb_each_text(${JSON.stringify(codes)}::jsonb)) c group by key) t),
-      progress = (select coalesce(jsonb_agg(sample), '[]'::jsonb) from (
-          select sample from jsonb_array_elements(progress) sample
-          where (sample->>0)::bigint >= (extract(epoch from now()) * 1000)::bigint - 120000
-          union all select jsonb_build_array((extract(epoch from now()) * 1000)::bigint, done + ${inserted.length})
-        ) samples)
-    where id = ${jobId}::uuid`)
 }
 
 export function createImportJobsRepository(db: Db) {
@@ -519,25 +465,25 @@ export function createImportJobsRepository(db: Db) {
     },
 
     /**
-     * Stores a chunk's last results, moves the job's place on, completes a RUNNING job with every
-     * line done or, past its `not_after`, cancels it (`window_ended`), and lets the claim go: all
-     * in one transaction, so a crash leaves either all of it or none.
+     * Stores a chunk's last results, then moves the job's place on, completes a RUNNING job with
+     * every line done or, past its `not_after`, cancels it (`window_ended`), and lets the claim go.
+     * Each is one statement: the job's row is never held locked between round trips, and a crash
+     * between them leaves the results stored and the chunk's other lines to be run again.
      */
     async finishChunk(jobId: string, me: string, results: ResultRow[], nextLine: number): Promise<void> {
-      await db.transaction(async (tx) => {
-        // A process that stalled past its claim stores nothing: the results it would insert would
-        // not be counted, and the new holder's, for the same lines, would then be refused.
-        if (!(await held(tx, jobId, me))) return
-        await store(tx, jobId, results)
-        await tx.execute(sql`update import_jobs set next_line = greatest(next_line, ${nextLine}::int), served_at = now(),
-            chunk_started_at = null, chunk_failures = 0, claimed_by = null, claimed_until = null
-          where id = ${jobId}::uuid`)
-        await tx.execute(sql`update import_jobs set state = 'COMPLETED', finished_at = now(), state_changed_at = now()
-          where id = ${jobId}::uuid and state = 'RUNNING' and done >= total_lines`)
-        await tx.execute(sql`update import_jobs set state = 'CANCELLED', cancelled_reason = 'window_ended',
-            finished_at = now(), state_changed_at = now()
-          where id = ${jobId}::uuid and state = 'RUNNING' and not_after <= now()`)
-      })
+      await this.storeResults(jobId, me, results)
+      // A process that stalled past its claim changes nothing (the new holder runs the chunk).
+      await db.execute(sql`update import_jobs set next_line = greatest(next_line, ${nextLine}::int), served_at = now(),
+          chunk_started_at = null, chunk_failures = 0, claimed_by = null, claimed_until = null,
+          state = case when state <> 'RUNNING' then state when done >= total_lines then 'COMPLETED'::import_job_state
+            when not_after <= now() then 'CANCELLED'::import_job_state else state end,
+          cancelled_reason = case when state = 'RUNNING' and done < total_lines and not_after <= now()
+            then 'window_ended'::import_job_cancelled_reason else cancelled_reason end,
+          finished_at = case when state = 'RUNNING' and (done >= total_lines or not_after <= now()) then now()
+            else finished_at end,
+          state_changed_at = case when state = 'RUNNING' and (done >= total_lines or not_after <= now()) then now()
+            else state_changed_at end
+        where id = ${jobId}::uuid and claimed_by = ${me}`)
     },
 
     /** A chunk's run failed on the service's own error: counted, and the claim let go. */
