@@ -1,4 +1,4 @@
-import { createWriteStream, existsSync, linkSync, readFileSync, rmSync, statSync } from 'node:fs'
+import { createReadStream, createWriteStream, existsSync, linkSync, rmSync, statSync } from 'node:fs'
 import { basename } from 'node:path'
 import { Readable, Transform } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
@@ -810,16 +810,23 @@ async function changeSince(
   let from = last ? last.end : 0
   const size = statSync(file).size
   if (size <= from) return size === from ? { kind: 'same' } : { kind: 'changed' }
-  const tail = readFileSync(file).subarray(from)
-  let text = tail
-  // The job's last line had no line break (one was added when it was sent): the new lines begin after it.
-  if (last?.newline_added && text[0] === 10) {
-    text = text.subarray(1)
-    from += 1
-  }
+  // The lines after the job's, read as a stream (the file may be large).
   let lines = 0
-  for (let at = text.indexOf(10); at !== -1; at = text.indexOf(10, at + 1)) lines++
-  if (text.length > 0 && text[text.length - 1] !== 10) lines++
+  let first = true
+  let lastByte = 10
+  for await (const chunk of createReadStream(file, { start: from }) as AsyncIterable<Buffer>) {
+    let bytes = chunk
+    // The job's last line had no line break (one was added when it was sent): the new lines begin after it.
+    if (first && last?.newline_added === true && bytes[0] === 10) {
+      bytes = bytes.subarray(1)
+      from += 1
+    }
+    first = false
+    if (bytes.length === 0) continue
+    for (let at = bytes.indexOf(10); at !== -1; at = bytes.indexOf(10, at + 1)) lines++
+    lastByte = bytes[bytes.length - 1]!
+  }
+  if (lastByte !== 10) lines++
   return lines === 0 ? { kind: 'same' } : { kind: 'grown', lines, from }
 }
 
