@@ -83,6 +83,10 @@ export const REQUEST_EXAMPLES: Record<string, unknown> = {
     operations_team_name: 'Migrations',
     dry_run: false
   },
+  '/v1/data-import/import-jobs/{id}/start': {
+    not_before: '2026-11-28T22:00:00Z',
+    not_after: '2026-11-29T06:00:00Z'
+  },
   '/v1/data-import/notes/create': {
     ...ref,
     notes: [
