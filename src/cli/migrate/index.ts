@@ -11,6 +11,9 @@
 import { accessSync, constants, existsSync, statSync } from 'node:fs'
 import { resolve } from 'node:path'
 import { generateAccounts } from './generate.js'
+import { check } from './map/check.js'
+import { DocumentError } from './map/schema-check.js'
+import { NotASourcesFileError, sourcesFileOf } from './map/source-terms.js'
 import { MIN_PART_BYTES, PlanError } from './job-file.js'
 import {
   cancelJob,
@@ -86,6 +89,9 @@ const OPTIONS = {
   failed: { type: 'boolean' },
   state: { type: 'string' },
   limit: { type: 'string' },
+  lines: { type: 'string' },
+  sources: { type: 'string' },
+  extract: { type: 'string' },
   help: { type: 'boolean', short: 'h' }
 } as const
 type OptionName = keyof typeof OPTIONS
@@ -117,6 +123,8 @@ const JOB_COMMANDS: Record<string, OptionName[]> = {
   cancel: CONNECTION_OPTIONS,
   reconcile: [...CONNECTION_OPTIONS, 'supplier', 'report']
 }
+/** `map check`: the lines checked here and dry-run by the service. */
+const CHECK_OPTIONS: OptionName[] = [...CONNECTION_OPTIONS, 'team', 'supplier', 'lines', 'sources', 'extract', 'out']
 const JOB_STATES = ['OPEN', 'QUEUED', 'RUNNING', 'PAUSED', 'COMPLETED', 'CANCELLED']
 const GENERATE_OPTIONS: OptionName[] = [
   'seed',
@@ -522,6 +530,59 @@ async function runJobCommand(command: string, args: string[], flags: Flags, io: 
   )
 }
 
+/** `map check <mapping.sql>`, or `map check --lines <file> [--sources <file>]` for lines mapped already. */
+async function runCheck(args: string[], flags: Flags, io: MigrateCliIO): Promise<number> {
+  onlyOptions(flags, CHECK_OPTIONS, 'map check')
+  const team = typeof flags.team === 'string' ? flags.team : io.env.AMIS_TEAM
+  if (!team) throw new UsageError('no operations team: pass --team <name> or set AMIS_TEAM (the dry run needs one)')
+  let lines: { path: string; label: string }
+  let sources: { path: string; label: string } | undefined
+  if (typeof flags.lines === 'string') {
+    if (args.length !== 0) throw new UsageError('give a mapping or --lines <file>, not both')
+    if (typeof flags.extract === 'string' || typeof flags.out === 'string') {
+      throw new UsageError('--extract and --out go with a mapping, not with --lines')
+    }
+    lines = { path: callerPath(io, flags.lines), label: flags.lines }
+    readable(lines.path, lines.label)
+    const label = typeof flags.sources === 'string' ? flags.sources : sourcesFileOf(flags.lines)
+    if (typeof flags.sources === 'string' || existsSync(callerPath(io, label))) {
+      sources = { path: callerPath(io, label), label }
+      readable(sources.path, label)
+    }
+  } else {
+    if (args.length !== 1) {
+      throw new UsageError(`give one mapping: ${PROGRAM} map check <mapping.sql> --team <name> (see --help)`)
+    }
+    if (typeof flags.sources === 'string') throw new UsageError('--sources goes with --lines: a mapping writes its own')
+    const mapped = await mapToLines(args[0]!, flags, io)
+    lines = mapped.lines
+    sources = mapped.sources
+  }
+  return check(
+    {
+      lines: lines.path,
+      linesLabel: lines.label,
+      ...(sources ? { sources } : {}),
+      team,
+      ...(typeof flags.supplier === 'string' ? { supplier: flags.supplier } : {})
+    },
+    connectionOf(flags, io),
+    jobsIO(io)
+  )
+}
+
+/** Maps `mapping` (the engine's runMapping) to lines: `--out`, or beside the mapping. */
+async function mapToLines(
+  mapping: string,
+  flags: Flags,
+  io: MigrateCliIO
+): Promise<{ lines: { path: string; label: string }; sources: { path: string; label: string } }> {
+  readable(callerPath(io, mapping), mapping)
+  throw new UsageError(
+    `mapping ${mapping}: the mapping engine is not part of this build yet; map it first and pass --lines <file> (its sources file beside it)`
+  )
+}
+
 async function runMigration(args: string[], flags: Flags, io: MigrateCliIO): Promise<number> {
   onlyOptions(flags, MIGRATE_OPTIONS, 'migrate')
   if (args.length !== 1) {
@@ -618,6 +679,7 @@ export async function runMigrateCli(argv: string[], io: MigrateCliIO): Promise<n
     const [first, ...rest] = positionals
     if (first === 'generate') return await runGenerate(rest, flags, io)
     if (first === 'report') return await runReport(rest, flags, io)
+    if (first === 'map' && rest[0] === 'check') return await stoppable(runCheck(rest.slice(1), flags, io), 'map', io)
     if (first !== undefined && Object.hasOwn(JOB_COMMANDS, first)) {
       return await stoppable(runJobCommand(first, rest, flags, io), first, io)
     }
@@ -626,6 +688,14 @@ export async function runMigrateCli(argv: string[], io: MigrateCliIO): Promise<n
     if (err instanceof JobCommandError) {
       io.stderr(`error: ${err.message}\n`)
       return err.exitCode
+    }
+    if (err instanceof DocumentError) {
+      io.stderr(`error: ${err.message}\n`)
+      return 1
+    }
+    if (err instanceof NotASourcesFileError) {
+      io.stderr(`error: ${err.message}\n`)
+      return 2
     }
     if (err instanceof PlanError) {
       io.stderr(`error: ${err.message}\n`)

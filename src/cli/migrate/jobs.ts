@@ -326,6 +326,8 @@ export interface SubmitOptions {
   /** --supplier, when given (else the one the file names). */
   supplier?: string
   follow: boolean
+  /** How to name the upload's state file to the person (default `<label>.job.json`). */
+  stateLabel?: string
 }
 
 function isBareAccount(text: string): boolean {
@@ -358,7 +360,7 @@ async function checkLines(file: string): Promise<{ suppliers: string[]; bare?: n
 /** Uploads the file as a new job, or the rest of the job of its state file; starts it; follows it if asked. */
 export async function submit(options: SubmitOptions, connection: Connection, io: JobsIO): Promise<number> {
   const statePath = stateFileOf(options.file)
-  const stateLabel = stateFileOf(options.label)
+  const stateLabel = options.stateLabel ?? stateFileOf(options.label)
   let state = readState(statePath)
   if (state) {
     const differ = [
