@@ -78,7 +78,7 @@ t.test('map check: the schema check here, the dry run there, each failure in the
   })
   t.equal(run.code, 1, `a line failed: exit 1 ${run.stderr}`)
   t.match(run.stdout, /schema check: +3 passed, 1 failed/)
-  t.match(run.stdout, /dry run: +2 would be created, 1 failed \(job /)
+  t.match(run.stdout, /dry run \(accounts\): +2 would be created, 1 failed\n/)
   t.match(run.stdout, /max_decimal_places: 1 line\n/, 'the local check names the service code')
   t.match(
     run.stdout,
@@ -94,3 +94,87 @@ t.test('map check: the schema check here, the dry run there, each failure in the
   t.match(run.stdout, /2 lines failed: fix the extract or the mapping, and check again/)
   t.notMatch(run.stdout, /SRC-1|SRC-4/, 'the lines that pass are not listed')
 })
+
+t.test('map check: every line would be created, exit 0; an orphan row the mapping left out, exit 1', async (t) => {
+  const server = await migrationServer(t)
+  const dir = tempDir(t)
+  const env = { AMIS_API_KEY: server.tenant.apiKey, INIT_CWD: dir }
+  inputFile(dir, 'good.ndjson', [entry('OK-1', {}, { transactions: [TRANSACTION] }), entry('OK-2')])
+  const good = await runClient(['map', 'check', '--lines', 'good.ndjson', '--url', server.url, '--team', TEAM], env, {
+    pollIntervalMs: 100
+  })
+  t.equal(good.code, 0, `nothing failed: exit 0 ${good.stderr}`)
+  t.match(good.stdout, /dry run \(accounts\): +2 would be created, 0 failed\n/)
+  t.match(good.stdout, /Nothing failed: every line would be created\./)
+  t.notMatch(good.stdout, /Failures by error code/, 'no failures listed')
+
+  // The same lines, with a sources file that says the mapping left rows out: exit 1, each named.
+  const files = {
+    ...FILES,
+    'transactions.csv': { ...FILES['transactions.csv'], orphans: [{ row: 7, key: 'GONE-9' }] },
+    'accounts.csv': { ...FILES['accounts.csv'], rejected: [{ line: 5, reason: 'expected 9 columns, found 8' }] }
+  }
+  sourcesFile(join(dir, 'other.sources.ndjson'), { files, columns: COLUMNS }, [
+    { line: 1, account: 'OK-1', rows: { 'accounts.csv': [2], 'transactions.csv': [2] } },
+    { line: 2, account: 'OK-2', rows: { 'accounts.csv': [3] } }
+  ])
+  const left = await runClient(
+    [
+      'map',
+      'check',
+      '--lines',
+      'good.ndjson',
+      '--sources',
+      'other.sources.ndjson',
+      '--url',
+      server.url,
+      '--team',
+      TEAM
+    ],
+    env,
+    { pollIntervalMs: 100 }
+  )
+  t.equal(left.code, 1, 'source rows left out: exit 1')
+  t.match(left.stdout, /Source rows the mapping left out:\n/)
+  t.match(left.stdout, /accounts\.csv: 1 row rejected \(line 5: expected 9 columns, found 8\)/)
+  t.match(left.stdout, /transactions\.csv: 1 orphan row, no such account \(row 7: GONE-9\)/)
+  t.match(left.stdout, /0 lines failed, 2 source rows left out/)
+})
+
+t.test(
+  'map check: no line passes the schema check, nothing is sent; a section problem the dry run would not see',
+  async (t) => {
+    const server = await migrationServer(t)
+    const dir = tempDir(t)
+    const env = { AMIS_API_KEY: server.tenant.apiKey, INIT_CWD: dir }
+    inputFile(dir, 'bad.ndjson', [
+      entry('BAD-1', {}, { notes: [{ body: '   ' }] }),
+      { account: exampleAccount({ external_account_number: 'BAD-2' }), tariff: 'E7' },
+      'not json at all'
+    ])
+    const run = await runClient(['map', 'check', '--lines', 'bad.ndjson', '--url', server.url, '--team', TEAM], env)
+    t.equal(run.code, 1)
+    t.match(run.stdout, /schema check: +0 passed, 3 failed/)
+    t.match(run.stdout, /dry run \(accounts\): +not run \(no line passed the schema check\)/)
+    t.match(
+      run.stdout,
+      /line 1, account BAD-1 \(schema check, notes\)\n +notes\.0\.body\n/,
+      'a blank note, which a dry run never checks'
+    )
+    t.match(
+      run.stdout,
+      /unexpected_field: 1 line\n[\s\S]*line 2, account BAD-2 \(schema check, stage\)\n +tariff\n/,
+      'a key the entry does not have, at the entry'
+    )
+    t.match(
+      run.stdout,
+      /invalid: 1 line\n[\s\S]*line 3 \(schema check, stage\)\n +\(the whole line\)\n/,
+      'a line that is not JSON'
+    )
+    const jobs = await server.app.inject({
+      url: '/v1/data-import/import-jobs/',
+      headers: { authorization: `Token ${server.tenant.token}` }
+    })
+    t.same(jobs.json(), [], 'no job was made')
+  }
+)

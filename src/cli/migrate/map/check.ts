@@ -176,7 +176,8 @@ export async function check(options: CheckOptions, connection: Connection, io: J
     summary.sent = original.length
     if (original.length > 0) {
       io.stderr(`Dry run of the other ${plural(original.length, 'line')} on the service (nothing is created)\n`)
-      const quiet: JobsIO = { ...io, stdout: (text) => io.stderr(text) }
+      // The job's own summary and hints are left out: what it found is printed below, in the source's terms.
+      const quiet: JobsIO = { ...io, stdout: () => {} }
       await submit(
         {
           file: passed,
@@ -242,11 +243,12 @@ export function renderCheck(
     ['lines', String(s.lines)],
     ['schema check', `${s.lines - s.failedHere} passed, ${s.failedHere} failed`],
     [
-      'dry run',
+      'dry run (accounts)',
       s.sent === 0
         ? 'not run (no line passed the schema check)'
-        : `${s.wouldCreate} would be created, ${s.failedOnService} failed${s.jobId ? ` (job ${s.jobId})` : ''}`
-    ]
+        : `${s.wouldCreate} would be created, ${s.failedOnService} failed`
+    ],
+    ...(s.jobId ? [['dry-run job', s.jobId] as [string, string]] : [])
   ]
   const out = [
     `Check of ${options.linesLabel}${sources.header ? ` (mapping ${sources.header.mapping})` : ''}`,
@@ -263,9 +265,13 @@ export function renderCheck(
   const failed = s.failedHere + s.failedOnService
   out.push(
     '',
-    failed + s.sourceProblems === 0
-      ? `Nothing failed: every line would be created.`
-      : `${plural(failed, 'line')} failed${s.sourceProblems > 0 ? `, ${plural(s.sourceProblems, 'source row')} left out` : ''}: fix the extract or the mapping, and check again.`
+    ...fold(
+      failed + s.sourceProblems === 0
+        ? `Nothing failed: every line would be created.`
+        : `${plural(failed, 'line')} failed${s.sourceProblems > 0 ? `, ${plural(s.sourceProblems, 'source row')} left out` : ''}: fix the extract or the mapping, and check again.`,
+      width,
+      ''
+    )
   )
   return out.join('\n') + '\n'
 }

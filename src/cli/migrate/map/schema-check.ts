@@ -13,7 +13,11 @@ import { compileBody } from '../../../validation.js'
  * back, and the schemas compiled by the service's own validator (src/validation.ts), so that each
  * problem comes out with the code and attr the service answers. An entry is taken apart as a
  * batch takes it (src/modules/batches/entries.ts): the account against the validate endpoint's
- * body, each section's requests against its endpoint's body.
+ * body, each section's requests against its endpoint's body. The rules the document states in
+ * plain JSON Schema beside a schema (a note has a body or document paths) are kept: a dry run
+ * checks the account only, never its sections, so this is where a section's problems show
+ * before the real job (in the schema's codes: `required` at the note's `body` and
+ * `document_paths`, where the service says `note_body_or_document_path_not_found`).
  */
 
 /** One problem, as a job's results and the error body give it. */
