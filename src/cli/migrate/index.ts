@@ -9,11 +9,12 @@
  * Exit codes: 0 every account migrated, 1 an account failed or the run could not go on, 2 usage error.
  */
 import { accessSync, constants, existsSync, statSync } from 'node:fs'
-import { resolve } from 'node:path'
+import { basename, resolve } from 'node:path'
 import { generateAccounts } from './generate.js'
 import { check } from './map/check.js'
 import { DocumentError } from './map/schema-check.js'
-import { NotASourcesFileError, sourcesFileOf } from './map/source-terms.js'
+import { sourcesOfJob } from './map/job-sources.js'
+import { NotASourcesFileError, sourcesBeside, sourcesFileOf } from './map/source-terms.js'
 import { MIN_PART_BYTES, PlanError } from './job-file.js'
 import {
   cancelJob,
@@ -118,8 +119,8 @@ const JOB_COMMANDS: Record<string, OptionName[]> = {
   submit: [...CONNECTION_OPTIONS, 'team', 'dry-run', 'part-size', 'supplier', 'follow'],
   job: [...CONNECTION_OPTIONS, 'follow'],
   jobs: [...CONNECTION_OPTIONS, 'state', 'supplier', 'limit'],
-  results: [...CONNECTION_OPTIONS, 'failed', 'out'],
-  'failed-lines': [...CONNECTION_OPTIONS, 'out'],
+  results: [...CONNECTION_OPTIONS, 'failed', 'out', 'sources'],
+  'failed-lines': [...CONNECTION_OPTIONS, 'out', 'sources'],
   cancel: CONNECTION_OPTIONS,
   reconcile: [...CONNECTION_OPTIONS, 'supplier', 'report']
 }
@@ -331,6 +332,14 @@ function readable(path: string, label: string): void {
   }
 }
 
+/** `--sources <file>`, which must be readable. */
+function givenSources(flags: Flags, io: MigrateCliIO): { path: string; label: string } | undefined {
+  if (typeof flags.sources !== 'string') return undefined
+  const sources = { path: callerPath(io, flags.sources), label: flags.sources }
+  readable(sources.path, sources.label)
+  return sources
+}
+
 /** `npm run` starts scripts in the package folder: paths are the caller's, from where npm was run. */
 const callerPath = (io: MigrateCliIO, path: string) => resolve(io.env.INIT_CWD || process.cwd(), path)
 
@@ -338,7 +347,7 @@ const callerPath = (io: MigrateCliIO, path: string) => resolve(io.env.INIT_CWD |
 const inputByReportName = (report: string) => /^(.+)\.report(?:-\d+)?\.ndjson$/.exec(report)?.[1]
 
 async function runReport(args: string[], flags: Flags, io: MigrateCliIO): Promise<number> {
-  onlyOptions(flags, ['help', 'code', 'failed-lines', 'input'], 'report')
+  onlyOptions(flags, ['help', 'code', 'failed-lines', 'input', 'sources'], 'report')
   if (args.length !== 1) throw new UsageError(`give one report file: ${PROGRAM} report <report.ndjson>`)
   const label = args[0]!
   const path = callerPath(io, label)
@@ -354,8 +363,19 @@ async function runReport(args: string[], flags: Flags, io: MigrateCliIO): Promis
     }
     readable(callerPath(io, input), input)
   }
+  // The sources file: --sources, beside the input, or beside the job's input (its upload state names the job).
+  const beside = input !== undefined ? sourcesBeside(callerPath(io, input)) : undefined
+  const jobId = /^job-(.+)\.(?:failed-)?results(?:-\d+)?\.ndjson$/.exec(basename(label))?.[1]
+  const sources =
+    givenSources(flags, io) ??
+    (beside ? { path: beside, label: sourcesFileOf(input!) } : undefined) ??
+    (jobId ? sourcesOfJob(callerPath(io, '.'), jobId) : undefined)
   await io.stdout(
-    await renderReport(path, label, { ...(code !== undefined ? { code } : {}), ...(input ? { input } : {}) })
+    await renderReport(path, label, {
+      ...(code !== undefined ? { code } : {}),
+      ...(input ? { input } : {}),
+      ...(sources ? { sources } : {})
+    })
   )
   if (out !== undefined) {
     const written = await writeFailedLines(
@@ -518,11 +538,13 @@ async function runJobCommand(command: string, args: string[], flags: Flags, io: 
   if (command === 'job') return showJob(id, flags.follow === true, connectionOf(flags, io), jobsIO(io))
   if (command === 'cancel') return cancelJob(id, connectionOf(flags, io), jobsIO(io))
   const out = typeof flags.out === 'string' ? { path: callerPath(io, flags.out), label: flags.out } : undefined
+  const sources = givenSources(flags, io)
   return download(
     {
       id,
       what: command === 'failed-lines' ? 'failed-lines' : flags.failed === true ? 'failed-results' : 'results',
       ...(out ? { out } : {}),
+      ...(sources ? { sources } : {}),
       folder: (name) => callerPath(io, name)
     },
     connectionOf(flags, io),

@@ -162,7 +162,12 @@ export async function check(options: CheckOptions, connection: Connection, io: J
         summary.failedHere++
         const account = isObject(entry) && isObject(entry.account) ? entry.account.external_account_number : null
         for (const f of failures) {
-          tally.add({ line: next.number, external: typeof account === 'string' ? account : null, where: 'here', ...f })
+          tally.add({
+            line: next.number,
+            external: typeof account === 'string' ? account : null,
+            where: 'schema check',
+            ...f
+          })
         }
       }
     } finally {
@@ -208,7 +213,7 @@ export async function check(options: CheckOptions, connection: Connection, io: J
         tally.add({
           line,
           external: result.external_account_number,
-          where: 'service',
+          where: 'dry run',
           step: result.step,
           code: result.code ?? 'failed',
           errors: result.errors ?? []

@@ -144,8 +144,8 @@ export function rowsText(rows: Record<string, number[]>, only?: string, shown = 
 export interface LineFailure {
   line: number
   external: string | null
-  /** `here`: the local schema check; `service`: the dry run. */
-  where: 'here' | 'service'
+  /** Where it failed: the local schema check, the service's dry run, or a run on the service. */
+  where: 'schema check' | 'dry run' | 'service'
   step: string | null
   code: string
   errors: Array<{ code: string; attr: string | null; detail?: string }>
@@ -212,7 +212,7 @@ export function renderFailures(
     for (const failure of examples) {
       const source = sources.lines.get(failure.line)
       const account = source?.account ?? failure.external
-      const where = failure.where === 'here' ? 'schema check' : 'dry run'
+      const where = failure.where
       out.push(
         `  line ${failure.line}${account ? `, account ${account}` : ''} (${where}${failure.step ? `, ${failure.step}` : ''})`
       )
