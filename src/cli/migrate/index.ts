@@ -146,10 +146,12 @@ Usage:
   ${PROGRAM} submit <file.ndjson> --team <operations team> [--follow] [--dry-run] [--part-size 8MB]
   ${PROGRAM} job <id> [--follow]
   ${PROGRAM} jobs [--state <state>] [--supplier <code>]
-  ${PROGRAM} results <id> [--failed] [--out <file>]
-  ${PROGRAM} failed-lines <id> [--out <file>]
+  ${PROGRAM} results <id> [--failed] [--out <file>] [--sources <file>]
+  ${PROGRAM} failed-lines <id> [--out <file>] [--sources <file>]
   ${PROGRAM} cancel <id>
   ${PROGRAM} reconcile <file.ndjson> [--supplier <code>] [--report <out.ndjson>]
+  ${PROGRAM} map check <mapping.sql> --team <name> [--extract <dir>] [--out <lines.ndjson>]
+  ${PROGRAM} map check --lines <lines.ndjson> --team <name> [--sources <file>]
   ${PROGRAM} generate <N> [options] > accounts.ndjson
 
 Migrates every account of a newline-delimited JSON file (one account per line, optionally with
@@ -218,6 +220,19 @@ results <id> writes each line's result (NDJSON: line, external account number, o
 failed-lines <id> writes the input lines that failed, unchanged, to a new file
   (job-<id>.failed-lines.ndjson, or --out <file>), to fix and submit as a new job.
 cancel <id> cancels a job: lines not yet begun are not processed; what was done stays.
+With a sources file (written by map beside the lines: <lines>.sources.ndjson), results, failed-lines
+and report name each failed line's source file and rows. It is found beside the job's input, through
+the upload state submit keeps there (run them in that folder), or named with --sources <file>.
+
+map check <mapping.sql> maps the extract (as map does), checks every line against the service's
+published schemas (its OpenAPI document), then dry-runs the lines that pass as an import job (a dry
+run checks the accounts; sections are checked against their schemas only), and prints every failure
+in the source's terms: the line, the account, the field, the extract column it comes from and the
+source rows, grouped by error code with what each code means (the first 3 of each). Exit codes: 0
+nothing failed, 1 a line failed or the mapping left source rows out, 2 usage error.
+  --team <name>            Operations team of the dry run (env AMIS_TEAM). Required.
+  --supplier <code>        The dry run's import supplier (default: the one the lines name).
+  --lines <file>           Check lines mapped already (their sources file beside them, or --sources).
 
 reconcile <file.ndjson> checks, at cutover, that the service holds what the file says: for each
 account, every ledger's balance (its ledger_balance, moved by the transactions added after import)

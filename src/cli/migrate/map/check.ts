@@ -79,31 +79,36 @@ function sourceProblems(header: SourcesHeader | undefined, width: number): { cou
     const rejected = s.rejected ?? []
     const orphans = s.orphans ?? []
     const repeated = s.repeated_keys ?? []
-    if (rejected.length > 0) {
+    const counts = {
+      rejected: s.rejected_count ?? rejected.length,
+      orphans: s.orphan_count ?? orphans.length,
+      repeated: s.repeated_key_count ?? repeated.length
+    }
+    if (counts.rejected > 0) {
       parts.push(
-        `${plural(rejected.length, 'row')} rejected (${rejected
+        `${plural(counts.rejected, 'row')} rejected (${rejected
           .slice(0, 3)
           .map((r) => `line ${r.line}: ${r.reason}`)
-          .join('; ')}${rejected.length > 3 ? '; …' : ''})`
+          .join('; ')}${counts.rejected > 3 ? '; …' : ''})`
       )
     }
-    if (orphans.length > 0) {
+    if (counts.orphans > 0) {
       parts.push(
-        `${plural(orphans.length, 'orphan row')}, no such account (${orphans
+        `${plural(counts.orphans, 'orphan row')}, no such account (${orphans
           .slice(0, 3)
           .map((o) => `row ${o.row}: ${o.key}`)
-          .join('; ')}${orphans.length > 3 ? '; …' : ''})`
+          .join('; ')}${counts.orphans > 3 ? '; …' : ''})`
       )
     }
-    if (repeated.length > 0) {
+    if (counts.repeated > 0) {
       parts.push(
-        `${plural(repeated.length, 'repeated account key')} (${repeated
+        `${plural(counts.repeated, 'repeated account key')} (${repeated
           .slice(0, 3)
           .map((r) => `${r.key}: rows ${r.rows.join(', ')}`)
-          .join('; ')}${repeated.length > 3 ? '; …' : ''})`
+          .join('; ')}${counts.repeated > 3 ? '; …' : ''})`
       )
     }
-    count += rejected.length + orphans.length + repeated.length
+    count += counts.rejected + counts.orphans + counts.repeated
     for (const part of parts) {
       text.push(...fold(`${file}: ${part}`, width - 2, '    ').map((l, i) => (i === 0 ? `  ${l}` : l)))
     }

@@ -14,9 +14,13 @@ import { readLines } from '../lines.js'
 export interface FileSummary {
   rows_read: number
   rows_used: number
+  /** The first rows of each list (the counts, when given, are whole). */
   rejected: Array<{ line: number; reason: string }>
+  rejected_count?: number
   orphans: Array<{ row: number; key: string }>
+  orphan_count?: number
   repeated_keys: Array<{ key: string; rows: number[] }>
+  repeated_key_count?: number
 }
 
 export interface SourcesHeader {
