@@ -4,6 +4,7 @@ import { join } from 'node:path'
 import { exampleAccount, TEAM } from './helpers/accounts.js'
 import { inputFile, migrationServer, runClient } from './helpers/migrate.js'
 import { tempDir } from './helpers/temp-dir.js'
+import { entryChecker } from '../src/cli/migrate/map/schema-check.js'
 
 /**
  * `map check` as a person runs it on lines a mapping made: each line checked here against the
@@ -178,3 +179,49 @@ t.test(
     t.same(jobs.json(), [], 'no job was made')
   }
 )
+
+t.test("the local check's codes and attrs are the service's own, for the account and a section", async (t) => {
+  const server = await migrationServer(t)
+  const document = (await server.app.inject({ url: '/openapi.json' })).json()
+  const check = entryChecker(document)
+  const headers = { authorization: `Token ${server.tenant.token}` }
+  const pairs = (errors: Array<{ code: string; attr: string | null }>) =>
+    errors.map((e) => `${e.code} ${e.attr}`).sort()
+  // Schema problems only: the validate endpoint's business rules are the dry run's to find.
+  const accounts: Array<Record<string, unknown>> = [
+    { ledgers: [{ ...exampleAccount().ledgers[0], ledger_balance: '1.123456789012' }] },
+    { ledgers: [{ ...exampleAccount().ledgers[0], ledger_balance: 'twelve' }] },
+    { account_type: 'PALACE', communication_preference: 7 },
+    { billing_address: { ...exampleAccount().billing_address, postal_code: null, town: 'Bristol' } },
+    { customers: [{ ...exampleAccount().customers[0], given_name: 42, nickname: 'Ada' }] }
+  ]
+  for (const changes of accounts) {
+    const account = exampleAccount({ external_account_number: 'EQ-1', ...changes })
+    const served = await server.app.inject({
+      method: 'POST',
+      url: '/v1/data-import/validate-account/',
+      headers,
+      payload: account
+    })
+    t.equal(served.statusCode, 400, JSON.stringify(changes))
+    const [local, ...more] = check({ account })
+    t.same(more, [])
+    t.equal(local?.code, served.json().code, 'the top code')
+    t.same(pairs(local?.errors ?? []), pairs(served.json().errors), `${JSON.stringify(changes)}: the same problems`)
+  }
+  const notes = [
+    { body: 'fine', created_at: 'last Tuesday' },
+    { body: 'x'.repeat(10_001) },
+    { body: 'ok', colour: 'red' }
+  ]
+  const served = await server.app.inject({
+    method: 'POST',
+    url: '/v1/data-import/notes/create/',
+    headers,
+    payload: { import_supplier: 'ACME_ENERGY', external_account_number: 'EQ-1', notes }
+  })
+  t.equal(served.statusCode, 400)
+  const [local] = check({ account: exampleAccount({ external_account_number: 'EQ-1' }), notes })
+  t.equal(local?.step, 'notes')
+  t.same(pairs(local?.errors ?? []), pairs(served.json().errors), 'the notes endpoint says the same')
+})
