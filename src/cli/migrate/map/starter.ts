@@ -177,10 +177,10 @@ export const SAMPLE_EXTRACT: Record<string, string[][]> = {
   ],
   'customers.csv': [
     ['account_number', 'title', 'first_name', 'last_name', 'email', 'phone', 'role'],
-    ['100001', 'Ms', 'Ada', 'Lovelace', 'ada.lovelace@example.com', '0117 496 0123', 'Primary'],
-    ['100002', 'Mr', 'Seán', 'O’Brien', 'sean.obrien@example.com', '', 'Primary'],
+    ['100001', 'Ms', 'Ada', 'Lovelace', 'ada.lovelace@mailbox.org', '0117 496 0123', 'Primary'],
+    ['100002', 'Mr', 'Seán', 'O’Brien', 'sean.obrien@fastmail.com', '', 'Primary'],
     ['100002', 'Mrs', 'Niamh', 'O’Brien', '', '', 'Joint'],
-    ['100003', '', 'Priya', 'Shah', 'accounts@canalworks.example.com', '0161 496 0456', 'Primary']
+    ['100003', '', 'Priya', 'Shah', 'accounts@canalworks.co.uk', '0161 496 0456', 'Primary']
   ],
   'supply_addresses.csv': [
     ['account_number', 'address_id', 'street', 'town', 'county', 'postcode', 'moved_in'],
