@@ -29,6 +29,8 @@ import {
 import { OperatorKeyError, PreflightError } from './preflight.js'
 import { reconcile, renderReconcileSummary, SHOWN_DIFFERENCES } from './reconcile.js'
 import { failedLines, NotAReportError, renderReport, writeFailedLines } from './report-file.js'
+import { MapError, runMapping } from './map/index.js'
+import { writeStarter } from './map/starter.js'
 import { migrate, numberedReport, renderSummary, ReportExistsError } from './run.js'
 import { AuthenticationError, DEFAULT_RETRY, UnavailableError } from './service-client.js'
 import { isEntryPoint, parseCommandLine } from '../entry.js'
@@ -93,6 +95,7 @@ const OPTIONS = {
   lines: { type: 'string' },
   sources: { type: 'string' },
   extract: { type: 'string' },
+  'go-on': { type: 'boolean' },
   help: { type: 'boolean', short: 'h' }
 } as const
 type OptionName = keyof typeof OPTIONS
@@ -153,6 +156,8 @@ Usage:
   ${PROGRAM} map check <mapping.sql> --team <name> [--extract <dir>] [--out <lines.ndjson>]
   ${PROGRAM} map check --lines <lines.ndjson> --team <name> [--sources <file>]
   ${PROGRAM} generate <N> [options] > accounts.ndjson
+  ${PROGRAM} map <mapping.sql> --out <lines.ndjson> [--extract <folder>] [--go-on]
+  ${PROGRAM} map init <folder>
 
 Migrates every account of a newline-delimited JSON file (one account per line, optionally with
 its post-import data): staged, created and given its post-import data, many accounts per request
@@ -246,6 +251,19 @@ differs or a line could not be checked, 2 usage error.
   --supplier <code>        The accounts' import supplier (default: the one each line names).
   --report <file>          The report of differences, NDJSON; never overwritten (default
                            <file>.reconcile.ndjson, then <file>.reconcile-2.ndjson, …).
+
+map <mapping.sql> --out <lines.ndjson> turns an old system's extract (one CSV file per entity, keyed
+by the account number; docs/extract-layout.md) into batch entries, one line per account, by a
+mapping: SQL run by an embedded DuckDB over the extract's files (docs/mapping.md). It writes the
+lines, and <lines.ndjson>.sources.ndjson naming the file and row of every source row of each line,
+and prints what became of every row of every file: read, used, rejected (with the reason), orphans
+(an account number the accounts file does not have) and repeated account numbers. Exit codes: 0 every
+row accounted for, 1 a row rejected, an orphan or a repeated account number (the lines are written
+all the same), 2 the mapping or an extract file could not be read (nothing written).
+  --extract <folder>       The extract's folder (default: the one the mapping's header names).
+  --go-on                  Exit 0 despite rejected rows, orphans and repeats (they stay out of the lines).
+map init <folder> writes a starter mapping for the documented layout, <folder>/mapping.sql, and a
+small sample extract in <folder>/extract/ (never overwriting a file).
 
 generate <N> writes N synthetic accounts to standard output:
   --seed <text>            Same seed, same accounts (default: random, printed on standard error).
@@ -700,6 +718,34 @@ async function runMigration(args: string[], flags: Flags, io: MigrateCliIO): Pro
   return summary.failed > 0 || summary.stopped ? 1 : 0
 }
 
+async function runMap(args: string[], flags: Flags, io: MigrateCliIO): Promise<number> {
+  if (args[0] === 'init') {
+    onlyOptions(flags, ['help'], 'map init')
+    if (args.length !== 2) throw new UsageError(`give one folder: ${PROGRAM} map init <folder>`)
+    const written = writeStarter(callerPath(io, args[1]!))
+    io.stderr(
+      `Wrote a starter mapping and a sample extract (${written.length - 1} files):\n` +
+        `  ${args[1]}/mapping.sql\n  ${args[1]}/extract/\n` +
+        `Map it: ${PROGRAM} map ${args[1]}/mapping.sql --out ${args[1]}/lines.ndjson\n`
+    )
+    return 0
+  }
+  onlyOptions(flags, ['out', 'extract', 'go-on', 'help'], 'map')
+  if (args.length !== 1) throw new UsageError(`give one mapping: ${PROGRAM} map <mapping.sql> --out <lines.ndjson>`)
+  if (typeof flags.out !== 'string') {
+    throw new UsageError(`name the lines file: ${PROGRAM} map ${args[0]} --out <lines.ndjson>`)
+  }
+  const { summary } = await runMapping({
+    mapping: callerPath(io, args[0]!),
+    ...(typeof flags.extract === 'string' ? { extract: callerPath(io, flags.extract) } : {}),
+    out: callerPath(io, flags.out),
+    label: { mapping: args[0]!, out: flags.out },
+    goOn: flags['go-on'] === true,
+    log: io.stderr
+  })
+  return summary.problems > 0 && flags['go-on'] !== true ? 1 : 0
+}
+
 /** Runs the migration client; returns the exit code. Never calls `process.exit` itself. */
 export async function runMigrateCli(argv: string[], io: MigrateCliIO): Promise<number> {
   try {
@@ -717,6 +763,7 @@ export async function runMigrateCli(argv: string[], io: MigrateCliIO): Promise<n
     if (first === 'generate') return await runGenerate(rest, flags, io)
     if (first === 'report') return await runReport(rest, flags, io)
     if (first === 'map' && rest[0] === 'check') return await stoppable(runCheck(rest.slice(1), flags, io), 'map', io)
+    if (first === 'map') return await runMap(rest, flags, io)
     if (first !== undefined && Object.hasOwn(JOB_COMMANDS, first)) {
       return await stoppable(runJobCommand(first, rest, flags, io), first, io)
     }
@@ -738,7 +785,12 @@ export async function runMigrateCli(argv: string[], io: MigrateCliIO): Promise<n
       io.stderr(`error: ${err.message}\n`)
       return 2
     }
-    if (err instanceof UsageError || err instanceof ReportExistsError || err instanceof NotAReportError) {
+    if (
+      err instanceof UsageError ||
+      err instanceof ReportExistsError ||
+      err instanceof NotAReportError ||
+      err instanceof MapError
+    ) {
       io.stderr(`error: ${err.message}\n`)
       return 2
     }
