@@ -8,13 +8,14 @@
  *
  * Exit codes: 0 every account migrated, 1 an account failed or the run could not go on, 2 usage error.
  */
-import { accessSync, constants, existsSync, statSync } from 'node:fs'
-import { basename, resolve } from 'node:path'
+import { accessSync, constants, existsSync, mkdtempSync, rmSync, statSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { basename, join, resolve } from 'node:path'
 import { generateAccounts } from './generate.js'
 import { check } from './map/check.js'
 import { DocumentError } from './map/schema-check.js'
 import { sourcesOfJob } from './map/job-sources.js'
-import { NotASourcesFileError, sourcesBeside, sourcesFileOf } from './map/source-terms.js'
+import { sourcesBeside, sourcesFileOf } from './map/source-terms.js'
 import { MIN_PART_BYTES, PlanError } from './job-file.js'
 import {
   cancelJob,
@@ -119,7 +120,7 @@ const MIGRATE_OPTIONS: OptionName[] = [
 ]
 const CONNECTION_OPTIONS: OptionName[] = ['url', 'timeout', 'max-attempts', 'wait', 'help']
 const JOB_COMMANDS: Record<string, OptionName[]> = {
-  submit: [...CONNECTION_OPTIONS, 'team', 'dry-run', 'part-size', 'supplier', 'follow'],
+  submit: [...CONNECTION_OPTIONS, 'team', 'dry-run', 'part-size', 'supplier', 'follow', 'extract', 'go-on'],
   job: [...CONNECTION_OPTIONS, 'follow'],
   jobs: [...CONNECTION_OPTIONS, 'state', 'supplier', 'limit'],
   results: [...CONNECTION_OPTIONS, 'failed', 'out', 'sources'],
@@ -510,14 +511,28 @@ async function runJobCommand(command: string, args: string[], flags: Flags, io: 
     if (args.length !== 1) {
       throw new UsageError(`give one input file: ${PROGRAM} submit <file.ndjson> --team <name> (see --help)`)
     }
-    const file = callerPath(io, args[0]!)
-    readable(file, args[0]!)
     const team = typeof flags.team === 'string' ? flags.team : io.env.AMIS_TEAM
     if (!team) throw new UsageError('no operations team: pass --team <name> or set AMIS_TEAM')
+    let label = args[0]!
+    if (label.endsWith('.sql')) {
+      // A mapping: mapped first, to <mapping>.lines.ndjson beside it (its sources beside that).
+      label = `${label.slice(0, -'.sql'.length)}.lines.ndjson`
+      const { summary } = await mapToLines(args[0]!, { path: callerPath(io, label), label }, flags, io, false)
+      if (summary.problems > 0 && flags['go-on'] !== true) {
+        throw new JobCommandError(
+          `the mapping left source rows out (the summary above): nothing was sent. Fix the extract, or submit with --go-on to migrate the ${summary.lines} lines mapped without them`
+        )
+      }
+      io.stderr(`Mapped ${args[0]} to ${label}: submitting it\n`)
+    } else if (flags['go-on'] !== undefined || flags.extract !== undefined) {
+      throw new UsageError('--extract and --go-on go with a mapping (a file ending .sql)')
+    }
+    const file = callerPath(io, label)
+    readable(file, label)
     return submit(
       {
         file,
-        label: args[0]!,
+        label,
         team,
         dryRun: flags['dry-run'] === true,
         ...(typeof flags['part-size'] === 'string' ? { partBytes: partSize(flags['part-size']) } : {}),
@@ -590,7 +605,7 @@ async function runCheck(args: string[], flags: Flags, io: MigrateCliIO): Promise
   onlyOptions(flags, CHECK_OPTIONS, 'map check')
   const team = typeof flags.team === 'string' ? flags.team : io.env.AMIS_TEAM
   if (!team) throw new UsageError('no operations team: pass --team <name> or set AMIS_TEAM (the dry run needs one)')
-  let lines: { path: string; label: string }
+  let lines: { path: string; label: string } | undefined
   let sources: { path: string; label: string } | undefined
   if (typeof flags.lines === 'string') {
     if (args.length !== 0) throw new UsageError('give a mapping or --lines <file>, not both')
@@ -609,33 +624,61 @@ async function runCheck(args: string[], flags: Flags, io: MigrateCliIO): Promise
       throw new UsageError(`give one mapping: ${PROGRAM} map check <mapping.sql> --team <name> (see --help)`)
     }
     if (typeof flags.sources === 'string') throw new UsageError('--sources goes with --lines: a mapping writes its own')
-    const mapped = await mapToLines(args[0]!, flags, io)
-    lines = mapped.lines
-    sources = mapped.sources
   }
-  return check(
-    {
-      lines: lines.path,
-      linesLabel: lines.label,
-      ...(sources ? { sources } : {}),
-      team,
-      ...(typeof flags.supplier === 'string' ? { supplier: flags.supplier } : {})
-    },
-    connectionOf(flags, io),
-    jobsIO(io)
-  )
+  const connection = connectionOf(flags, io)
+  // Without --out, the lines and their sources go to a folder of their own, removed at the end.
+  const folder =
+    typeof flags.lines !== 'string' && typeof flags.out !== 'string'
+      ? mkdtempSync(join(tmpdir(), 'amis-check-'))
+      : undefined
+  try {
+    if (typeof flags.lines !== 'string') {
+      const out = typeof flags.out === 'string' ? flags.out : undefined
+      const target = out
+        ? { path: callerPath(io, out), label: out }
+        : { path: join(folder!, 'lines.ndjson'), label: 'a temporary file' }
+      const mapped = await mapToLines(args[0]!, target, flags, io, true)
+      lines = { path: mapped.lines, label: out ?? args[0]! }
+      sources = { path: mapped.sources, label: sourcesFileOf(out ?? 'lines.ndjson') }
+    }
+    return await check(
+      {
+        lines: lines!.path,
+        linesLabel: lines!.label,
+        mapped: typeof flags.lines !== 'string',
+        ...(sources ? { sources } : {}),
+        team,
+        ...(typeof flags.supplier === 'string' ? { supplier: flags.supplier } : {})
+      },
+      connection,
+      jobsIO(io)
+    )
+  } finally {
+    if (folder) rmSync(folder, { recursive: true, force: true })
+  }
 }
 
-/** Maps `mapping` (the engine's runMapping) to lines: `--out`, or beside the mapping. */
+/**
+ * Maps `mapping` (the engine's runMapping) to `out`, its summary on standard error. Rows the
+ * mapping left out stop a submit unless --go-on; `map check` goes on and counts them as failures.
+ */
 async function mapToLines(
   mapping: string,
+  out: { path: string; label: string },
   flags: Flags,
-  io: MigrateCliIO
-): Promise<{ lines: { path: string; label: string }; sources: { path: string; label: string } }> {
+  io: MigrateCliIO,
+  goOn: boolean
+) {
   readable(callerPath(io, mapping), mapping)
-  throw new UsageError(
-    `mapping ${mapping}: the mapping engine is not part of this build yet; map it first and pass --lines <file> (its sources file beside it)`
-  )
+  const mapped = await runMapping({
+    mapping: callerPath(io, mapping),
+    ...(typeof flags.extract === 'string' ? { extract: callerPath(io, flags.extract) } : {}),
+    out: out.path,
+    label: { mapping, out: out.label },
+    goOn: goOn || flags['go-on'] === true,
+    log: io.stderr
+  })
+  return mapped
 }
 
 async function runMigration(args: string[], flags: Flags, io: MigrateCliIO): Promise<number> {
@@ -776,10 +819,6 @@ export async function runMigrateCli(argv: string[], io: MigrateCliIO): Promise<n
     if (err instanceof DocumentError) {
       io.stderr(`error: ${err.message}\n`)
       return 1
-    }
-    if (err instanceof NotASourcesFileError) {
-      io.stderr(`error: ${err.message}\n`)
-      return 2
     }
     if (err instanceof PlanError) {
       io.stderr(`error: ${err.message}\n`)

@@ -3,7 +3,7 @@ import { basename } from 'node:path'
 import { meaningOf } from '../../../schemas/error-codes.js'
 import { LINE_OUTCOMES, type LineOutcome } from '../../../schemas/import-jobs.js'
 import { readLines } from './lines.js'
-import { FailureTally, readSources, renderFailures } from './map/source-terms.js'
+import { FailureTally, renderFailures, sourcesFor } from './map/source-terms.js'
 import { emptySummary, OUTCOMES, tally, type Outcome, type ReportEntry, type Summary } from './report.js'
 import { guessExternal, SECTIONS } from './input.js'
 import { aligned, countRows, ReportExistsError } from './run.js'
@@ -223,7 +223,7 @@ export async function renderReport(
       })
     )
     if (inSource && sources) {
-      const found = await readSources(sources.path, sources.label, inSource.exampleLines())
+      const found = await sourcesFor(sources.path, inSource.exampleLines())
       lines.push(
         `Failures in the source's terms (from ${sources.label}: file and rows, field, column):`,
         ...renderFailures(inSource, found).slice(1)

@@ -10,7 +10,7 @@ import { connect, JobCommandError, refusal, submit, type Connection, type Job, t
 import { readLines } from '../lines.js'
 import { aligned } from '../run.js'
 import { entryChecker, notJson, type StepFailure } from './schema-check.js'
-import { FailureTally, fold, readSources, renderFailures, type SourceLine, type SourcesHeader } from './source-terms.js'
+import { FailureTally, fold, renderFailures, sourcesFor, type SourceLine, type SourcesHeader } from './source-terms.js'
 
 /**
  * `map check`: every line of a mapping's output checked here against the service's published
@@ -24,6 +24,8 @@ export interface CheckOptions {
   /** The lines file, and its name as the person gave it (or as map wrote it). */
   lines: string
   linesLabel: string
+  /** The lines were mapped now (the label names the mapping). */
+  mapped?: boolean
   /** The sources file beside the lines, when there is one. */
   sources?: { path: string; label: string }
   team: string
@@ -179,9 +181,7 @@ export async function check(options: CheckOptions, connection: Connection, io: J
       reader.close()
       await new Promise<void>((resolve, reject) => out.end((err?: Error | null) => (err ? reject(err) : resolve())))
     }
-    io.stderr(
-      `Checked ${plural(summary.lines, 'line')} of ${options.linesLabel} against the service's schemas: ${summary.failedHere} failed\n`
-    )
+    io.stderr(`Schema check of ${options.linesLabel}: ${plural(summary.lines, 'line')}, ${summary.failedHere} failed\n`)
 
     summary.sent = original.length
     if (original.length > 0) {
@@ -191,7 +191,7 @@ export async function check(options: CheckOptions, connection: Connection, io: J
       await submit(
         {
           file: passed,
-          label: `the lines of ${options.linesLabel} that passed`,
+          label: 'the lines that passed',
           stateLabel: 'a temporary file',
           team: options.team,
           dryRun: true,
@@ -232,7 +232,7 @@ export async function check(options: CheckOptions, connection: Connection, io: J
   let header: SourcesHeader | undefined
   let lines = new Map<number, SourceLine>()
   if (options.sources) {
-    ;({ header, lines } = await readSources(options.sources.path, options.sources.label, tally.exampleLines()))
+    ;({ header, lines } = await sourcesFor(options.sources.path, tally.exampleLines()))
   }
   const left = sourceProblems(header, width)
   summary.sourceProblems = left.count
@@ -242,7 +242,7 @@ export async function check(options: CheckOptions, connection: Connection, io: J
 
 /** What `map check` prints: the counts, what the mapping left out, then the failures by code. */
 export function renderCheck(
-  options: Pick<CheckOptions, 'linesLabel' | 'sources'>,
+  options: Pick<CheckOptions, 'linesLabel' | 'sources' | 'mapped'>,
   s: CheckSummary,
   tally: FailureTally,
   sources: { header?: SourcesHeader | undefined; lines: Map<number, SourceLine> },
@@ -261,7 +261,7 @@ export function renderCheck(
     ...(s.jobId ? [['dry-run job', s.jobId] as [string, string]] : [])
   ]
   const out = [
-    `Check of ${options.linesLabel}${sources.header ? ` (mapping ${sources.header.mapping})` : ''}`,
+    `Check of ${options.linesLabel}${sources.header && !options.mapped ? ` (mapping ${sources.header.mapping})` : ''}`,
     ...aligned(rows)
   ]
   if (leftOut.length > 0) out.push('', 'Source rows the mapping left out:', ...leftOut)

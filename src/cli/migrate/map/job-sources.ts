@@ -5,7 +5,7 @@ import { readLines } from '../lines.js'
 import {
   columnOf,
   entryField,
-  readSources,
+  sourcesFor,
   sourcesBeside,
   sourcesFileOf,
   type SourceLine,
@@ -80,7 +80,7 @@ export async function annotateResults(path: string, sources: { path: string; lab
     reader.close()
   }
   if (failed.size === 0) return 0
-  const { header, lines } = await readSources(sources.path, sources.label, failed)
+  const { header, lines } = await sourcesFor(sources.path, failed)
   const temporary = `${path}.${process.pid}.sources`
   const out = createWriteStream(temporary, { flags: 'wx' })
   const again = readLines(path, 256)
@@ -116,7 +116,7 @@ export async function writeFailedSources(
   failedLines: number[],
   sources: { path: string; label: string }
 ): Promise<void> {
-  const { header, lines } = await readSources(sources.path, sources.label, new Set(failedLines))
+  const { header, lines } = await sourcesFor(sources.path, new Set(failedLines))
   const text = [
     JSON.stringify(header),
     ...failedLines.map((line, k) => {

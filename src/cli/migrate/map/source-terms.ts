@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs'
 import { meaningOf } from '../../../../schemas/error-codes.js'
 import { SECTIONS, type SectionListing } from '../../../../schemas/sections.js'
-import { readLines } from '../lines.js'
+import { readSources, type FileSummary, type SourceLine, type SourcesHeader } from './index.js'
 
 /**
  * A failure in the source's terms: which extract file and row a failed line was made from, and
@@ -11,36 +11,7 @@ import { readLines } from '../lines.js'
  * for it (`transactions[].amount` → transactions.csv, column amount).
  */
 
-export interface FileSummary {
-  rows_read: number
-  rows_used: number
-  /** The first rows of each list (the counts, when given, are whole). */
-  rejected: Array<{ line: number; reason: string }>
-  rejected_count?: number
-  orphans: Array<{ row: number; key: string }>
-  orphan_count?: number
-  repeated_keys: Array<{ key: string; rows: number[] }>
-  repeated_key_count?: number
-}
-
-export interface SourcesHeader {
-  kind: 'sources'
-  mapping: string
-  extract: string
-  files: Record<string, FileSummary>
-  columns: Record<string, { file: string; column: string }>
-}
-
-export interface SourceLine {
-  line: number
-  account: string
-  rows: Record<string, number[]>
-}
-
-/** The sources file is not one `map` wrote. */
-export class NotASourcesFileError extends Error {
-  override name = 'NotASourcesFileError'
-}
+export type { FileSummary, SourceLine, SourcesHeader }
 
 /** The sources file `map` writes beside a lines file. */
 export const sourcesFileOf = (lines: string) => `${lines}.sources.ndjson`
@@ -52,44 +23,19 @@ export function sourcesBeside(lines: string): string | undefined {
 }
 
 /**
- * The header of a sources file and the lines of it asked for (by line number), read in one pass:
- * memory holds only those lines, however long the file.
+ * The header of a sources file and the lines of it asked for (by line number), read forward in
+ * one pass by the engine's reader: memory holds only those lines, however long the file.
  */
-export async function readSources(
+export async function sourcesFor(
   path: string,
-  label: string,
-  wanted: ReadonlySet<number> | 'all' = new Set()
+  wanted: ReadonlySet<number>
 ): Promise<{ header: SourcesHeader; lines: Map<number, SourceLine> }> {
-  const reader = readLines(path, 256)
+  const { header, byLine } = await readSources(path)
   const lines = new Map<number, SourceLine>()
-  let header: SourcesHeader | undefined
-  try {
-    for (let next = await reader.next(); next !== undefined; next = await reader.next()) {
-      if (next.text.trim() === '') continue
-      let value: unknown
-      try {
-        value = JSON.parse(next.text)
-      } catch {
-        value = undefined
-      }
-      const v = value as Partial<SourcesHeader & SourceLine> | undefined
-      if (header === undefined) {
-        if (v?.kind !== 'sources' || typeof v.files !== 'object' || v.files === null) {
-          throw new NotASourcesFileError(`${label} is not a sources file (its first line is not the header map writes)`)
-        }
-        header = { ...(v as SourcesHeader), columns: v.columns ?? {} }
-        continue
-      }
-      if (typeof v?.line !== 'number' || typeof v.rows !== 'object' || v.rows === null) {
-        throw new NotASourcesFileError(`line ${next.number} of ${label} is not a line of a sources file`)
-      }
-      if (wanted === 'all' || wanted.has(v.line)) lines.set(v.line, v as SourceLine)
-      if (wanted !== 'all' && lines.size === wanted.size) break
-    }
-  } finally {
-    reader.close()
+  for (const line of [...wanted].sort((a, b) => a - b)) {
+    const found = await byLine(line)
+    if (found) lines.set(line, found)
   }
-  if (!header) throw new NotASourcesFileError(`${label} is empty: not a sources file`)
   return { header, lines }
 }
 
