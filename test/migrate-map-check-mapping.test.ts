@@ -100,4 +100,15 @@ t.test('map check and submit take a mapping; the failures are named in the extra
       }
     ]
   })
+
+  // Checked again once migrated: the accounts created are already imported; the orphan row is named.
+  const again = await runClient(['map', 'check', 'm/mapping.sql', '--url', server.url, '--team', TEAM], env, {
+    pollIntervalMs: 100
+  })
+  t.equal(again.code, 1, 'the orphan row and the failed line: exit 1')
+  t.match(again.stdout, /dry run \(accounts\): +0 would be created, 2 already imported, 1 failed\n/)
+  t.match(
+    again.stdout,
+    /Source rows the mapping left out:\n +transactions\.csv: 1 orphan row, no such account \(row \d+: 999999\)/
+  )
 })

@@ -39,6 +39,8 @@ export interface CheckSummary {
   failedHere: number
   sent: number
   wouldCreate: number
+  /** Lines whose account the service holds already (a dry run passes them by). */
+  alreadyImported: number
   failedOnService: number
   /** Source rows the mapping read but could not use (rejected, orphans, repeated keys). */
   sourceProblems: number
@@ -137,6 +139,7 @@ export async function check(options: CheckOptions, connection: Connection, io: J
     failedHere: 0,
     sent: 0,
     wouldCreate: 0,
+    alreadyImported: 0,
     failedOnService: 0,
     sourceProblems: 0
   }
@@ -212,6 +215,7 @@ export async function check(options: CheckOptions, connection: Connection, io: J
         )
       }
       summary.wouldCreate = counts.lines.would_create
+      summary.alreadyImported = counts.lines.already_imported
       for await (const result of failedResults(client, state.job_id)) {
         summary.failedOnService++
         const line = original[result.line - 1] ?? result.line
@@ -256,7 +260,7 @@ export function renderCheck(
       'dry run (accounts)',
       s.sent === 0
         ? 'not run (no line passed the schema check)'
-        : `${s.wouldCreate} would be created, ${s.failedOnService} failed`
+        : `${s.wouldCreate} would be created, ${s.alreadyImported > 0 ? `${s.alreadyImported} already imported, ` : ''}${s.failedOnService} failed`
     ],
     ...(s.jobId ? [['dry-run job', s.jobId] as [string, string]] : [])
   ]
