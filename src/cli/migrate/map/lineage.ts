@@ -164,6 +164,10 @@ export async function lineageOf(
         return
       }
       if (LIST_MAKERS.has(name) && children.length === 1) return visit(children[0], `${path}[]`, scope)
+      if (name === 'list_value' && children.some((c) => producesStructure(c))) {
+        for (const child of children) visit(child, `${path}[]`, scope)
+        return
+      }
       const expanded = expand(expression)
       if (expanded) return visit(expanded, path, scope)
       // to_json, json and the like pass a made object or list through.
@@ -194,6 +198,9 @@ export async function lineageOf(
     if (value.class === 'FUNCTION') {
       const name = String(value.function_name).toLowerCase()
       if (OBJECT_MAKERS.has(name) || LIST_MAKERS.has(name)) return true
+      if (name === 'list_value') {
+        return ((value.children as Node[] | undefined) ?? []).some((c) => producesStructure(c, depth + 1))
+      }
       const expanded = expand(value)
       if (expanded) return producesStructure(expanded, depth + 1)
       const children = (value.children as Node[] | undefined) ?? []
