@@ -48,7 +48,7 @@ t.test("the mapping's SQL fails: DuckDB's message at the mapping file's line", a
   // Failing on the data (no position from DuckDB): the statement's first line.
   const data = changed("'transfer_balance', amount(a.balance)", "'transfer_balance', CAST(a.name AS INTEGER)")
   stderr = await mapWith(t, data)
-  t.match(stderr, new RegExp(`^error: mapping\\.sql(,| line) .*Conversion Error`))
+  t.match(stderr, /^error: mapping\.sql(,| line) .*Conversion Error/)
   t.match(stderr, new RegExp(`line ${lineOf(data, 'SELECT\n')}|line ${lineOf(data, 'CAST(a.name')}`))
 
   const notSelect = LEGACY_MAPPING.replace(/SELECT\n[\s\S]*$/, 'CREATE TABLE x AS SELECT 1;\n')
