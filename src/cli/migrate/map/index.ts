@@ -22,7 +22,7 @@ import { openEngine, loadFile, rows, value, LISTED, type Engine } from './engine
 import { MapError } from './errors.js'
 import { checkEntryFields } from './fields.js'
 import { parseHeader, type DeclaredFile } from './header.js'
-import { lineageOf } from './lineage.js'
+import { lineageOf, type TableColumns } from './lineage.js'
 import { ident, literal } from './sql.js'
 import { splitStatements } from './statements.js'
 import { renderMapSummary } from './summary.js'
@@ -92,16 +92,11 @@ export async function runMapping(
     })
     const c = engine.connection
     const files: Record<string, FileSummary> = {}
+    const tables: TableColumns[] = []
     for (const [n, declared] of header.files.entries()) {
-      files[declared.file] = await readExtractFile(
-        c,
-        declared,
-        extractDir,
-        folder,
-        n,
-        header.delimiter,
-        options.bufferSize
-      )
+      const read = await readExtractFile(c, declared, extractDir, folder, n, header.delimiter, options.bufferSize)
+      files[declared.file] = read.summary
+      tables.push({ table: declared.table, file: declared.file, columns: read.columns })
     }
     await findOrphansAndRepeats(c, header.files, files)
 
@@ -129,7 +124,7 @@ export async function runMapping(
     await checkLines(c, label)
     const structure = await value(c, 'SELECT json_group_structure(entry) FROM _map_lines')
     checkEntryFields(typeof structure === 'string' ? JSON.parse(structure) : structure, label)
-    const lineage = await lineageOf(c, last.text, header.files)
+    const lineage = await lineageOf(c, last.text, tables)
 
     const lineCount = Number(await value(c, 'SELECT count(*) FROM _map_lines'))
     const repeatedLines = (await rows(
@@ -188,7 +183,7 @@ async function readExtractFile(
   n: number,
   delimiter: string,
   bufferSize: number | undefined
-): Promise<FileSummary> {
+): Promise<{ summary: FileSummary; columns: string[] }> {
   const source = resolve(extractDir, declared.file)
   if (!existsSync(source)) {
     throw new MapError(
@@ -211,7 +206,7 @@ async function readExtractFile(
   ) {
     throw new MapError(`${declared.file}, the accounts file, has no rows`)
   }
-  return {
+  const summary: FileSummary = {
     table: declared.table,
     rows_read: loaded.rowsRead,
     rows_used: 0,
@@ -222,6 +217,7 @@ async function readExtractFile(
     repeated_keys: [],
     repeated_key_count: 0
   }
+  return { summary, columns: loaded.columns }
 }
 
 async function findOrphansAndRepeats(

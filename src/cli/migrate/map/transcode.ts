@@ -58,8 +58,9 @@ export async function prepareFile(source: string, declared: Encoding, target: st
         }
       }
       if (encoding === 'windows-1252') {
-        for (let i = chunk.indexOf(0x80); i >= 0 && i < chunk.length; i++) {
-          if (UNDEFINED_1252.has(chunk[i]!)) undefinedBytes.push(chunk[i]!)
+        for (let i = 0; i < chunk.length; i++) {
+          const byte = chunk[i]!
+          if (byte > 0x80 && byte < 0x9e && UNDEFINED_1252.has(byte)) undefinedBytes.push(byte)
         }
       }
       // A single-byte encoding decodes chunk by chunk; UTF-8 is split at a character's boundary by
