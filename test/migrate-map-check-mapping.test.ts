@@ -41,10 +41,10 @@ t.test('map check and submit take a mapping; the failures are named in the extra
   t.match(checked.stderr, /3 lines written to a temporary file/, "the engine's summary, on standard error")
   t.match(checked.stdout, /^Check of m\/mapping\.sql\n/)
   t.match(checked.stdout, /lines: +3\n/)
-  // The column where the mapping's lineage names it (the engine's), the account's rows of each file otherwise.
+  // The column the mapping takes the field from (the engine's lineage), and the account's row in that file.
   t.match(
     checked.stdout,
-    /invalid_email: 1 line\n[\s\S]*line 1, account 100001 \(dry run, stage\)\n +account\.customers\.0\.email ← (customers\.csv, column email, row 2\n|accounts\.csv row 2; customers\.csv row 2;)/,
+    /invalid_email: 1 line\n[\s\S]*line 1, account 100001 \(dry run, stage\)\n +account\.customers\.0\.email ← customers\.csv, column email, row 2\n/,
     'the failure at its field, with the extract rows it came from'
   )
   t.notOk(existsSync(join(dir, 'm', 'mapping.lines.ndjson')), 'map check leaves no lines behind without --out')
@@ -96,7 +96,8 @@ t.test('map check and submit take a mapping; the failures are named in the extra
       {
         attr: 'customers.0.email',
         field: 'account.customers.0.email',
-        code: 'invalid_email'
+        code: 'invalid_email',
+        column: { file: 'customers.csv', column: 'email' }
       }
     ]
   })
