@@ -1,5 +1,5 @@
 import { existsSync } from 'node:fs'
-import { meaningOf } from '../../../../schemas/error-codes.js'
+import { CODE, meaningOf } from '../../../../schemas/error-codes.js'
 import { SECTIONS, type SectionListing } from '../../../../schemas/sections.js'
 import { readSources, type FileSummary, type SourceLine, type SourcesHeader } from './index.js'
 
@@ -55,7 +55,7 @@ export function entryField(step: string | null, code: string, attr: string | nul
   if (!section) {
     if (!ACCOUNT_STEPS.has(step)) return attr
     // The entry's shape (`account` missing, an unknown key): already a path in the entry.
-    if (code === 'invalid_request' && step === 'stage') return attr
+    if (code === CODE.invalid_request && step === 'stage') return attr
     return attr === null ? 'account' : `account.${attr}`
   }
   if (attr === null) return section.name
