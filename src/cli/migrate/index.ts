@@ -8,9 +8,14 @@
  *
  * Exit codes: 0 every account migrated, 1 an account failed or the run could not go on, 2 usage error.
  */
-import { accessSync, constants, existsSync, statSync } from 'node:fs'
-import { resolve } from 'node:path'
+import { accessSync, constants, existsSync, mkdtempSync, rmSync, statSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { basename, join, resolve } from 'node:path'
 import { generateAccounts } from './generate.js'
+import { check } from './map/check.js'
+import { DocumentError } from './map/schema-check.js'
+import { sourcesOfJob } from './map/job-sources.js'
+import { sourcesBeside, sourcesFileOf } from './map/source-terms.js'
 import { MIN_PART_BYTES, PlanError } from './job-file.js'
 import {
   cancelJob,
@@ -25,6 +30,8 @@ import {
 import { OperatorKeyError, PreflightError } from './preflight.js'
 import { reconcile, renderReconcileSummary, SHOWN_DIFFERENCES } from './reconcile.js'
 import { failedLines, NotAReportError, renderReport, writeFailedLines } from './report-file.js'
+import { MapError, runMapping } from './map/index.js'
+import { writeStarter } from './map/starter.js'
 import { migrate, numberedReport, renderSummary, ReportExistsError } from './run.js'
 import { AuthenticationError, DEFAULT_RETRY, UnavailableError } from './service-client.js'
 import { isEntryPoint, parseCommandLine } from '../entry.js'
@@ -88,6 +95,10 @@ const OPTIONS = {
   limit: { type: 'string' },
   'not-before': { type: 'string' },
   'not-after': { type: 'string' },
+  lines: { type: 'string' },
+  sources: { type: 'string' },
+  extract: { type: 'string' },
+  'go-on': { type: 'boolean' },
   help: { type: 'boolean', short: 'h' }
 } as const
 type OptionName = keyof typeof OPTIONS
@@ -111,15 +122,28 @@ const MIGRATE_OPTIONS: OptionName[] = [
 ]
 const CONNECTION_OPTIONS: OptionName[] = ['url', 'timeout', 'max-attempts', 'wait', 'help']
 const JOB_COMMANDS: Record<string, OptionName[]> = {
-  submit: [...CONNECTION_OPTIONS, 'team', 'dry-run', 'part-size', 'supplier', 'follow', 'not-before', 'not-after'],
+  submit: [
+    ...CONNECTION_OPTIONS,
+    'team',
+    'dry-run',
+    'part-size',
+    'supplier',
+    'follow',
+    'not-before',
+    'not-after',
+    'extract',
+    'go-on'
+  ],
   job: [...CONNECTION_OPTIONS, 'follow'],
   jobs: [...CONNECTION_OPTIONS, 'state', 'supplier', 'limit'],
-  results: [...CONNECTION_OPTIONS, 'failed', 'out'],
-  'failed-lines': [...CONNECTION_OPTIONS, 'out'],
+  results: [...CONNECTION_OPTIONS, 'failed', 'out', 'sources'],
+  'failed-lines': [...CONNECTION_OPTIONS, 'out', 'sources'],
   'unprocessed-lines': [...CONNECTION_OPTIONS, 'out'],
   cancel: CONNECTION_OPTIONS,
   reconcile: [...CONNECTION_OPTIONS, 'supplier', 'report']
 }
+/** `map check`: the lines checked here and dry-run by the service. */
+const CHECK_OPTIONS: OptionName[] = [...CONNECTION_OPTIONS, 'team', 'supplier', 'lines', 'sources', 'extract', 'out']
 const JOB_STATES = ['OPEN', 'QUEUED', 'RUNNING', 'PAUSED', 'COMPLETED', 'CANCELLED']
 const GENERATE_OPTIONS: OptionName[] = [
   'seed',
@@ -141,12 +165,16 @@ Usage:
         [--not-before <time>] [--not-after <time>]
   ${PROGRAM} job <id> [--follow]
   ${PROGRAM} jobs [--state <state>] [--supplier <code>]
-  ${PROGRAM} results <id> [--failed] [--out <file>]
-  ${PROGRAM} failed-lines <id> [--out <file>]
+  ${PROGRAM} results <id> [--failed] [--out <file>] [--sources <file>]
+  ${PROGRAM} failed-lines <id> [--out <file>] [--sources <file>]
   ${PROGRAM} unprocessed-lines <id> [--out <file>]
   ${PROGRAM} cancel <id>
   ${PROGRAM} reconcile <file.ndjson> [--supplier <code>] [--report <out.ndjson>]
+  ${PROGRAM} map check <mapping.sql> --team <name> [--extract <dir>] [--out <lines.ndjson>]
+  ${PROGRAM} map check --lines <lines.ndjson> --team <name> [--sources <file>]
   ${PROGRAM} generate <N> [options] > accounts.ndjson
+  ${PROGRAM} map <mapping.sql> --out <lines.ndjson> [--extract <folder>] [--go-on]
+  ${PROGRAM} map init <folder>
 
 Migrates every account of a newline-delimited JSON file (one account per line, optionally with
 its post-import data): staged, created and given its post-import data, many accounts per request
@@ -222,6 +250,19 @@ unprocessed-lines <id> writes the input lines a cancelled job never began, uncha
   (job-<id>.unprocessed-lines.ndjson, or --out <file>), to submit as a new job.
   --out - writes any of these downloads to standard output.
 cancel <id> cancels a job: lines not yet begun are not processed; what was done stays.
+With a sources file (written by map beside the lines: <lines>.sources.ndjson), results, failed-lines
+and report name each failed line's source file and rows. It is found beside the job's input, through
+the upload state submit keeps there (run them in that folder), or named with --sources <file>.
+
+map check <mapping.sql> maps the extract (as map does), checks every line against the service's
+published schemas (its OpenAPI document), then dry-runs the lines that pass as an import job (a dry
+run checks the accounts; sections are checked against their schemas only), and prints every failure
+in the source's terms: the line, the account, the field, the extract column it comes from and the
+source rows, grouped by error code with what each code means (the first 3 of each). Exit codes: 0
+nothing failed, 1 a line failed or the mapping left source rows out, 2 usage error.
+  --team <name>            Operations team of the dry run (env AMIS_TEAM). Required.
+  --supplier <code>        The dry run's import supplier (default: the one the lines name).
+  --lines <file>           Check lines mapped already (their sources file beside them, or --sources).
 
 reconcile <file.ndjson> checks, at cutover, that the service holds what the file says: for each
 account, every ledger's balance (its ledger_balance, moved by the transactions added after import)
@@ -235,6 +276,19 @@ differs or a line could not be checked, 2 usage error.
   --supplier <code>        The accounts' import supplier (default: the one each line names).
   --report <file>          The report of differences, NDJSON; never overwritten (default
                            <file>.reconcile.ndjson, then <file>.reconcile-2.ndjson, …).
+
+map <mapping.sql> --out <lines.ndjson> turns an old system's extract (one CSV file per entity, keyed
+by the account number; docs/extract-layout.md) into batch entries, one line per account, by a
+mapping: SQL run by an embedded DuckDB over the extract's files (docs/mapping.md). It writes the
+lines, and <lines.ndjson>.sources.ndjson naming the file and row of every source row of each line,
+and prints what became of every row of every file: read, used, rejected (with the reason), orphans
+(an account number the accounts file does not have) and repeated account numbers. Exit codes: 0 every
+row accounted for, 1 a row rejected, an orphan or a repeated account number (the lines are written
+all the same), 2 the mapping or an extract file could not be read (nothing written).
+  --extract <folder>       The extract's folder (default: the one the mapping's header names).
+  --go-on                  Exit 0 despite rejected rows, orphans and repeats (they stay out of the lines).
+map init <folder> writes a starter mapping for the documented layout, <folder>/mapping.sql, and a
+small sample extract in <folder>/extract/ (never overwriting a file).
 
 generate <N> writes N synthetic accounts to standard output:
   --seed <text>            Same seed, same accounts (default: random, printed on standard error).
@@ -336,6 +390,14 @@ function readable(path: string, label: string): void {
   }
 }
 
+/** `--sources <file>`, which must be readable. */
+function givenSources(flags: Flags, io: MigrateCliIO): { path: string; label: string } | undefined {
+  if (typeof flags.sources !== 'string') return undefined
+  const sources = { path: callerPath(io, flags.sources), label: flags.sources }
+  readable(sources.path, sources.label)
+  return sources
+}
+
 /** `npm run` starts scripts in the package folder: paths are the caller's, from where npm was run. */
 const callerPath = (io: MigrateCliIO, path: string) => resolve(io.env.INIT_CWD || process.cwd(), path)
 
@@ -343,7 +405,7 @@ const callerPath = (io: MigrateCliIO, path: string) => resolve(io.env.INIT_CWD |
 const inputByReportName = (report: string) => /^(.+)\.report(?:-\d+)?\.ndjson$/.exec(report)?.[1]
 
 async function runReport(args: string[], flags: Flags, io: MigrateCliIO): Promise<number> {
-  onlyOptions(flags, ['help', 'code', 'failed-lines', 'input'], 'report')
+  onlyOptions(flags, ['help', 'code', 'failed-lines', 'input', 'sources'], 'report')
   if (args.length !== 1) throw new UsageError(`give one report file: ${PROGRAM} report <report.ndjson>`)
   const label = args[0]!
   const path = callerPath(io, label)
@@ -359,8 +421,19 @@ async function runReport(args: string[], flags: Flags, io: MigrateCliIO): Promis
     }
     readable(callerPath(io, input), input)
   }
+  // The sources file: --sources, beside the input, or beside the job's input (its upload state names the job).
+  const beside = input !== undefined ? sourcesBeside(callerPath(io, input)) : undefined
+  const jobId = /^job-(.+)\.(?:failed-)?results(?:-\d+)?\.ndjson$/.exec(basename(label))?.[1]
+  const sources =
+    givenSources(flags, io) ??
+    (beside ? { path: beside, label: sourcesFileOf(input!) } : undefined) ??
+    (jobId ? sourcesOfJob(callerPath(io, '.'), jobId) : undefined)
   await io.stdout(
-    await renderReport(path, label, { ...(code !== undefined ? { code } : {}), ...(input ? { input } : {}) })
+    await renderReport(path, label, {
+      ...(code !== undefined ? { code } : {}),
+      ...(input ? { input } : {}),
+      ...(sources ? { sources } : {})
+    })
   )
   if (out !== undefined) {
     const written = await writeFailedLines(
@@ -492,14 +565,28 @@ async function runJobCommand(command: string, args: string[], flags: Flags, io: 
     if (args.length !== 1) {
       throw new UsageError(`give one input file: ${PROGRAM} submit <file.ndjson> --team <name> (see --help)`)
     }
-    const file = callerPath(io, args[0]!)
-    readable(file, args[0]!)
     const team = typeof flags.team === 'string' ? flags.team : io.env.AMIS_TEAM
     if (!team) throw new UsageError('no operations team: pass --team <name> or set AMIS_TEAM')
+    let label = args[0]!
+    if (label.endsWith('.sql')) {
+      // A mapping: mapped first, to <mapping>.lines.ndjson beside it (its sources beside that).
+      label = `${label.slice(0, -'.sql'.length)}.lines.ndjson`
+      const { summary } = await mapToLines(args[0]!, { path: callerPath(io, label), label }, flags, io, false)
+      if (summary.problems > 0 && flags['go-on'] !== true) {
+        throw new JobCommandError(
+          `the mapping left source rows out (the summary above): nothing was sent. Fix the extract, or submit with --go-on to migrate the ${summary.lines} lines mapped without them`
+        )
+      }
+      io.stderr(`Mapped ${args[0]} to ${label}: submitting it\n`)
+    } else if (flags['go-on'] !== undefined || flags.extract !== undefined) {
+      throw new UsageError('--extract and --go-on go with a mapping (a file ending .sql)')
+    }
+    const file = callerPath(io, label)
+    readable(file, label)
     return submit(
       {
         file,
-        label: args[0]!,
+        label,
         team,
         dryRun: flags['dry-run'] === true,
         ...(typeof flags['part-size'] === 'string' ? { partBytes: partSize(flags['part-size']) } : {}),
@@ -557,6 +644,7 @@ async function runJobCommand(command: string, args: string[], flags: Flags, io: 
   if (command === 'job') return showJob(id, flags.follow === true, connectionOf(flags, io), jobsIO(io))
   if (command === 'cancel') return cancelJob(id, connectionOf(flags, io), jobsIO(io))
   const out = typeof flags.out === 'string' ? { path: callerPath(io, flags.out), label: flags.out } : undefined
+  const sources = givenSources(flags, io)
   return download(
     {
       id,
@@ -567,11 +655,93 @@ async function runJobCommand(command: string, args: string[], flags: Flags, io: 
             ? 'failed-results'
             : 'results',
       ...(out ? { out } : {}),
+      ...(sources ? { sources } : {}),
       folder: (name) => callerPath(io, name)
     },
     connectionOf(flags, io),
     jobsIO(io)
   )
+}
+
+/** `map check <mapping.sql>`, or `map check --lines <file> [--sources <file>]` for lines mapped already. */
+async function runCheck(args: string[], flags: Flags, io: MigrateCliIO): Promise<number> {
+  onlyOptions(flags, CHECK_OPTIONS, 'map check')
+  const team = typeof flags.team === 'string' ? flags.team : io.env.AMIS_TEAM
+  if (!team) throw new UsageError('no operations team: pass --team <name> or set AMIS_TEAM (the dry run needs one)')
+  let lines: { path: string; label: string } | undefined
+  let sources: { path: string; label: string } | undefined
+  if (typeof flags.lines === 'string') {
+    if (args.length !== 0) throw new UsageError('give a mapping or --lines <file>, not both')
+    if (typeof flags.extract === 'string' || typeof flags.out === 'string') {
+      throw new UsageError('--extract and --out go with a mapping, not with --lines')
+    }
+    lines = { path: callerPath(io, flags.lines), label: flags.lines }
+    readable(lines.path, lines.label)
+    const label = typeof flags.sources === 'string' ? flags.sources : sourcesFileOf(flags.lines)
+    if (typeof flags.sources === 'string' || existsSync(callerPath(io, label))) {
+      sources = { path: callerPath(io, label), label }
+      readable(sources.path, label)
+    }
+  } else {
+    if (args.length !== 1) {
+      throw new UsageError(`give one mapping: ${PROGRAM} map check <mapping.sql> --team <name> (see --help)`)
+    }
+    if (typeof flags.sources === 'string') throw new UsageError('--sources goes with --lines: a mapping writes its own')
+  }
+  const connection = connectionOf(flags, io)
+  // Without --out, the lines and their sources go to a folder of their own, removed at the end.
+  const folder =
+    typeof flags.lines !== 'string' && typeof flags.out !== 'string'
+      ? mkdtempSync(join(tmpdir(), 'amis-check-'))
+      : undefined
+  try {
+    if (typeof flags.lines !== 'string') {
+      const out = typeof flags.out === 'string' ? flags.out : undefined
+      const target = out
+        ? { path: callerPath(io, out), label: out }
+        : { path: join(folder!, 'lines.ndjson'), label: 'a temporary file' }
+      const mapped = await mapToLines(args[0]!, target, flags, io, true)
+      lines = { path: mapped.lines, label: out ?? args[0]! }
+      sources = { path: mapped.sources, label: sourcesFileOf(out ?? 'lines.ndjson') }
+    }
+    return await check(
+      {
+        lines: lines!.path,
+        linesLabel: lines!.label,
+        mapped: typeof flags.lines !== 'string',
+        ...(sources ? { sources } : {}),
+        team,
+        ...(typeof flags.supplier === 'string' ? { supplier: flags.supplier } : {})
+      },
+      connection,
+      jobsIO(io)
+    )
+  } finally {
+    if (folder) rmSync(folder, { recursive: true, force: true })
+  }
+}
+
+/**
+ * Maps `mapping` (the engine's runMapping) to `out`, its summary on standard error. Rows the
+ * mapping left out stop a submit unless --go-on; `map check` goes on and counts them as failures.
+ */
+async function mapToLines(
+  mapping: string,
+  out: { path: string; label: string },
+  flags: Flags,
+  io: MigrateCliIO,
+  goOn: boolean
+) {
+  readable(callerPath(io, mapping), mapping)
+  const mapped = await runMapping({
+    mapping: callerPath(io, mapping),
+    ...(typeof flags.extract === 'string' ? { extract: callerPath(io, flags.extract) } : {}),
+    out: out.path,
+    label: { mapping, out: out.label },
+    goOn: goOn || flags['go-on'] === true,
+    log: io.stderr
+  })
+  return mapped
 }
 
 async function runMigration(args: string[], flags: Flags, io: MigrateCliIO): Promise<number> {
@@ -654,6 +824,34 @@ async function runMigration(args: string[], flags: Flags, io: MigrateCliIO): Pro
   return summary.failed > 0 || summary.stopped ? 1 : 0
 }
 
+async function runMap(args: string[], flags: Flags, io: MigrateCliIO): Promise<number> {
+  if (args[0] === 'init') {
+    onlyOptions(flags, ['help'], 'map init')
+    if (args.length !== 2) throw new UsageError(`give one folder: ${PROGRAM} map init <folder>`)
+    const written = writeStarter(callerPath(io, args[1]!))
+    io.stderr(
+      `Wrote a starter mapping and a sample extract (${written.length - 1} files):\n` +
+        `  ${args[1]}/mapping.sql\n  ${args[1]}/extract/\n` +
+        `Map it: ${PROGRAM} map ${args[1]}/mapping.sql --out ${args[1]}/lines.ndjson\n`
+    )
+    return 0
+  }
+  onlyOptions(flags, ['out', 'extract', 'go-on', 'help'], 'map')
+  if (args.length !== 1) throw new UsageError(`give one mapping: ${PROGRAM} map <mapping.sql> --out <lines.ndjson>`)
+  if (typeof flags.out !== 'string') {
+    throw new UsageError(`name the lines file: ${PROGRAM} map ${args[0]} --out <lines.ndjson>`)
+  }
+  const { summary } = await runMapping({
+    mapping: callerPath(io, args[0]!),
+    ...(typeof flags.extract === 'string' ? { extract: callerPath(io, flags.extract) } : {}),
+    out: callerPath(io, flags.out),
+    label: { mapping: args[0]!, out: flags.out },
+    goOn: flags['go-on'] === true,
+    log: io.stderr
+  })
+  return summary.problems > 0 && flags['go-on'] !== true ? 1 : 0
+}
+
 /** Runs the migration client; returns the exit code. Never calls `process.exit` itself. */
 export async function runMigrateCli(argv: string[], io: MigrateCliIO): Promise<number> {
   try {
@@ -670,6 +868,8 @@ export async function runMigrateCli(argv: string[], io: MigrateCliIO): Promise<n
     const [first, ...rest] = positionals
     if (first === 'generate') return await runGenerate(rest, flags, io)
     if (first === 'report') return await runReport(rest, flags, io)
+    if (first === 'map' && rest[0] === 'check') return await stoppable(runCheck(rest.slice(1), flags, io), 'map', io)
+    if (first === 'map') return await runMap(rest, flags, io)
     if (first !== undefined && Object.hasOwn(JOB_COMMANDS, first)) {
       return await stoppable(runJobCommand(first, rest, flags, io), first, io)
     }
@@ -679,11 +879,20 @@ export async function runMigrateCli(argv: string[], io: MigrateCliIO): Promise<n
       io.stderr(`error: ${err.message}\n`)
       return err.exitCode
     }
+    if (err instanceof DocumentError) {
+      io.stderr(`error: ${err.message}\n`)
+      return 1
+    }
     if (err instanceof PlanError) {
       io.stderr(`error: ${err.message}\n`)
       return 2
     }
-    if (err instanceof UsageError || err instanceof ReportExistsError || err instanceof NotAReportError) {
+    if (
+      err instanceof UsageError ||
+      err instanceof ReportExistsError ||
+      err instanceof NotAReportError ||
+      err instanceof MapError
+    ) {
       io.stderr(`error: ${err.message}\n`)
       return 2
     }

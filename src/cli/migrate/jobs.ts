@@ -1,5 +1,6 @@
 import { createReadStream, createWriteStream, existsSync, linkSync, rmSync, statSync } from 'node:fs'
 import { basename } from 'node:path'
+import { createInterface } from 'node:readline'
 import { Readable, Transform } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
 import type { ReadableStream as WebReadableStream } from 'node:stream/web'
@@ -18,6 +19,8 @@ import {
   type JobState
 } from './job-file.js'
 import { readLines } from './lines.js'
+import { annotateResults, sourcesOfJob, writeFailedSources } from './map/job-sources.js'
+import { sourcesFileOf } from './map/source-terms.js'
 import { preflight, refuseOperatorKey, suppliersIn } from './preflight.js'
 import { createProgress, duration, size } from './progress.js'
 import { aligned, numberedReport } from './run.js'
@@ -483,6 +486,8 @@ export interface SubmitOptions {
   follow: boolean
   /** --not-before and --not-after, in UTC (null: not given). */
   window?: { notBefore: string | null; notAfter: string | null }
+  /** How to name the upload's state file to the person (default `<label>.job.json`). */
+  stateLabel?: string
 }
 
 function isBareAccount(text: string): boolean {
@@ -515,7 +520,7 @@ async function checkLines(file: string): Promise<{ suppliers: string[]; bare?: n
 /** Uploads the file as a new job, or the rest of the job of its state file; starts it; follows it if asked. */
 export async function submit(options: SubmitOptions, connection: Connection, io: JobsIO): Promise<number> {
   const statePath = stateFileOf(options.file)
-  const stateLabel = stateFileOf(options.label)
+  const stateLabel = options.stateLabel ?? stateFileOf(options.label)
   let state = readState(statePath)
   if (state) {
     const differ = [
@@ -953,6 +958,8 @@ export interface DownloadOptions {
   out?: { path: string; label: string }
   /** The folder names are taken from (the caller's). */
   folder: (name: string) => string
+  /** The sources file of the job's input (`--sources`), else looked for beside it through its upload state. */
+  sources?: { path: string; label: string }
 }
 
 /** The default file name of a download: `job-<id>.results.ndjson`, … */
@@ -1037,6 +1044,33 @@ export async function download(options: DownloadOptions, connection: Connection,
   } finally {
     rmSync(temporary, { force: true })
   }
+  // The unprocessed lines are submitted as they are: their sources file is the mapping's own.
+  const sources =
+    lines > 0 && what !== 'unprocessed-lines' ? (options.sources ?? sourcesOfJob(options.folder('.'), id)) : undefined
+  let named = ''
+  if (sources && what === 'failed-lines') {
+    // Its line k is the job's k-th failed line: their numbers, in order, from the failed results.
+    const numbers: number[] = []
+    const results = await client.get(`import-jobs/${enc(id)}/results/?outcome=failed`, { stream: true })
+    if (results.status !== 200 || !results.response?.body) {
+      throw new JobCommandError(`cannot read the failed results of job ${id}: ${refusal(results)}`)
+    }
+    const rl = createInterface({
+      input: Readable.fromWeb(results.response.body as WebReadableStream<Uint8Array>),
+      crlfDelay: Infinity
+    })
+    for await (const text of rl) if (text.trim() !== '') numbers.push((JSON.parse(text) as { line: number }).line)
+    try {
+      await writeFailedSources(target.path, numbers, sources)
+      named = `\nTheir source rows (from ${sources.label}) are in ${sourcesFileOf(target.label)}, beside it.`
+    } catch (err) {
+      if ((err as { code?: unknown }).code !== 'EEXIST') throw err
+      named = `\n${sourcesFileOf(target.label)} exists already: their source rows were not written.`
+    }
+  } else if (sources) {
+    const count = await annotateResults(target.path, sources)
+    named = `\nEach failed line names its source rows and columns (${count} found in ${sources.label}).`
+  }
   if (what === 'unprocessed-lines') {
     await io.stdout(
       lines === 0
@@ -1047,14 +1081,14 @@ export async function download(options: DownloadOptions, connection: Connection,
     await io.stdout(
       lines === 0
         ? `No failed lines in job ${id}${running}: nothing written.\n`
-        : `Wrote the ${count(lines, 'failed line')} of job ${id} to ${target.label}${running}: fix them there, then submit that file as a new job: ${PROGRAM} submit ${basename(target.label)} --team …\n`
+        : `Wrote the ${count(lines, 'failed line')} of job ${id} to ${target.label}${running}: fix them there, then submit that file as a new job: ${PROGRAM} submit ${basename(target.label)} --team …${named}\n`
     )
   } else {
     const which = what === 'failed-results' ? 'failed line' : 'line'
     await io.stdout(
       lines === 0
         ? `No ${which}s with a result in job ${id}${running}: nothing written.\n`
-        : `Wrote the results of ${count(lines, which)} of job ${id} to ${target.label}${running}\n`
+        : `Wrote the results of ${count(lines, which)} of job ${id} to ${target.label}${running}${named}\n`
     )
   }
   return 0

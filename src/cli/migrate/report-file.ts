@@ -3,6 +3,7 @@ import { basename } from 'node:path'
 import { meaningOf } from '../../../schemas/error-codes.js'
 import { LINE_OUTCOMES, type LineOutcome } from '../../../schemas/import-jobs.js'
 import { readLines } from './lines.js'
+import { FailureTally, renderFailures, sourcesFor } from './map/source-terms.js'
 import { emptySummary, OUTCOMES, tally, type Outcome, type ReportEntry, type Summary } from './report.js'
 import { guessExternal, SECTIONS } from './input.js'
 import { aligned, countRows, ReportExistsError } from './run.js'
@@ -109,8 +110,10 @@ function jobCountRows(outcomes: Map<string, number>, failedByStep: Summary['fail
 export async function renderReport(
   path: string,
   label: string,
-  { code: only, input }: { code?: string; input?: string } = {}
+  { code: only, input, sources }: { code?: string; input?: string; sources?: { path: string; label: string } } = {}
 ): Promise<string> {
+  /** With the input's sources file: the failures by code in the source's terms (the first few of each). */
+  const inSource = sources ? new FailureTally() : undefined
   const summary: Summary = emptySummary(
     {
       file: label,
@@ -152,6 +155,14 @@ export async function renderReport(
     }
     if (!JOB_ONLY.has(entry.outcome)) tally(summary, entry as ReportEntry)
     if (entry.outcome !== 'failed') continue
+    inSource?.add({
+      line: entry.line,
+      external: entry.external_account_number ?? null,
+      where: 'service',
+      step: entry.step ?? null,
+      code: entry.code ?? 'failed',
+      errors: entry.errors ?? []
+    })
     for (const code of codesOf(entry)) {
       const key = `${entry.step ?? 'read'}\t${code}`
       byStepAndCode.set(key, (byStepAndCode.get(key) ?? 0) + 1)
@@ -211,6 +222,13 @@ export async function renderReport(
         return `  ${code.padEnd(width)}  ${numbers.slice(0, LINES_SHOWN).join(', ')}${more}`
       })
     )
+    if (inSource && sources) {
+      const found = await sourcesFor(sources.path, inSource.exampleLines())
+      lines.push(
+        `Failures in the source's terms (from ${sources.label}: file and rows, field, column):`,
+        ...renderFailures(inSource, found).slice(1)
+      )
+    }
     lines.push(
       job
         ? `The failed input lines, to fix and submit as a new job: ${PROGRAM} failed-lines ${jobId ?? '<job id>'}`

@@ -488,6 +488,8 @@ export function createServiceClient(options: ServiceClientOptions) {
     /** A GraphQL request with the organisation's token, its answer as it came (errors included). */
     graphqlAnswer: (query: string, variables: Record<string, unknown> = {}) =>
       send('POST', '/graphql', { query, variables }, true),
+    /** The service's OpenAPI document (public: no token). */
+    openapi: () => send('GET', '/openapi.json', undefined, false),
     get: (path: string, sendOptions: SendOptions = {}) =>
       send('GET', '/v1/data-import/' + path, undefined, true, sendOptions),
     post: (path: string, body: unknown, transient: readonly string[] = [], sendOptions: SendOptions = {}) =>
