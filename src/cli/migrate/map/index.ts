@@ -358,7 +358,7 @@ async function writeLines(
       let sourceText = ''
       for (let i = 0; i < chunk.rowCount; i++) {
         const entry = entries[i]!
-        text += (entry.includes('null') ? JSON.stringify(withoutNulls(JSON.parse(entry))) : entry) + '\n'
+        text += (entry.includes(':null') ? JSON.stringify(withoutNulls(JSON.parse(entry))) : entry) + '\n'
         sourceText += `{"line":${++line},"account":${JSON.stringify(keys[i])},"rows":${sourceRows[i]}}\n`
       }
       const a = lines.write(text)
