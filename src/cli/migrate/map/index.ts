@@ -85,6 +85,9 @@ export async function runMapping(
   const sourcesPath = `${out}.sources.ndjson`
   const folder = mkdtempSync(join(tmpdir(), 'amis-map-'))
   let engine: Engine | undefined
+  // DuckDB's long queries were seen not to hold Node's event loop open: with nothing else pending,
+  // the process ended mid-query (exit 13, a top-level await unsettled). A timer holds it.
+  const hold = setInterval(() => {}, 60_000)
   try {
     engine = await openEngine(folder, {
       memoryLimit: options.memoryLimit ?? DEFAULT_MEMORY_LIMIT,
@@ -168,6 +171,7 @@ export async function runMapping(
     options.log?.(renderMapSummary(summary, { out: options.label?.out ?? options.out, goOn: options.goOn === true }))
     return { lines: out, sources: sourcesPath, summary }
   } finally {
+    clearInterval(hold)
     engine?.close()
     rmSync(folder, { recursive: true, force: true })
   }
@@ -354,7 +358,7 @@ async function writeLines(
       let sourceText = ''
       for (let i = 0; i < chunk.rowCount; i++) {
         const entry = entries[i]!
-        text += (entry.includes('null') ? JSON.stringify(withoutNulls(JSON.parse(entry))) : entry) + '\n'
+        text += (entry.includes(':null') ? JSON.stringify(withoutNulls(JSON.parse(entry))) : entry) + '\n'
         sourceText += `{"line":${++line},"account":${JSON.stringify(keys[i])},"rows":${sourceRows[i]}}\n`
       }
       const a = lines.write(text)
