@@ -51,6 +51,8 @@ export const EnvSchema = Type.Object({
   EMAIL_FROM: Type.String({ minLength: 3, default: 'Account migrations <no-reply@localhost>' }),
   TOKEN_RATE_LIMIT_PER_MINUTE: Type.Integer({ minimum: 1, default: 20 }),
   ORG_RATE_LIMIT_PER_MINUTE: Type.Integer({ minimum: 0, default: 0 }),
+  /** Addresses or CIDR ranges of proxies whose X-Forwarded-For names the client, comma-separated. */
+  TRUST_PROXY: Type.Optional(Type.String()),
   /** Days the staged data and error details of an imported or skipped account are kept; 0 = erased on the next run. */
   /** Lines and bytes an import job may hold at most, and jobs an organisation may have queued, running or paused at once. */
   IMPORT_JOB_MAX_LINES: Type.Integer({ minimum: 1, maximum: 100_000_000, default: 1_000_000 }),

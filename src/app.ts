@@ -89,6 +89,8 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
       serializers: { err: serializeError }
     },
     bodyLimit: config.bodyLimitBytes,
+    // The client address (rate limits, logs) is X-Forwarded-For's only behind a trusted proxy.
+    ...(config.trustProxy.length > 0 ? { trustProxy: config.trustProxy } : {}),
     // Slow or stalled clients hold nothing for long. Node checks these every
     // connectionsCheckingInterval (30 s by default): once a second keeps them close to the setting.
     requestTimeout: config.requestTimeoutSeconds * 1000,
