@@ -65,6 +65,8 @@ export const EnvSchema = Type.Object({
   /** Chunks of import jobs this process runs at once; 0: it runs none (it only serves requests). */
   IMPORT_JOB_WORKERS: Type.Integer({ minimum: 0, maximum: 16, default: 1 }),
   STAGED_DATA_RETENTION_DAYS: Type.Integer({ minimum: 0, maximum: 3650, default: 30 }),
+  /** Days the audit trail keeps a record. */
+  AUDIT_RETENTION_DAYS: Type.Integer({ minimum: 1, maximum: 36500, default: 400 }),
   /** Webhooks may go to http:// and to loopback, private and link-local addresses (tests, private networks). */
   WEBHOOK_ALLOW_PRIVATE: Type.Union(
     [Type.Literal('0'), Type.Literal('1'), Type.Literal('false'), Type.Literal('true')],

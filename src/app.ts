@@ -25,6 +25,7 @@ import metricsPlugin from './plugins/metrics.js'
 import openapiPlugin from './plugins/openapi.js'
 import queriesPlugin from './plugins/queries.js'
 import rateLimitsPlugin from './plugins/rate-limits.js'
+import auditPlugin from './plugins/audit.js'
 import retentionPlugin from './plugins/retention.js'
 import turnsPlugin from './plugins/turns.js'
 import { serializerCompiler, validatorCompiler } from './validation.js'
@@ -144,6 +145,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     await app.register(openapiPlugin)
     await app.register(dbPlugin, { database, ...(replica ? { replica } : {}) })
     await app.register(rateLimitsPlugin, { config })
+    await app.register(auditPlugin)
     await app.register(failuresPlugin)
     await app.register(retentionPlugin, { config })
     await app.register(webhooksPlugin, { config })

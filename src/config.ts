@@ -72,6 +72,8 @@ export interface Config {
   importJobWorkers: number
   /** Days after an account was imported or skipped before its staged data and error details are erased. */
   stagedDataRetentionDays: number
+  /** Days the audit trail keeps a record (at least 1). */
+  auditRetentionDays: number
   /** Webhooks may go to http:// and to non-public addresses. */
   webhookAllowPrivate: boolean
   /** Seconds before each retry of a delivery; after the last, it is FAILED. */
@@ -220,6 +222,7 @@ export function loadConfig(source: Record<string, string | undefined>, options: 
     importJobsPerOrganisation: typed.IMPORT_JOBS_PER_ORGANISATION,
     importJobWorkers: typed.IMPORT_JOB_WORKERS,
     stagedDataRetentionDays: typed.STAGED_DATA_RETENTION_DAYS,
+    auditRetentionDays: typed.AUDIT_RETENTION_DAYS,
     webhookAllowPrivate: typed.WEBHOOK_ALLOW_PRIVATE === '1' || typed.WEBHOOK_ALLOW_PRIVATE === 'true',
     webhookRetryDelays:
       typed.WEBHOOK_RETRY_DELAYS === undefined

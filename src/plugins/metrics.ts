@@ -222,6 +222,14 @@ export default fp(
       }).set(opts.config.databasePoolSize)
     }
 
+    const auditRecords = new Counter({
+      name: 'amis_audit_events_total',
+      help: 'Audit records written by this server process, by action and outcome (succeeded, refused).',
+      labelNames: ['action', 'outcome'],
+      registers: [register]
+    })
+    app.audit.onWritten((action, outcome) => auditRecords.inc({ action, outcome }))
+
     const failuresRecorded = new Counter({
       name: 'amis_failures_recorded_total',
       help: 'Failures recorded (failure records written), by supplier, step and error code; a failure holding several codes counts once for each.',
@@ -294,6 +302,6 @@ export default fp(
   },
   {
     name: 'metrics',
-    dependencies: ['db', 'auth', 'bodies', 'turns', 'rate-limits', 'failures', 'retention', 'webhooks']
+    dependencies: ['db', 'auth', 'audit', 'bodies', 'turns', 'rate-limits', 'failures', 'retention', 'webhooks']
   }
 )
