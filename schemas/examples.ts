@@ -35,20 +35,21 @@ function documented(value: unknown): unknown {
 }
 const DOCUMENTED_ACCOUNT = documented(EXAMPLE_ACCOUNT)
 
+/** A direct debit payment, in the batch entry's and the transactions endpoint's examples. */
+const PAYMENT_EXAMPLE = {
+  transaction_id: 'PAY-20261102',
+  transaction_date: '2026-11-02',
+  amount: '45.00',
+  type: 'PAYMENT',
+  reference: 'DD-20261102',
+  payment_type: 'DD_REGULAR_COLLECTION'
+}
+
 /** A batch entry: the example account, with a note and a payment. */
 const BATCH_ENTRY = {
   account: DOCUMENTED_ACCOUNT,
   notes: [{ body: 'Moved from the legacy CRM.' }],
-  transactions: [
-    {
-      transaction_id: 'PAY-20261102',
-      transaction_date: '2026-11-02',
-      amount: '45.00',
-      type: 'PAYMENT',
-      reference: 'DD-20261102',
-      payment_type: 'DD_REGULAR_COLLECTION'
-    }
-  ]
+  transactions: [PAYMENT_EXAMPLE]
 }
 
 /**
@@ -82,6 +83,10 @@ export const REQUEST_EXAMPLES: Record<string, unknown> = {
     operations_team_name: 'Migrations',
     dry_run: false
   },
+  '/v1/data-import/import-jobs/{id}/start': {
+    not_before: '2026-11-28T22:00:00Z',
+    not_after: '2026-11-29T06:00:00Z'
+  },
   '/v1/data-import/notes/create': {
     ...ref,
     notes: [
@@ -97,14 +102,7 @@ export const REQUEST_EXAMPLES: Record<string, unknown> = {
   '/v1/data-import/transactions/create': {
     ...ref,
     transactions: [
-      {
-        transaction_id: 'PAY-20261102',
-        transaction_date: '2026-11-02',
-        amount: '45.00',
-        type: 'PAYMENT',
-        reference: 'DD-20261102',
-        payment_type: 'DD_REGULAR_COLLECTION'
-      },
+      PAYMENT_EXAMPLE,
       {
         transaction_id: 'CHG-20261105',
         transaction_date: '2026-11-05',

@@ -199,6 +199,11 @@ export const graphqlSchema = /* GraphQL */ `
     notProcessed: Int!
     skippedBlank: Int!
   }
+  "Failed lines holding a code (a line counts once for each distinct code it holds)."
+  type ImportJobFailureCode {
+    code: String!
+    lines: Int!
+  }
   "A whole file migrated by the service, as GET /v1/data-import/import-jobs/<id>/ answers it."
   type ImportJob {
     id: ID!
@@ -208,6 +213,14 @@ export const graphqlSchema = /* GraphQL */ `
     createdAt: String!
     startedAt: String
     finishedAt: String
+    "No line begins before it; null when not set (a QUEUED job waits for it)."
+    notBefore: String
+    "No line begins from it on; null when not set."
+    notAfter: String
+    "Null unless CANCELLED: cancelled, window_ended, supplier_complete, never_started or paused_too_long."
+    cancelledReason: String
+    "Codes of the failed lines' results, most lines first, at most 20."
+    failureCodes: [ImportJobFailureCode!]!
     lines: ImportJobLines!
     "Lines given their result per second over the last minute."
     ratePerSecond: Float!

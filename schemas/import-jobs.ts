@@ -2,7 +2,7 @@ import { Type, type Static } from 'typebox'
 import { StandardErrorResponses, SupplierCode } from './common.js'
 import { STEP_NAMES } from './failures.js'
 import { JOB_LINES_EXAMPLE } from './examples.js'
-import { Choice, Strict, Text } from './fields.js'
+import { Choice, DateTimeString, Strict, Text } from './fields.js'
 
 /**
  * Import jobs: a whole NDJSON file (one batch entry per line) uploaded in parts and migrated by
@@ -20,6 +20,16 @@ export const LINE_OUTCOMES = [
   'skipped_blank'
 ] as const
 export type LineOutcome = (typeof LINE_OUTCOMES)[number]
+
+/** Why a job was cancelled: a person, its window, its supplier, never started, paused too long. */
+export const CANCELLED_REASONS = [
+  'cancelled',
+  'window_ended',
+  'supplier_complete',
+  'never_started',
+  'paused_too_long'
+] as const
+export type CancelledReason = (typeof CANCELLED_REASONS)[number]
 
 /** The highest part number. */
 export const MAX_PARTS = 10000
@@ -45,6 +55,30 @@ const oneCallOnly = (role: string) =>
   `The one-call form only (an \`${NDJSON}\` body): ${role}. With a JSON body the settings go in the body, and ` +
   'this parameter is refused (`unexpected_field`).'
 
+/** How far ahead a job's window may open. */
+export const MAX_WINDOW_LEAD_DAYS = 7
+
+const windowFields = {
+  not_before: Type.Optional({
+    ...DateTimeString,
+    description:
+      'The job begins no line before this date-time (with an offset or Z; one in the past means now), at most ' +
+      `${MAX_WINDOW_LEAD_DAYS} days ahead. Null or omitted: at once.`,
+    examples: ['2026-11-28T22:00:00Z']
+  }),
+  not_after: Type.Optional({
+    ...DateTimeString,
+    description:
+      'The job begins no line from this date-time on: once the lines begun have finished, the lines not begun are ' +
+      '`not_processed` and the job ends CANCELLED (`window_ended`). After `not_before` (or now). Null or omitted: no end.',
+    examples: ['2026-11-29T06:00:00Z']
+  })
+}
+
+/** The start's optional body: the job's start window. */
+export const StartJobRequest = Strict(windowFields)
+export type StartJobRequest = Static<typeof StartJobRequest>
+
 /** The one-call form's settings, as query parameters (`dry_run=true`); required there, refused with a JSON body. */
 export const CreateJobQuery = Type.Object(
   {
@@ -64,7 +98,15 @@ export const CreateJobQuery = Type.Object(
     ),
     dry_run: Type.Optional(
       Type.Boolean({ description: oneCallOnly('optional there, false by default'), examples: [false] })
-    )
+    ),
+    not_before: Type.Optional({
+      ...windowFields.not_before,
+      description: oneCallOnly("optional there, as the start's `not_before`; a `+` of an offset sent as `%2B`")
+    }),
+    not_after: Type.Optional({
+      ...windowFields.not_after,
+      description: oneCallOnly("optional there, as the start's `not_after`")
+    })
   },
   { additionalProperties: false }
 )
@@ -103,6 +145,12 @@ export type PartParams = Static<typeof PartParams>
 const count = Type.Integer({ minimum: 0 })
 const time = Type.Union([Type.String({ format: 'date-time' }), Type.Null()])
 
+/** The failed lines by code: a line counts once for each distinct code it holds. */
+export const FailureCodeCount = Type.Object({ code: Type.String(), lines: Type.Integer({ minimum: 1 }) })
+export type FailureCodeCount = Static<typeof FailureCodeCount>
+/** At most this many codes in `failure_codes`. */
+export const MAX_FAILURE_CODES = 20
+
 export const ImportJob = Type.Object({
   id: Type.String(),
   import_supplier: Type.String(),
@@ -111,6 +159,17 @@ export const ImportJob = Type.Object({
   created_at: Type.String({ format: 'date-time' }),
   started_at: time,
   finished_at: time,
+  not_before: Type.Union([Type.String({ format: 'date-time' }), Type.Null()], {
+    description: 'No line begins before it; null when not set. A QUEUED job waits for it.'
+  }),
+  not_after: Type.Union([Type.String({ format: 'date-time' }), Type.Null()], {
+    description: 'No line begins from it on; null when not set.'
+  }),
+  cancelled_reason: Type.Union([Choice(CANCELLED_REASONS), Type.Null()], {
+    description:
+      'Null unless CANCELLED: `cancelled` (a person), `window_ended` (`not_after` passed), `supplier_complete`, ' +
+      '`never_started` (OPEN for a day), `paused_too_long` (PAUSED for 30 days).'
+  }),
   lines: Type.Object({
     total: count,
     done: count,
@@ -120,6 +179,12 @@ export const ImportJob = Type.Object({
     failed: count,
     not_processed: count,
     skipped_blank: count
+  }),
+  failure_codes: Type.Array(FailureCodeCount, {
+    maxItems: MAX_FAILURE_CODES,
+    description:
+      "The codes of the failed lines' results (each entry's code, or the result's code without entries), each with " +
+      'the number of failed lines holding it, most lines first (ties by code), at most 20.'
   }),
   rate_per_second: Type.Number({
     minimum: 0,
@@ -186,6 +251,13 @@ export const ResultsResponses = {
   200: {
     description: "One line's result per line (NDJSON).",
     content: { 'application/x-ndjson': { schema: LineResult } }
+  },
+  ...StandardErrorResponses
+}
+export const UnprocessedLinesResponses = {
+  200: {
+    description: 'The input lines that never ran (`not_processed`), unchanged (NDJSON).',
+    content: { 'application/x-ndjson': { schema: { type: 'string' } } }
   },
   ...StandardErrorResponses
 }

@@ -1126,6 +1126,19 @@ t.test('the dashboard in headless Chromium', async (t) => {
       `Downloaded 2 failed lines of job ${finishedId.slice(0, 8)}: fix them and submit them as a new job.`
     )
 
+    // A finished job: how long it took and its rate; why its lines failed, as the API says.
+    const finishedApi = (await jobsOf(`${finishedId}/`)).json()
+    t.ok(finishedApi.failure_codes.length > 0)
+    t.same(
+      await job(finishedId)
+        .locator('.job-code')
+        .evaluateAll((items: any[]) => items.map((i) => [i.dataset.code, Number(i.dataset.lines)])),
+      finishedApi.failure_codes.map((f: { code: string; lines: number }) => [f.code, f.lines]),
+      'the codes of its failed lines, with their counts'
+    )
+    t.match(await job(finishedId).locator('.job-took').textContent(), /^ · took \d+ s(, [\d.,]+ lines\/s)?$/)
+    t.equal(await job(runningId).locator('.job-took').count(), 0, 'a running job has its rate instead')
+
     // Cancel asks first: dismissed, nothing happens; accepted, the job is cancelled.
     confirmAnswer = false
     await job(runningId).locator('[data-role="cancel"]').click()
@@ -1147,6 +1160,7 @@ t.test('the dashboard in headless Chromium', async (t) => {
     t.equal(await job(runningId).locator('.job-state').textContent(), 'Cancelled')
     t.equal(await job(runningId).locator('.job-figure[data-figure="notProcessed"]').textContent(), '60 not processed')
     t.equal(await job(runningId).locator('[data-role="cancel"]').count(), 0, 'no cancel any more')
+    t.equal(await job(runningId).locator('.job-reason').textContent(), 'Cancelled: a person cancelled it.', 'why')
     t.equal(
       await page.locator('#job-message').textContent(),
       `Import job ${runningId.slice(0, 8)} cancelled: 60 lines not processed.`

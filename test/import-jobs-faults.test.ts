@@ -459,10 +459,12 @@ t.test('two organisations: their jobs take turns, chunk by chunk, in one process
       )
     )
   })
+  // A chunk stores its results as its batches finish: a turn is a run of one job's samples.
   const order = samples
     .sort((x, y) => x[0] - y[0])
     .map(([, who]) => who)
     .join('')
-  t.equal(order, 'ABABABAAA', 'chunks alternate while both have lines; the second job did not wait for the first')
+    .replace(/(.)\1+/g, '$1')
+  t.equal(order, 'ABABABA', 'chunks alternate while both have lines; the second job did not wait for the first')
   void second
 })

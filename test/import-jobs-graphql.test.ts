@@ -10,8 +10,8 @@ import { createTenant, gql, operatorToken, type Tenant } from './helpers/graphql
 
 type Setup = Awaited<ReturnType<typeof importSetup>>
 
-const JOB_FIELDS = `id importSupplier state dryRun createdAt startedAt finishedAt
-  lines { total done created alreadyImported wouldCreate failed notProcessed skippedBlank }
+const JOB_FIELDS = `id importSupplier state dryRun createdAt startedAt finishedAt notBefore notAfter cancelledReason
+  failureCodes { code lines } lines { total done created alreadyImported wouldCreate failed notProcessed skippedBlank }
   ratePerSecond etaSeconds`
 
 /** This process runs no jobs: started ones stay QUEUED. */
@@ -114,7 +114,9 @@ t.test("an organisation's token reads its own jobs, as the REST API gives them",
     importSupplier: 'ACME_ENERGY',
     dryRun: false,
     lines: { total: 3, done: 0, skippedBlank: 0 },
-    etaSeconds: null
+    etaSeconds: null,
+    createdAt: /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/,
+    startedAt: /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/
   })
 
   for (const [what, id] of [
@@ -200,9 +202,11 @@ t.test("cancel: an organisation its own jobs only, the operator any organisation
   t.same(cancelled.data!.cancelImportJob, camelJob(after), 'the cancelled job, as REST reads it now')
   t.match(after, {
     state: 'CANCELLED',
+    cancelled_reason: 'cancelled',
     lines: { total: 3, done: 3, not_processed: 3 },
     finished_at: String
   })
+  t.equal(cancelled.data!.cancelImportJob.cancelledReason, 'cancelled', 'cancelledReason: a person cancelled it')
 
   const again = await gql(app, CANCEL, { id: ids.queued }, acme.token)
   t.equal(errorCode(again), 'invalid', 'a cancelled job cannot be cancelled again')
@@ -261,6 +265,17 @@ t.test("a job that ran: its counts by outcome, rate and ETA as the REST API's", 
   t.match(res.data!.importJob, {
     state: 'COMPLETED',
     finishedAt: String,
-    lines: { total: 5, done: 5, created: 2, failed: 2, skippedBlank: 1, alreadyImported: 0, notProcessed: 0 }
+    lines: { total: 5, done: 5, created: 2, failed: 2, skippedBlank: 1, alreadyImported: 0, notProcessed: 0 },
+    cancelledReason: null,
+    notBefore: null,
+    notAfter: null
   })
+  t.same(
+    res.data!.importJob.failureCodes,
+    [
+      { code: 'invalid', lines: 1 },
+      { code: 'invalid_decimal', lines: 1 }
+    ],
+    'failureCodes: the codes of the failed lines, ties by code'
+  )
 })

@@ -84,6 +84,15 @@ t.test('every line gets one result, in line order; failed lines come back unchan
     eta_seconds: null
   })
   t.ok(job.finished_at, 'finished_at set')
+  t.same(
+    job.failure_codes,
+    [
+      { code: 'invalid', lines: 2 },
+      { code: 'duplicate_external_account_number', lines: 1 },
+      { code: 'invalid_decimal', lines: 1 }
+    ],
+    'failure_codes: most lines first, then by code'
+  )
 
   const all = await results(app, tenant.token, id)
   t.same(
@@ -163,7 +172,11 @@ t.test('a supplier Paused pauses its jobs; Ongoing again, they go on; Complete c
   await setStatus(app, 'Paused')
   await until(t, app, tenant.token, second, ['PAUSED'])
   await setStatus(app, 'Complete')
-  t.match(await until(t, app, tenant.token, second), { state: 'CANCELLED', lines: { not_processed: 1, done: 1 } })
+  t.match(await until(t, app, tenant.token, second), {
+    state: 'CANCELLED',
+    cancelled_reason: 'supplier_complete',
+    lines: { not_processed: 1, done: 1 }
+  })
 })
 
 t.test('a chunk cut short by a dead process is run again by another; what it created counts as created', async (t) => {

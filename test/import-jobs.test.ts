@@ -31,7 +31,13 @@ function jobsClient(setup: Setup, tenant: Tenant = setup.tenant) {
         headers: { ...headers, 'content-type': contentType },
         payload: lines
       }),
-    start: (id: string) => setup.app.inject({ method: 'POST', url: url(`${id}/start/`), headers }),
+    start: (id: string, window?: Record<string, unknown>) =>
+      setup.app.inject({
+        method: 'POST',
+        url: url(`${id}/start/`),
+        headers,
+        ...(window === undefined ? {} : { payload: window })
+      }),
     cancel: (id: string) => setup.app.inject({ method: 'POST', url: url(`${id}/cancel/`), headers }),
     get: (id: string) => setup.app.inject({ method: 'GET', url: url(`${id}/`), headers }),
     list: (query = '') => setup.app.inject({ method: 'GET', url: url(query), headers }),
@@ -54,6 +60,8 @@ async function counts(setup: Setup) {
   return row!
 }
 
+const WHOLE_SECONDS = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/
+
 /** This process runs no jobs: started ones stay QUEUED, as the tests of the states before running need. */
 const NO_RUNNER = { IMPORT_JOB_WORKERS: '0' }
 
@@ -69,6 +77,10 @@ t.test('a job is created OPEN, takes parts, starts QUEUED with its lines numbere
     dry_run: false,
     started_at: null,
     finished_at: null,
+    not_before: null,
+    not_after: null,
+    cancelled_reason: null,
+    failure_codes: [],
     lines: { total: 0, done: 0 },
     rate_per_second: 0,
     eta_seconds: null
@@ -87,7 +99,8 @@ t.test('a job is created OPEN, takes parts, starts QUEUED with its lines numbere
   const started = await jobs.start(job.id)
   t.equal(started.statusCode, 202, started.body)
   t.match(started.json(), { state: 'QUEUED', lines: { total: 5 } })
-  t.ok(started.json().started_at)
+  // UTC, whole seconds, as every date-time of the API.
+  t.match(started.json(), { created_at: WHOLE_SECONDS, started_at: WHOLE_SECONDS, finished_at: null })
   const numbered = rowsOf<{ line: number; external: string | null; text: string }>(
     await setup.app.db.execute(sql`select p.line_offset + l.idx as line, l.external_account_number as external, l.text
       from import_job_parts p join import_job_lines l on l.upload_id = p.upload_id order by 1`)
@@ -274,7 +287,7 @@ t.test('cancel: lines not begun are not_processed; a finished job cannot be canc
   const cancelled = await jobs.cancel(job.id)
   t.equal(cancelled.statusCode, 200)
   t.match(cancelled.json(), { state: 'CANCELLED', lines: { total: 3, done: 3, not_processed: 3 } })
-  t.ok(cancelled.json().finished_at)
+  t.match(cancelled.json(), { finished_at: WHOLE_SECONDS, cancelled_reason: 'cancelled' }, 'a person cancelled it')
   const results = await jobs.results(job.id)
   t.equal(results.headers['content-type'], 'application/x-ndjson; charset=utf-8')
   t.same(
@@ -362,7 +375,153 @@ t.test('an OPEN job never started is cancelled after a day, a PAUSED one after 3
   // What the runners do every few seconds, done once here (this app runs none).
   const { createImportJobsRepository } = await import('../src/modules/import-jobs/repository.js')
   await createImportJobsRepository(setup.app.db).settleStates()
-  t.equal((await jobs.get(open.id)).json().state, 'CANCELLED', 'a day OPEN')
-  t.equal((await jobs.get(fresh.id)).json().state, 'OPEN', 'less than a day OPEN')
-  t.match((await jobs.get(paused.id)).json(), { state: 'CANCELLED', lines: { not_processed: 1 } }, '30 days PAUSED')
+  t.match((await jobs.get(open.id)).json(), { state: 'CANCELLED', cancelled_reason: 'never_started' }, 'a day OPEN')
+  t.match((await jobs.get(fresh.id)).json(), { state: 'OPEN', cancelled_reason: null }, 'less than a day OPEN')
+  t.match(
+    (await jobs.get(paused.id)).json(),
+    { state: 'CANCELLED', cancelled_reason: 'paused_too_long', lines: { not_processed: 1 } },
+    '30 days PAUSED'
+  )
+})
+
+/** A date-time `seconds` from now, in UTC whole seconds. */
+const fromNow = (seconds: number) =>
+  new Date(Math.floor(Date.now() / 1000 + seconds) * 1000).toISOString().slice(0, 19) + 'Z'
+
+t.test('a start window: kept in UTC whole seconds, the job QUEUED until then and not counted till then', async (t) => {
+  const setup = await importSetup(t, { env: { ...NO_RUNNER, IMPORT_JOBS_PER_ORGANISATION: '1' } })
+  const jobs = jobsClient(setup)
+  const ids: string[] = []
+  for (let i = 0; i < 4; i++) {
+    const job = (await jobs.create()).json()
+    await jobs.part(job.id, 1, lines(entry(`W-${i}`)))
+    ids.push(job.id)
+  }
+  // An hour ahead, written in another zone with a fraction of a second: UTC, whole seconds.
+  const inAnHour = new Date(Math.floor(Date.now() / 1000 + 3600) * 1000)
+  const local = new Date(inAnHour.getTime() + 2 * 3600_000).toISOString().slice(0, 19) + '.750+02:00'
+  const scheduled = await jobs.start(ids[0]!, { not_before: local, not_after: null })
+  t.equal(scheduled.statusCode, 202, scheduled.body)
+  t.match(scheduled.json(), {
+    state: 'QUEUED',
+    not_before: inAnHour.toISOString().slice(0, 19) + 'Z',
+    not_after: null,
+    started_at: WHOLE_SECONDS
+  })
+  // The limit is 1: the job waiting for its window does not count, nor is it refused by it.
+  const now = await jobs.start(ids[1]!)
+  t.equal(now.statusCode, 202, 'a job waiting for its window is not counted')
+  t.match(now.json(), { not_before: null, not_after: null })
+  const second = await jobs.start(ids[2]!, { not_before: fromNow(7200), not_after: fromNow(9000) })
+  t.equal(second.statusCode, 202, 'a job with a window ahead is started whatever the limit')
+  t.match(second.json(), { state: 'QUEUED', not_before: fromNow(7200).slice(0, 14), not_after: String })
+  const busy = await jobs.start(ids[3]!, { not_before: fromNow(-60) })
+  t.equal(busy.statusCode, 429, 'a not_before in the past is now: it counts, and the limit is reached')
+  t.match((await jobs.get(ids[3]!)).json(), { state: 'OPEN', not_before: null, started_at: null })
+  t.equal((await jobs.cancel(ids[1]!)).statusCode, 200)
+  const past = await jobs.start(ids[3]!, { not_before: fromNow(-60), not_after: fromNow(600) })
+  t.equal(past.statusCode, 202, past.body)
+  const body = past.json()
+  t.ok(
+    Date.parse(body.not_before) >= Date.parse(body.started_at) - 1000 && Date.parse(body.not_before) <= Date.now(),
+    'a not_before in the past is stored as now'
+  )
+  t.equal(body.not_after, fromNow(600).slice(0, 15) + body.not_after.slice(15), 'not_after as given')
+})
+
+t.test('a bad start window is refused with its error, the job left OPEN', async (t) => {
+  const setup = await importSetup(t, { env: NO_RUNNER })
+  const jobs = jobsClient(setup)
+  const job = (await jobs.create()).json()
+  await jobs.part(job.id, 1, lines(entry('B-1')))
+  const cases: Array<[string, Record<string, unknown>, Array<[string, string | null]>]> = [
+    ['not_before more than 7 days ahead', { not_before: fromNow(7 * 86400 + 120) }, [['invalid', 'not_before']]],
+    [
+      'not_after before not_before',
+      { not_before: fromNow(3600), not_after: fromNow(1800) },
+      [['start_date_later_than_end_date', 'not_after']]
+    ],
+    [
+      'not_after equal to not_before',
+      { not_before: fromNow(3600), not_after: fromNow(3600) },
+      [['start_date_later_than_end_date', 'not_after']]
+    ],
+    [
+      'not_after in the past, no not_before',
+      { not_after: fromNow(-10) },
+      [['start_date_later_than_end_date', 'not_after']]
+    ],
+    [
+      'not_after before a not_before in the past (taken as now)',
+      { not_before: fromNow(-3600), not_after: fromNow(-1800) },
+      [['start_date_later_than_end_date', 'not_after']]
+    ],
+    [
+      'both wrong',
+      { not_before: fromNow(8 * 86400), not_after: fromNow(3600) },
+      [
+        ['start_date_later_than_end_date', 'not_after'],
+        ['invalid', 'not_before']
+      ]
+    ],
+    ['a malformed date-time', { not_before: '2026-13-01T00:00:00Z' }, [['invalid_datetime', 'not_before']]],
+    ['a date-time without an offset', { not_after: '2030-01-01T00:00:00' }, [['invalid_datetime', 'not_after']]],
+    ['a date, not a date-time', { not_before: '2030-01-01' }, [['invalid_datetime', 'not_before']]],
+    ['a number', { not_after: 1 }, [['invalid_datetime', 'not_after']]],
+    ['an unknown key', { not_before: fromNow(60), starts: 'now' }, [['unexpected_field', 'starts']]]
+  ]
+  for (const [what, window, expected] of cases) {
+    const res = await jobs.start(job.id, window)
+    t.equal(res.statusCode, 400, what)
+    t.match(res.json(), { code: 'invalid_request' }, what)
+    t.same(errorsOf(res), expected, what)
+    t.match(
+      (await jobs.get(job.id)).json(),
+      { state: 'OPEN', started_at: null, not_before: null },
+      `${what}: still OPEN`
+    )
+  }
+  const started = await jobs.start(job.id, { not_before: null, not_after: null })
+  t.equal(started.statusCode, 202, 'both null: at once, without end')
+  t.match(started.json(), { state: 'QUEUED', not_before: null, not_after: null })
+  const again = await jobs.start(job.id, { not_after: fromNow(3600) })
+  t.same(errorsOf(again), [['import_job_not_open', null]], 'a window on a job that is not OPEN')
+  t.match((await jobs.get(job.id)).json(), { state: 'QUEUED', not_after: null }, 'the job unchanged')
+})
+
+t.test('the one-call form takes the window as query parameters; a bad one stores nothing', async (t) => {
+  const setup = await importSetup(t, { env: NO_RUNNER })
+  const jobs = jobsClient(setup)
+  const settings = `import_supplier=${setup.tenant.supplier}&operations_team_name=${TEAM}`
+  const before = await counts(setup)
+  for (const [what, query, expected] of [
+    [
+      'not_after not after not_before',
+      `&not_before=${fromNow(600)}&not_after=${fromNow(300)}`,
+      [['start_date_later_than_end_date', 'not_after']]
+    ],
+    ['malformed', '&not_before=tomorrow', [['invalid_datetime', 'not_before']]],
+    [
+      'an offset whose + was not encoded (a space)',
+      `&not_before=${fromNow(600).replace('Z', '+00:00')}`,
+      [['invalid_datetime', 'not_before']]
+    ]
+  ] as const) {
+    const res = await jobs.createAndStart(lines(entry('Q-1')), settings + query)
+    t.equal(res.statusCode, 400, what)
+    t.same(errorsOf(res), expected, what)
+    t.same(await counts(setup), before, `${what}: nothing stored`)
+  }
+  const offset = encodeURIComponent(fromNow(600).replace('Z', '+00:00'))
+  const res = await jobs.createAndStart(
+    lines(entry('Q-1')),
+    `${settings}&not_before=${offset}&not_after=${fromNow(1200)}`
+  )
+  t.equal(res.statusCode, 202, res.body)
+  t.match(res.json(), { state: 'QUEUED', not_before: fromNow(600).slice(0, 14), not_after: WHOLE_SECONDS })
+  const json = await jobs.create({
+    import_supplier: setup.tenant.supplier,
+    operations_team_name: TEAM
+  })
+  t.equal(json.statusCode, 201)
 })

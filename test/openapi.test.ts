@@ -965,6 +965,8 @@ t.test('creating an import job: a JSON body or the one-call NDJSON form, each as
   t.same(parameters.map((p) => `${p.in}:${p.name}`).sort(), [
     'query:dry_run',
     'query:import_supplier',
+    'query:not_after',
+    'query:not_before',
     'query:operations_team_name'
   ])
   for (const parameter of parameters) {

@@ -114,8 +114,8 @@ t.test('hostile strings', async (t) => {
     const gets = routes.protected().filter((r) => r.method === 'GET' && r.url.startsWith('/v1/data-import/'))
     t.equal(
       gets.length,
-      14,
-      'the GET endpoints (the three lists, status, summary, failures, failure summary, timeline, error codes; jobs, a job, its results and failed lines; reconciliation totals)'
+      15,
+      'the GET endpoints (the three lists, status, summary, failures, failure summary, timeline, error codes; jobs, a job, its results, failed lines and unprocessed lines; reconciliation totals)'
     )
     const raw = [
       '../../etc/passwd',

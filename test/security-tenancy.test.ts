@@ -81,9 +81,11 @@ t.test('organisation B learns nothing about, and changes nothing of, organisatio
         const payload =
           endpoint.method === 'PUT'
             ? '{"account": {}}\n'
-            : endpoint.method === 'POST'
+            : endpoint.method === 'POST' && endpoint.url.endsWith('/import-jobs/')
               ? { import_supplier: 'ACME_ENERGY', operations_team_name: 'Migrations' }
-              : undefined
+              : endpoint.url.endsWith('/start/')
+                ? { not_after: '2099-01-01T00:00:00Z' }
+                : undefined
         const call = (id: string, supplier: string) =>
           app.inject({
             method: endpoint.method as 'GET',
@@ -95,7 +97,12 @@ t.test('organisation B learns nothing about, and changes nothing of, organisatio
             headers: { ...bHeaders, ...ndjson },
             ...(payload === undefined
               ? {}
-              : { payload: typeof payload === 'string' ? payload : { ...payload, import_supplier: supplier } })
+              : {
+                  payload:
+                    typeof payload === 'string' || !('import_supplier' in payload)
+                      ? payload
+                      : { ...payload, import_supplier: supplier }
+                })
           })
         foreign = await call(aJob, 'ACME_ENERGY')
         unknown = await call(NO_JOB, NOWHERE)

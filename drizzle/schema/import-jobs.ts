@@ -15,11 +15,13 @@ import {
 } from 'drizzle-orm/pg-core'
 import { apiKeys, importSuppliers, operationsTeams, organisations } from './tenancy.js'
 import { textC } from './types.js'
-import { JOB_STATES, LINE_OUTCOMES } from '../../schemas/import-jobs.js'
+import { CANCELLED_REASONS, JOB_STATES, LINE_OUTCOMES } from '../../schemas/import-jobs.js'
 
 export const importJobState = pgEnum('import_job_state', JOB_STATES)
 
 export const importJobOutcome = pgEnum('import_job_outcome', LINE_OUTCOMES)
+
+export const importJobCancelledReason = pgEnum('import_job_cancelled_reason', CANCELLED_REASONS)
 
 /** A whole file migrated by the service: its settings, state, counts and the runner's claim. */
 export const importJobs = pgTable(
@@ -41,6 +43,15 @@ export const importJobs = pgTable(
     createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
     startedAt: timestamp('started_at', { withTimezone: true }),
     finishedAt: timestamp('finished_at', { withTimezone: true }),
+    /** The start window: no line begins before `not_before` nor at or after `not_after` (null: not set). */
+    notBefore: timestamp('not_before', { withTimezone: true }),
+    notAfter: timestamp('not_after', { withTimezone: true }),
+    /** Why a CANCELLED job was cancelled (null otherwise). */
+    cancelledReason: importJobCancelledReason('cancelled_reason'),
+    /** `{code: lines}`: failed lines by each distinct code they hold, kept with the counts. */
+    failureCodes: jsonb('failure_codes')
+      .notNull()
+      .default(sql`'{}'::jsonb`),
     /** When the state last changed (an OPEN job is cancelled after a day, a PAUSED one after 30). */
     stateChangedAt: timestamp('state_changed_at', { withTimezone: true }).notNull().defaultNow(),
     /** Lines and bytes of every part uploaded. */
@@ -68,6 +79,8 @@ export const importJobs = pgTable(
      * since then, which a rerun after a crash finds already imported, was created by this job.
      */
     chunkStartedAt: timestamp('chunk_started_at', { withTimezone: true }),
+    /** Runs of the current chunk that failed on an error of the service's own (its lines fail after a few). */
+    chunkFailures: smallint('chunk_failures').notNull().default(0),
     /** When the runner last finished a chunk of it: jobs are taken least recently served first. */
     servedAt: timestamp('served_at', { withTimezone: true }),
     /** When its input lines were erased (retention or an erasure request): failed lines answer 410. */

@@ -65,14 +65,16 @@ const Q_CODES = 'query Codes { errorCodes { code meaning } }'
 /** The supplier's import jobs, newest first (the operator's token: every organisation's). */
 const Q_JOBS = `query Jobs($supplier: String!, $first: Int!) {
   importJobs(importSupplierCode: $supplier, first: $first) {
-    id state dryRun createdAt startedAt finishedAt ratePerSecond etaSeconds
+    id state dryRun createdAt startedAt finishedAt notBefore notAfter cancelledReason ratePerSecond etaSeconds
     lines { total done created alreadyImported wouldCreate failed notProcessed skippedBlank }
+    failureCodes { code lines }
   }
 }`
 const Q_CANCEL_JOB = `mutation CancelJob($id: ID!) {
   cancelImportJob(input: {id: $id}) {
-    id state dryRun createdAt startedAt finishedAt ratePerSecond etaSeconds
+    id state dryRun createdAt startedAt finishedAt notBefore notAfter cancelledReason ratePerSecond etaSeconds
     lines { total done created alreadyImported wouldCreate failed notProcessed skippedBlank }
+    failureCodes { code lines }
   }
 }`
 /** Import jobs listed, newest first. */
@@ -1272,10 +1274,63 @@ function jobItem(job) {
     }
   }
 
-  const item = h('li', 'job', head, h('div', 'job-progress', track, done), h('div', 'job-foot', figures, pace), actions.childElementCount ? actions : null)
+  const item = h('li', 'job', head, h('div', 'job-progress', track, done), h('div', 'job-foot', figures, pace),
+    ...jobWhy(job), actions.childElementCount ? actions : null)
   item.dataset.key = job.id
   item.dataset.state = job.state
   return item
+}
+
+/** Why a job was cancelled, in words. */
+const CANCELLED_REASONS = {
+  cancelled: 'a person cancelled it',
+  window_ended: 'its window ended before every line had begun',
+  supplier_complete: 'its supplier was set Complete',
+  never_started: 'it was never started (an open job is cancelled after a day)',
+  paused_too_long: 'it was paused for 30 days'
+}
+
+/** A job that waits for its window: queued with its start ahead. */
+const waitsForWindow = (job) => job.state === 'QUEUED' && job.notBefore && Date.parse(job.notBefore) > Date.now()
+
+/** Its window, why it was cancelled, and the codes of its failed lines (each with its meaning on hover). */
+function jobWhy(job) {
+  const rows = []
+  if (job.notBefore || job.notAfter) {
+    const window = h('div', 'job-window muted', 'Window: ',
+      job.notBefore ? h('span', null, 'from ', timeElement(null, job.notBefore)) : 'from its start',
+      job.notAfter ? h('span', null, ', no line begun from ', timeElement(null, job.notAfter)) : ', without end')
+    window.dataset.notBefore = job.notBefore ?? ''
+    window.dataset.notAfter = job.notAfter ?? ''
+    rows.push(window)
+  }
+  if (job.state === 'CANCELLED' && job.cancelledReason) {
+    const reason = h('div', 'job-reason', `Cancelled: ${CANCELLED_REASONS[job.cancelledReason] ?? job.cancelledReason}.`)
+    reason.dataset.reason = job.cancelledReason
+    rows.push(reason)
+  }
+  if (job.failureCodes?.length) {
+    const codes = h('div', 'job-codes', 'Why lines failed: ', ...job.failureCodes.slice(0, 5).map((f, i) => {
+      const code = h('span', 'job-code', i > 0 ? ', ' : '', h('span', 'mono', f.code), ` ${plural(f.lines, 'line', 'lines')}`)
+      code.dataset.code = f.code
+      code.dataset.lines = String(f.lines)
+      code.title = meanings.get(f.code) ?? ''
+      return code
+    }), job.failureCodes.length > 5 ? ` and ${plural(job.failureCodes.length - 5, 'other code', 'other codes')}` : '')
+    rows.push(codes)
+  }
+  return rows
+}
+
+/** How long a finished job ran, and its rate over that time. */
+function jobTook(job) {
+  if (!job.startedAt || !job.finishedAt) return null
+  const ran = h('span', 'job-took muted')
+  const seconds = Math.max((Date.parse(job.finishedAt) - Date.parse(job.startedAt)) / 1000, 0)
+  const run = job.lines.done - job.lines.notProcessed
+  ran.append(` · took ${formatDuration(seconds)}`, seconds > 0 ? `, ${formatRate(run / seconds)} lines/s` : '')
+  ran.dataset.seconds = String(seconds)
+  return ran
 }
 
 /** Rate and ETA while it runs; otherwise what it waits for or when it ended. */
@@ -1292,11 +1347,13 @@ function jobPace(job) {
       }
       return [rate, eta]
     }
-    case 'QUEUED': return [h('span', 'muted', 'waiting for a runner')]
+    case 'QUEUED': return waitsForWindow(job)
+      ? [h('span', 'muted job-waits', 'scheduled: starts ', timeElement(null, job.notBefore))]
+      : [h('span', 'muted', 'waiting for a runner')]
     case 'PAUSED': return [h('span', 'muted', 'paused while the supplier is Paused')]
     case 'OPEN': return [h('span', 'muted', 'open: its parts are being uploaded')]
-    case 'COMPLETED': return job.finishedAt ? [h('span', 'muted', 'finished ', timeElement(null, job.finishedAt))] : []
-    case 'CANCELLED': return job.finishedAt ? [h('span', 'muted', 'cancelled ', timeElement(null, job.finishedAt))] : []
+    case 'COMPLETED': return job.finishedAt ? [h('span', 'muted', 'finished ', timeElement(null, job.finishedAt)), jobTook(job)] : []
+    case 'CANCELLED': return job.finishedAt ? [h('span', 'muted', 'cancelled ', timeElement(null, job.finishedAt)), jobTook(job)] : []
     default: return []
   }
 }

@@ -55,6 +55,10 @@ function jobFields(job: ImportJob) {
     createdAt: job.created_at,
     startedAt: job.started_at,
     finishedAt: job.finished_at,
+    notBefore: job.not_before,
+    notAfter: job.not_after,
+    cancelledReason: job.cancelled_reason,
+    failureCodes: job.failure_codes,
     lines: Object.fromEntries(Object.entries(job.lines).map(([outcome, n]) => [camelCase(outcome), n])),
     ratePerSecond: job.rate_per_second,
     etaSeconds: job.eta_seconds

@@ -3,7 +3,7 @@ import type { FastifyInstance, RouteOptions } from 'fastify'
 import { buildApp } from '../../src/app.js'
 import { loadConfig, type Config } from '../../src/config.js'
 import type { Database } from '../../src/db/index.js'
-import { freshDatabase } from './database.js'
+import { freshDatabase, testDatabaseUrl } from './database.js'
 
 export const TEST_TOKEN_SECRET = 'test-secret-test-secret-test-secret-0123456789'
 export const TEST_OPERATOR_KEY = 'amo_test-operator-key-0123456789abcdefghijklmnop'
@@ -16,6 +16,9 @@ export function testConfig(env: Record<string, string> = {}): Config {
     OPERATOR_API_KEY: TEST_OPERATOR_KEY,
     LOG_LEVEL: 'silent',
     TOKEN_RATE_LIMIT_PER_MINUTE: '100000',
+    // A server on PostgreSQL has DATABASE_URL, and so its default pool size; the tests hand the
+    // app its database instead.
+    ...(testDatabaseUrl ? { DATABASE_POOL_SIZE: '10' } : {}),
     ...env
   })
 }

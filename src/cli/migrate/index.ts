@@ -86,6 +86,8 @@ const OPTIONS = {
   failed: { type: 'boolean' },
   state: { type: 'string' },
   limit: { type: 'string' },
+  'not-before': { type: 'string' },
+  'not-after': { type: 'string' },
   help: { type: 'boolean', short: 'h' }
 } as const
 type OptionName = keyof typeof OPTIONS
@@ -109,11 +111,12 @@ const MIGRATE_OPTIONS: OptionName[] = [
 ]
 const CONNECTION_OPTIONS: OptionName[] = ['url', 'timeout', 'max-attempts', 'wait', 'help']
 const JOB_COMMANDS: Record<string, OptionName[]> = {
-  submit: [...CONNECTION_OPTIONS, 'team', 'dry-run', 'part-size', 'supplier', 'follow'],
+  submit: [...CONNECTION_OPTIONS, 'team', 'dry-run', 'part-size', 'supplier', 'follow', 'not-before', 'not-after'],
   job: [...CONNECTION_OPTIONS, 'follow'],
   jobs: [...CONNECTION_OPTIONS, 'state', 'supplier', 'limit'],
   results: [...CONNECTION_OPTIONS, 'failed', 'out'],
   'failed-lines': [...CONNECTION_OPTIONS, 'out'],
+  'unprocessed-lines': [...CONNECTION_OPTIONS, 'out'],
   cancel: CONNECTION_OPTIONS,
   reconcile: [...CONNECTION_OPTIONS, 'supplier', 'report']
 }
@@ -135,10 +138,12 @@ Usage:
   ${PROGRAM} <file.ndjson> --team <operations team> [options]
   ${PROGRAM} report <report.ndjson> [--code <code>] [--failed-lines <out.ndjson>]
   ${PROGRAM} submit <file.ndjson> --team <operations team> [--follow] [--dry-run] [--part-size 8MB]
+        [--not-before <time>] [--not-after <time>]
   ${PROGRAM} job <id> [--follow]
   ${PROGRAM} jobs [--state <state>] [--supplier <code>]
   ${PROGRAM} results <id> [--failed] [--out <file>]
   ${PROGRAM} failed-lines <id> [--out <file>]
+  ${PROGRAM} unprocessed-lines <id> [--out <file>]
   ${PROGRAM} cancel <id>
   ${PROGRAM} reconcile <file.ndjson> [--supplier <code>] [--report <out.ndjson>]
   ${PROGRAM} generate <N> [options] > accounts.ndjson
@@ -197,6 +202,11 @@ so and, with --follow, follows it. Remove <file>.job.json to submit the file as 
                            service's body limit, 10 MiB unless its operator changed it).
   --supplier <code>        The job's import supplier (default: the one the file's lines name).
   --follow                 Then show the job's progress until it ends (as job <id> --follow).
+  --not-before <time>      The job waits until then (at most 7 days ahead), e.g. 2026-11-28T22:00+01:00:
+                           a date and time with its UTC offset (or Z); shown back in UTC.
+  --not-after <time>       No line begins from then on: the job ends CANCELLED (window_ended) and
+                           unprocessed-lines <id> gives the lines it never began.
+A job <id> may be given whole or by its first 8 characters or more (as the dashboard shows it).
 job <id> prints a job: state, lines done, created, failed, rate and ETA.
   --follow                 Show its progress as the service reports it until it ends, then a summary
                            and how to download the failures. Ctrl-C stops following, never the job.
@@ -208,6 +218,9 @@ results <id> writes each line's result (NDJSON: line, external account number, o
   --out <file>             The file to write; never overwritten.
 failed-lines <id> writes the input lines that failed, unchanged, to a new file
   (job-<id>.failed-lines.ndjson, or --out <file>), to fix and submit as a new job.
+unprocessed-lines <id> writes the input lines a cancelled job never began, unchanged, to a new file
+  (job-<id>.unprocessed-lines.ndjson, or --out <file>), to submit as a new job.
+  --out - writes any of these downloads to standard output.
 cancel <id> cancels a job: lines not yet begun are not processed; what was done stays.
 
 reconcile <file.ndjson> checks, at cutover, that the service holds what the file says: for each
@@ -442,7 +455,37 @@ async function stoppable(work: Promise<number>, command: string, io: MigrateCliI
   }
 }
 
-/** submit, job, jobs, results, failed-lines, cancel, reconcile. */
+/** This machine's UTC offset now, as `+01:00`. */
+function localOffset(): string {
+  const minutes = -new Date().getTimezoneOffset()
+  const abs = Math.abs(minutes)
+  return `${minutes < 0 ? '-' : '+'}${String(Math.floor(abs / 60)).padStart(2, '0')}:${String(abs % 60).padStart(2, '0')}`
+}
+
+/**
+ * A time of the start window: a date and time with its UTC offset (`2026-11-28T22:00+01:00`,
+ * `2026-11-28 21:00:00Z`), in UTC whole seconds. A time without an offset is refused: it could
+ * mean this machine's zone or the service's.
+ */
+export function windowTime(flag: string, text: string): string {
+  const found = /^(\d{4}-\d\d-\d\d)[T ](\d\d:\d\d)(:\d\d(?:\.\d+)?)?\s*(Z|[+-]\d\d:?\d\d)?$/i.exec(text.trim())
+  if (!found) {
+    throw new UsageError(
+      `--${flag} "${text}" is not a date and time: write it as YYYY-MM-DDTHH:MM with its UTC offset, e.g. 2026-11-28T22:00${localOffset()} (this machine's offset) or 2026-11-28T21:00Z`
+    )
+  }
+  if (!found[4]) {
+    throw new UsageError(
+      `--${flag} "${text}" has no UTC offset: add one, e.g. ${found[1]}T${found[2]}${localOffset()} (this machine's offset now) or ${found[1]}T${found[2]}Z (UTC)`
+    )
+  }
+  const offset = found[4].toUpperCase() === 'Z' ? 'Z' : found[4].replace(/^([+-]\d\d)(\d\d)$/, '$1:$2')
+  const at = Date.parse(`${found[1]}T${found[2]}${found[3] ?? ':00'}${offset}`)
+  if (Number.isNaN(at)) throw new UsageError(`--${flag} "${text}" is not a real date and time`)
+  return new Date(Math.floor(at / 1000) * 1000).toISOString().slice(0, 19) + 'Z'
+}
+
+/** submit, job, jobs, results, failed-lines, unprocessed-lines, cancel, reconcile. */
 async function runJobCommand(command: string, args: string[], flags: Flags, io: MigrateCliIO): Promise<number> {
   onlyOptions(flags, JOB_COMMANDS[command]!, command)
   if (command === 'submit') {
@@ -461,7 +504,11 @@ async function runJobCommand(command: string, args: string[], flags: Flags, io: 
         dryRun: flags['dry-run'] === true,
         ...(typeof flags['part-size'] === 'string' ? { partBytes: partSize(flags['part-size']) } : {}),
         ...(typeof flags.supplier === 'string' ? { supplier: flags.supplier } : {}),
-        follow: flags.follow === true
+        follow: flags.follow === true,
+        window: {
+          notBefore: typeof flags['not-before'] === 'string' ? windowTime('not-before', flags['not-before']) : null,
+          notAfter: typeof flags['not-after'] === 'string' ? windowTime('not-after', flags['not-after']) : null
+        }
       },
       connectionOf(flags, io),
       jobsIO(io)
@@ -513,7 +560,12 @@ async function runJobCommand(command: string, args: string[], flags: Flags, io: 
   return download(
     {
       id,
-      what: command === 'failed-lines' ? 'failed-lines' : flags.failed === true ? 'failed-results' : 'results',
+      what:
+        command === 'failed-lines' || command === 'unprocessed-lines'
+          ? command
+          : flags.failed === true
+            ? 'failed-results'
+            : 'results',
       ...(out ? { out } : {}),
       folder: (name) => callerPath(io, name)
     },

@@ -1,4 +1,4 @@
-import { createWriteStream, existsSync, linkSync, rmSync } from 'node:fs'
+import { createReadStream, createWriteStream, existsSync, linkSync, rmSync, statSync } from 'node:fs'
 import { basename } from 'node:path'
 import { Readable, Transform } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
@@ -8,6 +8,7 @@ import { isObject } from '../http.js'
 import {
   DEFAULT_PART_BYTES,
   partBytes,
+  PlanError,
   planParts,
   readState,
   stateFileOf,
@@ -50,6 +51,10 @@ export interface Job {
   created_at: string
   started_at: string | null
   finished_at: string | null
+  not_before: string | null
+  not_after: string | null
+  cancelled_reason: string | null
+  failure_codes: Array<{ code: string; lines: number }>
   lines: {
     total: number
     done: number
@@ -156,6 +161,48 @@ export function refusal(answer: Answer): string {
   return `${top ? `${top}: ` : ''}${entries.join('; ')}`
 }
 
+const JOB_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
+/** The fewest characters of a job id the client takes for the whole. */
+export const MIN_ID_PREFIX = 8
+
+/**
+ * The job a whole id or a unique prefix of one (at least 8 characters, as the dashboard shows
+ * them) names, among the organisation's jobs; a prefix of two jobs or of none is the command's error.
+ */
+export async function resolveJobId(client: ServiceClient, url: string, given: string): Promise<string> {
+  const id = given.trim().toLowerCase()
+  if (JOB_ID.test(id)) return id
+  if (id.length < MIN_ID_PREFIX || !/^[0-9a-f-]+$/.test(id)) {
+    throw new JobCommandError(
+      `"${given}" is not a job id: give the whole id or its first ${MIN_ID_PREFIX} characters or more (${PROGRAM} jobs lists yours)`,
+      2
+    )
+  }
+  const found: string[] = []
+  let after: string | undefined
+  for (;;) {
+    const query = new URLSearchParams({ limit: '1000', ...(after ? { after } : {}) })
+    const answer = await client.get(`import-jobs/?${query.toString()}`)
+    if (answer.status !== 200 || !Array.isArray(answer.body)) {
+      throw new JobCommandError(`cannot look up the jobs to find ${given}: ${refusal(answer)}`)
+    }
+    const page = answer.body as Job[]
+    found.push(...page.map((job) => job.id).filter((jobId) => jobId.startsWith(id)))
+    if (page.length < 1000) break
+    after = page.at(-1)!.id
+  }
+  if (found.length === 1) return found[0]!
+  if (found.length > 1) {
+    throw new JobCommandError(
+      `${given} is the start of ${found.length} job ids (${found.join(', ')}): give more of it`,
+      2
+    )
+  }
+  throw new JobCommandError(
+    `no import job whose id starts with ${given} at ${url} for this API key (jobs are seen only by the organisation that made them): check the id (${PROGRAM} jobs lists yours) and --url`
+  )
+}
+
 /** A job answer, or the command's error: not found names the job and the service. */
 async function readJob(client: ServiceClient, url: string, id: string): Promise<Job> {
   const answer = await client.get(`import-jobs/${enc(id)}/`)
@@ -168,6 +215,80 @@ async function readJob(client: ServiceClient, url: string, id: string): Promise<
   throw new JobCommandError(`cannot read job ${id}: ${refusal(answer)}`)
 }
 
+/** Why a job was cancelled, in words. */
+const CANCELLED_REASONS: Record<string, string> = {
+  cancelled: 'a person cancelled it',
+  window_ended: 'its window ended (not_after passed) before every line had begun',
+  supplier_complete: 'its import supplier was set Complete',
+  never_started: 'it was never started (an OPEN job is cancelled after a day)',
+  paused_too_long: 'it was PAUSED for 30 days'
+}
+
+/** A job waiting for its window: QUEUED with its not_before ahead. */
+const waitsForWindow = (job: Job, now: number) =>
+  job.state === 'QUEUED' && job.not_before !== null && Date.parse(job.not_before) > now
+
+/** The window as a row, in UTC. */
+function windowText(job: Job): string | undefined {
+  if (job.not_before === null && job.not_after === null) return undefined
+  const from = job.not_before ? `from ${job.not_before}` : 'from its start'
+  const to = job.not_after ? `, no line begun from ${job.not_after}` : ', without end'
+  return `${from}${to} (UTC)`
+}
+
+/** The codes of the failed lines, each with its number of lines and what it means. */
+function failureLines(job: Job): string[] {
+  if (job.failure_codes.length === 0) return []
+  const width = Math.max(...job.failure_codes.map((f) => f.code.length))
+  return [
+    'Why lines failed (a line counts once for each code it holds):',
+    ...job.failure_codes.map(
+      (f) =>
+        `  ${f.code.padEnd(width)}  ${count(f.lines, 'line')}: ${(ERROR_CODES as Record<string, { meaning: string }>)[f.code]?.meaning ?? 'see the API documentation'}`
+    )
+  ]
+}
+
+/** GB supply point identifier codes: the supplier checks them and the identifiers are not GB ones. */
+const GB_CODES = [CODE.invalid_mpan, CODE.invalid_mprn] as string[]
+/** External account numbers `generate` makes. */
+const GENERATED = /^SYN[0-9A-F]{8}-\d{7}$/
+
+/**
+ * When every failure is a GB identifier code: how to put it right (for accounts from `generate`,
+ * generate them with --gb-identifiers). Reads the first failed line's result to tell.
+ */
+export async function gbHint(client: ServiceClient, job: Job): Promise<string[]> {
+  if (job.failure_codes.length === 0 || !job.failure_codes.every((f) => GB_CODES.includes(f.code))) return []
+  const answer = await client.get(`import-jobs/${enc(job.id)}/results/?outcome=failed`, { stream: true })
+  // The first failed line's result is enough.
+  let text = ''
+  const reader = answer.response?.body?.getReader()
+  if (reader) {
+    const decoder = new TextDecoder()
+    while (!text.includes('\n')) {
+      const { done, value } = await reader.read()
+      if (done) break
+      text += decoder.decode(value, { stream: true })
+    }
+    await reader.cancel().catch(() => undefined)
+  }
+  let external: unknown
+  try {
+    external = (JSON.parse(text.split('\n')[0] ?? '') as { external_account_number?: unknown }).external_account_number
+  } catch {
+    external = undefined
+  }
+  if (typeof external === 'string' && GENERATED.test(external)) {
+    return [
+      `Every failure is a GB supply point identifier code: the supplier ${job.import_supplier} checks GB identifiers, and these accounts came from generate without --gb-identifiers. Generate the file again with --gb-identifiers (${PROGRAM} generate <N> --gb-identifiers …) and submit it as a new job`
+    ]
+  }
+  return [
+    `Every failure is a GB supply point identifier code: the supplier ${job.import_supplier} checks GB identifiers (MPAN cores, MPRNs); correct the identifiers of the failed lines (${PROGRAM} failed-lines ${job.id}) and submit them as a new job`
+  ]
+}
+
 /** The job's counts as `  key:  value` rows. */
 function jobRows(job: Job): Array<[string, string]> {
   const l = job.lines
@@ -178,13 +299,27 @@ function jobRows(job: Job): Array<[string, string]> {
   else rows.push(['created', String(l.created)])
   if (l.already_imported > 0) rows.push(['already imported', String(l.already_imported)])
   rows.push(['failed', String(l.failed)])
-  if (l.not_processed > 0) rows.push(['not processed', `${l.not_processed} (the job was cancelled before them)`])
+  if (l.not_processed > 0) {
+    const why = job.cancelled_reason === 'window_ended' ? 'its window ended' : 'the job was cancelled'
+    rows.push(['not processed', `${l.not_processed} (${why} before they began)`])
+  }
+  const window = windowText(job)
+  if (window) rows.push(['window', window])
+  if (job.state === 'CANCELLED' && job.cancelled_reason) {
+    rows.push([
+      'cancelled',
+      `${CANCELLED_REASONS[job.cancelled_reason] ?? job.cancelled_reason} (${job.cancelled_reason})`
+    ])
+  }
   return rows
 }
 
 /** The job as `job <id>` prints it. */
-export function renderJob(job: Job, now = Date.now()): string {
+export function renderJob(job: Job, now = Date.now(), hints: string[] = []): string {
   const rows = jobRows(job)
+  if (waitsForWindow(job, now)) {
+    rows.push(['starts at', `${job.not_before} UTC (in ${duration(Date.parse(job.not_before!) - now)})`])
+  }
   if (job.state === 'RUNNING') {
     rows.push([
       'rate',
@@ -202,8 +337,10 @@ export function renderJob(job: Job, now = Date.now()): string {
     rows.push(['running for', duration(now - Date.parse(job.started_at))])
   }
   const lines = [
-    `Job ${job.id} of ${job.import_supplier}${job.dry_run ? ' (dry run)' : ''}: ${job.state}`,
-    ...aligned(rows)
+    `Job ${job.id} of ${job.import_supplier}${job.dry_run ? ' (dry run)' : ''}: ${job.state}${waitsForWindow(job, now) ? ', waiting for its window' : ''}`,
+    ...aligned(rows),
+    ...failureLines(job),
+    ...hints
   ]
   if (!FINISHED.includes(job.state) && job.state !== 'OPEN') {
     lines.push(`Follow it: ${PROGRAM} job ${job.id} --follow`)
@@ -220,17 +357,22 @@ export function renderJob(job: Job, now = Date.now()): string {
   return lines.join('\n') + '\n'
 }
 
-/** How to get the failures of a job that has some. */
+/** How to get the failures of a job that has some, and its lines never run. */
 function downloadHints(job: Job): string[] {
-  if (job.lines.failed === 0) return []
+  const unprocessed =
+    job.lines.not_processed > 0
+      ? [`The lines never run, to submit as a new job: ${PROGRAM} unprocessed-lines ${job.id}`]
+      : []
+  if (job.lines.failed === 0) return unprocessed
   return [
+    ...unprocessed,
     `Failed lines' results (line, external account number, error codes): ${PROGRAM} results ${job.id} --failed`,
     `The failed input lines, to fix and submit as a new job: ${PROGRAM} failed-lines ${job.id}`
   ]
 }
 
 /** The summary printed when a followed job ends. */
-export function renderEnd(job: Job): string {
+export function renderEnd(job: Job, hints: string[] = []): string {
   const rows = jobRows(job)
   if (job.started_at && job.finished_at) {
     const ms = Date.parse(job.finished_at) - Date.parse(job.started_at)
@@ -238,7 +380,14 @@ export function renderEnd(job: Job): string {
     rows.push(['time', `${duration(ms)} (${rate} lines/s)`])
   }
   const title = `Job ${job.id} of ${job.import_supplier}${job.dry_run ? ' (dry run)' : ''}: ${job.state}`
-  const lines = [title, ...aligned(rows), `All results: ${PROGRAM} results ${job.id}`, ...downloadHints(job)]
+  const lines = [
+    title,
+    ...aligned(rows),
+    ...failureLines(job),
+    ...hints,
+    `All results: ${PROGRAM} results ${job.id}`,
+    ...downloadHints(job)
+  ]
   return lines.join('\n') + '\n'
 }
 
@@ -272,20 +421,26 @@ export async function follow(client: ServiceClient, url: string, id: string, io:
   try {
     for (;;) {
       const l = job.lines
+      // The figures the summary gives; a job running its first lines has no rate yet.
+      const first = job.state === 'RUNNING' && job.rate_per_second === 0
       progress.update(
         {
           done: l.done,
           failed: l.failed,
-          created: job.dry_run ? l.would_create : l.created + l.already_imported,
-          rate: job.state === 'RUNNING' ? job.rate_per_second : null,
+          created: job.dry_run ? l.would_create : l.created,
+          ...(l.already_imported > 0 ? { alreadyImported: l.already_imported } : {}),
+          rate: job.state === 'RUNNING' && !first ? job.rate_per_second : null,
           etaSeconds: job.eta_seconds,
-          state: job.state
+          state: first ? 'RUNNING, running the first lines' : job.state
         },
         l.total
       )
-      if (job.state !== lastState) {
-        progress.note(`job ${id}: ${STATE_NOTES[job.state] ?? job.state}\n`)
-        lastState = job.state
+      const note = waitsForWindow(job, Date.now())
+        ? `queued: waiting for its window, starts at ${job.not_before} UTC`
+        : (STATE_NOTES[job.state] ?? job.state)
+      if (note !== lastState) {
+        progress.note(`job ${id}: ${note}\n`)
+        lastState = note
       }
       if (FINISHED.includes(job.state)) break
       await pause(io.pollIntervalMs ?? 1000, io.signal)
@@ -311,7 +466,7 @@ export async function follow(client: ServiceClient, url: string, id: string, io:
   } finally {
     progress.finish()
   }
-  await io.stdout(renderEnd(job))
+  await io.stdout(renderEnd(job, await gbHint(client, job).catch(() => [])))
   return endCode(job)
 }
 
@@ -326,6 +481,8 @@ export interface SubmitOptions {
   /** --supplier, when given (else the one the file names). */
   supplier?: string
   follow: boolean
+  /** --not-before and --not-after, in UTC (null: not given). */
+  window?: { notBefore: string | null; notAfter: string | null }
 }
 
 function isBareAccount(text: string): boolean {
@@ -592,15 +749,23 @@ async function start(
       `job ${id} holds ${job.lines.total} lines, but the file's parts have ${lines}: not started. Cancel it (${PROGRAM} cancel ${id}), remove ${stateFileOf(options.label)} and submit again`
     )
   }
+  const window = options.window ?? { notBefore: null, notAfter: null }
+  const body =
+    window.notBefore !== null || window.notAfter !== null
+      ? { not_before: window.notBefore, not_after: window.notAfter }
+      : undefined
   for (;;) {
-    const answer = await client.post(`import-jobs/${enc(id)}/start/`, undefined, [], {
+    const answer = await client.post(`import-jobs/${enc(id)}/start/`, body, [], {
       throttleCodes: [CODE.too_many_jobs]
     })
     if (answer.status === 202 && isObject(answer.body)) {
       state.started = true
       writeState(statePath, state)
       const started = answer.body as unknown as Job
-      io.stderr(`Started job ${id}: ${count(started.lines.total, 'line')}, ${started.state}\n`)
+      const shown = windowText(started)
+      io.stderr(
+        `Started job ${id}: ${count(started.lines.total, 'line')}, ${started.state}${waitsForWindow(started, Date.now()) ? `, waiting for its window: starts at ${started.not_before} UTC` : ''}\n${shown ? `Window: ${shown}\n` : ''}`
+      )
       if (options.follow) return follow(client, url, id, io)
       await io.stdout(
         `Job ${id} started (${started.state}): the service runs it; nothing more is needed from this terminal.\nFollow it: ${PROGRAM} job ${id} --follow\n`
@@ -625,6 +790,46 @@ async function start(
   }
 }
 
+/**
+ * How the input differs from what its job was uploaded from: `same`; `grown` (the job's bytes
+ * unchanged, `lines` more after them, from byte `from`); or `changed` (lines the job holds were edited).
+ */
+async function changeSince(
+  file: string,
+  state: JobState
+): Promise<{ kind: 'same' } | { kind: 'grown'; lines: number; from: number } | { kind: 'changed' }> {
+  for (const part of state.parts) {
+    try {
+      await partBytes(file, part)
+    } catch (err) {
+      if (err instanceof PlanError) return { kind: 'changed' }
+      throw err
+    }
+  }
+  const last = state.parts.at(-1)
+  let from = last ? last.end : 0
+  const size = statSync(file).size
+  if (size <= from) return size === from ? { kind: 'same' } : { kind: 'changed' }
+  // The lines after the job's, read as a stream (the file may be large).
+  let lines = 0
+  let first = true
+  let lastByte = 10
+  for await (const chunk of createReadStream(file, { start: from }) as AsyncIterable<Buffer>) {
+    let bytes = chunk
+    // The job's last line had no line break (one was added when it was sent): the new lines begin after it.
+    if (first && last?.newline_added === true && bytes[0] === 10) {
+      bytes = bytes.subarray(1)
+      from += 1
+    }
+    first = false
+    if (bytes.length === 0) continue
+    for (let at = bytes.indexOf(10); at !== -1; at = bytes.indexOf(10, at + 1)) lines++
+    lastByte = bytes[bytes.length - 1]!
+  }
+  if (lastByte !== 10) lines++
+  return lines === 0 ? { kind: 'same' } : { kind: 'grown', lines, from }
+}
+
 /** `submit` for a file whose job is no longer OPEN: say what became of it. */
 async function submittedBefore(
   client: ServiceClient,
@@ -637,6 +842,16 @@ async function submittedBefore(
   io: JobsIO
 ): Promise<number> {
   const id = job.id
+  const change = await changeSince(options.file, state)
+  if (change.kind !== 'same') {
+    const jobLines = state.parts.reduce((sum, p) => sum + p.lines, 0)
+    const newJob = `remove ${stateLabel} and run the same command again (a new job of the whole file: its lines already imported come back already_imported)`
+    throw new JobCommandError(
+      change.kind === 'grown'
+        ? `${options.label} changed since job ${id} (${job.state}) was uploaded from it: the job holds its first ${count(jobLines, 'line')}, and the ${count(change.lines, 'line')} after them ${change.lines === 1 ? 'is' : 'are'} not in the job. Nothing was sent. To send them: tail -c +${change.from + 1} ${options.label} > ${options.label}.new.ndjson, then submit that file as a new job; or ${newJob}`
+        : `${options.label} changed since job ${id} (${job.state}) was uploaded from it: lines the job holds were edited, and the job runs them as they were uploaded. Nothing was sent. To send the file as it is now: ${newJob}`
+    )
+  }
   if (job.state === 'CANCELLED') {
     await io.stdout(renderJob(job))
     throw new JobCommandError(
@@ -661,16 +876,19 @@ async function submittedBefore(
 }
 
 /** `job <id>`: the job once, or followed until it ends. */
-export async function showJob(id: string, followIt: boolean, connection: Connection, io: JobsIO): Promise<number> {
+export async function showJob(given: string, followIt: boolean, connection: Connection, io: JobsIO): Promise<number> {
   const client = await connect(connection, io)
+  const id = await resolveJobId(client, connection.url, given)
   if (followIt) return follow(client, connection.url, id, io)
-  await io.stdout(renderJob(await readJob(client, connection.url, id)))
+  const job = await readJob(client, connection.url, id)
+  await io.stdout(renderJob(job, Date.now(), await gbHint(client, job).catch(() => [])))
   return 0
 }
 
 /** `cancel <id>`. */
-export async function cancelJob(id: string, connection: Connection, io: JobsIO): Promise<number> {
+export async function cancelJob(given: string, connection: Connection, io: JobsIO): Promise<number> {
   const client = await connect(connection, io)
+  const id = await resolveJobId(client, connection.url, given)
   const answer = await client.post(`import-jobs/${enc(id)}/cancel/`, undefined)
   if (answer.status === 200 && isObject(answer.body)) {
     await io.stdout(renderJob(answer.body as unknown as Job))
@@ -729,8 +947,8 @@ export async function listJobs(
 
 export interface DownloadOptions {
   id: string
-  /** `results` (all, or only the failed ones) or the failed input lines. */
-  what: 'results' | 'failed-results' | 'failed-lines'
+  /** `results` (all, or only the failed ones), the failed input lines, or the lines never run. */
+  what: 'results' | 'failed-results' | 'failed-lines' | 'unprocessed-lines'
   /** --out as the user wrote it, and its path. */
   out?: { path: string; label: string }
   /** The folder names are taken from (the caller's). */
@@ -742,24 +960,47 @@ const defaultName = (id: string, what: DownloadOptions['what']) => `job-${id}.${
 
 /** `results` and `failed-lines`: the stream to a new file (never over an existing one). */
 export async function download(options: DownloadOptions, connection: Connection, io: JobsIO): Promise<number> {
-  const { id, what } = options
-  if (options.out && existsSync(options.out.path)) {
+  const { what } = options
+  // `--out -` is standard output.
+  const toStdout = options.out?.label === '-'
+  if (options.out && !toStdout && existsSync(options.out.path)) {
     throw new JobCommandError(`${options.out.label} exists already: give another --out, or move that one away`, 2)
   }
   const client = await connect(connection, io)
+  const id = await resolveJobId(client, connection.url, options.id)
   const job = await readJob(client, connection.url, id)
   const path =
-    what === 'failed-lines'
-      ? `import-jobs/${enc(id)}/failed-lines/`
+    what === 'failed-lines' || what === 'unprocessed-lines'
+      ? `import-jobs/${enc(id)}/${what}/`
       : `import-jobs/${enc(id)}/results/${what === 'failed-results' ? '?outcome=failed' : ''}`
   const answer = await client.get(path, { stream: true })
   if (answer.status === 410 || hasCode(answer.body, CODE.input_erased)) {
     throw new JobCommandError(
-      `the input of job ${id} was erased under the service's retention rules (its lines are personal data, kept a set number of days after the job ended): its failed lines cannot be downloaded any more. Its results are kept: ${PROGRAM} results ${id} --failed gives each failed line's number, external account number and error codes, to find the lines in your copy of the file`
+      `the input of job ${id} was erased under the service's retention rules (its lines are personal data, kept a set number of days after the job ended): its ${what === 'unprocessed-lines' ? 'unprocessed' : 'failed'} lines cannot be downloaded any more. Its results are kept: ${PROGRAM} results ${id} --failed gives each failed line's number, external account number and error codes, to find the lines in your copy of the file`
     )
   }
   if (answer.status !== 200 || !answer.response?.body) {
     throw new JobCommandError(`cannot download the ${what.replace('-', ' ')} of job ${id}: ${refusal(answer)}`)
+  }
+  const running = FINISHED.includes(job.state)
+    ? ''
+    : ` (job ${job.state}: ${job.lines.done} of ${job.lines.total} lines have a result so far)`
+  if (toStdout) {
+    let lines = 0
+    // A character may be split between chunks.
+    const decoder = new TextDecoder()
+    try {
+      for await (const chunk of Readable.fromWeb(answer.response.body as WebReadableStream<Uint8Array>)) {
+        const bytes = chunk as Buffer
+        for (let at = bytes.indexOf(10); at !== -1; at = bytes.indexOf(10, at + 1)) lines++
+        await io.stdout(decoder.decode(bytes, { stream: true }))
+      }
+      await io.stdout(decoder.decode())
+    } catch (err) {
+      throw new JobCommandError(`the download of job ${id} broke off: ${(err as Error).message}`)
+    }
+    io.stderr(`Wrote ${count(lines, 'line')} of job ${id} (${what}) to standard output${running}\n`)
+    return 0
   }
   // The name: --out, or the first free default name.
   let target = options.out
@@ -796,10 +1037,13 @@ export async function download(options: DownloadOptions, connection: Connection,
   } finally {
     rmSync(temporary, { force: true })
   }
-  const running = FINISHED.includes(job.state)
-    ? ''
-    : ` (job ${job.state}: ${job.lines.done} of ${job.lines.total} lines have a result so far)`
-  if (what === 'failed-lines') {
+  if (what === 'unprocessed-lines') {
+    await io.stdout(
+      lines === 0
+        ? `No unprocessed lines in job ${id}${job.state === 'CANCELLED' ? '' : ` (${job.state}: only a cancelled job has lines it never ran)`}: nothing written.\n`
+        : `Wrote the ${count(lines, 'line')} job ${id} never ran to ${target.label}: submit that file as a new job: ${PROGRAM} submit ${basename(target.label)} --team …\n`
+    )
+  } else if (what === 'failed-lines') {
     await io.stdout(
       lines === 0
         ? `No failed lines in job ${id}${running}: nothing written.\n`

@@ -2,7 +2,9 @@ import { sql } from 'drizzle-orm'
 import { importJobLines } from '../../../drizzle/schema/index.js'
 import { rowsOf, textList, type Db } from '../../db/index.js'
 import { supplierAndTeam } from '../../accounts/repository.js'
-import type { JobState, LineOutcome } from '../../../schemas/import-jobs.js'
+import type { CancelledReason, JobState, LineOutcome } from '../../../schemas/import-jobs.js'
+import type { JobWindow } from '../../rules/job-window.js'
+import { formatDateTime } from '../../format.js'
 
 /** A job as stored, with its supplier's code and status. */
 export interface JobRow {
@@ -15,6 +17,11 @@ export interface JobRow {
   created_at: string
   started_at: string | null
   finished_at: string | null
+  not_before: string | null
+  not_after: string | null
+  cancelled_reason: CancelledReason | null
+  /** Failed lines by each distinct code they hold. */
+  failure_codes: Record<string, number>
   total_lines: number
   total_bytes: number
   done: number
@@ -38,6 +45,8 @@ export interface ClaimedJob {
   dry_run: boolean
   next_line: number
   chunk_started_at: string
+  /** Earlier runs of this chunk that failed on the service's own error. */
+  chunk_failures: number
 }
 
 /** A line of an upload, as stored. */
@@ -68,15 +77,22 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 
 const JOB_COLUMNS = sql`j.id, j.organisation_id, s.code as supplier_code, s.status as supplier_status, j.dry_run, j.state,
   j.created_at, j.started_at, j.finished_at, j.total_lines, j.total_bytes, j.done, j.created, j.already_imported,
-  j.would_create, j.failed, j.skipped_blank, j.progress`
+  j.would_create, j.failed, j.skipped_blank, j.progress, j.not_before, j.not_after, j.cancelled_reason, j.failure_codes`
 
 function jobOfRow(row: Record<string, unknown>): JobRow {
-  const time = (value: unknown) => (value === null ? null : new Date(value as string).toISOString())
+  // UTC, whole seconds, as every date-time the service answers.
+  const time = (value: unknown) => (value === null ? null : formatDateTime(new Date(value as string)))
   return {
     ...(row as unknown as JobRow),
     created_at: time(row.created_at)!,
     started_at: time(row.started_at),
     finished_at: time(row.finished_at),
+    not_before: time(row.not_before ?? null),
+    not_after: time(row.not_after ?? null),
+    failure_codes:
+      typeof row.failure_codes === 'string'
+        ? JSON.parse(row.failure_codes)
+        : ((row.failure_codes as JobRow['failure_codes']) ?? {}),
     total_bytes: Number(row.total_bytes),
     progress: typeof row.progress === 'string' ? JSON.parse(row.progress) : ((row.progress as JobRow['progress']) ?? [])
   }
@@ -221,7 +237,14 @@ export function createImportJobsRepository(db: Db) {
      * it (PAUSED while its supplier is Paused), if the organisation has fewer than `maxActive`
      * jobs queued, running or paused.
      */
-    async start(jobId: string, organisationId: string, maxActive: number): Promise<StartRefusal | undefined> {
+    async start(
+      jobId: string,
+      organisationId: string,
+      maxActive: number,
+      window: JobWindow
+    ): Promise<StartRefusal | undefined> {
+      // A job waiting for its window does not count against the limit, nor is it refused by it.
+      const waits = window.notBefore !== null && window.notBefore.getTime() > Date.now()
       return db.transaction(async (tx) => {
         // One start at a time per organisation, so that two cannot both pass the count.
         await tx.execute(sql`select pg_advisory_xact_lock(hashtextextended(${'import-jobs:' + organisationId}, 0))`)
@@ -230,27 +253,31 @@ export function createImportJobsRepository(db: Db) {
             join import_suppliers s on s.id = j.supplier_id where j.id = ${jobId}::uuid for update of j`)
         )
         if (job?.state !== 'OPEN') return 'closed' as const
-        const [active] = rowsOf<{ n: number | string }>(
-          await tx.execute(sql`select count(*) as n from import_jobs where organisation_id = ${organisationId}::uuid
-            and state in ('QUEUED', 'RUNNING', 'PAUSED')`)
-        )
-        if (Number(active!.n) >= maxActive) return 'busy' as const
+        if (!waits) {
+          const [active] = rowsOf<{ n: number | string }>(
+            await tx.execute(sql`select count(*) as n from import_jobs where organisation_id = ${organisationId}::uuid
+              and state in ('QUEUED', 'RUNNING', 'PAUSED') and (not_before is null or not_before <= now())`)
+          )
+          if (Number(active!.n) >= maxActive) return 'busy' as const
+        }
         await tx.execute(sql`update import_job_parts p set line_offset = o.line_offset
           from (select part, coalesce(sum(lines) over (order by part rows between unbounded preceding and 1 preceding), 0)
             as line_offset from import_job_parts where job_id = ${jobId}::uuid) o
           where p.job_id = ${jobId}::uuid and p.part = o.part`)
-        const state: JobState = job.supplier_status === 'Paused' ? 'PAUSED' : 'QUEUED'
-        await tx.execute(sql`update import_jobs set state = ${state}, started_at = now(), state_changed_at = now()
+        const state: JobState = job.supplier_status === 'Paused' && !waits ? 'PAUSED' : 'QUEUED'
+        const at = (date: Date | null) => (date === null ? null : date.toISOString())
+        await tx.execute(sql`update import_jobs set state = ${state}, started_at = now(), state_changed_at = now(),
+            not_before = ${at(window.notBefore)}::timestamptz, not_after = ${at(window.notAfter)}::timestamptz
           where id = ${jobId}::uuid`)
         return undefined
       })
     },
 
-    /** Cancels a job not yet COMPLETED or CANCELLED; false when it was one of those. */
+    /** A person cancels a job not yet COMPLETED or CANCELLED; false when it was one of those. */
     async cancel(jobId: string): Promise<boolean> {
       const rows = rowsOf(
         await db.execute(sql`update import_jobs set state = 'CANCELLED', finished_at = now(), state_changed_at = now(),
-          claimed_by = null, claimed_until = null
+          cancelled_reason = 'cancelled', claimed_by = null, claimed_until = null
           where id = ${jobId}::uuid and state not in ('COMPLETED', 'CANCELLED') returning id`)
       )
       return rows.length > 0
@@ -301,17 +328,38 @@ export function createImportJobsRepository(db: Db) {
       )
     },
 
+    /** The text of lines `from`…`to` that have no result, in line order (blank ones included). */
+    async unprocessedLines(jobId: string, from: number, to: number): Promise<string[]> {
+      const rows = rowsOf<{ text: string }>(
+        await db.execute(sql`select l.text from import_job_parts p join import_job_lines l on l.upload_id = p.upload_id
+            and l.idx between ${from}::int - p.line_offset and ${to}::int - p.line_offset
+          where p.job_id = ${jobId}::uuid and p.line_offset < ${to}::int and p.line_offset + p.lines >= ${from}::int
+            and not exists (select 1 from import_job_results r where r.job_id = ${jobId}::uuid
+              and r.line = p.line_offset + l.idx)
+          order by p.line_offset + l.idx`)
+      )
+      return rows.map((row) => row.text)
+    },
+
     /**
      * Claims the job to run a chunk of next, for `leaseSeconds`: a QUEUED or RUNNING job of an
-     * Ongoing supplier that no live process holds, of the organisation served least recently
-     * (then its job served least recently), so that organisations share the runners evenly.
+     * Ongoing supplier that no live process holds, inside its window, of the organisation served
+     * least recently (then its job served least recently), so that organisations share the
+     * runners evenly. A QUEUED job whose window has opened runs only while its organisation has
+     * fewer than `maxActive` jobs going counting it (jobs whose window opened earlier go first).
      */
-    async claim(me: string, leaseSeconds: number): Promise<ClaimedJob | undefined> {
+    async claim(me: string, leaseSeconds: number, maxActive: number): Promise<ClaimedJob | undefined> {
       const [row] = rowsOf<ClaimedJob>(
         await db.execute(sql`with next as (
             select j.id from import_jobs j join import_suppliers s on s.id = j.supplier_id
             where j.state in ('QUEUED', 'RUNNING') and s.status = 'Ongoing'
               and (j.claimed_until is null or j.claimed_until < now())
+              and (j.not_after is null or j.not_after > now())
+              and (j.not_before is null or j.not_before <= now())
+              and (j.state = 'RUNNING' or j.not_before is null or (select count(*) from import_jobs o
+                where o.organisation_id = j.organisation_id and o.id <> j.id
+                  and (o.state in ('RUNNING', 'PAUSED') or (o.state = 'QUEUED' and (o.not_before is null
+                    or (o.not_before, o.id) < (j.not_before, j.id))))) < ${maxActive}::int)
             order by (select max(o.served_at) from import_jobs o where o.organisation_id = j.organisation_id)
               asc nulls first, j.served_at asc nulls first, j.created_at, j.id
             limit 1 for update of j skip locked)
@@ -322,7 +370,7 @@ export function createImportJobsRepository(db: Db) {
           from next, import_suppliers s, organisations o, operations_teams t
           where j.id = next.id and s.id = j.supplier_id and o.id = j.organisation_id and t.id = j.team_id
           returning j.id, j.organisation_id, o.name as organisation_name, j.api_key_id, s.code as supplier_code,
-            t.name as team_name, j.dry_run, j.next_line, j.chunk_started_at`)
+            t.name as team_name, j.dry_run, j.next_line, j.chunk_started_at, j.chunk_failures`)
       )
       return row
     },
@@ -372,48 +420,77 @@ export function createImportJobsRepository(db: Db) {
     },
 
     /**
-     * Stores a chunk's results (a line that has one keeps it), counts them on the job, moves its
-     * place on, samples its progress, completes a RUNNING job with every line done, and lets the
-     * claim go: all in one transaction, so a crash leaves either all of it or none.
+     * Stores results of a chunk still running (a batch of it that finished), if this process
+     * still holds the job: a line that has one keeps it; they count on the job at once.
+     */
+    async storeResults(jobId: string, me: string, results: ResultRow[]): Promise<void> {
+      if (results.length === 0) return
+      // One statement: the job's row is never held locked between round trips (a process stalled
+      // between them would keep every other from claiming the job).
+      await db.execute(sql`with held as (
+          select id from import_jobs where id = ${jobId}::uuid and claimed_by = ${me} for update),
+        inserted as (insert into import_job_results (job_id, line, outcome, external_account_number,
+            service_account_number, step, status, code, errors)
+          select ${jobId}::uuid, r.line, r.outcome::import_job_outcome, r.external_account_number,
+            r.service_account_number, r.step, r.status, r.code, r.errors
+          from jsonb_to_recordset(${JSON.stringify(results)}::jsonb) as r(line int, outcome text,
+            external_account_number text, service_account_number text, step text, status smallint, code text,
+            errors jsonb)
+          where exists (select 1 from held)
+          on conflict (job_id, line) do nothing returning outcome, code, errors),
+        codes as (select c.code, count(*)::int as lines from inserted i cross join lateral (
+            select e->>'code' as code from jsonb_array_elements(
+              case when jsonb_typeof(i.errors) = 'array' then i.errors else '[]'::jsonb end) e
+            union select i.code where i.errors is null or jsonb_typeof(i.errors) <> 'array'
+              or jsonb_array_length(i.errors) = 0) c
+          where i.outcome = 'failed' and c.code is not null group by 1)
+        update import_jobs j set done = j.done + n.total, created = j.created + n.created,
+            already_imported = j.already_imported + n.already_imported, would_create = j.would_create + n.would_create,
+            failed = j.failed + n.failed, skipped_blank = j.skipped_blank + n.skipped_blank,
+            failure_codes = (select coalesce(jsonb_object_agg(key, total), '{}'::jsonb) from (
+                select key, sum(value::int) as total from (
+                  select key, value from jsonb_each_text(j.failure_codes)
+                  union all select code, lines::text from codes) c group by key) t),
+            progress = (select coalesce(jsonb_agg(sample), '[]'::jsonb) from (
+                select sample from jsonb_array_elements(j.progress) sample
+                where (sample->>0)::bigint >= (extract(epoch from now()) * 1000)::bigint - 120000
+                union all select jsonb_build_array((extract(epoch from now()) * 1000)::bigint, j.done + n.total)
+              ) samples)
+        from (select count(*)::int as total, count(*) filter (where outcome = 'created')::int as created,
+            count(*) filter (where outcome = 'already_imported')::int as already_imported,
+            count(*) filter (where outcome = 'would_create')::int as would_create,
+            count(*) filter (where outcome = 'failed')::int as failed,
+            count(*) filter (where outcome = 'skipped_blank')::int as skipped_blank from inserted) n
+        where j.id in (select id from held) and n.total > 0`)
+    },
+
+    /**
+     * Stores a chunk's last results, then moves the job's place on, completes a RUNNING job with
+     * every line done or, past its `not_after`, cancels it (`window_ended`), and lets the claim go.
+     * Each is one statement: the job's row is never held locked between round trips, and a crash
+     * between them leaves the results stored and the chunk's other lines to be run again.
      */
     async finishChunk(jobId: string, me: string, results: ResultRow[], nextLine: number): Promise<void> {
-      await db.transaction(async (tx) => {
-        // A process that stalled past its claim stores nothing: the results it would insert would
-        // not be counted, and the new holder's, for the same lines, would then be refused.
-        const held = rowsOf(
-          await tx.execute(sql`select 1 from import_jobs where id = ${jobId}::uuid and claimed_by = ${me} for update`)
-        )
-        if (held.length === 0) return
-        let inserted: Array<{ outcome: LineOutcome }> = []
-        if (results.length > 0) {
-          inserted = rowsOf<{ outcome: LineOutcome }>(
-            await tx.execute(sql`insert into import_job_results (job_id, line, outcome, external_account_number,
-                service_account_number, step, status, code, errors)
-              select ${jobId}::uuid, r.line, r.outcome::import_job_outcome, r.external_account_number,
-                r.service_account_number, r.step, r.status, r.code, r.errors
-              from jsonb_to_recordset(${JSON.stringify(results)}::jsonb) as r(line int, outcome text,
-                external_account_number text, service_account_number text, step text, status smallint, code text,
-                errors jsonb)
-              on conflict (job_id, line) do nothing returning outcome`)
-          )
-        }
-        const count = (outcome: LineOutcome) => inserted.filter((row) => row.outcome === outcome).length
-        await tx.execute(sql`update import_jobs set
-            done = done + ${inserted.length}, created = created + ${count('created')},
-            already_imported = already_imported + ${count('already_imported')},
-            would_create = would_create + ${count('would_create')}, failed = failed + ${count('failed')},
-            skipped_blank = skipped_blank + ${count('skipped_blank')},
-            next_line = greatest(next_line, ${nextLine}::int), served_at = now(), chunk_started_at = null,
-            claimed_by = null, claimed_until = null,
-            progress = (select coalesce(jsonb_agg(sample), '[]'::jsonb) from (
-                select sample from jsonb_array_elements(progress) sample
-                where (sample->>0)::bigint >= (extract(epoch from now()) * 1000)::bigint - 120000
-                union all select jsonb_build_array((extract(epoch from now()) * 1000)::bigint, done + ${inserted.length})
-              ) samples)
-          where id = ${jobId}::uuid and claimed_by = ${me}`)
-        await tx.execute(sql`update import_jobs set state = 'COMPLETED', finished_at = now(), state_changed_at = now()
-          where id = ${jobId}::uuid and state = 'RUNNING' and done >= total_lines`)
-      })
+      await this.storeResults(jobId, me, results)
+      // A process that stalled past its claim changes nothing (the new holder runs the chunk).
+      await db.execute(sql`update import_jobs set next_line = greatest(next_line, ${nextLine}::int), served_at = now(),
+          chunk_started_at = null, chunk_failures = 0, claimed_by = null, claimed_until = null,
+          state = case when state <> 'RUNNING' then state when done >= total_lines then 'COMPLETED'::import_job_state
+            when not_after <= now() then 'CANCELLED'::import_job_state else state end,
+          cancelled_reason = case when state = 'RUNNING' and done < total_lines and not_after <= now()
+            then 'window_ended'::import_job_cancelled_reason else cancelled_reason end,
+          finished_at = case when state = 'RUNNING' and (done >= total_lines or not_after <= now()) then now()
+            else finished_at end,
+          state_changed_at = case when state = 'RUNNING' and (done >= total_lines or not_after <= now()) then now()
+            else state_changed_at end
+        where id = ${jobId}::uuid and claimed_by = ${me}`)
+    },
+
+    /** A chunk's run failed on the service's own error: counted, and the claim let go. */
+    async chunkFailed(jobId: string, me: string): Promise<void> {
+      await db.execute(sql`update import_jobs set claimed_by = null, claimed_until = null, served_at = now(),
+          chunk_failures = least(chunk_failures + 1, 100)
+        where id = ${jobId}::uuid and claimed_by = ${me}`)
     },
 
     /** Lets every claim go: at the start of the one process an embedded database has, any claim is a dead one's. */
@@ -434,19 +511,31 @@ export function createImportJobsRepository(db: Db) {
     },
 
     /**
-     * The states that follow from the suppliers and the clock: PAUSED while the supplier is
-     * Paused (back to QUEUED when it is Ongoing), CANCELLED when it is Complete, an OPEN job
-     * never started after a day and a job PAUSED for 30 days.
+     * The states that follow from the suppliers and the clock: CANCELLED when the supplier is
+     * Complete, an OPEN job never started after a day, a job PAUSED for 30 days, and a job not
+     * running a chunk once its `not_after` has passed (each with its reason; a job past its window
+     * with every line done is COMPLETED); PAUSED while the supplier is Paused (a job waiting for its
+     * `not_before` stays QUEUED), back to QUEUED when it is Ongoing.
      */
     async settleStates(): Promise<void> {
       await db.execute(sql`update import_jobs j set state = 'CANCELLED', finished_at = now(), state_changed_at = now(),
-          claimed_by = null, claimed_until = null
+          claimed_by = null, claimed_until = null,
+          cancelled_reason = (case when s.status = 'Complete' then 'supplier_complete'
+            when j.state = 'OPEN' then 'never_started'
+            when j.state = 'PAUSED' and j.state_changed_at < now() - interval '30 days' then 'paused_too_long'
+            else 'window_ended' end)::import_job_cancelled_reason
         from import_suppliers s where s.id = j.supplier_id and j.state not in ('COMPLETED', 'CANCELLED')
           and (s.status = 'Complete' or (j.state = 'OPEN' and j.state_changed_at < now() - interval '1 day')
-            or (j.state = 'PAUSED' and j.state_changed_at < now() - interval '30 days'))`)
+            or (j.state = 'PAUSED' and j.state_changed_at < now() - interval '30 days')
+            or (j.state <> 'OPEN' and j.not_after <= now() and j.done < j.total_lines
+              and (j.claimed_until is null or j.claimed_until < now())))`)
+      await db.execute(sql`update import_jobs set state = 'COMPLETED', finished_at = now(), state_changed_at = now()
+        where state in ('QUEUED', 'RUNNING', 'PAUSED') and not_after <= now() and done >= total_lines
+          and (claimed_until is null or claimed_until < now())`)
       await db.execute(sql`update import_jobs j set state = 'PAUSED', state_changed_at = now()
         from import_suppliers s where s.id = j.supplier_id and s.status = 'Paused'
-          and j.state in ('QUEUED', 'RUNNING') and (j.claimed_until is null or j.claimed_until < now())`)
+          and j.state in ('QUEUED', 'RUNNING') and (j.claimed_until is null or j.claimed_until < now())
+          and (j.not_before is null or j.not_before <= now())`)
       await db.execute(sql`update import_jobs j set state = 'QUEUED', state_changed_at = now()
         from import_suppliers s where s.id = j.supplier_id and s.status = 'Ongoing' and j.state = 'PAUSED'`)
     }

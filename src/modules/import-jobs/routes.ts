@@ -19,7 +19,9 @@ import {
   PartParams,
   PartResponses,
   ResultsQuery,
-  ResultsResponses
+  ResultsResponses,
+  StartJobRequest,
+  UnprocessedLinesResponses
 } from '../../../schemas/import-jobs.js'
 import type { Config } from '../../config.js'
 import {
@@ -52,6 +54,14 @@ const streamedBodies: typeof validatorCompiler = (route) => {
   return Object.defineProperty(check, 'errors', { get: () => (validate as { errors?: unknown }).errors })
 }
 
+/** The route's validators, but a request without a body is taken as an empty one (the start's window is optional). */
+const optionalBody: typeof validatorCompiler = (route) => {
+  const validate = validatorCompiler(route)
+  if (route.httpPart !== 'body') return validate
+  const check = (data: unknown) => data === undefined || data === null || validate(data)
+  return Object.defineProperty(check, 'errors', { get: () => (validate as { errors?: unknown }).errors })
+}
+
 /** Import jobs under /v1/data-import: a whole file uploaded in parts and migrated by the service. */
 const importJobsRoutes: FastifyPluginAsyncTypebox<{ config: Config; sections: Section[] }> =
   async function importJobsRoutes(app, opts) {
@@ -69,7 +79,12 @@ const importJobsRoutes: FastifyPluginAsyncTypebox<{ config: Config; sections: Se
       failures: app.failures
     })
     const log = app.log.child({ component: 'import-jobs' })
-    const runner = createImportJobsRunner({ db: app.db, batches, log })
+    const runner = createImportJobsRunner({
+      db: app.db,
+      batches,
+      log,
+      perOrganisation: opts.config.importJobsPerOrganisation
+    })
     const worker = createImportJobsWorker(runner, opts.config.importJobWorkers, log)
     app.addHook('onReady', async function startImportJobs() {
       // The embedded database has one process: a claim left from before is a dead one's, not to be waited out.
@@ -90,6 +105,7 @@ const importJobsRoutes: FastifyPluginAsyncTypebox<{ config: Config; sections: Se
       worker.wake
     )
     const checkSettings = compileBody(CreateJobRequest)
+    const checkWindow = compileBody(StartJobRequest)
 
     // A part's body is read as it arrives, never held whole.
     app.addContentTypeParser(NDJSON, function streamed(_request, payload, done) {
@@ -126,11 +142,19 @@ const importJobsRoutes: FastifyPluginAsyncTypebox<{ config: Config; sections: Se
         const principal = organisationOf(request.principal)
         const query = request.query as Record<string, unknown>
         if (isNdjson(request)) {
-          // The settings of the one-call form, as the JSON body's (the query's types already converted).
-          if (!checkSettings(query)) throw invalidRequest(entriesFromAjv(checkSettings.errors ?? []))
+          // The settings and window of the one-call form, as the JSON bodies' (the query's types already converted).
+          const { not_before, not_after, ...settings } = query
+          const window = { not_before, not_after }
+          for (const key of ['not_before', 'not_after'] as const) if (window[key] === undefined) delete window[key]
+          const problems = [
+            ...(checkSettings(settings) ? [] : entriesFromAjv(checkSettings.errors ?? [])),
+            ...(checkWindow(window) ? [] : entriesFromAjv(checkWindow.errors ?? []))
+          ]
+          if (problems.length > 0) throw invalidRequest(problems)
           const job = await service.createAndStart(
             principal,
-            query as CreateJobRequest,
+            settings as CreateJobRequest,
+            window as StartJobRequest,
             request.body as unknown as Readable
           )
           return reply.code(202).send(job)
@@ -234,13 +258,21 @@ const importJobsRoutes: FastifyPluginAsyncTypebox<{ config: Config; sections: Se
         schema: {
           tags: TAGS,
           summary: 'Start an OPEN job',
-          description: 'The job is QUEUED (PAUSED while its supplier is Paused) and no more parts are taken.',
+          description:
+            'The job is QUEUED (PAUSED while its supplier is Paused) and no more parts are taken. An optional JSON ' +
+            'body `{not_before, not_after}` gives it a start window: it stays QUEUED until `not_before` (at most 7 ' +
+            'days ahead; not counted against the jobs an organisation may have going until then), and begins no line ' +
+            'from `not_after` on: the lines not begun are then `not_processed` and the job ends CANCELLED ' +
+            '(`window_ended`). No body, or both null: at once, without end. A refused start leaves the job OPEN.',
           params: JobParams,
+          body: StartJobRequest,
           response: JobAcceptedResponses
-        }
+        },
+        validatorCompiler: optionalBody
       },
       async function startJob(request, reply) {
-        return reply.code(202).send(await service.start(organisationOf(request.principal), request.params.id))
+        const asked = (request.body ?? {}) as StartJobRequest
+        return reply.code(202).send(await service.start(organisationOf(request.principal), request.params.id, asked))
       }
     )
 
@@ -282,6 +314,30 @@ const importJobsRoutes: FastifyPluginAsyncTypebox<{ config: Config; sections: Se
         const pages = service.results(job, request.query.outcome === 'failed')
         const body = ndjsonStream(pages, function streamFailed(err) {
           request.log.error({ err }, 'job results stream failed after the response started: body truncated')
+        })
+        return reply.type(`${NDJSON}; charset=utf-8`).send(body as never)
+      }
+    )
+
+    app.get(
+      '/import-jobs/:id/unprocessed-lines/',
+      {
+        schema: {
+          tags: TAGS,
+          summary: 'The input lines never run (NDJSON), unchanged',
+          description:
+            'The lines of a CANCELLED job whose outcome is `not_processed` (it was cancelled, or its window ended, ' +
+            'before them), in line order, to submit again as a new job. 410 `input_erased` once the input has been ' +
+            'erased under the retention rules.',
+          params: JobParams,
+          response: UnprocessedLinesResponses
+        }
+      },
+      async function unprocessedLines(request, reply) {
+        const job = await service.ownJob(organisationOf(request.principal), request.params.id)
+        if (!(await service.inputHeld(job))) throw answer(CODE.input_erased)
+        const body = ndjsonStream(service.unprocessedLines(job), function streamFailed(err) {
+          request.log.error({ err }, 'unprocessed lines stream failed after the response started: body truncated')
         })
         return reply.type(`${NDJSON}; charset=utf-8`).send(body as never)
       }

@@ -5,6 +5,7 @@ import { CODE } from '../../../schemas/error-codes.js'
 import type { BatchResult } from '../../../schemas/batches.js'
 import { storableText } from '../../../schemas/text.js'
 import { AppError } from '../../errors.js'
+import { databaseUnavailable } from '../../db/errors.js'
 import { shapeProblem } from '../../json-shape.js'
 import type { Db } from '../../db/index.js'
 import type { OrganisationPrincipal } from '../auth/service.js'
@@ -29,6 +30,12 @@ const LEASE_SECONDS = 30
 /** How often a runner with nothing to do looks for work, and how often job states are settled. */
 const IDLE_MS = 1000
 const SETTLE_MS = 5000
+/**
+ * Runs of a chunk that may fail on an error of the service's own (not the database being
+ * unreachable) before its lines are run one at a time, and a line whose run still fails gets the
+ * result `server_error`: a chunk that keeps failing never holds its job for ever.
+ */
+export const MAX_CHUNK_FAILURES = 3
 
 const noResult = {
   service_account_number: null,
@@ -49,6 +56,20 @@ function unreadable(line: number): ResultRow {
     status: 400,
     code: CODE.invalid_request,
     errors: [{ code: CODE.invalid, attr: null }]
+  }
+}
+
+/** A line whose run failed on the service's own error every time: it fails, and the job goes on. */
+function brokenRun(line: number, external: string | null): ResultRow {
+  return {
+    line,
+    external_account_number: external,
+    outcome: 'failed',
+    service_account_number: null,
+    step: 'stage',
+    status: 500,
+    code: CODE.server_error,
+    errors: []
   }
 }
 
@@ -101,7 +122,13 @@ function resultOf(line: number, result: BatchResult): ResultRow {
  * its results, counts and the job's place are stored in one transaction at its end, so a process
  * killed mid-chunk leaves the chunk to be run again by whichever process claims the job next.
  */
-export function createImportJobsRunner(deps: { db: Db; batches: BatchesService; log: FastifyBaseLogger }) {
+export function createImportJobsRunner(deps: {
+  db: Db
+  batches: BatchesService
+  log: FastifyBaseLogger
+  /** IMPORT_JOBS_PER_ORGANISATION: a job whose window opens waits while its organisation has this many going. */
+  perOrganisation: number
+}) {
   const { batches, log } = deps
   const repo = createImportJobsRepository(deps.db)
   const me = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`
@@ -187,26 +214,55 @@ export function createImportJobsRunner(deps: { db: Db; batches: BatchesService; 
         organisationName: job.organisation_name,
         apiKeyId: job.api_key_id!
       }
-      const batchesOf = Array.from({ length: Math.ceil(entries.length / BATCH_LINES) }, (_, i) =>
-        entries.slice(i * BATCH_LINES, (i + 1) * BATCH_LINES)
-      )
-      const settled = await Promise.allSettled(batchesOf.map((accounts) => runBatch(job, principal, accounts)))
-      // The supplier stopped being Ongoing: what ran is run again with the rest when the job goes on.
-      if (settled.some((s) => s.status === 'fulfilled' && s.value === 'not_ongoing')) return repo.release(job.id, me)
+      /** Runs entries through the batch engine and stores their results at once (the job's progress). */
+      async function runAndStore(indexes: number[]): Promise<'stored' | 'not_ongoing'> {
+        const answered = await runBatch(
+          job,
+          principal,
+          indexes.map((i) => entries[i])
+        )
+        if (answered === 'not_ongoing') return answered
+        // An account the batch finds already imported but this organisation created since the chunk
+        // began was created by this job, in a run a crash cut short.
+        const already = answered
+          .filter((r) => r.outcome === 'already_imported' && r.external_account_number !== null)
+          .map((r) => r.external_account_number!)
+        const ours = await repo.createdSince(job.supplier_code, job.organisation_id, already, job.chunk_started_at)
+        const rows = answered.map((result, i) => {
+          const row = resultOf(entryLines[indexes[i]!]!, result)
+          if (row.outcome === 'already_imported' && ours.has(row.external_account_number!)) row.outcome = 'created'
+          return row
+        })
+        await repo.storeResults(job.id, me, rows)
+        return 'stored'
+      }
+      const all = entries.map((_, i) => i)
+      let settled: Array<PromiseSettledResult<'stored' | 'not_ongoing'>>
+      if (job.chunk_failures < MAX_CHUNK_FAILURES) {
+        const batchesOf = Array.from({ length: Math.ceil(all.length / BATCH_LINES) }, (_, i) =>
+          all.slice(i * BATCH_LINES, (i + 1) * BATCH_LINES)
+        )
+        settled = await Promise.allSettled(batchesOf.map((indexes) => runAndStore(indexes)))
+      } else {
+        // This chunk failed every time: its lines one at a time; a line that still fails gets server_error.
+        settled = []
+        for (const i of all) {
+          const [one] = await Promise.allSettled([runAndStore([i])])
+          if (one!.status === 'rejected' && !databaseUnavailable(one!.reason)) {
+            log.error({ err: one!.reason, job: job.id, line: entryLines[i] }, 'import job line failed on every run')
+            results.push(brokenRun(entryLines[i]!, lines.find((l) => l.line === entryLines[i])?.external ?? null))
+          } else {
+            settled.push(one!)
+          }
+        }
+      }
+      // The supplier stopped being Ongoing: what did not run is run with the rest when the job goes on.
+      if (settled.some((s) => s.status === 'fulfilled' && s.value === 'not_ongoing')) {
+        await repo.storeResults(job.id, me, results)
+        return repo.release(job.id, me)
+      }
       const failed = settled.find((s) => s.status === 'rejected')
       if (failed) throw failed.reason
-      const answered = settled.flatMap((s) => (s.status === 'fulfilled' && s.value !== 'not_ongoing' ? s.value : []))
-      // An account the batch finds already imported but this organisation created since the chunk
-      // began was created by this job, in a run a crash cut short.
-      const already = answered
-        .filter((r) => r.outcome === 'already_imported' && r.external_account_number !== null)
-        .map((r) => r.external_account_number!)
-      const ours = await repo.createdSince(job.supplier_code, job.organisation_id, already, job.chunk_started_at)
-      answered.forEach((result, i) => {
-        const row = resultOf(entryLines[i]!, result)
-        if (row.outcome === 'already_imported' && ours.has(row.external_account_number!)) row.outcome = 'created'
-        results.push(row)
-      })
     }
     results.sort((a, b) => a.line - b.line)
     await repo.finishChunk(job.id, me, results, Math.max(...lines.map((line) => line.line)) + 1)
@@ -214,7 +270,7 @@ export function createImportJobsRunner(deps: { db: Db; batches: BatchesService; 
 
   /** Claims a job and runs one chunk of it; false when there was nothing to run. */
   async function step(): Promise<boolean> {
-    const job = await repo.claim(me, LEASE_SECONDS)
+    const job = await repo.claim(me, LEASE_SECONDS, deps.perOrganisation)
     if (!job) return false
     const renewal = setInterval(
       () => {
@@ -225,8 +281,13 @@ export function createImportJobsRunner(deps: { db: Db; batches: BatchesService; 
     try {
       await runChunk(job)
     } catch (err) {
-      log.error({ err, job: job.id }, 'import job chunk failed: it will be run again')
-      await repo.release(job.id, me).catch(() => undefined)
+      // The database unreachable is no fault of the chunk's: run it again without counting.
+      const counted = !databaseUnavailable(err)
+      log.error(
+        { err, job: job.id, runs: job.chunk_failures + (counted ? 1 : 0) },
+        'import job chunk failed: it will be run again'
+      )
+      await (counted ? repo.chunkFailed(job.id, me) : repo.release(job.id, me)).catch(() => undefined)
     } finally {
       clearInterval(renewal)
     }

@@ -1,7 +1,17 @@
 import { newId } from '../../ids.js'
 import type { Readable } from 'node:stream'
 import { CODE } from '../../../schemas/error-codes.js'
-import type { CreateJobRequest, ImportJob, JobListQuery, JobState, LineResult } from '../../../schemas/import-jobs.js'
+import {
+  MAX_FAILURE_CODES,
+  type CreateJobRequest,
+  type FailureCodeCount,
+  type ImportJob,
+  type JobListQuery,
+  type JobState,
+  type LineResult,
+  type StartJobRequest
+} from '../../../schemas/import-jobs.js'
+import { jobWindow } from '../../rules/job-window.js'
 import { answer, invalidRequest, notFound, problem, type AppError } from '../../errors.js'
 import { wholeRequestRefusal } from '../../accounts/precheck.js'
 import type { OrganisationPrincipal } from '../auth/service.js'
@@ -33,6 +43,15 @@ export function rateOf(progress: Array<[number, number]>, now: number): number {
   return Math.round(((last[1] - before[1]) / seconds) * 10) / 10
 }
 
+/** The failed lines by code, most lines first (ties by code), at most 20. */
+export function failureCodesOf(counts: Record<string, number>): FailureCodeCount[] {
+  return Object.entries(counts)
+    .filter(([, lines]) => lines > 0)
+    .map(([code, lines]) => ({ code, lines }))
+    .sort((a, b) => b.lines - a.lines || (a.code < b.code ? -1 : a.code > b.code ? 1 : 0))
+    .slice(0, MAX_FAILURE_CODES)
+}
+
 /** The job as its readers see it: a cancelled job's lines without a result are `not_processed`. */
 export function jobObject(row: JobRow, now = Date.now()): ImportJob {
   const notProcessed = row.state === 'CANCELLED' ? Math.max(row.total_lines - row.done, 0) : 0
@@ -46,6 +65,9 @@ export function jobObject(row: JobRow, now = Date.now()): ImportJob {
     created_at: row.created_at,
     started_at: row.started_at,
     finished_at: row.finished_at,
+    not_before: row.not_before,
+    not_after: row.not_after,
+    cancelled_reason: row.state === 'CANCELLED' ? row.cancelled_reason : null,
     lines: {
       total: row.total_lines,
       done: row.done + notProcessed,
@@ -56,6 +78,7 @@ export function jobObject(row: JobRow, now = Date.now()): ImportJob {
       not_processed: notProcessed,
       skipped_blank: row.skipped_blank
     },
+    failure_codes: failureCodesOf(row.failure_codes),
     rate_per_second: rate,
     eta_seconds: row.state === 'RUNNING' && rate > 0 ? Math.ceil(left / rate) : null
   }
@@ -115,8 +138,16 @@ export function createImportJobsService(db: Db, limits: ImportJobsLimits, onStar
     return invalidRequest([problem(CODE.incomplete_line, null)])
   }
 
-  async function start(principal: OrganisationPrincipal, job: JobRow): Promise<ImportJob> {
-    const refusal = await repo.start(job.id, principal.organisationId, limits.perOrganisation)
+  /** The window asked for, or its 400 (checked before the job's state: a refusal changes nothing). */
+  function windowOf(asked: StartJobRequest) {
+    const checked = jobWindow(asked, new Date())
+    if ('problems' in checked) throw invalidRequest(checked.problems)
+    return checked.window
+  }
+
+  async function start(principal: OrganisationPrincipal, job: JobRow, asked: StartJobRequest): Promise<ImportJob> {
+    const window = windowOf(asked)
+    const refusal = await repo.start(job.id, principal.organisationId, limits.perOrganisation, window)
     if (refusal === 'closed') throw notOpen((await repo.job(job.id, null))?.state ?? job.state)
     if (refusal === 'busy') {
       // Retry-After: the code's wait in the catalogue.
@@ -153,12 +184,14 @@ export function createImportJobsService(db: Db, limits: ImportJobsLimits, onStar
     async createAndStart(
       principal: OrganisationPrincipal,
       settings: CreateJobRequest,
+      asked: StartJobRequest,
       body: Readable
     ): Promise<ImportJob> {
+      windowOf(asked)
       const job = await create(principal, settings)
       try {
         await upload(job, 1, body)
-        return await start(principal, job)
+        return await start(principal, job, asked)
       } catch (err) {
         await repo.remove(job.id)
         throw err
@@ -169,10 +202,11 @@ export function createImportJobsService(db: Db, limits: ImportJobsLimits, onStar
       return upload(await ownJob(principal, id), part, body)
     },
 
-    async start(principal: OrganisationPrincipal, id: string): Promise<ImportJob> {
+    async start(principal: OrganisationPrincipal, id: string, asked: StartJobRequest = {}): Promise<ImportJob> {
       const job = await ownJob(principal, id)
+      windowOf(asked)
       if (job.state !== 'OPEN') throw notOpen(job.state)
-      return start(principal, job)
+      return start(principal, job, asked)
     },
 
     async get(principal: OrganisationPrincipal, id: string): Promise<ImportJob> {
@@ -253,6 +287,19 @@ export function createImportJobsService(db: Db, limits: ImportJobsLimits, onStar
         const wanted = new Set(failed.map((row) => row.line))
         const lines = await repo.linesIn(job.id, failed[0]!.line, failed.at(-1)!.line, true)
         yield lines.filter((line) => wanted.has(line.line)).map((line) => line.text!)
+      }
+    },
+
+    /**
+     * The input text of each line a cancelled job never ran (`not_processed`), in line order, a
+     * page at a time (check `inputHeld` first); none for a job not CANCELLED.
+     */
+    async *unprocessedLines(job: JobRow): AsyncGenerator<string[]> {
+      if (job.state !== 'CANCELLED') return
+      for (let from = 1; from <= job.total_lines; from += PAGE_LINES) {
+        const to = Math.min(from + PAGE_LINES - 1, job.total_lines)
+        const lines = await repo.unprocessedLines(job.id, from, to)
+        if (lines.length > 0) yield lines
       }
     },
 
