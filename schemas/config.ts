@@ -51,6 +51,8 @@ export const EnvSchema = Type.Object({
   EMAIL_FROM: Type.String({ minLength: 3, default: 'Account migrations <no-reply@localhost>' }),
   TOKEN_RATE_LIMIT_PER_MINUTE: Type.Integer({ minimum: 1, default: 20 }),
   ORG_RATE_LIMIT_PER_MINUTE: Type.Integer({ minimum: 0, default: 0 }),
+  /** Addresses or CIDR ranges of proxies whose X-Forwarded-For names the client, comma-separated. */
+  TRUST_PROXY: Type.Optional(Type.String()),
   /** Days the staged data and error details of an imported or skipped account are kept; 0 = erased on the next run. */
   /** Lines and bytes an import job may hold at most, and jobs an organisation may have queued, running or paused at once. */
   IMPORT_JOB_MAX_LINES: Type.Integer({ minimum: 1, maximum: 100_000_000, default: 1_000_000 }),
@@ -63,6 +65,8 @@ export const EnvSchema = Type.Object({
   /** Chunks of import jobs this process runs at once; 0: it runs none (it only serves requests). */
   IMPORT_JOB_WORKERS: Type.Integer({ minimum: 0, maximum: 16, default: 1 }),
   STAGED_DATA_RETENTION_DAYS: Type.Integer({ minimum: 0, maximum: 3650, default: 30 }),
+  /** Days the audit trail keeps a record. */
+  AUDIT_RETENTION_DAYS: Type.Integer({ minimum: 1, maximum: 36500, default: 400 }),
   /** Webhooks may go to http:// and to loopback, private and link-local addresses (tests, private networks). */
   WEBHOOK_ALLOW_PRIVATE: Type.Union(
     [Type.Literal('0'), Type.Literal('1'), Type.Literal('false'), Type.Literal('true')],

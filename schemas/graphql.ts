@@ -348,6 +348,38 @@ export const graphqlSchema = /* GraphQL */ `
     redeliverWebhook(input: RedeliverWebhookInput!): WebhookDelivery
   }
 
+  "Who did an audited action: kind is operator, organisation or anonymous (no valid token)."
+  type AuditActor {
+    kind: String!
+    organisation: String
+    apiKeyId: ID
+  }
+  "What an audited action acted on: type organisation, api_key, import_supplier, operations_team or import_process (id <supplier>/<external account number>)."
+  type AuditTarget {
+    type: String!
+    id: String!
+  }
+  "One record of the audit trail."
+  type AuditEvent {
+    id: ID!
+    "UTC, whole seconds."
+    at: String!
+    action: String!
+    "succeeded or refused."
+    outcome: String!
+    "A refusal's error code; null when it succeeded."
+    code: String
+    actor: AuditActor!
+    "null when the action had no target, or a refusal's target does not exist or is another organisation's."
+    target: AuditTarget
+    "updateImportSupplier: {field: {from, to}} of the fields it changed; null otherwise."
+    changes: JSON
+    "The client's address; null for organisations' tokens."
+    ip: String
+    "The id of the HTTP request (X-Request-Id), as in the server's log."
+    requestId: String!
+  }
+
   type Query {
     "Every supplier for the operator; an organisation's token sees its own."
     importSuppliers: [ImportSupplier!]!
@@ -382,5 +414,14 @@ export const graphqlSchema = /* GraphQL */ `
     webhookEndpoints(organisation: String): [WebhookEndpoint!]!
     "An endpoint's deliveries, newest first (kept 30 days). state: PENDING, DELIVERED or FAILED; first 1-1000 (default 100); after: a delivery id."
     webhookDeliveries(endpointId: ID!, state: String, first: Int, after: String): [WebhookDelivery!]!
+    "The audit trail, newest first: every record for the operator, those concerning its own organisation for an organisation's token. since/until: UTC date-times, inclusive; first 1-1000 (default 100); after: an event id."
+    auditEvents(
+      organisation: String
+      action: String
+      since: String
+      until: String
+      first: Int
+      after: String
+    ): [AuditEvent!]!
   }
 `

@@ -25,6 +25,7 @@ import metricsPlugin from './plugins/metrics.js'
 import openapiPlugin from './plugins/openapi.js'
 import queriesPlugin from './plugins/queries.js'
 import rateLimitsPlugin from './plugins/rate-limits.js'
+import auditPlugin from './plugins/audit.js'
 import retentionPlugin from './plugins/retention.js'
 import turnsPlugin from './plugins/turns.js'
 import { serializerCompiler, validatorCompiler } from './validation.js'
@@ -89,6 +90,8 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
       serializers: { err: serializeError }
     },
     bodyLimit: config.bodyLimitBytes,
+    // The client address (rate limits, logs) is X-Forwarded-For's only behind a trusted proxy.
+    ...(config.trustProxy.length > 0 ? { trustProxy: config.trustProxy } : {}),
     // Slow or stalled clients hold nothing for long. Node checks these every
     // connectionsCheckingInterval (30 s by default): once a second keeps them close to the setting.
     requestTimeout: config.requestTimeoutSeconds * 1000,
@@ -142,6 +145,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     await app.register(openapiPlugin)
     await app.register(dbPlugin, { database, ...(replica ? { replica } : {}) })
     await app.register(rateLimitsPlugin, { config })
+    await app.register(auditPlugin)
     await app.register(failuresPlugin)
     await app.register(retentionPlugin, { config })
     await app.register(webhooksPlugin, { config })

@@ -1,3 +1,4 @@
+import { isIP } from 'node:net'
 import { Ajv, type ErrorObject } from 'ajv'
 import { EnvSchema, type Env } from '../schemas/config.js'
 import { RETRY_DELAYS_SECONDS } from '../schemas/webhooks.js'
@@ -60,6 +61,8 @@ export interface Config {
   emailFrom: string
   tokenRateLimitPerMinute: number
   orgRateLimitPerMinute: number
+  /** Proxies (addresses, CIDR ranges) whose X-Forwarded-For gives the client address; empty: none. */
+  trustProxy: string[]
   /** An import job's largest number of lines and of bytes. */
   importJobMaxLines: number
   importJobMaxBytes: number
@@ -69,6 +72,8 @@ export interface Config {
   importJobWorkers: number
   /** Days after an account was imported or skipped before its staged data and error details are erased. */
   stagedDataRetentionDays: number
+  /** Days the audit trail keeps a record (at least 1). */
+  auditRetentionDays: number
   /** Webhooks may go to http:// and to non-public addresses. */
   webhookAllowPrivate: boolean
   /** Seconds before each retry of a delivery; after the last, it is FAILED. */
@@ -211,11 +216,13 @@ export function loadConfig(source: Record<string, string | undefined>, options: 
     emailFrom: typed.EMAIL_FROM,
     tokenRateLimitPerMinute: typed.TOKEN_RATE_LIMIT_PER_MINUTE,
     orgRateLimitPerMinute: typed.ORG_RATE_LIMIT_PER_MINUTE,
+    trustProxy: parseTrustProxy(typed.TRUST_PROXY ?? ''),
     importJobMaxLines: typed.IMPORT_JOB_MAX_LINES,
     importJobMaxBytes: typed.IMPORT_JOB_MAX_BYTES,
     importJobsPerOrganisation: typed.IMPORT_JOBS_PER_ORGANISATION,
     importJobWorkers: typed.IMPORT_JOB_WORKERS,
     stagedDataRetentionDays: typed.STAGED_DATA_RETENTION_DAYS,
+    auditRetentionDays: typed.AUDIT_RETENTION_DAYS,
     webhookAllowPrivate: typed.WEBHOOK_ALLOW_PRIVATE === '1' || typed.WEBHOOK_ALLOW_PRIVATE === 'true',
     webhookRetryDelays:
       typed.WEBHOOK_RETRY_DELAYS === undefined
@@ -230,6 +237,27 @@ export function loadConfig(source: Record<string, string | undefined>, options: 
 }
 
 /** `STRIPE=https://…,ADYEN=https://…` → `{STRIPE: 'https://…', ADYEN: 'https://…'}`. */
+/**
+ * TRUST_PROXY: addresses (IPv4, IPv6) and CIDR ranges, comma-separated. The client address of a
+ * request whose peer is one of them is the one its X-Forwarded-For names.
+ */
+function parseTrustProxy(text: string): string[] {
+  const entries = text
+    .split(',')
+    .map((entry) => entry.trim())
+    .filter((entry) => entry !== '')
+  for (const entry of entries) {
+    const [address = '', prefix, ...rest] = entry.split('/')
+    const version = isIP(address)
+    const bits = version === 4 ? 32 : 128
+    const prefixOk = prefix === undefined || (/^\d{1,3}$/.test(prefix) && Number(prefix) <= bits)
+    if (version === 0 || !prefixOk || rest.length > 0) {
+      throw new ConfigError(`invalid configuration: TRUST_PROXY entry "${entry}" is not an IP address or a CIDR range`)
+    }
+  }
+  return entries
+}
+
 function parseVendors(text: string): Record<string, string> {
   const vendors: Record<string, string> = {}
   for (const pair of text

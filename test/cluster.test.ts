@@ -348,4 +348,37 @@ if (!testDatabaseUrl) {
     server.child.kill('SIGINT')
     t.equal(await server.exit, 0, 'SIGINT: the cluster exits 0')
   })
+
+  t.test(
+    'WORKERS=2: an address gets TOKEN_RATE_LIMIT_PER_MINUTE token requests in all, whichever worker answers',
+    async (t) => {
+      const fresh = await freshDatabase()
+      t.teardown(fresh.drop)
+      const { traced } = await startCluster(t, {
+        DATABASE_URL: fresh.url!,
+        TOKEN_SECRET: TEST_TOKEN_SECRET,
+        OPERATOR_API_KEY: TEST_OPERATOR_KEY,
+        NODE_ENV: 'test',
+        TOKEN_RATE_LIMIT_PER_MINUTE: '6'
+      })
+      const obtain = () =>
+        traced('POST', '/graphql', {
+          body: { query: `mutation { obtainToken(input: {APIKey: "${TEST_OPERATOR_KEY}"}) { token } }` }
+        })
+      const served = new Set<number>()
+      for (let i = 0; i < 6; i++) {
+        const res = await obtain()
+        t.equal(res.status, 200, `request ${i + 1} is allowed`)
+        served.add(res.pid)
+      }
+      t.equal(served.size, 2, 'both workers answered')
+      const refusedBy = new Set<number>()
+      for (let i = 0; i < 4; i++) {
+        const res = await obtain()
+        t.equal(res.status, 429, `request ${7 + i} is refused`)
+        refusedBy.add(res.pid)
+      }
+      t.equal(refusedBy.size, 2, 'by both workers')
+    }
+  )
 }

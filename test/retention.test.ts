@@ -401,7 +401,7 @@ t.test('an erasure between the steps of a create, in each order', async (t) => {
     const hold = gate.pause('transaction')
     const creating = client.create('GAP-1')
     await hold.reached
-    await retention.eraseStagedData(supplier, 'GAP-1')
+    await retention.eraseStagedData(supplier, 'GAP-1', async () => {})
     hold.release()
     const res = await creating
     t.equal(res.statusCode, 400, res.body)
@@ -429,7 +429,7 @@ t.test('an erasure between the steps of a create, in each order', async (t) => {
     const hold = gate.pause('transaction', () => ++transactions === 2)
     const creating = client.create('GAP-2', { team: 'Nobody' })
     await hold.reached
-    await retention.eraseStagedData(supplier, 'GAP-2')
+    await retention.eraseStagedData(supplier, 'GAP-2', async () => {})
     hold.release()
     const res = await creating
     t.same(codes(res), [['operations_team_name_does_not_exist', 'operations_team_name']])
@@ -447,7 +447,7 @@ t.test('an erasure between the steps of a create, in each order', async (t) => {
     const hold = gate.pause('execute', (args) => sqlText(args[0]).includes("'DRY_RUN'"))
     const creating = client.create('GAP-3', { team: 'Nobody', dryRun: true })
     await hold.reached
-    await retention.eraseStagedData(supplier, 'GAP-3')
+    await retention.eraseStagedData(supplier, 'GAP-3', async () => {})
     hold.release()
     t.equal((await creating).statusCode, 400)
     const dryRun = (await eventsOf(database, (await processOf(database, 'GAP-3')).id)).find((e) => e.type === 'DRY_RUN')
@@ -489,7 +489,15 @@ t.test('eraseStagedData', async (t) => {
     })
     expectErasedOnly(
       t,
-      { ...before, counts: { ...before.counts, import_events: before.counts.import_events! + 1 } },
+      {
+        ...before,
+        counts: {
+          ...before.counts,
+          import_events: before.counts.import_events! + 1,
+          // The operator's erasure is audited.
+          audit_events: before.counts.audit_events! + 1
+        }
+      },
       { ...after, events: after.events.slice(0, -1) },
       new Set([process.id])
     )

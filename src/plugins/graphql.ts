@@ -10,6 +10,7 @@ import { errorCodeList } from '../../schemas/error-code-list.js'
 import { AppError, fieldError, unexpected, unsupportedMediaType } from '../errors.js'
 import { formatDateTime, formatNullableDateTime } from '../format.js'
 import { answeredWith } from '../logging.js'
+import type { AuditRequest, AuditTarget, RecordChange } from '../modules/audit/service.js'
 import { tokenFromHeader, type Principal } from '../modules/auth/service.js'
 import { createImportJobsReader } from '../modules/import-jobs/service.js'
 import { createOperatorRepository } from '../modules/operator/repository.js'
@@ -28,6 +29,17 @@ const camelCase = (name: string) => name.replace(/_([a-z])/g, (_m, c: string) =>
 
 function graphqlError(code: string, message: string): mercurius.ErrorWithProps {
   return new mercurius.ErrorWithProps(message, { code })
+}
+
+/** An audit bound, an ISO 8601 date-time with an offset or Z. */
+const INSTANT = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/i
+
+function instant(value: string, name: string): Date {
+  const at = new Date(value)
+  if (!INSTANT.test(value) || Number.isNaN(at.getTime()) || value.startsWith('0000')) {
+    throw invalid(`${name} must be a date-time with an offset or Z, e.g. 2026-11-28T09:00:00Z.`)
+  }
+  return at
 }
 
 /** A job id as the service makes them (a UUID). */
@@ -196,7 +208,51 @@ export default fp(
           )
         })
     }
-    const { webhooks } = app
+    const { webhooks, audit } = app
+
+    /** Who asks, from where, in which request: what every audit record of this request says. */
+    const auditRequest = (ctx: MercuriusContext, caller: Principal | undefined): AuditRequest => ({
+      principal: caller,
+      ip: ctx.reply.request.ip,
+      requestId: String(ctx.reply.request.id)
+    })
+
+    /**
+     * Resolver for an audited operator mutation: `run` gets the writer of the action's record, to
+     * call in the transaction of its change; a refusal is recorded on its own with its code and
+     * the target `targetOf` names (kept only when it exists and is the caller's to see).
+     */
+    function audited<A, T>(
+      action: string,
+      targetOf: (args: A) => AuditTarget | null,
+      run: (args: A, record: RecordChange) => Promise<T>
+    ) {
+      return (_root: unknown, args: A, ctx: MercuriusContext) =>
+        guarded(async () => {
+          let caller: Principal | undefined
+          try {
+            caller = await principal(ctx)
+            if (caller.kind !== 'operator') {
+              throw fieldError(CODE.permission_denied, { detail: 'Only the service operator may use this field.' })
+            }
+            if (!isWellFormedJson(args)) throw invalid('Strings must be well-formed Unicode without U+0000.')
+            const result = await run(args, audit.recorder(auditRequest(ctx, caller), action))
+            audit.committed(action)
+            return result
+          } catch (err) {
+            if (err instanceof AppError) {
+              const target = isWellFormedJson(args) ? targetOf(args) : null
+              await audit.refused(auditRequest(ctx, caller), action, err.code, target)
+            }
+            throw err
+          }
+        })
+    }
+    type Input<T> = { input: T }
+    const processTarget = ({ input }: Input<{ importSupplierCode: string; externalAccountNumber: string }>) => ({
+      type: 'import_process' as const,
+      id: `${input.importSupplierCode}/${input.externalAccountNumber}`
+    })
 
     const jobs = createImportJobsReader(app.db)
     const jobNotFound = (id: string) => fieldError(CODE.not_found, { detail: `Import job ${id} does not exist.` })
@@ -209,44 +265,77 @@ export default fp(
     const resolvers: IResolvers = {
       JSON: JSONScalar,
       Mutation: {
-        obtainToken: (_root: unknown, { input }: { input: { APIKey?: string | null; refreshToken?: string | null } }) =>
+        obtainToken: (
+          _root: unknown,
+          { input }: { input: { APIKey?: string | null; refreshToken?: string | null } },
+          ctx: MercuriusContext
+        ) =>
           guarded(async () => {
             const hasKey = input.APIKey !== undefined && input.APIKey !== null
             const hasRefresh = input.refreshToken !== undefined && input.refreshToken !== null
             if (hasKey === hasRefresh) throw invalid('Give exactly one of APIKey and refreshToken.')
-            return hasKey
-              ? app.auth.tokenFromApiKey(input.APIKey!)
-              : app.auth.tokenFromRefreshToken(input.refreshToken!)
+            if (!hasKey) return app.auth.tokenFromRefreshToken(input.refreshToken!)
+            // Exchanging an API key is audited (a revoked key's refusal too); a renewal is not.
+            const pair = await app.auth.tokenFromApiKey(input.APIKey!, {
+              succeeded: (tx, who) =>
+                audit.recorder(auditRequest(ctx, who), 'obtainToken')(
+                  tx,
+                  who.kind === 'organisation' ? { type: 'api_key', id: who.apiKeyId } : null
+                ),
+              revoked: (id) =>
+                audit.refused(auditRequest(ctx, undefined), 'obtainToken', CODE.authentication_failed, {
+                  type: 'api_key',
+                  id
+                })
+            })
+            audit.committed('obtainToken')
+            return pair
           }),
-        createOrganisation: forOperator(({ input }: { input: { name: string } }) =>
-          operator.createOrganisation(input.name)
+        createOrganisation: audited(
+          'createOrganisation',
+          ({ input }: Input<{ name: string }>) => ({ type: 'organisation', id: input.name.trim() }),
+          ({ input }, record) => operator.createOrganisation(input.name, record)
         ),
-        createApiKey: forOperator(({ input }: { input: { organisation: string } }) =>
-          operator.createApiKey(input.organisation)
+        createApiKey: audited(
+          'createApiKey',
+          () => null,
+          ({ input }: Input<{ organisation: string }>, record) => operator.createApiKey(input.organisation, record)
         ),
-        revokeApiKey: forOperator(async ({ input }: { input: { id: string } }) => {
-          const key = await operator.revokeApiKey(input.id)
-          return { ...key, revokedAt: formatNullableDateTime(key.revokedAt) }
-        }),
-        createImportSupplier: forOperator(({ input }: { input: Parameters<typeof operator.createImportSupplier>[0] }) =>
-          operator.createImportSupplier(input)
+        revokeApiKey: audited(
+          'revokeApiKey',
+          ({ input }: Input<{ id: string }>) => ({ type: 'api_key', id: input.id }),
+          async ({ input }, record) => {
+            const key = await operator.revokeApiKey(input.id, record)
+            return { ...key, revokedAt: formatNullableDateTime(key.revokedAt) }
+          }
         ),
-        updateImportSupplier: forOperator(({ input }: { input: UpdateSupplierInput }) =>
-          operator.updateImportSupplier(input)
+        createImportSupplier: audited(
+          'createImportSupplier',
+          ({ input }: Input<Parameters<typeof operator.createImportSupplier>[0]>) => ({
+            type: 'import_supplier',
+            id: input.code
+          }),
+          ({ input }, record) => operator.createImportSupplier(input, record)
         ),
-        createOperationsTeam: forOperator(({ input }: { input: { name: string } }) =>
-          operator.createOperationsTeam(input.name)
+        updateImportSupplier: audited(
+          'updateImportSupplier',
+          ({ input }: Input<UpdateSupplierInput>) => ({ type: 'import_supplier', id: input.code }),
+          ({ input }, record) => operator.updateImportSupplier(input, record)
         ),
-        skipImportProcess: forOperator(
-          ({ input }: { input: { importSupplierCode: string; externalAccountNumber: string } }) =>
-            operator.skipImportProcess(input.importSupplierCode, input.externalAccountNumber)
+        createOperationsTeam: audited(
+          'createOperationsTeam',
+          ({ input }: Input<{ name: string }>) => ({ type: 'operations_team', id: input.name.trim() }),
+          ({ input }, record) => operator.createOperationsTeam(input.name, record)
         ),
-        eraseStagedData: forOperator(
-          async ({ input }: { input: { importSupplierCode: string; externalAccountNumber: string } }) =>
-            app.retention.eraseStagedData(
-              await operator.supplier(input.importSupplierCode),
-              input.externalAccountNumber
-            )
+        skipImportProcess: audited('skipImportProcess', processTarget, ({ input }, record) =>
+          operator.skipImportProcess(input.importSupplierCode, input.externalAccountNumber, record)
+        ),
+        eraseStagedData: audited('eraseStagedData', processTarget, async ({ input }, record) =>
+          app.retention.eraseStagedData(
+            await operator.supplier(input.importSupplierCode),
+            input.externalAccountNumber,
+            record
+          )
         ),
         cancelImportJob: forJobs(async ({ input }: { input: { id: string } }, organisationId) => {
           const done = await jobs.cancel(organisationId, input.id)
@@ -405,6 +494,49 @@ export default fp(
         webhookEndpoints: forWebhooks((args: { organisation?: string | null }, caller) =>
           webhooks.list(caller, args.organisation ?? undefined)
         ),
+        auditEvents: (
+          _root: unknown,
+          args: {
+            organisation?: string | null
+            action?: string | null
+            since?: string | null
+            until?: string | null
+            first?: number | null
+            after?: string | null
+          },
+          ctx: MercuriusContext
+        ) =>
+          guarded(async () => {
+            const caller = await principal(ctx)
+            if (!isWellFormedJson(args)) throw invalid('Strings must be well-formed Unicode without U+0000.')
+            const first = args.first ?? 100
+            if (!Number.isInteger(first) || first < 1 || first > 1000) throw invalid('first must be 1–1000.')
+            if (args.after != null && !/^[1-9][0-9]{0,14}$/.test(args.after)) {
+              throw invalid('after must be the id of an audit event.')
+            }
+            const unknown = () =>
+              fieldError(CODE.not_found, { detail: `Organisation ${args.organisation} does not exist.` })
+            let organisationId: string | undefined
+            if (caller.kind === 'organisation') {
+              // An organisation reads what concerns it; another's name is as if it did not exist.
+              if (args.organisation != null && args.organisation !== caller.organisationName) throw unknown()
+              organisationId = caller.organisationId
+            } else if (args.organisation != null) {
+              organisationId = await audit.organisationIdByName(args.organisation)
+              if (organisationId === undefined) throw unknown()
+            }
+            return audit.list(
+              {
+                ...(organisationId !== undefined ? { organisationId } : {}),
+                ...(args.action != null ? { action: args.action } : {}),
+                ...(args.since != null ? { since: instant(args.since, 'since') } : {}),
+                ...(args.until != null ? { until: instant(args.until, 'until') } : {}),
+                ...(args.after != null ? { before: Number(args.after) } : {}),
+                limit: first
+              },
+              caller.kind === 'operator'
+            )
+          }),
         webhookDeliveries: forWebhooks(
           (args: { endpointId: string; state?: string | null; first?: number | null; after?: string | null }, caller) =>
             webhooks.deliveries(caller, {
@@ -531,6 +663,6 @@ export default fp(
   },
   {
     name: 'graphql',
-    dependencies: ['db', 'auth', 'bodies', 'rate-limits', 'errors', 'failures', 'retention', 'webhooks']
+    dependencies: ['db', 'auth', 'audit', 'bodies', 'rate-limits', 'errors', 'failures', 'retention', 'webhooks']
   }
 )

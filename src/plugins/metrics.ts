@@ -195,6 +195,24 @@ export default fp(
       }
     })
 
+    const limitsShared = new Gauge({
+      name: 'amis_rate_limits_shared',
+      help: '1 when this process counts the rate limits in the database every process shares; 0 while it cannot reach that count and counts alone (the embedded database: always 0, one process).',
+      registers: [register],
+      collect() {
+        limitsShared.set(app.limits.shared ? 1 : 0)
+      }
+    })
+    const countedAlone = new Counter({
+      name: 'amis_rate_limits_counted_alone_total',
+      help: 'Times this process began counting the rate limits alone because the shared count could not be reached.',
+      registers: [register],
+      collect() {
+        countedAlone.reset()
+        countedAlone.inc(app.limits.countedAlone)
+      }
+    })
+
     // postgres.js does not expose how many of its connections are busy: the configured size is.
     if (app.database.kind === 'postgres') {
       new Gauge({
@@ -203,6 +221,14 @@ export default fp(
         registers: [register]
       }).set(opts.config.databasePoolSize)
     }
+
+    const auditRecords = new Counter({
+      name: 'amis_audit_events_total',
+      help: 'Audit records written by this server process, by action and outcome (succeeded, refused).',
+      labelNames: ['action', 'outcome'],
+      registers: [register]
+    })
+    app.audit.onWritten((action, outcome) => auditRecords.inc({ action, outcome }))
 
     const failuresRecorded = new Counter({
       name: 'amis_failures_recorded_total',
@@ -274,5 +300,8 @@ export default fp(
       return reply.type(scraped.contentType).send(text)
     })
   },
-  { name: 'metrics', dependencies: ['db', 'auth', 'bodies', 'turns', 'failures', 'retention', 'webhooks'] }
+  {
+    name: 'metrics',
+    dependencies: ['db', 'auth', 'audit', 'bodies', 'turns', 'rate-limits', 'failures', 'retention', 'webhooks']
+  }
 )

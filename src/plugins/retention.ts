@@ -10,12 +10,14 @@ declare module 'fastify' {
   }
 }
 
-/** Personal-data retention: the erasure runs in every server process, at start and then regularly. */
+/** Personal-data retention and the audit trail's: the erasure runs in every server process, at start and then regularly. */
 export default fp(
   async function retentionPlugin(app: FastifyInstance, opts: { config: Config }) {
     const retention = createRetentionService(app.db, { retentionDays: opts.config.stagedDataRetentionDays })
     app.decorate('retention', retention)
-    const worker = createRetentionWorker(retention, app.log.child({ component: 'retention' }))
+    const worker = createRetentionWorker(retention, app.log.child({ component: 'retention' }), {
+      audit: { log: app.audit, days: opts.config.auditRetentionDays }
+    })
     app.addHook('onReady', async function startRetention() {
       worker.start()
     })
@@ -23,5 +25,5 @@ export default fp(
       await worker.stop()
     })
   },
-  { name: 'retention', dependencies: ['db'] }
+  { name: 'retention', dependencies: ['db', 'audit'] }
 )

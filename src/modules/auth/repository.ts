@@ -1,6 +1,6 @@
 import { and, eq, isNull, sql } from 'drizzle-orm'
 import { apiKeys, organisations, refreshTokens, serviceSettings } from '../../../drizzle/schema/index.js'
-import { rowsOf, type Db } from '../../db/index.js'
+import { rowsOf, type Db, type Tx } from '../../db/index.js'
 
 export interface KeyRecord {
   apiKeyId: string
@@ -42,30 +42,34 @@ export function createAuthRepository(db: Db) {
      */
     async keyWithRefreshToken(
       keyHash: string,
-      refresh: { tokenHash: string; expiresAt: Date }
+      refresh: { tokenHash: string; expiresAt: Date },
+      record: (tx: Tx, key: KeyRecord) => Promise<void>
     ): Promise<KeyRecord | undefined> {
-      const [row] = rowsOf<{
-        api_key_id: string
-        organisation_id: string
-        organisation_name: string
-        revoked: boolean
-      }>(
-        await db.execute(sql`with key as (
+      return db.transaction(async (tx) => {
+        const [row] = rowsOf<{
+          api_key_id: string
+          organisation_id: string
+          organisation_name: string
+          revoked: boolean
+        }>(
+          await tx.execute(sql`with key as (
             select k.id, k.organisation_id, o.name, k.revoked_at is not null as revoked
             from api_keys k join organisations o on o.id = k.organisation_id where k.key_hash = ${keyHash}),
           issued as (
             insert into refresh_tokens (token_hash, api_key_id, operator, expires_at)
             select ${refresh.tokenHash}, id, false, ${refresh.expiresAt.toISOString()}::timestamptz from key where not revoked)
           select id as api_key_id, organisation_id, name as organisation_name, revoked from key`)
-      )
-      return (
-        row && {
+        )
+        const key = row && {
           apiKeyId: row.api_key_id,
           organisationId: row.organisation_id,
           organisationName: row.organisation_name,
           revoked: row.revoked
         }
-      )
+        // The exchange's audit record, in the transaction that stored its refresh token.
+        if (key && !key.revoked) await record(tx, key)
+        return key
+      })
     },
 
     async findKeyById(apiKeyId: string): Promise<KeyRecord | undefined> {
@@ -77,8 +81,22 @@ export function createAuthRepository(db: Db) {
       return row && toKeyRecord(row)
     },
 
-    async insertRefreshToken(tokenHash: string, apiKeyId: string | null, expiresAt: Date): Promise<void> {
-      await db.insert(refreshTokens).values({ tokenHash, apiKeyId, operator: apiKeyId === null, expiresAt })
+    /** Stores a refresh token; `record`, when given, writes an audit record in the same transaction. */
+    async insertRefreshToken(
+      tokenHash: string,
+      apiKeyId: string | null,
+      expiresAt: Date,
+      record?: (tx: Tx) => Promise<void>
+    ): Promise<void> {
+      const values = { tokenHash, apiKeyId, operator: apiKeyId === null, expiresAt }
+      if (record === undefined) {
+        await db.insert(refreshTokens).values(values)
+        return
+      }
+      await db.transaction(async (tx) => {
+        await tx.insert(refreshTokens).values(values)
+        await record(tx)
+      })
     },
 
     /** Marks the token used, atomically: of two concurrent uses exactly one gets the row. */

@@ -1,11 +1,20 @@
 import { createSigner, createVerifier, TokenError } from 'fast-jwt'
 import { authenticationFailed, tokenExpired } from '../../errors.js'
+import type { Tx } from '../../db/index.js'
 import type { AuthRepository, KeyRecord } from './repository.js'
 import { hashSecret, newSecret, sameHash } from './secrets.js'
 
 /** Who is calling: an organisation through one of its API keys, or the service operator. */
 export type Principal =
   { kind: 'organisation'; organisationId: string; organisationName: string; apiKeyId: string } | { kind: 'operator' }
+
+/** The audit trail's part in exchanging an API key for a token. */
+export interface KeyExchangeAudit {
+  /** Writes the exchange's record in the transaction of its refresh token; `principal`: whose key it was. */
+  succeeded(tx: Tx, principal: Principal): Promise<void>
+  /** Records the refusal of a revoked key (an unknown key's is not recorded). */
+  revoked(apiKeyId: string): Promise<void>
+}
 
 export interface TokenPair {
   token: string
@@ -69,22 +78,32 @@ export function createAuthService(repo: AuthRepository, options: AuthServiceOpti
     }
   }
 
-  async function issue(apiKeyId: string | null): Promise<TokenPair> {
+  async function issue(apiKeyId: string | null, record?: (tx: Tx) => Promise<void>): Promise<TokenPair> {
     const refresh = newRefreshToken()
-    await repo.insertRefreshToken(refresh.tokenHash, apiKeyId, refresh.expiresAtDate)
+    await repo.insertRefreshToken(refresh.tokenHash, apiKeyId, refresh.expiresAtDate, record)
     return pair(apiKeyId, refresh)
   }
 
   return {
     /** `obtainToken` with an API key (an organisation's or the operator's). */
-    async tokenFromApiKey(apiKey: string): Promise<TokenPair> {
+    async tokenFromApiKey(apiKey: string, audit: KeyExchangeAudit): Promise<TokenPair> {
       const keyHash = hashSecret(apiKey)
-      if (sameHash(keyHash, options.operatorKeyHash)) return issue(null)
+      if (sameHash(keyHash, options.operatorKeyHash)) {
+        return issue(null, (tx) => audit.succeeded(tx, { kind: 'operator' }))
+      }
       const refresh = newRefreshToken()
-      const record = await repo.keyWithRefreshToken(keyHash, {
-        tokenHash: refresh.tokenHash,
-        expiresAt: refresh.expiresAtDate
-      })
+      const record = await repo.keyWithRefreshToken(
+        keyHash,
+        { tokenHash: refresh.tokenHash, expiresAt: refresh.expiresAtDate },
+        (tx, key) =>
+          audit.succeeded(tx, {
+            kind: 'organisation',
+            organisationId: key.organisationId,
+            organisationName: key.organisationName,
+            apiKeyId: key.apiKeyId
+          })
+      )
+      if (record?.revoked === true) await audit.revoked(record.apiKeyId)
       if (!record || record.revoked) throw authenticationFailed()
       return pair(record.apiKeyId, refresh)
     },

@@ -46,6 +46,9 @@ const supplierColumns = {
   supplyPointChecks: importSuppliers.supplyPointChecks
 }
 
+/** Writes the action's audit record in the transaction of its change (run after the change). */
+export type InTransaction = (tx: Tx) => Promise<void>
+
 export interface Progress {
   staged: number
   pending: number
@@ -69,12 +72,15 @@ export function createOperatorRepository(db: Db, primary: Db = db) {
   }
 
   return {
-    async insertOrganisation(name: string) {
-      const [row] = await db
-        .insert(organisations)
-        .values({ name })
-        .returning({ id: organisations.id, name: organisations.name })
-      return row!
+    async insertOrganisation(name: string, record: InTransaction) {
+      return db.transaction(async (tx) => {
+        const [row] = await tx
+          .insert(organisations)
+          .values({ name })
+          .returning({ id: organisations.id, name: organisations.name })
+        await record(tx)
+        return row!
+      })
     },
 
     async organisationIdByName(name: string): Promise<string | undefined> {
@@ -82,42 +88,69 @@ export function createOperatorRepository(db: Db, primary: Db = db) {
       return row?.id
     },
 
-    async insertApiKey(organisationId: string, keyHash: string) {
-      const [row] = await db.insert(apiKeys).values({ organisationId, keyHash }).returning({ id: apiKeys.id })
-      return row!
+    async insertApiKey(organisationId: string, keyHash: string, record: (tx: Tx, id: string) => Promise<void>) {
+      return db.transaction(async (tx) => {
+        const [row] = await tx.insert(apiKeys).values({ organisationId, keyHash }).returning({ id: apiKeys.id })
+        await record(tx, row!.id)
+        return row!
+      })
     },
 
     /** Marks the key revoked (keeping the first revocation time); undefined when there is no such key. */
-    async revokeApiKey(id: string) {
-      await db
-        .update(apiKeys)
-        .set({ revokedAt: sql`now()` })
-        .where(and(eq(apiKeys.id, id), isNull(apiKeys.revokedAt)))
-      const [row] = await db
-        .select({ id: apiKeys.id, organisation: organisations.name, revokedAt: apiKeys.revokedAt })
-        .from(apiKeys)
-        .innerJoin(organisations, eq(organisations.id, apiKeys.organisationId))
-        .where(eq(apiKeys.id, id))
-      return row
+    async revokeApiKey(id: string, record: InTransaction) {
+      return db.transaction(async (tx) => {
+        await tx
+          .update(apiKeys)
+          .set({ revokedAt: sql`now()` })
+          .where(and(eq(apiKeys.id, id), isNull(apiKeys.revokedAt)))
+        const [row] = await tx
+          .select({ id: apiKeys.id, organisation: organisations.name, revokedAt: apiKeys.revokedAt })
+          .from(apiKeys)
+          .innerJoin(organisations, eq(organisations.id, apiKeys.organisationId))
+          .where(eq(apiKeys.id, id))
+        if (row) await record(tx)
+        return row
+      })
     },
 
-    async insertSupplier(values: { code: string; organisationId: string } & Required<SupplierChanges>, actor: string) {
+    async insertSupplier(
+      values: { code: string; organisationId: string } & Required<SupplierChanges>,
+      actor: string,
+      record: InTransaction
+    ) {
       return db.transaction(async (tx) => {
         const [row] = await tx.insert(importSuppliers).values(values).returning({ id: importSuppliers.id })
         await tx.insert(importSupplierEvents).values({ supplierId: row!.id, actor, change: { created: values } })
+        await record(tx)
         return (await supplierByCode(values.code, tx))!
       })
     },
 
-    /** Applies the changes and records them as one event; undefined when the code is unknown. */
-    async updateSupplier(code: string, changes: SupplierChanges, actor: string) {
+    /**
+     * Applies the changes and records them as one event; undefined when the code is unknown.
+     * `record` is given the supplier's values before the change.
+     */
+    async updateSupplier(
+      code: string,
+      changes: SupplierChanges,
+      actor: string,
+      record: (tx: Tx, before: Required<SupplierChanges>) => Promise<void>
+    ) {
       return db.transaction(async (tx) => {
         const [before] = await tx
-          .select({ id: importSuppliers.id, status: importSuppliers.status })
+          .select({
+            id: importSuppliers.id,
+            status: importSuppliers.status,
+            documentRoot: importSuppliers.documentRoot,
+            sendMigrationEmails: importSuppliers.sendMigrationEmails,
+            maxConcurrentProcessing: importSuppliers.maxConcurrentProcessing,
+            supplyPointChecks: importSuppliers.supplyPointChecks
+          })
           .from(importSuppliers)
           .where(eq(importSuppliers.code, code))
           .for('update')
         if (!before) return undefined
+        await record(tx, before)
         if (Object.keys(changes).length > 0) {
           await tx
             .update(importSuppliers)
@@ -183,19 +216,22 @@ export function createOperatorRepository(db: Db, primary: Db = db) {
         .orderBy(asc(operationsTeams.name))
     },
 
-    async insertTeam(name: string) {
-      const [row] = await db
-        .insert(operationsTeams)
-        .values({ name })
-        .returning({ id: operationsTeams.id, name: operationsTeams.name })
-      return row!
+    async insertTeam(name: string, record: InTransaction) {
+      return db.transaction(async (tx) => {
+        const [row] = await tx
+          .insert(operationsTeams)
+          .values({ name })
+          .returning({ id: operationsTeams.id, name: operationsTeams.name })
+        await record(tx)
+        return row!
+      })
     },
 
     /**
      * Marks the pair skipped, creating its process when it was never staged. Returns the process,
      * or `imported` when it already has an account (refused by the caller).
      */
-    async skipProcess(supplierId: string, externalAccountNumber: string, actor: string) {
+    async skipProcess(supplierId: string, externalAccountNumber: string, actor: string, record: InTransaction) {
       return db.transaction(async (tx) => {
         const clearFailures = () =>
           tx
@@ -215,6 +251,7 @@ export function createOperatorRepository(db: Db, primary: Db = db) {
           await tx
             .insert(importEvents)
             .values({ importProcessId: inserted.id, type: 'SKIPPED', actor, detail: { previousState: null } })
+          await record(tx)
           // A skipped account's failures are no longer anyone's work.
           await clearFailures()
           return { imported: false as const, serviceAccountNumber: null }
@@ -245,6 +282,7 @@ export function createOperatorRepository(db: Db, primary: Db = db) {
             .values({ importProcessId: process!.id, type: 'SKIPPED', actor, detail: { previousState: process!.state } })
         }
         await clearFailures()
+        await record(tx)
         return { imported: false as const, serviceAccountNumber: process!.serviceAccountNumber }
       })
     },

@@ -5,6 +5,7 @@ import { pgErrorCode } from '../../db/index.js'
 import type { AuthService } from '../auth/service.js'
 import { hashSecret, newSecret } from '../auth/secrets.js'
 import { hidesTraversal } from '../../rules/documents.js'
+import type { AuditChanges, RecordChange } from '../audit/service.js'
 import type { OperatorRepository, SupplierChanges, SupplierRecord, SupplierStatus } from './repository.js'
 
 const OPERATOR = 'operator'
@@ -50,6 +51,15 @@ function checkLimit(value: number | null): number | null {
   return value
 }
 
+/** `{field: {from, to}}` of the fields `changes` gives a new value; null when none does. */
+export function changedFields(before: Required<SupplierChanges>, changes: SupplierChanges): AuditChanges | null {
+  const changed: AuditChanges = {}
+  for (const [field, to] of Object.entries(changes) as [keyof SupplierChanges, unknown][]) {
+    if (before[field] !== to) changed[field] = { from: before[field], to }
+  }
+  return Object.keys(changed).length > 0 ? changed : null
+}
+
 /** Runs an insert and turns a unique violation into `already_exists`. */
 async function unique<T>(what: string, insert: () => Promise<T>): Promise<T> {
   try {
@@ -93,35 +103,44 @@ export function createOperatorService(
   }
 
   return {
-    createOrganisation(name: string) {
+    createOrganisation(name: string, record: RecordChange) {
       const clean = checkName(name, 'name')
-      return unique(`Organisation ${clean}`, () => repo.insertOrganisation(clean))
+      return unique(`Organisation ${clean}`, () =>
+        repo.insertOrganisation(clean, (tx) => record(tx, { type: 'organisation', id: clean }))
+      )
     },
 
-    async createApiKey(organisation: string) {
+    async createApiKey(organisation: string, record: RecordChange) {
       const organisationId = await repo.organisationIdByName(organisation)
       if (!organisationId) throw notFound(`Organisation ${organisation} does not exist.`)
       const key = newSecret('amk')
-      const { id } = await repo.insertApiKey(organisationId, hashSecret(key))
+      const { id } = await repo.insertApiKey(organisationId, hashSecret(key), (tx, id) =>
+        record(tx, { type: 'api_key', id })
+      )
       return { id, key, organisation }
     },
 
-    async revokeApiKey(id: string) {
-      const revoked = UUID.test(id) ? await repo.revokeApiKey(id) : undefined
+    async revokeApiKey(id: string, record: RecordChange) {
+      const revoked = UUID.test(id)
+        ? await repo.revokeApiKey(id, (tx) => record(tx, { type: 'api_key', id }))
+        : undefined
       if (!revoked) throw notFound(`API key ${id} does not exist.`)
       auth.forgetKey(id)
       return { id: revoked.id, organisation: revoked.organisation, revokedAt: revoked.revokedAt }
     },
 
-    async createImportSupplier(input: {
-      code: string
-      organisation: string
-      documentRoot?: string | null
-      status?: SupplierStatus | null
-      sendMigrationEmails?: boolean | null
-      maxConcurrentProcessing?: number | null
-      supplyPointChecks?: SupplyPointChecks | null
-    }) {
+    async createImportSupplier(
+      input: {
+        code: string
+        organisation: string
+        documentRoot?: string | null
+        status?: SupplierStatus | null
+        sendMigrationEmails?: boolean | null
+        maxConcurrentProcessing?: number | null
+        supplyPointChecks?: SupplyPointChecks | null
+      },
+      record: RecordChange
+    ) {
       if (!SUPPLIER_CODE.test(input.code)) throw invalid('code must match ^[A-Z0-9_]{1,32}$.')
       const organisationId = await repo.organisationIdByName(input.organisation)
       if (!organisationId) throw notFound(`Organisation ${input.organisation} does not exist.`)
@@ -134,11 +153,13 @@ export function createOperatorService(
         maxConcurrentProcessing: checkLimit(input.maxConcurrentProcessing ?? null),
         supplyPointChecks: input.supplyPointChecks ?? 'NONE'
       }
-      return unique(`Import supplier ${input.code}`, () => repo.insertSupplier(values, OPERATOR))
+      return unique(`Import supplier ${input.code}`, () =>
+        repo.insertSupplier(values, OPERATOR, (tx) => record(tx, { type: 'import_supplier', id: input.code }))
+      )
     },
 
     /** An omitted field stays as it is; an explicit null clears it (back to its default). */
-    async updateImportSupplier(input: UpdateSupplierInput) {
+    async updateImportSupplier(input: UpdateSupplierInput, record: RecordChange) {
       const changes: SupplierChanges = {}
       if (input.status === null) throw invalid('status cannot be cleared.')
       if (input.status !== undefined) changes.status = input.status
@@ -148,7 +169,9 @@ export function createOperatorService(
         changes.maxConcurrentProcessing = checkLimit(input.maxConcurrentProcessing)
       }
       if (input.supplyPointChecks !== undefined) changes.supplyPointChecks = input.supplyPointChecks ?? 'NONE'
-      const updated = await repo.updateSupplier(input.code, changes, OPERATOR)
+      const updated = await repo.updateSupplier(input.code, changes, OPERATOR, (tx, before) =>
+        record(tx, { type: 'import_supplier', id: input.code }, changedFields(before, changes))
+      )
       if (!updated) throw notFound(`Import supplier ${input.code} does not exist.`)
       return updated
     },
@@ -169,12 +192,14 @@ export function createOperatorService(
 
     operationsTeamExists: async (name: string) => (await repo.teamIdByName(name)) !== undefined,
 
-    createOperationsTeam(name: string) {
+    createOperationsTeam(name: string, record: RecordChange) {
       const clean = checkName(name, 'name')
-      return unique(`Operations team ${clean}`, () => repo.insertTeam(clean))
+      return unique(`Operations team ${clean}`, () =>
+        repo.insertTeam(clean, (tx) => record(tx, { type: 'operations_team', id: clean }))
+      )
     },
 
-    async skipImportProcess(importSupplierCode: string, externalAccountNumber: string) {
+    async skipImportProcess(importSupplierCode: string, externalAccountNumber: string, record: RecordChange) {
       const found = await supplier(importSupplierCode)
       if (
         externalAccountNumber.length === 0 ||
@@ -183,7 +208,9 @@ export function createOperatorService(
       ) {
         throw invalid('externalAccountNumber must be 1–128 characters without leading or trailing whitespace.')
       }
-      const result = await repo.skipProcess(found.id, externalAccountNumber, OPERATOR)
+      const result = await repo.skipProcess(found.id, externalAccountNumber, OPERATOR, (tx) =>
+        record(tx, { type: 'import_process', id: `${importSupplierCode}/${externalAccountNumber}` })
+      )
       if (result.imported) throw invalid(`Account ${externalAccountNumber} is already imported and cannot be skipped.`)
       return {
         importSupplierCode,

@@ -1,7 +1,7 @@
 import { and, eq, sql, type SQL } from 'drizzle-orm'
 import { importEvents, importProcesses } from '../../../drizzle/schema/index.js'
 import type { ProcessState } from '../../db/columns.js'
-import { rowsOf, runInOrder, type Db } from '../../db/index.js'
+import { rowsOf, runInOrder, type Db, type Tx } from '../../db/index.js'
 
 /** True when a `{…, errors: [...]}` value holds an entry with a detail. */
 function hasDetails(value: SQL): SQL<boolean> {
@@ -120,7 +120,8 @@ export function createRetentionRepository(db: Db) {
     async erasePair(
       supplierId: string,
       externalAccountNumber: string,
-      actor: string
+      actor: string,
+      record: (tx: Tx) => Promise<void>
     ): Promise<{ process: ErasedProcess | undefined; jobLines: number }> {
       return db.transaction(async (tx) => {
         const lines = rowsOf(
@@ -158,6 +159,7 @@ export function createRetentionRepository(db: Db) {
             }
           })
         ])
+        await record(tx)
         return { process: { ...process, payloadErased: process.payloadErased === true }, jobLines }
       })
     }

@@ -1,3 +1,4 @@
+import type { RecordChange } from '../audit/service.js'
 import { CODE } from '../../../schemas/error-codes.js'
 import type { Db } from '../../db/index.js'
 import { fieldError } from '../../errors.js'
@@ -105,8 +106,10 @@ export function createRetentionService(db: Db, options: RetentionOptions) {
      * The operator's erasure of one pair (a person's request), whatever its state; the pair's
      * lines in every import job of the supplier lose their text at the same time.
      */
-    async eraseStagedData(supplier: { id: string; code: string }, externalAccountNumber: string) {
-      const { process: erased, jobLines } = await repo.erasePair(supplier.id, externalAccountNumber, 'operator')
+    async eraseStagedData(supplier: { id: string; code: string }, externalAccountNumber: string, record: RecordChange) {
+      const { process: erased, jobLines } = await repo.erasePair(supplier.id, externalAccountNumber, 'operator', (tx) =>
+        record(tx, { type: 'import_process', id: `${supplier.code}/${externalAccountNumber}` })
+      )
       if (!erased) {
         const lines = jobLines === 1 ? 'Its 1 line in import jobs was' : `Its ${jobLines} lines in import jobs were`
         throw fieldError(CODE.not_found, {

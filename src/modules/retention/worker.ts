@@ -1,4 +1,5 @@
 import type { FastifyBaseLogger } from 'fastify'
+import type { AuditLog } from '../audit/service.js'
 import type { RetentionService } from './service.js'
 
 /** Runs between two erasure runs: "at least hourly", and soon enough for `0` days. */
@@ -11,7 +12,7 @@ export const RETENTION_INTERVAL_MS = 15 * 60_000
 export function createRetentionWorker(
   service: RetentionService,
   log: FastifyBaseLogger,
-  options: { intervalMs?: number } = {}
+  options: { intervalMs?: number; audit?: { log: AuditLog; days: number } } = {}
 ) {
   const intervalMs = options.intervalMs ?? RETENTION_INTERVAL_MS
   let timer: NodeJS.Timeout | undefined
@@ -30,6 +31,10 @@ export function createRetentionWorker(
             { ...totals, jobInputs: jobs.jobs, jobLines: jobs.lines, ms: Date.now() - started },
             'staged data erased after the retention period'
           )
+        }
+        if (options.audit) {
+          const removed = await options.audit.log.removeOlderThan(options.audit.days)
+          if (removed > 0) log.info({ auditEvents: removed }, 'audit records removed after the retention period')
         }
       })
       .catch((err) => {
