@@ -266,6 +266,21 @@ t.test(
           t.same([own.errors, own.data?.importJob], [undefined, null], 'importJob of a job not its own: null')
         } else if (name === 'cancelImportJob') {
           expectCode(await gql(app, document, {}, acme.token), 'not_found', 'cancelImportJob of a job not its own')
+        } else if (name === 'auditEvents') {
+          // An organisation reads the records concerning itself; another's name is as if it did not exist.
+          expectCode(
+            await gql(app, '{ auditEvents(organisation: "Other") { id } }', {}, acme.token),
+            'not_found',
+            'auditEvents of another organisation'
+          )
+          const own = await gql(app, '{ auditEvents { id actor { organisation } } }', {}, acme.token)
+          t.notOk(own.errors, 'auditEvents with an organisation token: its own records')
+          t.ok(
+            (own.data?.auditEvents ?? []).every(
+              (e: any) => e.actor.organisation === 'Acme' || e.actor.organisation === null
+            ),
+            'none of another organisation as actor'
+          )
         } else if (name === 'webhookEndpoints') {
           const own = await gql(app, '{ webhookEndpoints { id } }', {}, acme.token)
           t.same(
