@@ -86,10 +86,6 @@ FROM accounts;
 
 t.test("source rows and order, four threads, DuckDB's own buffer size", (t) => rowsAndOrder(t, undefined))
 
-// Skipped: with 64 kB buffers (about 50 of them for this file) and four threads the mapping's
-// query never settled in CI (a hang in the reader or its rejects table, under investigation).
-t.test(
-  'source rows and order on a file DuckDB reads in many buffers with several threads',
-  { skip: 'the query never settles with 64 kB buffers and four threads (a hang under investigation)' },
-  (t) => rowsAndOrder(t, 64 * 1024)
+t.test('source rows and order on a file DuckDB reads in many buffers with several threads', (t) =>
+  rowsAndOrder(t, 64 * 1024)
 )

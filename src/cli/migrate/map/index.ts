@@ -25,6 +25,7 @@ import { parseHeader, type DeclaredFile } from './header.js'
 import { lineageOf, type TableColumns } from './lineage.js'
 import { ident, literal } from './sql.js'
 import { splitStatements } from './statements.js'
+import { writeTogether } from '../write-together.js'
 import { renderMapSummary } from './summary.js'
 import { prepareFile } from './transcode.js'
 import type { FileSummary, MapSummary, SourceLine, SourcesHeader } from './types.js'
@@ -85,9 +86,6 @@ export async function runMapping(
   const sourcesPath = `${out}.sources.ndjson`
   const folder = mkdtempSync(join(tmpdir(), 'amis-map-'))
   let engine: Engine | undefined
-  // DuckDB's long queries were seen not to hold Node's event loop open: with nothing else pending,
-  // the process ended mid-query (exit 13, a top-level await unsettled). A timer holds it.
-  const hold = setInterval(() => {}, 60_000)
   try {
     engine = await openEngine(folder, {
       memoryLimit: options.memoryLimit ?? DEFAULT_MEMORY_LIMIT,
@@ -171,7 +169,6 @@ export async function runMapping(
     options.log?.(renderMapSummary(summary, { out: options.label?.out ?? options.out, goOn: options.goOn === true }))
     return { lines: out, sources: sourcesPath, summary }
   } finally {
-    clearInterval(hold)
     engine?.close()
     rmSync(folder, { recursive: true, force: true })
   }
@@ -361,10 +358,10 @@ async function writeLines(
         text += (entry.includes(':null') ? JSON.stringify(withoutNulls(JSON.parse(entry))) : entry) + '\n'
         sourceText += `{"line":${++line},"account":${JSON.stringify(keys[i])},"rows":${sourceRows[i]}}\n`
       }
-      const a = lines.write(text)
-      const b = sources.write(sourceText)
-      if (!a) await once(lines, 'drain')
-      if (!b) await once(sources, 'drain')
+      await writeTogether([
+        [lines, text],
+        [sources, sourceText]
+      ])
     }
     lines.end()
     sources.end()
