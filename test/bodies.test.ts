@@ -403,3 +403,47 @@ t.test('/graphql without a valid token takes at most 64 KB; with one, the body l
   })
   t.match(chunked, /^HTTP\/1\.1 413 /, 'a chunked body of unknown length is counted as it arrives')
 })
+
+t.test('a body waiting for its turn is kept as bytes, parsed once the turn comes, and judged as before', async (t) => {
+  const { app, tenant, post } = await importedSetup(t)
+  const minLength = 2_000
+  // Every turn taken, by other organisations' work (the last turn is kept for an organisation holding none).
+  const releases = []
+  for (;;) {
+    const asked = app.turns.acquire(`other ${releases.length}`)
+    const taken = await Promise.race([asked, new Promise<undefined>((resolve) => setTimeout(resolve, 50))])
+    if (taken === undefined) {
+      void asked.then((release) => release()) // the probe gives its turn back when it gets one
+      break
+    }
+    releases.push(taken)
+  }
+  t.ok(app.turns.waiting === 1 && releases.length > 0, `every turn taken (${releases.length})`)
+  const original = JSON.parse
+  let parses = 0
+  JSON.parse = function countedParse(text: string, reviver?: Parameters<typeof JSON.parse>[1]) {
+    if (typeof text === 'string' && text.length >= minLength) parses++
+    return original(text, reviver)
+  }
+  t.teardown(() => {
+    JSON.parse = original
+  })
+  const answer = post('notes/create/', { notes: [{ body: 'Waited for its turn. '.repeat(200) }] })
+  const broken = app.inject({
+    method: 'POST',
+    url: '/v1/data-import/notes/create/',
+    headers: { authorization: `Token ${tenant.token}`, 'content-type': 'application/json' },
+    payload: '{"notes": [' + ' '.repeat(minLength) + ']'
+  })
+  for (let i = 0; i < 300 && app.turns.waiting < 3; i++) await new Promise((resolve) => setTimeout(resolve, 10))
+  t.equal(
+    app.turns.waiting,
+    3,
+    `both requests wait for a turn (beside the probe above): ${app.turns.waiting} waiting, ${app.turns.active} active`
+  )
+  t.equal(parses, 0, `neither body is parsed while it waits (${parses})`)
+  for (const release of releases) release()
+  t.equal((await answer).statusCode, 201, 'the note is stored once its turn comes')
+  t.ok(invalidBody(await broken), 'a body that is not JSON is still a 400 invalid_request at null')
+  t.equal(parses, 2, 'each body parsed once, in its turn')
+})

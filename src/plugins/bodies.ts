@@ -16,6 +16,8 @@ declare module 'fastify' {
      * share of `bodyBudget`, and gives them back when the answer is sent or the client leaves.
      */
     reserveBody(request: FastifyRequest, reply: FastifyReply, key: string): Promise<void>
+    /** Parses a body kept as bytes until its route's turn (routes whose config says `parseInTurn`). */
+    parseHeldBody(request: FastifyRequest): Promise<void>
     /** onRequest step of a route open to anyone: its body may be at most `limit` bytes (413). */
     capBody(request: FastifyRequest, limit: number): void
   }
@@ -26,6 +28,18 @@ declare module 'fastify' {
 }
 
 export { MAX_BODY_DEPTH, MAX_OBJECT_KEYS, shapeProblem } from '../json-shape.js'
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** The route's body is parsed once the request has its turn (`parseHeldBody`), not on arrival. */
+    parseInTurn?: boolean
+  }
+}
+
+/** A JSON body checked (UTF-8, shape) but not yet parsed. */
+class HeldBody {
+  constructor(readonly bytes: Buffer) {}
+}
 
 /**
  * Request bodies: JSON that is valid UTF-8 and of a sane shape, parsed only once those hold (and
@@ -41,7 +55,17 @@ export default fp(
       if (!isUtf8(bytes)) return done(invalidBody('The request body is not valid UTF-8.'), undefined)
       const problem = shapeProblem(bytes)
       if (problem) return done(invalidBody(problem), undefined)
+      // A body waiting for its turn is kept as its bytes: parsed, it would take several times
+      // their memory for as long as it waits.
+      if (request.routeOptions.config.parseInTurn === true) return done(null, new HeldBody(bytes))
       void parseJson(request, bytes.toString('utf8'), done)
+    })
+    app.decorate('parseHeldBody', async function parseHeldBody(request: FastifyRequest) {
+      const held = request.body
+      if (!(held instanceof HeldBody)) return
+      request.body = await new Promise<unknown>((resolve, reject) => {
+        void parseJson(request, held.bytes.toString('utf8'), (err, parsed) => (err ? reject(err) : resolve(parsed)))
+      })
     })
 
     const budget = createByteBudget(opts.config.bodyMemoryBytes)

@@ -24,11 +24,18 @@ export default fp(
     const limiter = createLimiter(opts.config.databasePoolSize)
     app.decorate('turns', limiter)
 
-    app.decorate('takeTurn', async function takeTurn(request: FastifyRequest, reply: FastifyReply) {
+    const takeTurn = async function takeTurn(request: FastifyRequest, reply: FastifyReply) {
       const key = organisationOf(request.principal).organisationId
       // The client left while waiting: its turn is given on at once, and the request goes no further.
-      if (!(await holdWhileOpen(reply.raw, () => limiter.acquire(key)))) reply.hijack()
+      if (!(await holdWhileOpen(reply.raw, () => limiter.acquire(key)))) return reply.hijack()
+      await app.parseHeldBody(request)
+    }
+    app.decorate('takeTurn', takeTurn)
+    // A route that waits for a turn keeps its body as bytes until then.
+    app.addHook('onRoute', (route) => {
+      const hooks = [route.preValidation].flat()
+      if (hooks.includes(takeTurn)) route.config = { ...route.config, parseInTurn: true }
     })
   },
-  { name: 'turns', dependencies: ['auth'] }
+  { name: 'turns', dependencies: ['auth', 'bodies'] }
 )
