@@ -411,7 +411,10 @@ t.test('a body waiting for its turn is kept as bytes, parsed once the turn comes
   const releases = []
   for (;;) {
     const asked = app.turns.acquire(`other ${releases.length}`)
-    const taken = await Promise.race([asked, new Promise<undefined>((resolve) => setTimeout(resolve, 50))])
+    const taken = await Promise.race([
+      asked,
+      new Promise<undefined>((resolve) => setTimeout(() => resolve(undefined), 50))
+    ])
     if (taken === undefined) {
       void asked.then((release) => release()) // the probe gives its turn back when it gets one
       break
