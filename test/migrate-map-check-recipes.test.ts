@@ -65,7 +65,8 @@ for (const recipe of found) {
     t.teardown(() => engine.close())
     const c = engine.connection
     const starter = splitStatements(STARTER_MAPPING)
-    for (const s of starter.slice(0, -1)) await c.run(s.text)
+    // Its macros and code maps (its views read the starter's extract files, which a recipe has not).
+    for (const s of starter.slice(0, -1)) if (!/CREATE VIEW/i.test(s.text)) await c.run(s.text)
     for (const file of recipe.files) {
       const path = join(dir, file.name)
       writeFileSync(path, file.text)

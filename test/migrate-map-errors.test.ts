@@ -1,5 +1,5 @@
 import t, { type Test } from 'tap'
-import { existsSync, writeFileSync } from 'node:fs'
+import { existsSync, readdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { LEGACY_FILES, LEGACY_MAPPING, legacyExtract } from './helpers/extract.js'
 import { runClient } from './helpers/migrate.js'
@@ -18,6 +18,11 @@ async function mapWith(t: Test, mapping: string, files: Record<string, Buffer | 
   t.notMatch(run.stderr, /\n\s+at /, 'no stack trace')
   t.notOk(existsSync(join(dir, 'lines.ndjson')), 'no lines written')
   t.notOk(existsSync(join(dir, 'lines.ndjson.sources.ndjson')), 'no sources written')
+  t.same(
+    readdirSync(dir).filter((f) => f.includes('.partial')),
+    [],
+    'no partly written file left'
+  )
   return run.stderr
 }
 

@@ -43,6 +43,19 @@ t.test('map init, map, submit: every account of the sample extract is created', 
   t.equal(second.account.customers[1].family_name, 'O’Brien', 'Windows-1252 0x92 read as ’')
   t.equal(second.notes[0].body, 'Customer asked for paper bills.\nJoint account holder added.', 'a note over two lines')
   t.equal(second.account.communication_preference, 'PRINT')
+  // Each field's column, through the starter's views (its lists) and its code map (a join).
+  const sources = JSON.parse(readFileSync(join(dir, 'lines.ndjson.sources.ndjson'), 'utf8').split('\n')[0]!)
+  t.match(sources.columns, {
+    'account.customers[].email': { file: 'customers.csv', column: 'email' },
+    'account.supply_addresses[].supply_points[].agreements[].tariff_code': {
+      file: 'agreements.csv',
+      column: 'tariff_code'
+    },
+    'account.ledgers[].historical_statement_transactions[].amount': { file: 'transactions.csv', column: 'amount' },
+    'account.ledgers[].current_statement_transactions[].type': { file: 'transactions.csv', column: 'type_code' },
+    'account.transfer_balance': { file: 'balances.csv', column: 'balance' },
+    'notes[].body': { file: 'notes.csv', column: 'note' }
+  })
 
   const submitted = await runClient(['submit', 'lines.ndjson', '--url', server.url, '--team', TEAM, '--follow'], {
     ...env

@@ -27,7 +27,7 @@ export interface Engine {
 
 export async function openEngine(folder: string, settings: EngineSettings): Promise<Engine> {
   const none = join(folder, 'no-extensions')
-  const instance = await DuckDBInstance.create(join(folder, 'map.duckdb'), {
+  const instance = await DuckDBInstance.create(':memory:', {
     threads: String(settings.threads),
     memory_limit: settings.memoryLimit,
     temp_directory: join(folder, 'spill'),

@@ -1,7 +1,8 @@
 /**
  * A mapping's fields against the batch entry's schema (the service's own TypeBox schemas): a
  * field the entry does not have, at any depth, is named before a line is written or sent.
- * Checked once on DuckDB's merged structure of every entry (`json_group_structure`), not line by line.
+ * Checked on every line as it is written (the line parsed once, to take out its null members too);
+ * the partly written files are removed when a field is unknown.
  */
 import { Type } from 'typebox'
 import { AccountData } from '../../../../schemas/account.js'
@@ -62,38 +63,71 @@ function fieldsOf(schemas: Schema[]): Map<string, Schema[]> | null {
 const itemsOf = (schemas: Schema[]): Schema[] =>
   schemas.flatMap(variants).flatMap((v) => (v.items && typeof v.items === 'object' ? [v.items as Schema] : []))
 
-/** Field paths of `structure` (DuckDB's json_structure form) that the schemas do not have. */
-export function unknownFields(
-  structure: unknown,
-  schemas: Schema[],
-  path = ''
-): Array<{ path: string; known: string[] }> {
-  if (Array.isArray(structure)) {
-    const items = itemsOf(schemas)
-    return items.length === 0 || structure.length === 0 ? [] : unknownFields(structure[0], items, `${path}[]`)
-  }
-  if (structure === null || typeof structure !== 'object') return []
-  const fields = fieldsOf(schemas)
-  if (fields === null) return []
-  const found: Array<{ path: string; known: string[] }> = []
-  for (const [key, inner] of Object.entries(structure)) {
-    const at = path === '' ? key : `${path}.${key}`
-    const schemasOfKey = fields.get(key)
-    if (!schemasOfKey) found.push({ path: at, known: [...fields.keys()] })
-    else found.push(...unknownFields(inner, schemasOfKey, at))
-  }
-  return found
+/** What the schemas allow at one place of an entry: its fields (null: any), and its items'. */
+interface Place {
+  path: string
+  schemas: Schema[]
+  fields?: Map<string, Place> | null
+  known?: string[]
+  items?: Place
 }
 
-/** Throws, naming every field of the entries that a batch entry does not have. */
-export function checkEntryFields(structure: unknown, label: string): void {
-  const found = unknownFields(structure, [ENTRY_SCHEMA as Schema])
-  if (found.length === 0) return
-  const lines = found.map(
-    (f) =>
-      `  ${f.path}: not a field of ${f.path.includes('.') ? f.path.slice(0, f.path.lastIndexOf('.')) : 'a batch entry'} (it has ${f.known.join(', ')})`
-  )
-  throw new MapError(
-    `${label} gives ${found.length === 1 ? 'a field' : `${found.length} fields`} a batch entry does not have (nothing was written):\n${lines.join('\n')}`
-  )
+const place = (path: string, schemas: Schema[]): Place => ({ path, schemas })
+
+/**
+ * Checks the fields of every entry written, and takes out the members whose value is null (an
+ * empty cell means the field is not given), in one walk of each parsed line. What the schemas
+ * allow at each place is worked out once, the first time an entry reaches it.
+ */
+export function createEntryChecker() {
+  const root = place('', [ENTRY_SCHEMA as Schema])
+  const unknown = new Map<string, string[]>()
+
+  const fieldsAt = (at: Place): Map<string, Place> | null => {
+    if (at.fields === undefined) {
+      const fields = fieldsOf(at.schemas)
+      at.known = fields ? [...fields.keys()] : []
+      at.fields = fields
+        ? new Map([...fields].map(([k, schemas]) => [k, place(at.path === '' ? k : `${at.path}.${k}`, schemas)]))
+        : null
+    }
+    return at.fields
+  }
+
+  const walk = (value: unknown, at: Place | undefined): unknown => {
+    if (Array.isArray(value)) {
+      if (at) at.items ??= place(`${at.path}[]`, itemsOf(at.schemas))
+      const items = at?.items && at.items.schemas.length > 0 ? at.items : undefined
+      return value.map((v) => walk(v, items))
+    }
+    if (value === null || typeof value !== 'object') return value
+    const fields = at ? fieldsAt(at) : null
+    const out: Record<string, unknown> = {}
+    for (const [key, inner] of Object.entries(value)) {
+      if (inner === null) continue
+      const next = fields?.get(key)
+      if (fields && !next && at) {
+        const path = at.path === '' ? key : `${at.path}.${key}`
+        if (!unknown.has(path)) unknown.set(path, at.known!)
+      }
+      out[key] = walk(inner, next)
+    }
+    return out
+  }
+
+  return {
+    /** The entry without its null members; its unknown fields noted. */
+    line: (entry: unknown): unknown => walk(entry, root),
+    /** Throws, naming every field of the entries seen that a batch entry does not have. */
+    check(label: string): void {
+      if (unknown.size === 0) return
+      const lines = [...unknown].map(
+        ([path, known]) =>
+          `  ${path}: not a field of ${path.includes('.') ? path.slice(0, path.lastIndexOf('.')) : 'a batch entry'} (it has ${known.join(', ')})`
+      )
+      throw new MapError(
+        `${label} gives ${unknown.size === 1 ? 'a field' : `${unknown.size} fields`} a batch entry does not have (nothing was written):\n${lines.join('\n')}`
+      )
+    }
+  }
 }

@@ -20,7 +20,7 @@ import { basename, dirname, join, relative, resolve } from 'node:path'
 import { createInterface } from 'node:readline'
 import { openEngine, loadFile, rows, value, LISTED, type Engine } from './engine.js'
 import { MapError } from './errors.js'
-import { checkEntryFields } from './fields.js'
+import { createEntryChecker } from './fields.js'
 import { parseHeader, type DeclaredFile } from './header.js'
 import { lineageOf, type TableColumns } from './lineage.js'
 import { ident, literal } from './sql.js'
@@ -86,6 +86,8 @@ export async function runMapping(
   const sourcesPath = `${out}.sources.ndjson`
   const folder = mkdtempSync(join(tmpdir(), 'amis-map-'))
   let engine: Engine | undefined
+  const T0 = Date.now()
+  const lap = (w: string) => process.stderr.write(`${w} ${Date.now() - T0} ms\n`)
   try {
     engine = await openEngine(folder, {
       memoryLimit: options.memoryLimit ?? DEFAULT_MEMORY_LIMIT,
@@ -99,7 +101,9 @@ export async function runMapping(
       files[declared.file] = read.summary
       tables.push({ table: declared.table, file: declared.file, columns: read.columns })
     }
+    lap('loaded')
     await findOrphansAndRepeats(c, header.files, files)
+    lap('orphans')
 
     // The mapping's own statements, settings locked first (no SET, no extension).
     await c.run('SET lock_configuration = true')
@@ -122,11 +126,12 @@ export async function runMapping(
       last.line,
       label
     )
+    lap('lines table')
     await checkLines(c, label)
-    const structure = await value(c, 'SELECT json_group_structure(entry) FROM _map_lines')
-    checkEntryFields(typeof structure === 'string' ? JSON.parse(structure) : structure, label)
+    lap('checked')
     const lineage = await lineageOf(c, last.text, tables)
 
+    lap('lineage')
     const lineCount = Number(await value(c, 'SELECT count(*) FROM _map_lines'))
     const repeatedLines = (await rows(
       c,
@@ -165,7 +170,9 @@ export async function runMapping(
       files,
       columns: lineage
     }
-    await writeLines(c, header.files, out, sourcesPath, sourcesHeader)
+    lap('rows')
+    await writeLines(c, header.files, out, sourcesPath, sourcesHeader, label)
+    lap('written')
     options.log?.(renderMapSummary(summary, { out: options.label?.out ?? options.out, goOn: options.goOn === true }))
     return { lines: out, sources: sourcesPath, summary }
   } finally {
@@ -311,25 +318,16 @@ async function checkLines(c: Engine['connection'], label: string): Promise<void>
   }
 }
 
-/** An object's members whose value is null are left out: an empty cell means the field is not given. */
-function withoutNulls(value: unknown): unknown {
-  if (Array.isArray(value)) return value.map(withoutNulls)
-  if (value !== null && typeof value === 'object') {
-    const out: Record<string, unknown> = {}
-    for (const [k, v] of Object.entries(value)) if (v !== null) out[k] = withoutNulls(v)
-    return out
-  }
-  return value
-}
-
 /** Streams the lines and their sources (DuckDB's chunks, written with back-pressure), then puts them in place. */
 async function writeLines(
   c: Engine['connection'],
   declared: DeclaredFile[],
   out: string,
   sourcesPath: string,
-  header: SourcesHeader
+  header: SourcesHeader,
+  label: string
 ): Promise<void> {
+  const checker = createEntryChecker()
   const partial = `.partial-${process.pid}`
   const lines = createWriteStream(out + partial)
   const sources = createWriteStream(sourcesPath + partial)
@@ -354,8 +352,7 @@ async function writeLines(
       let text = ''
       let sourceText = ''
       for (let i = 0; i < chunk.rowCount; i++) {
-        const entry = entries[i]!
-        text += (entry.includes(':null') ? JSON.stringify(withoutNulls(JSON.parse(entry))) : entry) + '\n'
+        text += JSON.stringify(checker.line(JSON.parse(entries[i]!))) + '\n'
         sourceText += `{"line":${++line},"account":${JSON.stringify(keys[i])},"rows":${sourceRows[i]}}\n`
       }
       await writeTogether([
@@ -363,6 +360,7 @@ async function writeLines(
         [sources, sourceText]
       ])
     }
+    checker.check(label)
     lines.end()
     sources.end()
     await Promise.all([once(lines, 'close'), once(sources, 'close')])

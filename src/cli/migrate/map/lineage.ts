@@ -29,6 +29,9 @@ const AMBIGUOUS = Symbol('ambiguous')
 
 const isNode = (v: unknown): v is Node => v !== null && typeof v === 'object' && !Array.isArray(v)
 
+/** The join condition that brought in each table of a scope (a code map joined on a column, say). */
+const joinedOn = new WeakMap<Map<string, string>, Map<string, Node>>()
+
 /** Table aliases (and names) of a SELECT node's FROM clause → table names. */
 function fromScope(from: unknown, into = new Map<string, string>()): Map<string, string> {
   if (!isNode(from)) return into
@@ -37,7 +40,19 @@ function fromScope(from: unknown, into = new Map<string, string>()): Map<string,
     into.set(typeof from.alias === 'string' && from.alias !== '' ? from.alias.toLowerCase() : name, name)
   } else if (from.type === 'JOIN') {
     fromScope(from.left, into)
-    fromScope(from.right, into)
+    const right = from.right
+    if (
+      isNode(right) &&
+      right.type === 'BASE_TABLE' &&
+      typeof right.table_name === 'string' &&
+      isNode(from.condition)
+    ) {
+      const alias = typeof right.alias === 'string' && right.alias !== '' ? right.alias : right.table_name
+      const conditions = joinedOn.get(into) ?? new Map<string, Node>()
+      conditions.set(alias.toLowerCase(), from.condition)
+      joinedOn.set(into, conditions)
+    }
+    fromScope(right, into)
   }
   return into
 }
@@ -64,6 +79,18 @@ export async function lineageOf(
     if (expression) {
       macros.set(String(name).toLowerCase(), { parameters: (parameters as string[]).map(String), body: expression })
     }
+  }
+  // The mapping's views (a list built once for all accounts and joined), to look through them.
+  const views = new Map<string, Node>()
+  const defining = await connection.runAndReadAll('SELECT view_name, sql FROM duckdb_views() WHERE NOT internal')
+  for (const [name, text] of defining.getRowsJS()) {
+    const query = VIEW_QUERY.exec(String(text))?.[1]
+    if (!query) continue
+    const tree = JSON.parse(
+      String((await connection.runAndReadAll(`SELECT json_serialize_sql(${literal(query)})`)).getRows()[0]?.[0])
+    ) as { error?: boolean; statements?: Array<{ node: Node }> }
+    const viewNode = tree.statements?.[0]?.node
+    if (!tree.error && viewNode?.type === 'SELECT_NODE') views.set(String(name).toLowerCase(), viewNode)
   }
   const byTable = new Map(tables.map((t) => [t.table.toLowerCase(), t]))
   const found = new Map<string, ColumnSource | typeof AMBIGUOUS>()
@@ -93,6 +120,33 @@ export async function lineageOf(
     return undefined
   }
 
+  /** A column of one of the mapping's views: the expression the view selects for it, in the view's scope. */
+  const viewColumn = (names: string[], scope: Scope): { expression: Node; scope: Scope } | undefined => {
+    const lower = names.map((n) => n.toLowerCase())
+    const column = lower[lower.length - 1]!
+    for (let i = scope.length - 1; i >= 0; i--) {
+      const aliases = scope[i]!
+      const candidates =
+        lower.length >= 2
+          ? [aliases.get(lower[lower.length - 2]!)].filter((n) => n !== undefined)
+          : [...aliases.values()]
+      for (const name of candidates) {
+        const view = views.get(name)
+        const expression = ((view?.select_list as Node[] | undefined) ?? []).find((item) => {
+          const named =
+            typeof item.alias === 'string' && item.alias !== ''
+              ? item.alias
+              : item.class === 'COLUMN_REF'
+                ? (item.column_names as string[]).at(-1)
+                : undefined
+          return named?.toLowerCase() === column
+        })
+        if (view && expression) return { expression, scope: [fromScope(view.from_table)] }
+      }
+    }
+    return undefined
+  }
+
   /** A macro call with its parameters replaced by the call's arguments. */
   const expand = (call: Node): Node | undefined => {
     const macro = macros.get(String(call.function_name).toLowerCase())
@@ -115,6 +169,7 @@ export async function lineageOf(
     return substitute(macro.body) as Node
   }
 
+  const following = new Set<Node>()
   /** Every column of declared files an expression reads (subqueries included, with their tables). */
   const columnsIn = (value: unknown, scope: Scope, into: ColumnSource[]): ColumnSource[] => {
     if (Array.isArray(value)) {
@@ -125,6 +180,18 @@ export async function lineageOf(
     if (value.class === 'COLUMN_REF' && Array.isArray(value.column_names)) {
       const source = resolve(value.column_names as string[], scope)
       if (source) into.push(source)
+      const view = source ? undefined : viewColumn(value.column_names as string[], scope)
+      if (view) return columnsIn(view.expression, view.scope, into)
+      // A column of a table the mapping made (a code map) comes from what it was joined on.
+      const names = value.column_names as string[]
+      const alias = names.length >= 2 ? names[names.length - 2]!.toLowerCase() : undefined
+      const holder = alias === undefined ? undefined : scope.findLast((aliases) => aliases.has(alias))
+      const condition = holder && alias ? joinedOn.get(holder)?.get(alias) : undefined
+      if (!source && condition && alias && !byTable.has(holder!.get(alias)!) && !following.has(condition)) {
+        following.add(condition)
+        columnsIn(condition, scope, into)
+        following.delete(condition)
+      }
       return into
     }
     if (value.class === 'FUNCTION') {
@@ -146,6 +213,10 @@ export async function lineageOf(
   const visit = (expression: unknown, path: string, scope: Scope): void => {
     if (!isNode(expression)) return
     const cls = expression.class
+    if (cls === 'COLUMN_REF' && Array.isArray(expression.column_names)) {
+      const view = viewColumn(expression.column_names as string[], scope)
+      if (view) return visit(view.expression, path, view.scope)
+    }
     if (cls === 'FUNCTION') {
       const name = String(expression.function_name).toLowerCase()
       const children = (expression.children as Node[] | undefined) ?? []
@@ -164,28 +235,32 @@ export async function lineageOf(
         return
       }
       if (LIST_MAKERS.has(name) && children.length === 1) return visit(children[0], `${path}[]`, scope)
-      if (name === 'list_value' && children.some((c) => producesStructure(c))) {
+      if (name === 'list_value' && children.some((c) => producesStructure(c, 0, scope))) {
         for (const child of children) visit(child, `${path}[]`, scope)
         return
       }
       const expanded = expand(expression)
       if (expanded) return visit(expanded, path, scope)
       // to_json, json and the like pass a made object or list through.
-      if (children.length === 1 && producesStructure(children[0])) return visit(children[0], path, scope)
+      if (children.length === 1 && producesStructure(children[0], 0, scope)) return visit(children[0], path, scope)
     }
     if (cls === 'SUBQUERY' && isNode(expression.subquery) && isNode(expression.subquery.node)) {
       const inner = expression.subquery.node
       const first = (inner.select_list as Node[] | undefined)?.[0]
-      if (inner.type === 'SELECT_NODE' && first && producesStructure(first)) {
+      if (
+        inner.type === 'SELECT_NODE' &&
+        first &&
+        producesStructure(first, 0, [...scope, fromScope(inner.from_table)])
+      ) {
         return visit(first, path, [...scope, fromScope(inner.from_table)])
       }
     }
-    if (cls === 'CASE' && producesStructure(expression)) {
+    if (cls === 'CASE' && producesStructure(expression, 0, scope)) {
       for (const check of (expression.case_checks as Node[] | undefined) ?? []) visit(check.then_expr, path, scope)
       visit(expression.else_expr, path, scope)
       return
     }
-    if (cls === 'CAST' && producesStructure(expression.child)) return visit(expression.child, path, scope)
+    if (cls === 'CAST' && producesStructure(expression.child, 0, scope)) return visit(expression.child, path, scope)
     const sources = columnsIn(expression, scope, [])
     const distinct = new Map(sources.map((s) => [`${s.file}\u0000${s.column}`, s]))
     if (distinct.size === 1) record(path, [...distinct.values()][0])
@@ -193,28 +268,36 @@ export async function lineageOf(
   }
 
   /** Whether an expression builds an object or a list (somewhere down its one-argument chain). */
-  const producesStructure = (value: unknown, depth = 0): boolean => {
+  const producesStructure = (value: unknown, depth = 0, scope: Scope = []): boolean => {
     if (!isNode(value) || depth > 50) return false
+    if (value.class === 'COLUMN_REF' && Array.isArray(value.column_names)) {
+      const view = viewColumn(value.column_names as string[], scope)
+      return view !== undefined && producesStructure(view.expression, depth + 1, view.scope)
+    }
     if (value.class === 'FUNCTION') {
       const name = String(value.function_name).toLowerCase()
       if (OBJECT_MAKERS.has(name) || LIST_MAKERS.has(name)) return true
       if (name === 'list_value') {
-        return ((value.children as Node[] | undefined) ?? []).some((c) => producesStructure(c, depth + 1))
+        return ((value.children as Node[] | undefined) ?? []).some((c) => producesStructure(c, depth + 1, scope))
       }
       const expanded = expand(value)
-      if (expanded) return producesStructure(expanded, depth + 1)
+      if (expanded) return producesStructure(expanded, depth + 1, scope)
       const children = (value.children as Node[] | undefined) ?? []
-      return children.length === 1 && producesStructure(children[0], depth + 1)
+      return children.length === 1 && producesStructure(children[0], depth + 1, scope)
     }
     if (value.class === 'SUBQUERY' && isNode(value.subquery) && isNode(value.subquery.node)) {
-      return producesStructure((value.subquery.node.select_list as Node[] | undefined)?.[0], depth + 1)
+      const inner = value.subquery.node
+      return producesStructure((inner.select_list as Node[] | undefined)?.[0], depth + 1, [
+        ...scope,
+        fromScope(inner.from_table)
+      ])
     }
     if (value.class === 'CASE') {
       return [...((value.case_checks as Node[] | undefined) ?? []).map((c) => c.then_expr), value.else_expr].some((v) =>
-        producesStructure(v, depth + 1)
+        producesStructure(v, depth + 1, scope)
       )
     }
-    if (value.class === 'CAST') return producesStructure(value.child, depth + 1)
+    if (value.class === 'CAST') return producesStructure(value.child, depth + 1, scope)
     return false
   }
 
@@ -226,5 +309,8 @@ export async function lineageOf(
   }
   return columns
 }
+
+/** The query of a `CREATE VIEW … AS <query>` statement, as duckdb_views() keeps it. */
+const VIEW_QUERY = /^\s*CREATE\s+(?:OR\s+REPLACE\s+)?(?:TEMP(?:ORARY)?\s+)?VIEW\s+.+?\s+AS\s+([\s\S]*?);?\s*$/i
 
 const join = (path: string, key: string) => (path === '' ? key : `${path}.${key}`)

@@ -47,16 +47,118 @@ CREATE MACRO json_list(l) AS CASE WHEN len(l) > 0 THEN to_json(l) END;
 CREATE TABLE transaction_types (code VARCHAR, type VARCHAR);
 INSERT INTO transaction_types VALUES ('CHG', 'CHARGE'), ('CRD', 'CREDIT'), ('PAY', 'PAYMENT'), ('RFD', 'REPAYMENT');
 
--- One transaction as the service takes it. Balances count payments and credits up, charges and
--- repayments down (a balance above zero is in the customer's favour).
-CREATE MACRO transaction_json(t) AS json_object(
+-- One transaction as the service takes it (type: its code looked up in transaction_types).
+-- Balances count payments and credits up, charges and repayments down (a balance above zero is
+-- in the customer's favour).
+CREATE MACRO transaction_json(t, type) AS json_object(
   'transaction_id', t.transaction_id,
   'transaction_date', uk_date(t.date),
-  'type', (SELECT type FROM transaction_types WHERE code = upper(trim(t.type_code))),
+  'type', type,
   'amount', amount(t.amount),
   'payment_type', t.payment_method,
   'reference', t.reference,
   'note', t.description);
+
+-- Each list below is built once for all accounts (GROUP BY) and joined to its parent: every file
+-- is read a few times whatever its size, where a subquery per account would read it per account.
+
+-- Transactions by balance row: up to the last statement historical, later ones current.
+CREATE VIEW transaction_lists AS
+SELECT b.source_row AS balance_row,
+  list(transaction_json(t, tt.type) ORDER BY t.source_row)
+    FILTER (WHERE strptime(trim(t.date), '%d/%m/%Y') <= strptime(trim(b.last_statement_date), '%d/%m/%Y')) AS historical,
+  list(transaction_json(t, tt.type) ORDER BY t.source_row)
+    FILTER (WHERE strptime(trim(t.date), '%d/%m/%Y') > strptime(trim(b.last_statement_date), '%d/%m/%Y')) AS current
+FROM transactions t
+JOIN balances b ON b.account_number = t.account_number AND upper(trim(b.ledger)) = upper(trim(t.ledger))
+LEFT JOIN transaction_types tt ON tt.code = upper(trim(t.type_code))
+GROUP BY b.source_row;
+
+CREATE VIEW ledger_lists AS
+SELECT b.account_number,
+  json_list(list(json_object(
+    'ledger_code', upper(trim(b.ledger)),
+    'ledger_balance', amount(b.balance),
+    'last_statement_balance', amount(b.last_statement_balance),
+    'last_statement_closing_date', uk_date(b.last_statement_date),
+    'historical_statement_transactions', json_list(x.historical),
+    'current_statement_transactions', json_list(x.current)
+  ) ORDER BY b.source_row)) AS ledgers,
+  sum(amount(b.balance)) AS transfer_balance
+FROM balances b LEFT JOIN transaction_lists x ON x.balance_row = b.source_row
+GROUP BY b.account_number;
+
+CREATE VIEW agreement_lists AS
+SELECT account_number, mpxn, json_list(list(json_object(
+    'effective_from', uk_date(from_date),
+    'tariff_code', tariff_code
+  ) ORDER BY source_row)) AS agreements
+FROM agreements GROUP BY account_number, mpxn;
+
+CREATE VIEW supply_point_lists AS
+SELECT m.account_number, m.address_id, json_list(list(json_object(
+    'identifier', m.mpxn,
+    'supply_type', upper(trim(m.fuel)),
+    'supply_start_date', uk_date(m.supply_start),
+    'agreements', g.agreements
+  ) ORDER BY m.source_row)) AS supply_points
+FROM meter_points m LEFT JOIN agreement_lists g ON g.account_number = m.account_number AND g.mpxn = m.mpxn
+GROUP BY m.account_number, m.address_id;
+
+CREATE VIEW supply_address_lists AS
+SELECT s.account_number, json_list(list(json_object(
+    'customer_at_supply_address_from_date', uk_date(s.moved_in),
+    'supply_address', json_object(
+      'street_address', s.street,
+      'locality', s.town,
+      'administrative_area', s.county,
+      'postal_code', s.postcode,
+      'country', 'GB'),
+    'supply_points', p.supply_points
+  ) ORDER BY s.source_row)) AS supply_addresses
+FROM supply_addresses s LEFT JOIN supply_point_lists p ON p.account_number = s.account_number AND p.address_id = s.address_id
+GROUP BY s.account_number;
+
+CREATE VIEW customer_lists AS
+SELECT account_number, json_list(list(json_object(
+    'title', title,
+    'given_name', first_name,
+    'family_name', last_name,
+    'email', email,
+    'landline', phone,
+    'portfolio_roles', CASE WHEN role = 'Primary' THEN ['ADMIN'] ELSE ['BILL_PAYER'] END
+  ) ORDER BY source_row)) AS customers
+FROM customers GROUP BY account_number;
+
+CREATE VIEW note_lists AS
+SELECT account_number, json_list(list(json_object(
+    'created_at', uk_time(created),
+    'body', replace(note, chr(13), '')
+  ) ORDER BY source_row)) AS notes
+FROM notes GROUP BY account_number;
+
+CREATE VIEW statement_lists AS
+SELECT account_number, json_list(list(json_object(
+    'statement_id', statement_id,
+    'bill_period_from_date', uk_date(period_from),
+    'bill_period_to_date', uk_date(period_to),
+    'issued_date', uk_date(issued),
+    'gross_amount', amount(total)
+  ) ORDER BY source_row)) AS historical_statements
+FROM statements GROUP BY account_number;
+
+CREATE VIEW bill_lists AS
+SELECT account_number, json_object(
+    'ledger_code', 'ENERGY',
+    'billing_document_type', 'PERIOD_BASED',
+    'historical_billing_documents', to_json(list(json_object(
+      'billing_document_identifier', bill_id,
+      'billing_document_type', 'PERIOD_BASED',
+      'issued_date', uk_date(issued),
+      'bill_period_from_date', uk_date(period_from),
+      'bill_period_to_date', uk_date(period_to)
+    ) ORDER BY source_row))) AS historical_billing_documents
+FROM bills GROUP BY account_number;
 
 SELECT
   a.account_number AS account_key,
@@ -72,90 +174,22 @@ SELECT
         'postal_code', a.billing_postcode,
         'country', 'GB'),
       'communication_preference', CASE upper(trim(a.communication)) WHEN 'POST' THEN 'PRINT' ELSE 'ONLINE' END,
-      'customers', (
-        SELECT json_list(list(json_object(
-          'title', c.title,
-          'given_name', c.first_name,
-          'family_name', c.last_name,
-          'email', c.email,
-          'landline', c.phone,
-          'portfolio_roles', CASE WHEN c.role = 'Primary' THEN ['ADMIN'] ELSE ['BILL_PAYER'] END
-        ) ORDER BY c.source_row))
-        FROM customers c WHERE c.account_number = a.account_number),
-      'supply_addresses', (
-        SELECT json_list(list(json_object(
-          'customer_at_supply_address_from_date', uk_date(s.moved_in),
-          'supply_address', json_object(
-            'street_address', s.street,
-            'locality', s.town,
-            'administrative_area', s.county,
-            'postal_code', s.postcode,
-            'country', 'GB'),
-          'supply_points', (
-            SELECT json_list(list(json_object(
-              'identifier', m.mpxn,
-              'supply_type', upper(trim(m.fuel)),
-              'supply_start_date', uk_date(m.supply_start),
-              'agreements', (
-                SELECT json_list(list(json_object(
-                  'effective_from', uk_date(g.from_date),
-                  'tariff_code', g.tariff_code
-                ) ORDER BY g.source_row))
-                FROM agreements g WHERE g.account_number = m.account_number AND g.mpxn = m.mpxn)
-            ) ORDER BY m.source_row))
-            FROM meter_points m WHERE m.account_number = s.account_number AND m.address_id = s.address_id)
-        ) ORDER BY s.source_row))
-        FROM supply_addresses s WHERE s.account_number = a.account_number),
-      'ledgers', (
-        SELECT json_list(list(json_object(
-          'ledger_code', upper(trim(b.ledger)),
-          'ledger_balance', amount(b.balance),
-          'last_statement_balance', amount(b.last_statement_balance),
-          'last_statement_closing_date', uk_date(b.last_statement_date),
-          -- Transactions up to the last statement are historical, later ones current.
-          'historical_statement_transactions', (
-            SELECT json_list(list(transaction_json(t) ORDER BY t.source_row))
-            FROM transactions t
-            WHERE t.account_number = b.account_number AND upper(trim(t.ledger)) = upper(trim(b.ledger))
-              AND strptime(trim(t.date), '%d/%m/%Y') <= strptime(trim(b.last_statement_date), '%d/%m/%Y')),
-          'current_statement_transactions', (
-            SELECT json_list(list(transaction_json(t) ORDER BY t.source_row))
-            FROM transactions t
-            WHERE t.account_number = b.account_number AND upper(trim(t.ledger)) = upper(trim(b.ledger))
-              AND strptime(trim(t.date), '%d/%m/%Y') > strptime(trim(b.last_statement_date), '%d/%m/%Y'))
-        ) ORDER BY b.source_row))
-        FROM balances b WHERE b.account_number = a.account_number),
-      'transfer_balance', (SELECT sum(amount(b.balance)) FROM balances b WHERE b.account_number = a.account_number)
+      'customers', c.customers,
+      'supply_addresses', s.supply_addresses,
+      'ledgers', l.ledgers,
+      'transfer_balance', l.transfer_balance
     ),
-    'notes', (
-      SELECT json_list(list(json_object(
-        'created_at', uk_time(n.created),
-        'body', replace(n.note, chr(13), '')
-      ) ORDER BY n.source_row))
-      FROM notes n WHERE n.account_number = a.account_number),
-    'historical_statements', (
-      SELECT json_list(list(json_object(
-        'statement_id', st.statement_id,
-        'bill_period_from_date', uk_date(st.period_from),
-        'bill_period_to_date', uk_date(st.period_to),
-        'issued_date', uk_date(st.issued),
-        'gross_amount', amount(st.total)
-      ) ORDER BY st.source_row))
-      FROM statements st WHERE st.account_number = a.account_number),
-    'historical_billing_documents', (
-      SELECT CASE WHEN count(*) > 0 THEN json_object(
-        'ledger_code', 'ENERGY',
-        'billing_document_type', 'PERIOD_BASED',
-        'historical_billing_documents', to_json(list(json_object(
-          'billing_document_identifier', bl.bill_id,
-          'billing_document_type', 'PERIOD_BASED',
-          'issued_date', uk_date(bl.issued),
-          'bill_period_from_date', uk_date(bl.period_from),
-          'bill_period_to_date', uk_date(bl.period_to)
-        ) ORDER BY bl.source_row))) END
-      FROM bills bl WHERE bl.account_number = a.account_number)
+    'notes', n.notes,
+    'historical_statements', st.historical_statements,
+    'historical_billing_documents', bl.historical_billing_documents
   ) AS entry
 FROM accounts a
+LEFT JOIN customer_lists c ON c.account_number = a.account_number
+LEFT JOIN supply_address_lists s ON s.account_number = a.account_number
+LEFT JOIN ledger_lists l ON l.account_number = a.account_number
+LEFT JOIN note_lists n ON n.account_number = a.account_number
+LEFT JOIN statement_lists st ON st.account_number = a.account_number
+LEFT JOIN bill_lists bl ON bl.account_number = a.account_number
 ORDER BY a.source_row;
 `
 
