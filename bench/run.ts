@@ -10,6 +10,7 @@ import { openPostgres } from '../src/db/index.js'
 import { projectRoot } from '../src/paths.js'
 import { accountWriter } from './ceilings.js'
 import { cpuSplit } from './cpu.js'
+import { mapScenario } from './map.js'
 import { rssMb, start } from './processes.js'
 import { scaleScenario } from './scale.js'
 import { responsiveScenario } from './responsive.js'
@@ -33,6 +34,8 @@ import { WEBHOOK_EVENT_TYPES } from '../schemas/webhooks.js'
  * only) BENCH_WEBHOOKS (2000) accounts migrated by the client three times: without a webhook
  * endpoint, with one that never answers, and with a healthy local receiver, drained;
  * `--only single` the single-account rows (validate to notes) alone, on both databases;
+ * `--only map` (PostgreSQL's import job as the reference, bench/map.ts) the job rows, then an
+ * extract of BENCH_MAP_ACCOUNTS (1,000,000) accounts mapped by the starter mapping;
  * `--only pglite-responsive` (PGlite only, bench/responsive.ts) BENCH_RESPONSIVE (3000) accounts
  * migrated by the client while a prober measures /healthz, obtainToken and a status read;
  * `BENCH_POSTGRES=0` skips the PostgreSQL server's rows (every row on PGlite alone).
@@ -739,6 +742,24 @@ async function ours(
       await endToEnd()
       return rows
     }
+    if (ONLY === 'map') {
+      // The import job's rate, then the mapping of an extract of MAP_ACCOUNTS accounts: at least
+      // five times the job's accounts/s, so that mapping never holds a migration up.
+      await endToEnd()
+      const m = await mapScenario(true)
+      const job = rows.find((x) => x.scenario.startsWith('import job'))
+      record(
+        `map ${m.accounts} accounts × 10 transactions (${m.rows} source rows, ${m.extractMb} MB, starter mapping)`,
+        { rps: m.perSecond, p50: 0, p99: 0, errors: 0, non2xx: 0, peakRssMb: m.peakRssMb },
+        {
+          unit: 'accounts/s',
+          perSecond: Math.round(m.perSecond),
+          ...(job?.perSecond ? { ratio: m.perSecond / job.perSecond } : {}),
+          note: `${m.seconds.toFixed(0)} s from start to exit; peak RSS of the map process`
+        }
+      )
+      return rows
+    }
     if (ONLY === 'webhooks') {
       await webhooksScenario(server.url, token, key, admin!.sql, dir, record, pid)
       return rows
@@ -1136,6 +1157,9 @@ function verdict(r: Row, rows: Row[]): string {
     check("≥ 0.9× the client's batches", r.ratio >= 0.9, `${r.ratio.toFixed(2)}×`)
     if (postgres) check('≥ 500 accounts/s', (r.perSecond ?? 0) >= 500, `${r.perSecond}/s`)
   }
+  if (r.scenario.startsWith('map ') && r.ratio !== undefined) {
+    check("≥ 5× the import job's accounts/s", r.ratio >= 5, `${r.ratio.toFixed(2)}×`)
+  }
   if (r.scenario.startsWith('webhooks (b)') && r.ratio !== undefined) {
     check('≥ 0.9× without an endpoint', r.ratio >= 0.9, `${r.ratio.toFixed(2)}×`)
   }
@@ -1167,7 +1191,8 @@ function verdict(r: Row, rows: Row[]): string {
     postgres &&
     !r.scenario.startsWith('ceiling') &&
     !r.scenario.startsWith('migrate') &&
-    !r.scenario.startsWith('webhooks')
+    !r.scenario.startsWith('webhooks') &&
+    !r.scenario.startsWith('map ')
   ) {
     check('RSS < 300 MB', r.peakRssMb < 300, `${r.peakRssMb} MB`)
   }
@@ -1214,7 +1239,7 @@ function table(rows: Row[]): string {
 async function main(): Promise<void> {
   // BENCH_SCALE=<accounts>: the scale scenario alone (bench/scale.ts).
   if (process.env.BENCH_SCALE) return scaleScenario(ADMIN_URL)
-  const alone = ['dry-run', 'jobs', 'webhooks', 'pglite-responsive', 'single']
+  const alone = ['dry-run', 'jobs', 'map', 'webhooks', 'pglite-responsive', 'single']
   if (ONLY !== undefined && !alone.includes(ONLY)) {
     throw new Error(`--only: the rows that run alone are ${alone.join(', ')}, not ${ONLY}`)
   }
@@ -1235,7 +1260,7 @@ async function main(): Promise<void> {
       rows.push(...(await ours('postgres', { DATABASE_URL: url.toString() }, { url: url.toString(), sql }, dataDir)))
       await sql.end()
     }
-    if (process.env.BENCH_PGLITE !== '0' && ONLY !== 'webhooks') {
+    if (process.env.BENCH_PGLITE !== '0' && ONLY !== 'webhooks' && ONLY !== 'map') {
       rows.push(...(await ours('pglite', { DATA_DIR: join(dataDir, 'pglite') }, undefined, dataDir)))
     }
   } finally {

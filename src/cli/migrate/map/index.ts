@@ -86,8 +86,6 @@ export async function runMapping(
   const sourcesPath = `${out}.sources.ndjson`
   const folder = mkdtempSync(join(tmpdir(), 'amis-map-'))
   let engine: Engine | undefined
-  const T0 = Date.now()
-  const lap = (w: string) => process.stderr.write(`${w} ${Date.now() - T0} ms\n`)
   try {
     engine = await openEngine(folder, {
       memoryLimit: options.memoryLimit ?? DEFAULT_MEMORY_LIMIT,
@@ -101,9 +99,7 @@ export async function runMapping(
       files[declared.file] = read.summary
       tables.push({ table: declared.table, file: declared.file, columns: read.columns })
     }
-    lap('loaded')
     await findOrphansAndRepeats(c, header.files, files)
-    lap('orphans')
 
     // The mapping's own statements, settings locked first (no SET, no extension).
     await c.run('SET lock_configuration = true')
@@ -126,12 +122,8 @@ export async function runMapping(
       last.line,
       label
     )
-    lap('lines table')
     await checkLines(c, label)
-    lap('checked')
     const lineage = await lineageOf(c, last.text, tables)
-
-    lap('lineage')
     const lineCount = Number(await value(c, 'SELECT count(*) FROM _map_lines'))
     const repeatedLines = (await rows(
       c,
@@ -170,9 +162,7 @@ export async function runMapping(
       files,
       columns: lineage
     }
-    lap('rows')
     await writeLines(c, header.files, out, sourcesPath, sourcesHeader, label)
-    lap('written')
     options.log?.(renderMapSummary(summary, { out: options.label?.out ?? options.out, goOn: options.goOn === true }))
     return { lines: out, sources: sourcesPath, summary }
   } finally {

@@ -38,65 +38,92 @@ export async function prepareFile(source: string, declared: Encoding, target: st
   let header = ''
   let headerDone = false
   const undefinedBytes: number[] = []
-  const write = async (text: string) => {
-    if (!headerDone) {
-      const nl = text.indexOf('\n')
-      header += nl < 0 ? text : text.slice(0, nl)
-      if (nl >= 0 || header.length > MAX_HEADER) headerDone = true
-    }
-    if (empty && /\S/.test(text)) empty = false
-    if (!output.write(text)) await once(output, 'drain')
-  }
+  let converter = encoding === 'utf-8' ? undefined : singleByteConverter(encoding)
   try {
     for await (const raw of input) {
       let chunk = raw as Buffer
       if (first) {
         first = false
         if (chunk.subarray(0, 3).equals(BOM)) {
+          // A byte-order mark: UTF-8, whatever was declared.
           encoding = 'utf-8'
+          converter = undefined
           chunk = chunk.subarray(3)
         }
       }
-      if (encoding === 'windows-1252') {
-        for (let i = 0; i < chunk.length; i++) {
-          const byte = chunk[i]!
-          if (byte > 0x80 && byte < 0x9e && UNDEFINED_1252.has(byte)) undefinedBytes.push(byte)
-        }
-      }
-      // A single-byte encoding decodes chunk by chunk; UTF-8 is split at a character's boundary by
-      // the decoder (StringDecoder inside iconv-lite's streaming API is not needed: invalid UTF-8
-      // stays invalid bytes that DuckDB rejects with the row).
-      let text = encoding === 'utf-8' ? null : iconv.decode(chunk, encoding === 'latin-1' ? 'latin1' : 'windows-1252')
-      if (text === null) {
-        // UTF-8 bytes pass through; only CR LF becomes LF.
-        const out = crlfToLf(chunk, pendingCR)
-        pendingCR = out.pendingCR
-        if (out.bytes.length > 0) {
-          if (empty && /\S/.test(out.bytes.toString('latin1'))) empty = false
-          if (!headerDone) {
-            const nl = out.bytes.indexOf(0x0a)
-            header += out.bytes.subarray(0, nl < 0 ? out.bytes.length : nl).toString('utf8')
-            if (nl >= 0 || header.length > MAX_HEADER) headerDone = true
-          }
-          if (!output.write(out.bytes)) await once(output, 'drain')
-        }
-        continue
-      }
-      if (pendingCR) text = '\r' + text
-      pendingCR = text.endsWith('\r')
-      if (pendingCR) text = text.slice(0, -1)
-      await write(text.replace(/\r\n/g, '\n'))
+      await put(chunk)
     }
-    if (pendingCR) await write('\r')
+    await flush()
   } finally {
     output.end()
     await once(output, 'close')
   }
   return { path: target, encoding, empty, headerLine: header.replace(/\r$/, ''), undefinedBytes }
+
+  async function put(chunk: Buffer): Promise<void> {
+    // UTF-8 bytes pass through (invalid ones stay invalid: DuckDB rejects their row); a
+    // single-byte encoding becomes UTF-8 byte by byte. Only CR LF becomes LF.
+    const out = converter ? converter(chunk, pendingCR, undefinedBytes) : crlfToLf(chunk, pendingCR)
+    pendingCR = out.pendingCR
+    await emit(out.bytes)
+  }
+
+  async function flush(): Promise<void> {
+    if (pendingCR) await emit(Buffer.from([0x0d]))
+    pendingCR = false
+  }
+
+  async function emit(bytes: Buffer): Promise<void> {
+    if (bytes.length === 0) return
+    if (empty && /\S/.test(bytes.toString('utf8'))) empty = false
+    if (!headerDone) {
+      const nl = bytes.indexOf(0x0a)
+      header += bytes.subarray(0, nl < 0 ? bytes.length : nl).toString('utf8')
+      if (nl >= 0 || header.length > MAX_HEADER) headerDone = true
+    }
+    if (!output.write(bytes)) await once(output, 'drain')
+  }
+}
+
+type Converted = { bytes: Buffer; pendingCR: boolean }
+
+/**
+ * A single-byte encoding to UTF-8, CR LF to LF, in one pass over the bytes (a table of each
+ * byte's UTF-8 form, taken from iconv-lite): several times faster than decoding to a string and
+ * encoding it again. Windows-1252's undefined bytes become U+FFFD and are noted in order.
+ */
+function singleByteConverter(
+  encoding: 'windows-1252' | 'latin-1'
+): (chunk: Buffer, pendingCR: boolean, undefinedBytes: number[]) => Converted {
+  const forms = Array.from({ length: 256 }, (_, b) =>
+    Buffer.from(iconv.decode(Buffer.from([b]), encoding === 'latin-1' ? 'latin1' : 'windows-1252'), 'utf8')
+  )
+  const undefinedHere = encoding === 'windows-1252' ? UNDEFINED_1252 : new Set<number>()
+  return (chunk, pendingCR, undefinedBytes) => {
+    const out = Buffer.allocUnsafe(chunk.length * 3 + 1)
+    let o = 0
+    if (pendingCR && chunk[0] !== 0x0a) out[o++] = 0x0d
+    const last = chunk.length - 1
+    for (let i = 0; i <= last; i++) {
+      const b = chunk[i]!
+      if (b < 0x80) {
+        if (b === 0x0d) {
+          if (i === last) return { bytes: out.subarray(0, o), pendingCR: true }
+          if (chunk[i + 1] === 0x0a) continue
+        }
+        out[o++] = b
+        continue
+      }
+      if (undefinedHere.has(b)) undefinedBytes.push(b)
+      const form = forms[b]!
+      for (let k = 0; k < form.length; k++) out[o++] = form[k]!
+    }
+    return { bytes: out.subarray(0, o), pendingCR: false }
+  }
 }
 
 /** CR LF → LF in a byte chunk; a CR at its end waits for the next chunk. */
-function crlfToLf(chunk: Buffer, pendingCR: boolean): { bytes: Buffer; pendingCR: boolean } {
+function crlfToLf(chunk: Buffer, pendingCR: boolean): Converted {
   const parts: Buffer[] = []
   if (pendingCR && chunk[0] !== 0x0a) parts.push(Buffer.from([0x0d]))
   let from = 0
