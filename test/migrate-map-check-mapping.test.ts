@@ -38,7 +38,11 @@ t.test('map check and submit take a mapping; the failures are named in the extra
     pollIntervalMs: 100
   })
   t.equal(checked.code, 1, `a line failed: exit 1 ${checked.stderr}`)
-  t.match(checked.stderr, /3 lines written to a temporary file/, "the engine's summary, on standard error")
+  t.match(
+    checked.stderr,
+    /3 lines mapped, kept until the check ends \(--out <file> keeps them/,
+    "the engine's summary, on standard error"
+  )
   t.match(checked.stdout, /^Check of m\/mapping\.sql\n/)
   t.match(checked.stdout, /lines: +3\n/)
   // The column the mapping takes the field from (the engine's lineage), and the account's row in that file.

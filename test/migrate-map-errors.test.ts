@@ -117,6 +117,16 @@ t.test('an extract file missing or empty, a key column missing: named', async (t
   stderr = await mapWith(t, LEGACY_MAPPING, { ...LEGACY_FILES, 'transactions.csv': 'Account_Number,date,amount\r\n' })
   t.match(stderr, /^error: transactions\.csv has no column account_number, its declared key \(it has Account_Number/)
 
+  // A file separated by ";" read with the default ",": the one name it makes, and what to declare.
+  stderr = await mapWith(t, LEGACY_MAPPING, {
+    ...LEGACY_FILES,
+    'transactions.csv': 'account_number;date;amount\r\nA-1;01/02/2020;1.00\r\n'
+  })
+  t.match(
+    stderr,
+    /^error: transactions\.csv has no column account_number, its declared key; its columns: account_number;date;amount; its first line is one name split by ";" rather than ",": if that is the file's delimiter, say so at the top of the mapping: -- delimiter: ;/
+  )
+
   stderr = await mapWith(t, LEGACY_MAPPING.replace('-- accounts: accounts.csv key account_number\n', ''))
   t.match(stderr, /declares no accounts file: its header needs a line "-- accounts: accounts\.csv key <column>"/)
 

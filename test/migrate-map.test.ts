@@ -50,7 +50,7 @@ t.test('every source row accounted for: the summary by file, exit 1 unless --go-
   legacyExtract(dir)
   const run = await runClient(['map', 'mapping.sql', '--out', 'lines.ndjson'], { INIT_CWD: dir })
   t.equal(run.code, 1, 'rejected rows, an orphan and a repeated key: exit 1')
-  t.match(run.stderr, /^file +rows read +used +rejected +orphans +repeated keys +not used\n/)
+  t.match(run.stderr, /^file +read +used +rejected +orphans +repeats +unused\n/)
   t.match(run.stderr, /\naccounts\.csv +7 +4 +3 +- +1 +0\n/)
   t.match(run.stderr, /\ntransactions\.csv +3 +2 +0 +1 +- +0\n/)
   t.match(run.stderr, /\nnotes\.csv +3 +3 +0 +0 +- +0\n/)

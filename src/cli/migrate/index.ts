@@ -32,6 +32,7 @@ import { reconcile, renderReconcileSummary, SHOWN_DIFFERENCES } from './reconcil
 import { failedLines, NotAReportError, renderReport, writeFailedLines } from './report-file.js'
 import { MapError, runMapping } from './map/index.js'
 import { writeStarter } from './map/starter.js'
+import { TEMPORARY } from './map/summary.js'
 import { migrate, numberedReport, renderSummary, ReportExistsError } from './run.js'
 import { AuthenticationError, DEFAULT_RETRY, UnavailableError } from './service-client.js'
 import { isEntryPoint, parseCommandLine } from '../entry.js'
@@ -699,7 +700,7 @@ async function runCheck(args: string[], flags: Flags, io: MigrateCliIO): Promise
       const out = typeof flags.out === 'string' ? flags.out : undefined
       const target = out
         ? { path: callerPath(io, out), label: out }
-        : { path: join(folder!, 'lines.ndjson'), label: 'a temporary file' }
+        : { path: join(folder!, 'lines.ndjson'), label: TEMPORARY }
       const mapped = await mapToLines(args[0]!, target, flags, io, true)
       lines = { path: mapped.lines, label: out ?? args[0]! }
       sources = { path: mapped.sources, label: sourcesFileOf(out ?? 'lines.ndjson') }

@@ -430,7 +430,7 @@ export async function follow(client: ServiceClient, url: string, id: string, io:
         {
           done: l.done,
           failed: l.failed,
-          created: job.dry_run ? l.would_create : l.created,
+          ...(job.dry_run ? { wouldCreate: l.would_create } : { created: l.created }),
           ...(l.already_imported > 0 ? { alreadyImported: l.already_imported } : {}),
           rate: job.state === 'RUNNING' && !first ? job.rate_per_second : null,
           etaSeconds: job.eta_seconds,

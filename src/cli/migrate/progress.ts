@@ -13,6 +13,8 @@ export interface ProgressCounts {
   etaSeconds?: number | null
   /** Accounts created, shown before the failures. */
   created?: number
+  /** Accounts a dry run would create, shown in place of those created. */
+  wouldCreate?: number
   /** Accounts found already imported, shown after those created. */
   alreadyImported?: number
   /** A job's state, shown last. */
@@ -82,6 +84,7 @@ export function createProgress(options: ProgressOptions) {
         ? [`${size(rate ?? 0)}/s`]
         : [
             ...(counts.created !== undefined ? [`${counts.created} created`] : []),
+            ...(counts.wouldCreate !== undefined ? [`${counts.wouldCreate} would be created`] : []),
             ...(counts.alreadyImported !== undefined ? [`${counts.alreadyImported} already imported`] : []),
             `${counts.failed} failed`,
             ...(rate === null ? [] : [`${rate.toFixed(1)}/s`])

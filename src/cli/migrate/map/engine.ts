@@ -115,8 +115,12 @@ async function headerOf(
   }
   if (!columns.includes(declared.key)) {
     const near = columns.find((c) => c.toLowerCase() === declared.key.toLowerCase())
+    const other = columns.length === 1 ? [';', '\t', '|'].find((d) => columns[0]!.includes(d)) : undefined
+    const hint = other
+      ? `; its first line is one name split by ${other === '\t' ? 'tabs' : `"${other}"`} rather than "${delim}": if that is the file's delimiter, say so at the top of the mapping: -- delimiter: ${other === '\t' ? 'tab' : other}`
+      : ''
     throw new MapError(
-      `${declared.file} has no column ${declared.key}, its declared key${near ? ` (it has ${near}: names are matched exactly)` : ''}; its columns: ${columns.join(', ')}`
+      `${declared.file} has no column ${declared.key}, its declared key${near ? ` (it has ${near}: names are matched exactly)` : ''}; its columns: ${columns.join(', ')}${hint}`
     )
   }
   return { columns, delimiter: delim }

@@ -78,6 +78,23 @@ export function columnOf(header: SourcesHeader | undefined, field: string | null
   return header.columns[columnKey(field)]
 }
 
+/**
+ * For a field taken from no one column, the file whose rows to show: the one its neighbours in
+ * the entry come from (the other fields of its object), else the accounts file.
+ */
+export function rowsFileOf(header: SourcesHeader | undefined, field: string | null): string | undefined {
+  if (!header) return undefined
+  const key = field === null ? '' : columnKey(field)
+  const parent = key.includes('.') ? key.slice(0, key.lastIndexOf('.') + 1) : ''
+  const near = new Set(
+    Object.entries(header.columns)
+      .filter(([k]) => parent !== '' && k.startsWith(parent) && !k.slice(parent.length).includes('.'))
+      .map(([, c]) => c.file)
+  )
+  if (near.size === 1) return [...near][0]
+  return Object.entries(header.files).find(([, f]) => f.table === 'accounts')?.[0]
+}
+
 /** `accounts.csv row 2; transactions.csv rows 5, 6, 9`: the rows a line was made from (the first few of each file). */
 export function rowsText(rows: Record<string, number[]>, only?: string, shown = 6): string {
   const files = only !== undefined && rows[only] ? [only] : Object.keys(rows)
@@ -173,7 +190,7 @@ export function renderFailures(
         const from = column
           ? `${column.file}, column ${column.column}${source?.rows[column.file] ? `, ${rowsText(source.rows, column.file).replace(`${column.file} `, '')}` : ''}`
           : source
-            ? rowsText(source.rows)
+            ? rowsText(source.rows, rowsFileOf(sources.header, field))
             : undefined
         out.push(
           ...fold(`${field ?? '(the whole line)'}${from ? ` ← ${from}` : ''}`, width - 4, '      ').map((l, i) =>

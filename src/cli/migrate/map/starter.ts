@@ -10,7 +10,8 @@ import { MapError } from './errors.js'
 
 export const STARTER_MAPPING = `-- A mapping: from the extract (one CSV file per entity, every row keyed by the old system's
 -- account number; docs/extract-layout.md) to batch entries, one line per account.
--- The comment lines below declare the extract; the rest is DuckDB SQL. Each declared file is a
+-- The comment lines below declare the extract (its folder, encoding and delimiter, then its
+-- files); the rest is DuckDB SQL. Each declared file is a
 -- table of text columns (named as in its first line) plus source_row, its row number.
 -- The last statement gives one row per account: account_key (the old account number) and
 -- entry (the batch entry as JSON). Empty cells are NULL, and a field whose value is NULL is left
@@ -18,6 +19,7 @@ export const STARTER_MAPPING = `-- A mapping: from the extract (one CSV file per
 --
 -- extract: extract
 -- encoding: windows-1252
+-- delimiter: ,
 -- accounts: accounts.csv key account_number
 -- table customers: customers.csv key account_number
 -- table supply_addresses: supply_addresses.csv key account_number

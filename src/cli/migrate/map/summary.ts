@@ -3,8 +3,13 @@ import type { MapSummary } from './types.js'
 
 const SHOWN = 10
 
+/** The label of lines written to a temporary file (map check without --out). */
+export const TEMPORARY = 'a temporary file'
+
 export function renderMapSummary(summary: MapSummary, options: { out: string; goOn: boolean }): string {
-  const head = ['file', 'rows read', 'used', 'rejected', 'orphans', 'repeated keys', 'not used']
+  // Short names, so that a long file name and millions of rows fit 80 columns ("repeats": account
+  // numbers more than once in the accounts file; "unused": rows no line was made from).
+  const head = ['file', 'read', 'used', 'rejected', 'orphans', 'repeats', 'unused']
   const body = Object.entries(summary.files).map(([file, f]) => [
     file,
     String(f.rows_read),
@@ -42,7 +47,11 @@ export function renderMapSummary(summary: MapSummary, options: { out: string; go
     details.push(`  lines ${r.lines.join(', ')}: the mapping gives account ${r.key} more than one line`)
   }
   if (details.length > 0) text += '\n' + details.join('\n') + '\n'
-  text += `\n${summary.lines} line${summary.lines === 1 ? '' : 's'} written to ${options.out} (sources: ${options.out}.sources.ndjson)\n`
+  const lines = `${summary.lines} line${summary.lines === 1 ? '' : 's'}`
+  text +=
+    options.out === TEMPORARY
+      ? `\n${lines} mapped, kept until the check ends (--out <file> keeps them, and their sources beside them)\n`
+      : `\n${lines} written to ${options.out} (sources: ${options.out}.sources.ndjson)\n`
   if (summary.problems > 0) {
     text += options.goOn
       ? `${summary.problems} problem${summary.problems === 1 ? '' : 's'} above: going on (--go-on); the rows named are not in the lines\n`
