@@ -136,3 +136,20 @@ t.test('an extract file missing or empty, a key column missing: named', async (t
   t.equal(run.code, 2)
   t.match(run.stderr, /^error: the extract folder extract \(.*\) does not exist\n$/)
 })
+
+t.test(
+  '--memory: a size in DuckDB units is taken; anything else is a usage error before the mapping runs',
+  async (t) => {
+    const dir = tempDir(t)
+    legacyExtract(dir)
+    const bad = await runClient(['map', 'mapping.sql', '--out', 'lines.ndjson', '--memory', '12'], { INIT_CWD: dir })
+    t.equal(bad.code, 2)
+    t.match(bad.stderr, /--memory takes a size such as 4GB or 512MB, not "12"/)
+    t.notOk(existsSync(join(dir, 'lines.ndjson')), 'nothing written')
+    const good = await runClient(['map', 'mapping.sql', '--out', 'lines.ndjson', '--go-on', '--memory', '512MB'], {
+      INIT_CWD: dir
+    })
+    t.equal(good.code, 0, good.stderr)
+    t.ok(existsSync(join(dir, 'lines.ndjson')))
+  }
+)

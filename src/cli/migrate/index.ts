@@ -100,6 +100,7 @@ const OPTIONS = {
   sources: { type: 'string' },
   extract: { type: 'string' },
   'go-on': { type: 'boolean' },
+  memory: { type: 'string' },
   help: { type: 'boolean', short: 'h' }
 } as const
 type OptionName = keyof typeof OPTIONS
@@ -133,7 +134,8 @@ const JOB_COMMANDS: Record<string, OptionName[]> = {
     'not-before',
     'not-after',
     'extract',
-    'go-on'
+    'go-on',
+    'memory'
   ],
   job: [...CONNECTION_OPTIONS, 'follow'],
   jobs: [...CONNECTION_OPTIONS, 'state', 'supplier', 'limit'],
@@ -144,7 +146,16 @@ const JOB_COMMANDS: Record<string, OptionName[]> = {
   reconcile: [...CONNECTION_OPTIONS, 'supplier', 'report']
 }
 /** `map check`: the lines checked here and dry-run by the service. */
-const CHECK_OPTIONS: OptionName[] = [...CONNECTION_OPTIONS, 'team', 'supplier', 'lines', 'sources', 'extract', 'out']
+const CHECK_OPTIONS: OptionName[] = [
+  ...CONNECTION_OPTIONS,
+  'team',
+  'supplier',
+  'lines',
+  'sources',
+  'extract',
+  'out',
+  'memory'
+]
 const JOB_STATES = ['OPEN', 'QUEUED', 'RUNNING', 'PAUSED', 'COMPLETED', 'CANCELLED']
 const GENERATE_OPTIONS: OptionName[] = [
   'seed',
@@ -174,7 +185,7 @@ Usage:
   ${PROGRAM} map check <mapping.sql> --team <name> [--extract <dir>] [--out <lines.ndjson>]
   ${PROGRAM} map check --lines <lines.ndjson> --team <name> [--sources <file>]
   ${PROGRAM} generate <N> [options] > accounts.ndjson
-  ${PROGRAM} map <mapping.sql> --out <lines.ndjson> [--extract <folder>] [--go-on]
+  ${PROGRAM} map <mapping.sql> --out <lines.ndjson> [--extract <folder>] [--go-on] [--memory <size>]
   ${PROGRAM} map init <folder>
 
 Migrates every account of a newline-delimited JSON file (one account per line, optionally with
@@ -288,6 +299,8 @@ row accounted for, 1 a row rejected, an orphan or a repeated account number (the
 all the same), 2 the mapping or an extract file could not be read (nothing written).
   --extract <folder>       The extract's folder (default: the one the mapping's header names).
   --go-on                  Exit 0 despite rejected rows, orphans and repeats (they stay out of the lines).
+  --memory <size>          Memory the mapping's engine may use, e.g. 8GB (default: half the machine's);
+                           past it, it spills to a temporary folder where it can.
 map init <folder> writes a starter mapping for the documented layout, <folder>/mapping.sql, and a
 small sample extract in <folder>/extract/ (never overwriting a file).
 
@@ -726,6 +739,13 @@ async function runCheck(args: string[], flags: Flags, io: MigrateCliIO): Promise
  * Maps `mapping` (the engine's runMapping) to `out`, its summary on standard error. Rows the
  * mapping left out stop a submit unless --go-on; `map check` goes on and counts them as failures.
  */
+/** `--memory 8GB`: DuckDB's memory for the mapping, in its own units (KB, MB, GB, TB). */
+function memoryOf(text: string): string {
+  const m = /^\s*(\d+(?:\.\d+)?)\s*(KB|MB|GB|TB)\s*$/i.exec(text)
+  if (!m || Number(m[1]) <= 0) throw new UsageError(`--memory takes a size such as 4GB or 512MB, not "${text}"`)
+  return `${m[1]}${m[2]!.toUpperCase()}`
+}
+
 async function mapToLines(
   mapping: string,
   out: { path: string; label: string },
@@ -740,6 +760,7 @@ async function mapToLines(
     out: out.path,
     label: { mapping, out: out.label },
     goOn: goOn || flags['go-on'] === true,
+    ...(typeof flags.memory === 'string' ? { memoryLimit: memoryOf(flags.memory) } : {}),
     log: io.stderr
   })
   return mapped
@@ -837,7 +858,7 @@ async function runMap(args: string[], flags: Flags, io: MigrateCliIO): Promise<n
     )
     return 0
   }
-  onlyOptions(flags, ['out', 'extract', 'go-on', 'help'], 'map')
+  onlyOptions(flags, ['out', 'extract', 'go-on', 'memory', 'help'], 'map')
   if (args.length !== 1) throw new UsageError(`give one mapping: ${PROGRAM} map <mapping.sql> --out <lines.ndjson>`)
   if (typeof flags.out !== 'string') {
     throw new UsageError(`name the lines file: ${PROGRAM} map ${args[0]} --out <lines.ndjson>`)
@@ -848,6 +869,7 @@ async function runMap(args: string[], flags: Flags, io: MigrateCliIO): Promise<n
     out: callerPath(io, flags.out),
     label: { mapping: args[0]!, out: flags.out },
     goOn: flags['go-on'] === true,
+    ...(typeof flags.memory === 'string' ? { memoryLimit: memoryOf(flags.memory) } : {}),
     log: io.stderr
   })
   return summary.problems > 0 && flags['go-on'] !== true ? 1 : 0

@@ -15,7 +15,7 @@ import {
   statSync
 } from 'node:fs'
 import { once } from 'node:events'
-import { availableParallelism, tmpdir } from 'node:os'
+import { availableParallelism, tmpdir, totalmem } from 'node:os'
 import { basename, dirname, join, relative, resolve } from 'node:path'
 import { createInterface } from 'node:readline'
 import { openEngine, loadFile, rows, value, LISTED, type Engine } from './engine.js'
@@ -45,7 +45,7 @@ export interface MapOptions {
   goOn?: boolean
   /** Where the summary goes (standard error). */
   log?: (text: string) => void
-  /** DuckDB's memory limit (default 1GB) and threads (default: the machine's, at most 4). */
+  /** DuckDB's memory limit (default: half the machine's) and threads (default: the machine's, at most 4). */
   memoryLimit?: string
   threads?: number
   /** Test hook: DuckDB's CSV buffer size in bytes. */
@@ -54,7 +54,8 @@ export interface MapOptions {
   label?: { mapping?: string; out?: string }
 }
 
-export const DEFAULT_MEMORY_LIMIT = '1GB'
+/** Half the machine's memory, at least 1 GB: DuckDB spills past it where it can. */
+export const DEFAULT_MEMORY_LIMIT = `${Math.max(1, Math.floor(totalmem() / 2 / 1024 ** 3))}GB`
 
 /** Maps an extract to batch-entry lines and their sources. Throws MapError for what a person must fix. */
 export async function runMapping(
@@ -254,6 +255,13 @@ function sqlError(err: unknown, line: number, label: string): MapError {
   const message = err instanceof Error ? err.message : String(err)
   const at = /LINE (\d+):/.exec(message)
   const where = at ? `${label} line ${at[1]}` : `${label}, the statement that starts on line ${line}`
+  if (/Out of Memory Error/i.test(message)) {
+    // DuckDB's own advice names settings a mapping cannot change: say what the user can do.
+    const first = message.split('\n')[0]!.trim()
+    return new MapError(
+      `${where}: ${first}\nThe mapping needs more memory than it was given: run it again with --memory and a larger size (this machine has ${Math.round(totalmem() / 1024 ** 3)} GB), or map the extract in parts (its accounts file split, the other files as they are).`
+    )
+  }
   return new MapError(`${where}: ${message.trim()}`)
 }
 
