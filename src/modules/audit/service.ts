@@ -3,9 +3,20 @@ import { formatDateTime } from '../../format.js'
 import type { Principal } from '../auth/service.js'
 import type { AuditFilter, AuditRepository } from './repository.js'
 
-export type AuditTargetType = 'organisation' | 'api_key' | 'import_supplier' | 'operations_team' | 'import_process'
+export type AuditTargetType =
+  | 'organisation'
+  | 'api_key'
+  | 'import_supplier'
+  | 'operations_team'
+  | 'import_process'
+  | 'webhook_endpoint'
+  | 'webhook_delivery'
+  | 'import_job'
 
-/** What a record's action acted on: `id` is what the API names it by (a name, a code, a key's id, "<supplier>/<account>"). */
+/**
+ * What a record's action acted on: `id` is what the API names it by (a name, a code, a key's,
+ * endpoint's, delivery's or job's id, "<supplier>/<account>").
+ */
 export interface AuditTarget {
   type: AuditTargetType
   id: string
