@@ -2,6 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import { createAuditRepository } from '../modules/audit/repository.js'
 import { createAuditLog, type AuditLog, type AuditRequest, type AuditTarget } from '../modules/audit/service.js'
+import type { AuditAction } from '../../schemas/audit.js'
 import { answerCodeOf } from '../logging.js'
 import { sentError } from './errors.js'
 
@@ -21,7 +22,7 @@ declare module 'fastify' {
        * with the code of its answer (the first entry's, else the top-level one) and the target
        * `targetOf` names (kept only when it exists and is the caller's to see).
        */
-      refusals(action: string, targetOf: (request: FastifyRequest) => AuditTarget | null): RefusalHook
+      refusals(action: AuditAction, targetOf: (request: FastifyRequest) => AuditTarget | null): RefusalHook
     }
   }
 }
@@ -44,7 +45,7 @@ export default fp(
         listeners.push(listener)
       },
       requestOf,
-      refusals(action: string, targetOf: (request: FastifyRequest) => AuditTarget | null): RefusalHook {
+      refusals(action: AuditAction, targetOf: (request: FastifyRequest) => AuditTarget | null): RefusalHook {
         return async function recordRefusal(request, reply, payload) {
           // A 5xx is the service's failure, not a refusal of the caller's action.
           if (reply.statusCode < 400 || reply.statusCode >= 500) return payload

@@ -2,6 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import { GraphQLError, GraphQLScalarType, Kind, parse, type DocumentNode, type SelectionSetNode } from 'graphql'
 import mercurius, { type IResolvers, type MercuriusContext } from 'mercurius'
+import type { AuditAction } from '../../schemas/audit.js'
 import { graphqlSchema } from '../../schemas/graphql.js'
 import { isWellFormedJson } from '../../schemas/text.js'
 import { CODE, formatDetail } from '../../schemas/error-codes.js'
@@ -219,7 +220,7 @@ export default fp(
      * `who`: the operator only (the default), or anyone with a valid token.
      */
     function audited<A, T>(
-      action: string,
+      action: AuditAction,
       targetOf: (args: A) => AuditTarget | null,
       run: (args: A, record: RecordChange, caller: Principal) => Promise<T>,
       who: 'operator' | 'anyone' = 'operator'

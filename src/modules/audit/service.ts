@@ -1,3 +1,4 @@
+import type { AuditAction } from '../../../schemas/audit.js'
 import type { Db, Tx } from '../../db/index.js'
 import { formatDateTime } from '../../format.js'
 import type { Principal } from '../auth/service.js'
@@ -76,7 +77,7 @@ export function createAuditLog(
 ) {
   return {
     /** The writer of `action`'s record for one request, to be called in the change's transaction. */
-    recorder(request: AuditRequest, action: string): RecordChange {
+    recorder(request: AuditRequest, action: AuditAction): RecordChange {
       return async function recordChange(tx, target, changes = null) {
         const owner = target === null ? undefined : await repo.ownerOf(tx, target.type, target.id)
         await repo.insert(tx, {
@@ -95,7 +96,7 @@ export function createAuditLog(
     },
 
     /** Tells the counters of a succeeded action's record, once its transaction is committed. */
-    committed(action: string): void {
+    committed(action: AuditAction): void {
       onWritten(action, 'succeeded')
     },
 
@@ -103,7 +104,7 @@ export function createAuditLog(
      * Records a refusal with its error code. The target is kept only when it exists and, for an
      * organisation's caller, belongs to that organisation: otherwise the record concerns only its actor.
      */
-    async refused(request: AuditRequest, action: string, code: string, target: AuditTarget | null): Promise<void> {
+    async refused(request: AuditRequest, action: AuditAction, code: string, target: AuditTarget | null): Promise<void> {
       const actor = actorOf(request.principal)
       const owner = target === null ? undefined : await repo.ownerOf(db, target.type, target.id)
       const shown =

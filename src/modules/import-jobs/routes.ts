@@ -1,6 +1,7 @@
 import { Readable } from 'node:stream'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyRequest } from 'fastify'
+import type { AuditAction } from '../../../schemas/audit.js'
 import { SUPPLIER_CODE } from '../../../schemas/common.js'
 import { CODE } from '../../../schemas/error-codes.js'
 import {
@@ -109,7 +110,7 @@ const importJobsRoutes: FastifyPluginAsyncTypebox<{ config: Config; sections: Se
     // The job actions are audited: a succeeded one's record in the transaction of its change, a
     // refusal (a 4xx answer) on its own, with its code, by the onSend hook of its route.
     const { audit } = app
-    const recorder = (request: FastifyRequest, action: string) => audit.recorder(audit.requestOf(request), action)
+    const recorder = (request: FastifyRequest, action: AuditAction) => audit.recorder(audit.requestOf(request), action)
     const jobTarget = (request: FastifyRequest) => ({
       type: 'import_job' as const,
       id: String((request.params as { id?: unknown }).id)
