@@ -379,6 +379,23 @@ t.test(
       'not recorded as an action'
     )
 
+    // /metrics counts the records by action and outcome, whatever the route.
+    const metrics = (await app.inject({ url: '/metrics', headers: { authorization: `Bearer ${op}` } })).body
+    for (const [action, outcome, n] of [
+      ['createImportJob', 'succeeded', 3],
+      ['createImportJob', 'refused', 2],
+      ['startImportJob', 'succeeded', 2],
+      ['startImportJob', 'refused', 2],
+      ['cancelImportJob', 'succeeded', 1],
+      ['cancelImportJob', 'refused', 3]
+    ] as const) {
+      t.match(
+        metrics,
+        `amis_audit_events_total{action="${action}",outcome="${outcome}"} ${n}\n`,
+        `${action} ${outcome}`
+      )
+    }
+
     const secrets = [acme.apiKey, acme.token, other.apiKey, other.token, op]
     t.notOk(
       (await rows(app)).some((r) => secrets.some((secret) => JSON.stringify(r).includes(secret))),
