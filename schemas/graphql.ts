@@ -354,7 +354,7 @@ export const graphqlSchema = /* GraphQL */ `
     organisation: String
     apiKeyId: ID
   }
-  "What an audited action acted on: type organisation, api_key, import_supplier, operations_team or import_process (id <supplier>/<external account number>)."
+  "What an audited action acted on: type organisation, api_key, import_supplier, operations_team, import_process (id <supplier>/<external account number>), webhook_endpoint, webhook_delivery or import_job."
   type AuditTarget {
     type: String!
     id: String!

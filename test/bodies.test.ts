@@ -8,6 +8,9 @@ import { Type } from 'typebox'
 import { shapeProblem } from '../src/plugins/bodies.js'
 import { compileBody } from '../src/validation.js'
 
+/** A refused import job action (a POST route) is recorded in the audit trail: that table is not counted. */
+const REFUSALS_RECORDED = ['audit_events']
+
 /**
  * Bodies: a caller without a token is answered before its body is read; bodies must be UTF-8 and
  * of a sane shape; what a body costs to judge stays close to what it costs to parse.
@@ -194,7 +197,7 @@ t.test('bodies that are not UTF-8 are refused on every POST route, and nothing i
   }
   const posts = routes.all().filter((r) => r.method === 'POST')
   t.ok(posts.length >= 11, `POST routes seen (${posts.length})`)
-  const before = await tableCounts(database)
+  const before = await tableCounts(database, REFUSALS_RECORDED)
   for (const { url } of posts) {
     const [body, named] = requests[url] ?? [{}, '']
     const field = named || fieldOf[url]
@@ -219,7 +222,7 @@ t.test('bodies that are not UTF-8 are refused on every POST route, and nothing i
       `${url}: 400 invalid_request, one invalid at null (${res.statusCode} ${res.body.slice(0, 160)})`
     )
   }
-  t.same(await tableCounts(database), before, 'nothing stored')
+  t.same(await tableCounts(database, REFUSALS_RECORDED), before, 'nothing stored')
 })
 
 t.test(

@@ -6,6 +6,9 @@ import { tableCounts } from './helpers/database.js'
 import { createTenant } from './helpers/graphql.js'
 import { expectStandalone, postImportBodies, routeRecorder, UNREACHABLE_VENDOR } from './helpers/security.js'
 
+/** A refused import job action (a POST route) is recorded in the audit trail: that table is not counted. */
+const REFUSALS_RECORDED = ['audit_events']
+
 const LIMIT = 8192
 
 /** A JSON object of exactly `bytes` bytes. */
@@ -23,7 +26,7 @@ t.test('bodies at and past BODY_LIMIT_BYTES on every POST route', async (t) => {
   const acme = await createTenant(app, 'Acme', 'ACME_ENERGY')
   const posts = routes.all().filter((r) => r.method === 'POST')
   t.ok(posts.length >= 10, `POST routes seen (${posts.length})`)
-  const before = await tableCounts(database)
+  const before = await tableCounts(database, REFUSALS_RECORDED)
   for (const route of posts) {
     const send = (payload: string) =>
       app.inject({
@@ -54,7 +57,7 @@ t.test('bodies at and past BODY_LIMIT_BYTES on every POST route', async (t) => {
       `${route.url}: the token is checked first, on the headers alone (order)`
     )
   }
-  t.same(await tableCounts(database), before, 'nothing written')
+  t.same(await tableCounts(database, REFUSALS_RECORDED), before, 'nothing written')
 })
 
 t.test('arrays and strings at and past their limits', async (t) => {

@@ -1,5 +1,7 @@
 import t from 'tap'
 import type { LightMyRequestResponse } from 'fastify'
+import { desc, gt } from 'drizzle-orm'
+import { auditEvents } from '../drizzle/schema/index.js'
 import { exampleAccount, importClient, importedSetup } from './helpers/accounts.js'
 import { tableCounts } from './helpers/database.js'
 import { createTenant } from './helpers/graphql.js'
@@ -54,6 +56,7 @@ t.test('organisation B learns nothing about, and changes nothing of, organisatio
   const NO_JOB = '00000000-0000-4000-8000-000000000000'
 
   const before = await tableCounts(database)
+  const lastAudit = (await app.db.select({ id: auditEvents.id }).from(auditEvents).orderBy(desc(auditEvents.id)))[0]!.id
   const endpoints = routes.protected().filter((e) => e.url.startsWith('/v1/data-import/'))
   const seen = new Set<string>()
   const bodies = postImportBodies(a.ledgerNumber)
@@ -239,7 +242,23 @@ t.test('organisation B learns nothing about, and changes nothing of, organisatio
   }
 
   t.same([...seen].sort(), endpoints.map((e) => `${e.method} ${e.url}`).sort(), 'every data-import endpoint was tried')
-  t.same(await tableCounts(database), before, 'no row of any table was added or removed')
+  // B's refused job actions are in the audit trail: B's own records, naming nothing of A's.
+  const { audit_events: auditBefore, ...others } = before
+  const { audit_events: auditAfter, ...othersAfter } = await tableCounts(database)
+  t.same(othersAfter, others, 'no row of any other table was added or removed')
+  const refusals = await app.db.select().from(auditEvents).where(gt(auditEvents.id, lastAudit))
+  t.equal(refusals.length, auditAfter! - auditBefore!, 'only new audit records')
+  t.ok(refusals.length > 0, "B's refused job actions are recorded")
+  t.ok(
+    refusals.every(
+      (r) =>
+        r.outcome === 'refused' &&
+        r.actorOrganisation === 'Other' &&
+        r.targetId === null &&
+        r.targetOrganisationId === null
+    ),
+    "each refused, B's, without a target of A's"
+  )
   // A's data is still all there, unchanged.
   const status = await a.client.status('EXT-000123')
   t.same(status.json(), { status: 'COMPLETED', service_account_number: a.serviceAccountNumber, latest_error: null })

@@ -11,6 +11,7 @@ import { CODE, meaningOf } from '../../schemas/error-codes.js'
 import { STEP_NAMES } from '../../schemas/failures.js'
 import { SUPPLY_POINT_CHECKS } from '../../schemas/common.js'
 import { DELIVERY_STATES, WEBHOOK_EVENT_TYPES } from '../../schemas/webhooks.js'
+import { AUDIT_ACTIONS } from '../../schemas/audit.js'
 
 export interface AdminIO {
   env: Record<string, string | undefined>
@@ -56,7 +57,10 @@ const OPTIONS = {
   limit: { type: 'string' },
   watch: { type: 'boolean' },
   events: { type: 'string' },
-  state: { type: 'string' }
+  state: { type: 'string' },
+  action: { type: 'string' },
+  since: { type: 'string' },
+  until: { type: 'string' }
 } as const
 
 type OptionName = keyof typeof OPTIONS
@@ -75,7 +79,7 @@ const SUPPLIER_OPTIONS: OptionName[] = [
 const OPTION_HELP: Record<OptionName, [string, string]> = {
   organisation: [
     '--organisation <name>',
-    'Owning organisation (required for create-supplier; filters list-api-keys and webhooks list).'
+    'Owning organisation (required for create-supplier; filters list-api-keys, webhooks list and audit).'
   ],
   'document-root': ['--document-root <path>', 'Relative prefix in the document bucket ("" for the root).'],
   status: ['--status <Ongoing|Paused|Complete>', 'Migration status (create default: Ongoing).'],
@@ -95,13 +99,13 @@ const OPTION_HELP: Record<OptionName, [string, string]> = {
   'operator-key': ['--operator-key <key>', 'Operator API key (env OPERATOR_API_KEY; prefer the env variable).'],
   json: [
     '--json',
-    'Print the GraphQL data object as JSON (failures: at most --limit records, and with --step or --code a matchingFailureSummary of the records that match).'
+    'Print the GraphQL data object as JSON (failures: at most --limit records, and with --step or --code a matchingFailureSummary of the records that match; audit: one record per line).'
   ],
   step: ['--step <step>', `Only failures of this step: ${STEP_NAMES.join(', ')}.`],
   code: ['--code <code>', 'Only failures holding this error code (e.g. invalid_postcode).'],
   limit: [
     '--limit <n>',
-    'How many to list: failure records (one per account and step) 1–10000, webhook deliveries 1–1000 (default 50).'
+    'How many to list: failure records (one per account and step) 1–10000, webhook deliveries 1–1000 (default 50), audit records 1–10000 (default 100).'
   ],
   watch: ['--watch', 'Redraw every few seconds until Ctrl-C.'],
   events: [
@@ -109,6 +113,12 @@ const OPTION_HELP: Record<OptionName, [string, string]> = {
     `Event types the endpoint receives (default: every one): ${WEBHOOK_EVENT_TYPES.join(', ')}.`
   ],
   state: ['--state <state>', `Only deliveries in this state: ${DELIVERY_STATES.join(', ')}.`],
+  action: ['--action <action>', `Only records of this action: ${AUDIT_ACTIONS.join(', ')}.`],
+  since: [
+    '--since <time>',
+    'Only records at or after this time: a date-time with an offset or Z (2026-11-28T09:00:00Z), or a UTC date.'
+  ],
+  until: ['--until <time>', 'Only records at or before this time (a date: until the end of that UTC day).'],
   help: ['-h, --help', 'Show help (for a command: <command> --help).']
 }
 
@@ -622,6 +632,109 @@ function renderRedelivery(d: WebhookDelivery): string {
   )
 }
 
+interface AuditEvent {
+  id: string
+  at: string
+  action: string
+  outcome: 'succeeded' | 'refused'
+  code: string | null
+  actor: { kind: 'operator' | 'organisation' | 'anonymous'; organisation: string | null; apiKeyId: string | null }
+  target: { type: string; id: string } | null
+  changes: Record<string, { from: unknown; to: unknown }> | null
+  ip: string | null
+  requestId: string
+}
+
+const AUDIT_SELECTION =
+  'id at action outcome code actor { kind organisation apiKeyId } target { type id } changes ip requestId'
+const AUDIT_QUERY = `query AuditEvents($o: String, $a: String, $s: String, $u: String, $first: Int, $after: String) {
+  auditEvents(organisation: $o, action: $a, since: $s, until: $u, first: $first, after: $after) { ${AUDIT_SELECTION} }
+}`
+/** Records read per request (the most `first` takes). */
+const AUDIT_PAGE = 1000
+const AUDIT_LIMIT_DEFAULT = 100
+
+/** The same bound as the service's: a date-time with an offset or Z. */
+const DATE_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/i
+const DATE = /^\d{4}-\d{2}-\d{2}$/
+
+/**
+ * A --since or --until value as the service takes it: a date-time with an offset or Z as given,
+ * or a date as the first (--since) or last (--until) second of that UTC day.
+ */
+function parseTime(name: 'since' | 'until', value: string): string {
+  const v = value.trim()
+  const text = DATE.test(v) ? `${v}T${name === 'since' ? '00:00:00' : '23:59:59'}Z` : v
+  const at = new Date(text)
+  const sameDay = !DATE.test(v) || at.toISOString().slice(0, 10) === v
+  if (!DATE_TIME.test(text) || Number.isNaN(at.getTime()) || !sameDay || text.startsWith('0000')) {
+    throw new UsageError(
+      `--${name} must be a date-time with an offset or Z (e.g. 2026-11-28T09:00:00Z) or a date (2026-11-28), not "${value}"`
+    )
+  }
+  return text
+}
+
+/** The audit filters of the command line, checked; GraphQL variables. */
+function auditFilters(flags: Flags): { o: string | null; a: string | null; s: string | null; u: string | null } {
+  const action = stringFlag(flags, 'action')?.trim()
+  if (action !== undefined && !(AUDIT_ACTIONS as readonly string[]).includes(action)) {
+    throw new UsageError(`--action must be one of ${AUDIT_ACTIONS.join(', ')}, not "${action}"`)
+  }
+  const sinceFlag = stringFlag(flags, 'since')
+  const untilFlag = stringFlag(flags, 'until')
+  const since = sinceFlag === undefined ? undefined : parseTime('since', sinceFlag)
+  const until = untilFlag === undefined ? undefined : parseTime('until', untilFlag)
+  if (since !== undefined && until !== undefined && new Date(since) > new Date(until)) {
+    throw new UsageError(`--since (${sinceFlag}) is after --until (${untilFlag})`)
+  }
+  return { o: stringFlag(flags, 'organisation') ?? null, a: action ?? null, s: since ?? null, u: until ?? null }
+}
+
+const auditLimit = (flags: Flags) => integerFlag(flags, 'limit', 1, 10_000, AUDIT_LIMIT_DEFAULT)
+
+/** Who acted, in a few words: operator, anonymous, or the organisation and the start of its key's id. */
+function showActor(actor: AuditEvent['actor']): string {
+  if (actor.kind !== 'organisation') return actor.kind
+  return `${actor.organisation ?? '?'}${actor.apiKeyId ? ` (key ${actor.apiKeyId.slice(0, 8)})` : ''}`
+}
+
+/** The filters asked for, in words ("of Acme, action revokeApiKey, since …"), or '' for none. */
+function auditFilterWords(flags: Flags): string {
+  const f = auditFilters(flags)
+  return [
+    f.o !== null && `of ${f.o}`,
+    f.a !== null && `action ${f.a}`,
+    f.s !== null && `since ${f.s}`,
+    f.u !== null && `until ${f.u}`
+  ]
+    .filter(Boolean)
+    .join(', ')
+}
+
+function renderAudit(events: AuditEvent[], flags: Flags): string {
+  const filter = auditFilterWords(flags)
+  if (events.length === 0) return filter ? `No audit records ${filter}.\n` : 'No audit records.\n'
+  const limit = auditLimit(flags)
+  const shown = events.slice(0, limit)
+  const more = events.length > limit ? ` (the newest ${limit}; --limit for more)` : ''
+  return (
+    `Audit records${filter ? ` ${filter}` : ''}, newest first${more}:\n\n` +
+    table(
+      ['AT', 'ACTION', 'OUTCOME', 'ACTOR', 'TARGET', 'IP'],
+      shown.map((e) => [
+        e.at,
+        e.action,
+        e.outcome === 'refused' ? `refused: ${e.code ?? '?'}` : e.outcome,
+        showActor(e.actor),
+        e.target === null ? '-' : `${e.target.type} ${e.target.id}`,
+        e.ip ?? '-'
+      ])
+    ) +
+    `\n${plural(shown.length, 'record')}; every field (changes, request ids, key ids) with --json\n`
+  )
+}
+
 // ---------------------------------------------------------------------------------------------
 // Commands
 
@@ -648,6 +761,8 @@ interface Command<T = unknown> {
   ): Promise<T>
   /** The data --json prints; the GraphQL data object by default. */
   json?(data: T, flags: Flags): unknown
+  /** With --json, one JSON object per line (these) instead of the data object. */
+  jsonLines?(data: T, flags: Flags): unknown[]
 }
 
 /** Types a command by its data; the list holds them as `Command` (method parameters are bivariant). */
@@ -952,6 +1067,37 @@ const COMMANDS: Command[] = [
             data.operationsTeams.map((o) => [o.name, o.id])
           ) + `\n${plural(data.operationsTeams.length, 'operations team')}\n`
   }),
+  defineCommand<{ auditEvents: AuditEvent[] }>({
+    name: 'audit',
+    args: [],
+    options: ['organisation', 'action', 'since', 'until', 'limit'],
+    summary:
+      'The audit trail, newest first: who did which administrative action, when, from where, succeeded or refused (--json: one record per line).',
+    build(_args, flags) {
+      const limit = auditLimit(flags)
+      // One more than shown says whether there are more.
+      return { query: AUDIT_QUERY, variables: { ...auditFilters(flags), first: Math.min(limit + 1, AUDIT_PAGE) } }
+    },
+    /** Further pages, until one more than --limit is read or the trail ends. */
+    async complete(data, request, _args, flags) {
+      const wanted = auditLimit(flags) + 1
+      let asked = Math.min(wanted, AUDIT_PAGE)
+      let page = data.auditEvents
+      while (page.length === asked && data.auditEvents.length < wanted) {
+        asked = Math.min(wanted - data.auditEvents.length, AUDIT_PAGE)
+        const next = (await request(AUDIT_QUERY, {
+          ...auditFilters(flags),
+          first: asked,
+          after: page.at(-1)!.id
+        })) as { auditEvents: AuditEvent[] }
+        page = next.auditEvents
+        data.auditEvents.push(...page)
+      }
+      return data
+    },
+    render: (data, _args, flags) => renderAudit(data.auditEvents, flags),
+    jsonLines: (data, flags) => data.auditEvents.slice(0, auditLimit(flags))
+  }),
   defineCommand<{ createWebhookEndpoint: WebhookEndpoint & { secret: string } }>({
     name: 'webhooks add',
     args: ['<organisation>', '<url>'],
@@ -1063,6 +1209,9 @@ function generalHelp(): string {
     '',
     'Webhook options (webhooks add, webhooks deliveries; --limit too):',
     ...optionLines(['events', 'state']),
+    '',
+    'Audit options (audit; --organisation and --limit too):',
+    ...optionLines(['action', 'since', 'until']),
     '',
     'Options of every command:',
     ...optionLines(GLOBAL_OPTIONS),
@@ -1263,6 +1412,15 @@ export async function runAdmin(argv: string[], io: AdminIO): Promise<number> {
     const data = command.complete
       ? await command.complete(answer, (query, variables) => client.request<unknown>(query, variables), args, flags)
       : answer
+    if (flags.json && command.jsonLines) {
+      io.stdout(
+        command
+          .jsonLines(data, flags)
+          .map((item) => JSON.stringify(item) + '\n')
+          .join('')
+      )
+      return 0
+    }
     const shown = flags.json ? (command.json ? command.json(data, flags) : data) : undefined
     io.stdout(flags.json ? JSON.stringify(shown, null, 2) + '\n' : command.render(data, args, flags))
     return 0

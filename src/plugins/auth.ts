@@ -89,6 +89,8 @@ export default fp(
       const token = tokenFromHeader(request.headers.authorization)
       if (token === undefined) throw notAuthenticated()
       const principal = await auth.authenticate(token)
+      // Who asked, even when refused: the audit trail's actor of a refused action.
+      request.principal = principal
       if (principal.kind !== 'organisation') {
         throw permissionDenied('Operator tokens cannot call data-import endpoints.')
       }

@@ -30,9 +30,18 @@ function send(reply: FastifyReply, status: number, body: ErrorBody, headers: Rec
   reply.code(status).headers(headers).type('application/json; charset=utf-8').send(body)
 }
 
+/** The error each reply was answered with (`sendError`), for the hooks that run as it is sent. */
+const sentErrors = new WeakMap<FastifyReply, AppError>()
+
+/** The `AppError` a reply is answering with, if `sendError` sent one. */
+export function sentError(reply: FastifyReply): AppError | undefined {
+  return sentErrors.get(reply)
+}
+
 /** Sends an `AppError` as the contract's body; 5xx also carry the request id, 429 and 503 `Retry-After` (errorHeaders). */
 export function sendError(reply: FastifyReply, request: FastifyRequest, error: AppError): void {
   answeredWith(reply, error.code)
+  sentErrors.set(reply, error)
   send(
     reply,
     error.statusCode,

@@ -2,6 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import { GraphQLError, GraphQLScalarType, Kind, parse, type DocumentNode, type SelectionSetNode } from 'graphql'
 import mercurius, { type IResolvers, type MercuriusContext } from 'mercurius'
+import type { AuditAction } from '../../schemas/audit.js'
 import { graphqlSchema } from '../../schemas/graphql.js'
 import { isWellFormedJson } from '../../schemas/text.js'
 import { CODE, formatDetail } from '../../schemas/error-codes.js'
@@ -200,12 +201,7 @@ export default fp(
         guarded(async () => {
           const who = await principal(ctx)
           if (!isWellFormedJson(args)) throw invalid('Strings must be well-formed Unicode without U+0000.')
-          return run(
-            args,
-            who.kind === 'organisation'
-              ? { organisationId: who.organisationId, organisationName: who.organisationName }
-              : { organisationId: undefined, organisationName: undefined }
-          )
+          return run(args, webhookCaller(who))
         })
     }
     const { webhooks, audit } = app
@@ -218,25 +214,27 @@ export default fp(
     })
 
     /**
-     * Resolver for an audited operator mutation: `run` gets the writer of the action's record, to
-     * call in the transaction of its change; a refusal is recorded on its own with its code and
-     * the target `targetOf` names (kept only when it exists and is the caller's to see).
+     * Resolver for an audited mutation: `run` gets the writer of the action's record, to call in
+     * the transaction of its change, and the caller; a refusal is recorded on its own with its
+     * code and the target `targetOf` names (kept only when it exists and is the caller's to see).
+     * `who`: the operator only (the default), or anyone with a valid token.
      */
     function audited<A, T>(
-      action: string,
+      action: AuditAction,
       targetOf: (args: A) => AuditTarget | null,
-      run: (args: A, record: RecordChange) => Promise<T>
+      run: (args: A, record: RecordChange, caller: Principal) => Promise<T>,
+      who: 'operator' | 'anyone' = 'operator'
     ) {
       return (_root: unknown, args: A, ctx: MercuriusContext) =>
         guarded(async () => {
           let caller: Principal | undefined
           try {
             caller = await principal(ctx)
-            if (caller.kind !== 'operator') {
+            if (who === 'operator' && caller.kind !== 'operator') {
               throw fieldError(CODE.permission_denied, { detail: 'Only the service operator may use this field.' })
             }
             if (!isWellFormedJson(args)) throw invalid('Strings must be well-formed Unicode without U+0000.')
-            const result = await run(args, audit.recorder(auditRequest(ctx, caller), action))
+            const result = await run(args, audit.recorder(auditRequest(ctx, caller), action), caller)
             audit.committed(action)
             return result
           } catch (err) {
@@ -248,6 +246,11 @@ export default fp(
           }
         })
     }
+    /** The webhook service's view of a caller: an organisation's own endpoints, every one for the operator. */
+    const webhookCaller = (who: Principal): WebhookCaller =>
+      who.kind === 'organisation'
+        ? { organisationId: who.organisationId, organisationName: who.organisationName }
+        : { organisationId: undefined, organisationName: undefined }
     type Input<T> = { input: T }
     const processTarget = ({ input }: Input<{ importSupplierCode: string; externalAccountNumber: string }>) => ({
       type: 'import_process' as const,
@@ -337,21 +340,39 @@ export default fp(
             record
           )
         ),
-        cancelImportJob: forJobs(async ({ input }: { input: { id: string } }, organisationId) => {
-          const done = await jobs.cancel(organisationId, input.id)
-          if ('job' in done) return jobFields(done.job)
-          if (done.refused === 'missing') throw jobNotFound(input.id)
-          throw invalid(formatDetail(CODE.import_job_not_cancellable, { state: done.state }))
-        }),
-        createWebhookEndpoint: forWebhooks(
-          ({ input }: { input: { organisation: string; url: string; events: string[] } }, caller) =>
-            webhooks.create(caller, input)
+        cancelImportJob: audited(
+          'cancelImportJob',
+          ({ input }: Input<{ id: string }>) => ({ type: 'import_job', id: input.id }),
+          async ({ input }, record, caller) => {
+            const done = await jobs.cancel(
+              caller.kind === 'organisation' ? caller.organisationId : null,
+              input.id,
+              record
+            )
+            if ('job' in done) return jobFields(done.job)
+            if (done.refused === 'missing') throw jobNotFound(input.id)
+            throw invalid(formatDetail(CODE.import_job_not_cancellable, { state: done.state }))
+          },
+          'anyone'
         ),
-        deleteWebhookEndpoint: forWebhooks(({ input }: { input: { id: string } }, caller) =>
-          webhooks.remove(caller, input.id)
+        createWebhookEndpoint: audited(
+          'createWebhookEndpoint',
+          () => null,
+          ({ input }: Input<{ organisation: string; url: string; events: string[] }>, record, caller) =>
+            webhooks.create(webhookCaller(caller), input, record),
+          'anyone'
         ),
-        redeliverWebhook: forWebhooks(({ input }: { input: { deliveryId: string } }, caller) =>
-          webhooks.redeliver(caller, input.deliveryId)
+        deleteWebhookEndpoint: audited(
+          'deleteWebhookEndpoint',
+          ({ input }: Input<{ id: string }>) => ({ type: 'webhook_endpoint', id: input.id }),
+          ({ input }, record, caller) => webhooks.remove(webhookCaller(caller), input.id, record),
+          'anyone'
+        ),
+        redeliverWebhook: audited(
+          'redeliverWebhook',
+          ({ input }: Input<{ deliveryId: string }>) => ({ type: 'webhook_delivery', id: input.deliveryId }),
+          ({ input }, record, caller) => webhooks.redeliver(webhookCaller(caller), input.deliveryId, record),
+          'anyone'
         )
       },
       WebhookDelivery: {

@@ -183,12 +183,15 @@ export async function freshDatabase(): Promise<{ database: Database; url?: strin
  */
 export const REPORT_TABLES = ['import_failures', 'migration_minutes', 'import_progress_counts']
 
-/** Row counts of every data table of the service (reports left out), by table name. */
-export async function tableCounts(database: Database): Promise<Record<string, number>> {
+/**
+ * Row counts of every data table of the service (reports left out, and the tables named in
+ * `leaveOut`), by table name.
+ */
+export async function tableCounts(database: Database, leaveOut: string[] = []): Promise<Record<string, number>> {
   const tables = rowsOf<{ name: string }>(
     await database.db.execute(sql`select table_name as name from information_schema.tables
     where table_schema = 'public' and table_type = 'BASE TABLE' order by table_name`)
-  ).filter(({ name }) => !REPORT_TABLES.includes(name))
+  ).filter(({ name }) => !REPORT_TABLES.includes(name) && !leaveOut.includes(name))
   const counts: Record<string, number> = {}
   for (const { name } of tables) {
     const [row] = rowsOf<{ n: number | string }>(

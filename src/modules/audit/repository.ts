@@ -2,10 +2,13 @@ import { and, desc, eq, gte, lt, lte, or, sql, type SQL } from 'drizzle-orm'
 import {
   apiKeys,
   auditEvents,
+  importJobs,
   importProcesses,
   importSuppliers,
   operationsTeams,
-  organisations
+  organisations,
+  webhookDeliveries,
+  webhookEndpoints
 } from '../../../drizzle/schema/index.js'
 import { rowsOf, type Db, type Tx } from '../../db/index.js'
 
@@ -13,6 +16,8 @@ export type AuditEventRow = typeof auditEvents.$inferSelect
 export type NewAuditEvent = Omit<typeof auditEvents.$inferInsert, 'id' | 'at'>
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
+/** A webhook delivery's id as the API gives it. */
+const DELIVERY_ID = /^[1-9][0-9]{0,15}$/
 
 export interface AuditFilter {
   /** Records concerning this organisation (its id): as actor, or as the owner of the target. */
@@ -84,6 +89,31 @@ export function createAuditRepository(db: Db) {
             )
           return row
         }
+        case 'webhook_endpoint': {
+          if (!UUID.test(id)) return undefined
+          const [row] = await executor
+            .select({ organisationId: webhookEndpoints.organisationId })
+            .from(webhookEndpoints)
+            .where(eq(webhookEndpoints.id, id))
+          return row
+        }
+        case 'webhook_delivery': {
+          if (!DELIVERY_ID.test(id)) return undefined
+          const [row] = await executor
+            .select({ organisationId: webhookEndpoints.organisationId })
+            .from(webhookDeliveries)
+            .innerJoin(webhookEndpoints, eq(webhookEndpoints.id, webhookDeliveries.endpointId))
+            .where(eq(webhookDeliveries.id, Number(id)))
+          return row
+        }
+        case 'import_job': {
+          if (!UUID.test(id)) return undefined
+          const [row] = await executor
+            .select({ organisationId: importJobs.organisationId })
+            .from(importJobs)
+            .where(eq(importJobs.id, id))
+          return row
+        }
         default:
           return undefined
       }
@@ -94,7 +124,13 @@ export function createAuditRepository(db: Db) {
       return row?.id
     },
 
-    /** Records newest first. */
+    /**
+     * Records newest first. A record concerns an organisation when its actor is that organisation
+     * or its target belongs to it (the organisation itself, its API keys, import suppliers and their
+     * processes, webhook endpoints and deliveries, import jobs): the target's owner is kept with the
+     * record when it is written (`ownerOf`), so a target removed since (an endpoint deleted, a
+     * delivery purged) still tells whose it was.
+     */
     async list(filter: AuditFilter): Promise<AuditEventRow[]> {
       const conditions: SQL[] = []
       if (filter.organisationId !== undefined) {

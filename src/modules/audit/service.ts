@@ -1,11 +1,23 @@
+import type { AuditAction } from '../../../schemas/audit.js'
 import type { Db, Tx } from '../../db/index.js'
 import { formatDateTime } from '../../format.js'
 import type { Principal } from '../auth/service.js'
 import type { AuditFilter, AuditRepository } from './repository.js'
 
-export type AuditTargetType = 'organisation' | 'api_key' | 'import_supplier' | 'operations_team' | 'import_process'
+export type AuditTargetType =
+  | 'organisation'
+  | 'api_key'
+  | 'import_supplier'
+  | 'operations_team'
+  | 'import_process'
+  | 'webhook_endpoint'
+  | 'webhook_delivery'
+  | 'import_job'
 
-/** What a record's action acted on: `id` is what the API names it by (a name, a code, a key's id, "<supplier>/<account>"). */
+/**
+ * What a record's action acted on: `id` is what the API names it by (a name, a code, a key's,
+ * endpoint's, delivery's or job's id, "<supplier>/<account>").
+ */
 export interface AuditTarget {
   type: AuditTargetType
   id: string
@@ -65,7 +77,7 @@ export function createAuditLog(
 ) {
   return {
     /** The writer of `action`'s record for one request, to be called in the change's transaction. */
-    recorder(request: AuditRequest, action: string): RecordChange {
+    recorder(request: AuditRequest, action: AuditAction): RecordChange {
       return async function recordChange(tx, target, changes = null) {
         const owner = target === null ? undefined : await repo.ownerOf(tx, target.type, target.id)
         await repo.insert(tx, {
@@ -84,7 +96,7 @@ export function createAuditLog(
     },
 
     /** Tells the counters of a succeeded action's record, once its transaction is committed. */
-    committed(action: string): void {
+    committed(action: AuditAction): void {
       onWritten(action, 'succeeded')
     },
 
@@ -92,7 +104,7 @@ export function createAuditLog(
      * Records a refusal with its error code. The target is kept only when it exists and, for an
      * organisation's caller, belongs to that organisation: otherwise the record concerns only its actor.
      */
-    async refused(request: AuditRequest, action: string, code: string, target: AuditTarget | null): Promise<void> {
+    async refused(request: AuditRequest, action: AuditAction, code: string, target: AuditTarget | null): Promise<void> {
       const actor = actorOf(request.principal)
       const owner = target === null ? undefined : await repo.ownerOf(db, target.type, target.id)
       const shown =

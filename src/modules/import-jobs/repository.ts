@@ -1,6 +1,6 @@
 import { sql } from 'drizzle-orm'
 import { importJobLines } from '../../../drizzle/schema/index.js'
-import { rowsOf, textList, type Db } from '../../db/index.js'
+import { rowsOf, textList, type Db, type Tx } from '../../db/index.js'
 import { supplierAndTeam } from '../../accounts/repository.js'
 import type { CancelledReason, JobState, LineOutcome } from '../../../schemas/import-jobs.js'
 import type { JobWindow } from '../../rules/job-window.js'
@@ -73,6 +73,9 @@ export interface ResultRow {
 export type PartRefusal = 'closed' | 'lines' | 'bytes'
 export type StartRefusal = 'closed' | 'busy'
 
+/** Writes an action's audit record in the transaction of its change. */
+export type InTransaction = (tx: Tx) => Promise<void>
+
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 
 const JOB_COLUMNS = sql`j.id, j.organisation_id, s.code as supplier_code, s.status as supplier_status, j.dry_run, j.state,
@@ -123,19 +126,31 @@ export function createImportJobsRepository(db: Db) {
       return row?.id
     },
 
-    async create(job: {
-      organisationId: string
-      apiKeyId: string | null
-      supplierId: string
-      teamId: string
-      dryRun: boolean
-    }): Promise<string> {
-      const [row] = rowsOf<{ id: string }>(
-        await db.execute(sql`insert into import_jobs (organisation_id, api_key_id, supplier_id, team_id, dry_run)
-          values (${job.organisationId}::uuid, ${job.apiKeyId}::uuid, ${job.supplierId}::uuid, ${job.teamId}::uuid,
-            ${job.dryRun}) returning id`)
-      )
-      return row!.id
+    /** Adds an OPEN job; `record`, when given, writes its audit record in the same transaction. */
+    async create(
+      job: {
+        organisationId: string
+        apiKeyId: string | null
+        supplierId: string
+        teamId: string
+        dryRun: boolean
+      },
+      record?: (tx: Tx, id: string) => Promise<void>
+    ): Promise<string> {
+      const insert = async (executor: Db | Tx) => {
+        const [row] = rowsOf<{ id: string }>(
+          await executor.execute(sql`insert into import_jobs (organisation_id, api_key_id, supplier_id, team_id, dry_run)
+            values (${job.organisationId}::uuid, ${job.apiKeyId}::uuid, ${job.supplierId}::uuid, ${job.teamId}::uuid,
+              ${job.dryRun}) returning id`)
+        )
+        return row!.id
+      }
+      if (record === undefined) return insert(db)
+      return db.transaction(async (tx) => {
+        const id = await insert(tx)
+        await record(tx, id)
+        return id
+      })
     },
 
     /** The organisation's job of this id (undefined for another's, or an id that is not one). */
@@ -235,13 +250,14 @@ export function createImportJobsRepository(db: Db) {
     /**
      * Starts an OPEN job: numbers its lines (each part's offset, in part-number order) and queues
      * it (PAUSED while its supplier is Paused), if the organisation has fewer than `maxActive`
-     * jobs queued, running or paused.
+     * jobs queued, running or paused. `record` writes the start's audit record in its transaction.
      */
     async start(
       jobId: string,
       organisationId: string,
       maxActive: number,
-      window: JobWindow
+      window: JobWindow,
+      record: InTransaction
     ): Promise<StartRefusal | undefined> {
       // A job waiting for its window does not count against the limit, nor is it refused by it.
       const waits = window.notBefore !== null && window.notBefore.getTime() > Date.now()
@@ -269,18 +285,27 @@ export function createImportJobsRepository(db: Db) {
         await tx.execute(sql`update import_jobs set state = ${state}, started_at = now(), state_changed_at = now(),
             not_before = ${at(window.notBefore)}::timestamptz, not_after = ${at(window.notAfter)}::timestamptz
           where id = ${jobId}::uuid`)
+        await record(tx)
         return undefined
       })
     },
 
-    /** A person cancels a job not yet COMPLETED or CANCELLED; false when it was one of those. */
-    async cancel(jobId: string): Promise<boolean> {
-      const rows = rowsOf(
-        await db.execute(sql`update import_jobs set state = 'CANCELLED', finished_at = now(), state_changed_at = now(),
-          cancelled_reason = 'cancelled', claimed_by = null, claimed_until = null
-          where id = ${jobId}::uuid and state not in ('COMPLETED', 'CANCELLED') returning id`)
-      )
-      return rows.length > 0
+    /**
+     * A person cancels a job not yet COMPLETED or CANCELLED; false when it was one of those.
+     * `record` writes the cancel's audit record in its transaction (the service's own cancels,
+     * `settleStates` and the runner's, are not actions and are not recorded).
+     */
+    async cancel(jobId: string, record: InTransaction): Promise<boolean> {
+      return db.transaction(async (tx) => {
+        const rows = rowsOf(
+          await tx.execute(sql`update import_jobs set state = 'CANCELLED', finished_at = now(), state_changed_at = now(),
+            cancelled_reason = 'cancelled', claimed_by = null, claimed_until = null
+            where id = ${jobId}::uuid and state not in ('COMPLETED', 'CANCELLED') returning id`)
+        )
+        if (rows.length === 0) return false
+        await record(tx)
+        return true
+      })
     },
 
     /** Removes a job and everything it holds (a one-call job whose part was refused). */

@@ -1,6 +1,7 @@
 import { Readable } from 'node:stream'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyRequest } from 'fastify'
+import type { AuditAction } from '../../../schemas/audit.js'
 import { SUPPLIER_CODE } from '../../../schemas/common.js'
 import { CODE } from '../../../schemas/error-codes.js'
 import {
@@ -105,6 +106,15 @@ const importJobsRoutes: FastifyPluginAsyncTypebox<{ config: Config; sections: Se
       worker.wake
     )
     const checkSettings = compileBody(CreateJobRequest)
+
+    // The job actions are audited: a succeeded one's record in the transaction of its change, a
+    // refusal (a 4xx answer) on its own, with its code, by the onSend hook of its route.
+    const { audit } = app
+    const recorder = (request: FastifyRequest, action: AuditAction) => audit.recorder(audit.requestOf(request), action)
+    const jobTarget = (request: FastifyRequest) => ({
+      type: 'import_job' as const,
+      id: String((request.params as { id?: unknown }).id)
+    })
     const checkWindow = compileBody(StartJobRequest)
 
     // A part's body is read as it arrives, never held whole.
@@ -136,7 +146,9 @@ const importJobsRoutes: FastifyPluginAsyncTypebox<{ config: Config; sections: Se
           response: JobCreatedResponses
         },
         validatorCompiler: streamedBodies,
-        onRequest: async (request) => capPart(request)
+        onRequest: async (request) => capPart(request),
+        // The one-call form is a create too: refused, nothing of it is kept.
+        onSend: audit.refusals('createImportJob', () => null)
       },
       async function createJob(request, reply) {
         const principal = organisationOf(request.principal)
@@ -155,8 +167,11 @@ const importJobsRoutes: FastifyPluginAsyncTypebox<{ config: Config; sections: Se
             principal,
             settings as CreateJobRequest,
             window as StartJobRequest,
-            request.body as unknown as Readable
+            request.body as unknown as Readable,
+            { create: recorder(request, 'createImportJob'), start: recorder(request, 'startImportJob') }
           )
+          audit.committed('createImportJob')
+          audit.committed('startImportJob')
           return reply.code(202).send(job)
         }
         const extra = Object.keys(query)
@@ -164,7 +179,13 @@ const importJobsRoutes: FastifyPluginAsyncTypebox<{ config: Config; sections: Se
           const detail = 'With a JSON body the settings go in the body, not in the query.'
           throw invalidRequest(extra.map((key) => problem(CODE.unexpected_field, key, { detail })))
         }
-        return reply.code(201).send(await service.create(principal, request.body as CreateJobRequest))
+        const job = await service.create(
+          principal,
+          request.body as CreateJobRequest,
+          recorder(request, 'createImportJob')
+        )
+        audit.committed('createImportJob')
+        return reply.code(201).send(job)
       }
     )
 
@@ -268,11 +289,19 @@ const importJobsRoutes: FastifyPluginAsyncTypebox<{ config: Config; sections: Se
           body: StartJobRequest,
           response: JobAcceptedResponses
         },
-        validatorCompiler: optionalBody
+        validatorCompiler: optionalBody,
+        onSend: audit.refusals('startImportJob', jobTarget)
       },
       async function startJob(request, reply) {
         const asked = (request.body ?? {}) as StartJobRequest
-        return reply.code(202).send(await service.start(organisationOf(request.principal), request.params.id, asked))
+        const job = await service.start(
+          organisationOf(request.principal),
+          request.params.id,
+          asked,
+          recorder(request, 'startImportJob')
+        )
+        audit.committed('startImportJob')
+        return reply.code(202).send(job)
       }
     )
 
@@ -287,10 +316,17 @@ const importJobsRoutes: FastifyPluginAsyncTypebox<{ config: Config; sections: Se
             'job cannot be cancelled.',
           params: JobParams,
           response: JobResponses
-        }
+        },
+        onSend: audit.refusals('cancelImportJob', jobTarget)
       },
       async function cancelJob(request) {
-        return service.cancel(organisationOf(request.principal), request.params.id)
+        const job = await service.cancel(
+          organisationOf(request.principal),
+          request.params.id,
+          recorder(request, 'cancelImportJob')
+        )
+        audit.committed('cancelImportJob')
+        return job
       }
     )
 

@@ -15,9 +15,10 @@ import { jobWindow } from '../../rules/job-window.js'
 import { answer, invalidRequest, notFound, problem, type AppError } from '../../errors.js'
 import { wholeRequestRefusal } from '../../accounts/precheck.js'
 import type { OrganisationPrincipal } from '../auth/service.js'
+import type { AuditTarget, RecordChange } from '../audit/service.js'
 import { linesOf, PartError } from './lines.js'
 import { createImportJobsRepository, type JobRow, type ResultRow } from './repository.js'
-import type { Db } from '../../db/index.js'
+import type { Db, Tx } from '../../db/index.js'
 
 /** Results read per statement when a job's results or failed lines are streamed. */
 const PAGE_LINES = 2000
@@ -84,6 +85,15 @@ export function jobObject(row: JobRow, now = Date.now()): ImportJob {
   }
 }
 
+/** A job as the audit trail names it. */
+const jobTarget = (id: string): AuditTarget => ({ type: 'import_job', id })
+
+/** The audit records of a one-call job: its create and its start, both written in the start's transaction. */
+export interface CreateAndStartRecords {
+  create: RecordChange
+  start: RecordChange
+}
+
 const jobNotFound = (): AppError => notFound(CODE.import_job_does_not_exist)
 const notOpen = (state: string): AppError => invalidRequest([problem(CODE.import_job_not_open, null, { state })])
 
@@ -145,9 +155,15 @@ export function createImportJobsService(db: Db, limits: ImportJobsLimits, onStar
     return checked.window
   }
 
-  async function start(principal: OrganisationPrincipal, job: JobRow, asked: StartJobRequest): Promise<ImportJob> {
+  /** `record` writes the audit records of the start in its transaction. */
+  async function start(
+    principal: OrganisationPrincipal,
+    job: JobRow,
+    asked: StartJobRequest,
+    record: (tx: Tx) => Promise<void>
+  ): Promise<ImportJob> {
     const window = windowOf(asked)
-    const refusal = await repo.start(job.id, principal.organisationId, limits.perOrganisation, window)
+    const refusal = await repo.start(job.id, principal.organisationId, limits.perOrganisation, window, record)
     if (refusal === 'closed') throw notOpen((await repo.job(job.id, null))?.state ?? job.state)
     if (refusal === 'busy') {
       // Retry-After: the code's wait in the catalogue.
@@ -157,7 +173,12 @@ export function createImportJobsService(db: Db, limits: ImportJobsLimits, onStar
     return jobObject((await repo.job(job.id, null))!)
   }
 
-  async function create(principal: OrganisationPrincipal, settings: CreateJobRequest): Promise<JobRow> {
+  /** `record`, when given, writes the create's audit record in its transaction. */
+  async function create(
+    principal: OrganisationPrincipal,
+    settings: CreateJobRequest,
+    record?: RecordChange
+  ): Promise<JobRow> {
     const found = await repo.supplierAndTeam(
       settings.import_supplier,
       principal.organisationId,
@@ -165,33 +186,48 @@ export function createImportJobsService(db: Db, limits: ImportJobsLimits, onStar
     )
     const refusal = wholeRequestRefusal(found, settings)
     if (refusal) throw refusal
-    const id = await repo.create({
-      organisationId: principal.organisationId,
-      apiKeyId: principal.apiKeyId,
-      supplierId: found.supplier!.id,
-      teamId: found.teamId!,
-      dryRun: settings.dry_run === true
-    })
+    const id = await repo.create(
+      {
+        organisationId: principal.organisationId,
+        apiKeyId: principal.apiKeyId,
+        supplierId: found.supplier!.id,
+        teamId: found.teamId!,
+        dryRun: settings.dry_run === true
+      },
+      record && ((tx, id) => record(tx, jobTarget(id)))
+    )
     return (await repo.job(id, null))!
   }
 
   return {
-    async create(principal: OrganisationPrincipal, settings: CreateJobRequest): Promise<ImportJob> {
-      return jobObject(await create(principal, settings))
+    async create(
+      principal: OrganisationPrincipal,
+      settings: CreateJobRequest,
+      record: RecordChange
+    ): Promise<ImportJob> {
+      return jobObject(await create(principal, settings, record))
     },
 
-    /** The one-call form: a job of one part, created and started; nothing is kept if the part is refused. */
+    /**
+     * The one-call form: a job of one part, created and started; nothing is kept if the part is
+     * refused. Its create and start are recorded together in the start's transaction: a job
+     * removed for a refused part was never made.
+     */
     async createAndStart(
       principal: OrganisationPrincipal,
       settings: CreateJobRequest,
       asked: StartJobRequest,
-      body: Readable
+      body: Readable,
+      records: CreateAndStartRecords
     ): Promise<ImportJob> {
       windowOf(asked)
       const job = await create(principal, settings)
       try {
         await upload(job, 1, body)
-        return await start(principal, job, asked)
+        return await start(principal, job, asked, async (tx) => {
+          await records.create(tx, jobTarget(job.id))
+          await records.start(tx, jobTarget(job.id))
+        })
       } catch (err) {
         await repo.remove(job.id)
         throw err
@@ -202,11 +238,16 @@ export function createImportJobsService(db: Db, limits: ImportJobsLimits, onStar
       return upload(await ownJob(principal, id), part, body)
     },
 
-    async start(principal: OrganisationPrincipal, id: string, asked: StartJobRequest = {}): Promise<ImportJob> {
+    async start(
+      principal: OrganisationPrincipal,
+      id: string,
+      asked: StartJobRequest,
+      record: RecordChange
+    ): Promise<ImportJob> {
       const job = await ownJob(principal, id)
       windowOf(asked)
       if (job.state !== 'OPEN') throw notOpen(job.state)
-      return start(principal, job, asked)
+      return start(principal, job, asked, (tx) => record(tx, jobTarget(job.id)))
     },
 
     async get(principal: OrganisationPrincipal, id: string): Promise<ImportJob> {
@@ -232,9 +273,9 @@ export function createImportJobsService(db: Db, limits: ImportJobsLimits, onStar
       return rows.map((row) => jobObject(row, now))
     },
 
-    async cancel(principal: OrganisationPrincipal, id: string): Promise<ImportJob> {
+    async cancel(principal: OrganisationPrincipal, id: string, record: RecordChange): Promise<ImportJob> {
       const job = await ownJob(principal, id)
-      if (!(await repo.cancel(job.id))) {
+      if (!(await repo.cancel(job.id, (tx) => record(tx, jobTarget(job.id))))) {
         const state = (await repo.job(job.id, null))!.state
         throw invalidRequest([problem(CODE.import_job_not_cancellable, null, { state })])
       }
@@ -341,14 +382,20 @@ export function createImportJobsReader(db: Db) {
       return rows.map((row) => jobObject(row, now))
     },
 
-    /** Cancels the job: `missing` for another organisation's or none, `finished` once COMPLETED or CANCELLED. */
+    /**
+     * Cancels the job: `missing` for another organisation's or none, `finished` once COMPLETED or
+     * CANCELLED. `record` writes the cancel's audit record in its transaction.
+     */
     async cancel(
       organisationId: string | null,
-      id: string
+      id: string,
+      record: RecordChange
     ): Promise<{ job: ImportJob } | { refused: 'missing' } | { refused: 'finished'; state: JobState }> {
       const row = await repo.job(id, organisationId)
       if (!row) return { refused: 'missing' }
-      if (!(await repo.cancel(row.id))) return { refused: 'finished', state: (await repo.job(row.id, null))!.state }
+      if (!(await repo.cancel(row.id, (tx) => record(tx, jobTarget(row.id))))) {
+        return { refused: 'finished', state: (await repo.job(row.id, null))!.state }
+      }
       return { job: jobObject((await repo.job(row.id, null))!) }
     }
   }

@@ -7,7 +7,7 @@ import {
   webhookEvents
 } from '../../../drizzle/schema/index.js'
 import type { DeliveryState, WebhookEventType } from '../../../schemas/webhooks.js'
-import { rowsOf, type Db } from '../../db/index.js'
+import { rowsOf, type Db, type Tx } from '../../db/index.js'
 
 export interface EndpointRow {
   id: string
@@ -83,11 +83,15 @@ export function createWebhooksRepository(db: Db) {
       return row?.id
     },
 
-    /** Adds an endpoint unless the organisation has `max` already (undefined then); one statement. */
+    /**
+     * Adds an endpoint unless the organisation has `max` already (undefined then); `record` writes
+     * the action's audit record in the same transaction.
+     */
     async insertEndpoint(
       organisationId: string,
       endpoint: { url: string; events: WebhookEventType[]; secret: string },
-      max: number
+      max: number,
+      record: (tx: Tx, id: string) => Promise<void>
     ): Promise<{ id: string; createdAt: Date } | undefined> {
       // The organisation's row is locked so that two creates at once cannot both pass the count.
       const result = await db.transaction(async (tx) => {
@@ -101,6 +105,7 @@ export function createWebhooksRepository(db: Db) {
           .insert(webhookEndpoints)
           .values({ organisationId, ...endpoint })
           .returning({ id: webhookEndpoints.id, createdAt: webhookEndpoints.createdAt })
+        await record(tx, row!.id)
         return row
       })
       return result
@@ -128,9 +133,22 @@ export function createWebhooksRepository(db: Db) {
       return row as EndpointRow | undefined
     },
 
-    /** Removes an endpoint with its deliveries. */
-    async deleteEndpoint(id: string): Promise<void> {
-      await db.delete(webhookEndpoints).where(eq(webhookEndpoints.id, id))
+    /**
+     * Removes an endpoint with its deliveries; false when it is gone already. `record` writes the
+     * action's audit record in the same transaction, while the endpoint still says whose it is.
+     */
+    async deleteEndpoint(id: string, record: (tx: Tx) => Promise<void>): Promise<boolean> {
+      return db.transaction(async (tx) => {
+        const [row] = await tx
+          .select({ id: webhookEndpoints.id })
+          .from(webhookEndpoints)
+          .where(eq(webhookEndpoints.id, id))
+          .for('update')
+        if (!row) return false
+        await record(tx)
+        await tx.delete(webhookEndpoints).where(eq(webhookEndpoints.id, id))
+        return true
+      })
     },
 
     /** A page of an endpoint's deliveries, newest first; `after` is a delivery id. */
@@ -179,16 +197,23 @@ export function createWebhooksRepository(db: Db) {
      * Makes a delivery due again at once (a DELIVERED or FAILED one included), its attempts kept,
      * and counts the request: an attempt claimed before it does not end the delivery
      * (`recordAttempts`), so one claimed after it is made, even when an attempt is in flight.
+     * False when the delivery is gone; `record` writes the action's audit record in the same transaction.
      */
-    async redeliver(deliveryId: number): Promise<void> {
-      await db
-        .update(webhookDeliveries)
-        .set({
-          state: 'PENDING',
-          nextAttemptAt: sql`now()`,
-          redeliveries: sql`${webhookDeliveries.redeliveries} + 1`
-        })
-        .where(eq(webhookDeliveries.id, deliveryId))
+    async redeliver(deliveryId: number, record: (tx: Tx) => Promise<void>): Promise<boolean> {
+      return db.transaction(async (tx) => {
+        const rows = await tx
+          .update(webhookDeliveries)
+          .set({
+            state: 'PENDING',
+            nextAttemptAt: sql`now()`,
+            redeliveries: sql`${webhookDeliveries.redeliveries} + 1`
+          })
+          .where(eq(webhookDeliveries.id, deliveryId))
+          .returning({ id: webhookDeliveries.id })
+        if (rows.length === 0) return false
+        await record(tx)
+        return true
+      })
     },
 
     async delivery(deliveryId: number): Promise<DeliveryRow | undefined> {

@@ -12,6 +12,7 @@ import type { Db } from '../../db/index.js'
 import { fieldError } from '../../errors.js'
 import { formatDateTime } from '../../format.js'
 import { addressProblem, ipLiteral, webhookUrlProblem } from '../../rules/webhook-urls.js'
+import type { RecordChange } from '../audit/service.js'
 import { createWebhooksRepository, type DeliveryRow, type EndpointRow } from './repository.js'
 
 /** Who asks: an organisation (its own endpoints only) or the operator (`organisationId` undefined). */
@@ -89,7 +90,12 @@ export function createWebhooksService(db: Db, options: { allowPrivate: boolean }
   }
 
   return {
-    async create(caller: WebhookCaller, input: { organisation: string; url: string; events: string[] }) {
+    /** `record` writes the action's audit record in the transaction of the change (as do remove's and redeliver's). */
+    async create(
+      caller: WebhookCaller,
+      input: { organisation: string; url: string; events: string[] },
+      record: RecordChange
+    ) {
       const organisationId =
         caller.organisationId === undefined
           ? await repo.organisationId(input.organisation)
@@ -112,7 +118,8 @@ export function createWebhooksService(db: Db, options: { allowPrivate: boolean }
       const inserted = await repo.insertEndpoint(
         organisationId,
         { url, events: events as WebhookEventType[], secret },
-        MAX_ENDPOINTS_PER_ORGANISATION
+        MAX_ENDPOINTS_PER_ORGANISATION,
+        (tx, id) => record(tx, { type: 'webhook_endpoint', id })
       )
       if (inserted === undefined) {
         throw invalid(
@@ -136,9 +143,13 @@ export function createWebhooksService(db: Db, options: { allowPrivate: boolean }
       return (await repo.endpoints(organisationId)).map(endpointFields)
     },
 
-    async remove(caller: WebhookCaller, id: string) {
+    async remove(caller: WebhookCaller, id: string, record: RecordChange) {
       const endpoint = await ownEndpoint(caller, id)
-      await repo.deleteEndpoint(endpoint.id)
+      if (
+        !(await repo.deleteEndpoint(endpoint.id, (tx) => record(tx, { type: 'webhook_endpoint', id: endpoint.id })))
+      ) {
+        throw endpointNotFound(id)
+      }
       return endpointFields(endpoint)
     },
 
@@ -169,9 +180,13 @@ export function createWebhooksService(db: Db, options: { allowPrivate: boolean }
       return rows.map((a) => ({ ...a, at: formatDateTime(a.at) }))
     },
 
-    async redeliver(caller: WebhookCaller, id: string) {
+    async redeliver(caller: WebhookCaller, id: string, record: RecordChange) {
       const deliveryId = await ownDelivery(caller, id)
-      await repo.redeliver(deliveryId)
+      if (
+        !(await repo.redeliver(deliveryId, (tx) => record(tx, { type: 'webhook_delivery', id: String(deliveryId) })))
+      ) {
+        throw deliveryNotFound(id)
+      }
       return deliveryFields((await repo.delivery(deliveryId))!)
     },
 
