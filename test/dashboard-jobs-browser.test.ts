@@ -89,6 +89,18 @@ t.test(
     const waitingId = await submit(line('W-7'), `&not_before=${notBefore}&not_after=${notAfter}`)
     t.equal((await jobs(`${waitingId}/`)).json().state, 'QUEUED')
 
+    // A job running (held by another server process) at 1 line/s with 90 lines left, its window ending in a minute.
+    const runningId = await submit(
+      Array.from({ length: 100 }, (_, i) => line(`W-R${i + 1}`)).join(''),
+      `&not_before=${fromNow(3600)}`
+    )
+    await app.db.execute(sql`update import_jobs set state = 'RUNNING', not_before = now() - interval '20 seconds',
+      not_after = now() + interval '1 minute', claimed_by = 'another-server', claimed_until = now() + interval '1 hour',
+      done = 10, created = 10,
+      progress = jsonb_build_array(jsonb_build_array((extract(epoch from now()) * 1000)::bigint - 10000, 0),
+        jsonb_build_array((extract(epoch from now()) * 1000)::bigint, 10))
+    where id = ${runningId}::uuid`)
+
     await app.listen({ port: 0, host: '127.0.0.1' })
     const base = `http://127.0.0.1:${(app.server.address() as { port: number }).port}`
     const { browser, foreign } = await launchBrowser(t, executablePath, base)
@@ -102,7 +114,7 @@ t.test(
     await page.locator('#api-key').fill(w.apiKey)
     await page.locator('#sign-in-button').click()
     await page.locator('#board').waitFor({ state: 'visible' })
-    await page.locator('#jobs .job').nth(2).waitFor()
+    await page.locator('#jobs .job').nth(3).waitFor()
     const job = (id: string) => page.locator(`#jobs .job[data-key="${id}"]`)
 
     t.same(
@@ -110,12 +122,25 @@ t.test(
         .locator('#jobs .job')
         .evaluateAll((items: any[]) => items.map((i) => [i.dataset.key, i.dataset.state])),
       [
+        [runningId, 'RUNNING'],
         [waitingId, 'QUEUED'],
         [endedId, 'CANCELLED'],
         [finishedId, 'COMPLETED']
       ],
       'newest first'
     )
+
+    // Running, its window ending before its ETA: said beside it.
+    // (The rate falls as time passes: 10 lines over the seconds since the first sample.)
+    t.match(await job(runningId).locator('.job-pace').textContent(), /^\d\.\d lines\/sETA \d+ min/)
+    const ends = job(runningId).locator('.job-window-ends')
+    t.match(await ends.textContent(), /^its window ends first, at \d{1,2}:\d{2}/)
+    t.equal(
+      await ends.locator('time').getAttribute('datetime'),
+      (await jobs(`${runningId}/`)).json().not_after,
+      'at its not_after'
+    )
+    t.equal(await job(finishedId).locator('.job-window-ends').count(), 0)
 
     // Waiting for its window: when it starts (the page's own clock format, the exact time on hover), and the window.
     const waits = job(waitingId).locator('.job-waits')
@@ -161,7 +186,7 @@ t.test(
       await page.locator('#jobs-panel').screenshot({ path: join(artifacts, `dashboard-job-window-${width}.png`) })
       const overflow = await page.evaluate(() => document.scrollingElement.scrollWidth - window.innerWidth)
       t.ok(overflow <= 0, `nothing wider than ${width} px (${overflow})`)
-      for (const id of [waitingId, endedId, finishedId]) {
+      for (const id of [runningId, waitingId, endedId, finishedId]) {
         const why = await job(id).locator('.job-why').boundingBox()
         const item = await job(id).boundingBox()
         t.ok(

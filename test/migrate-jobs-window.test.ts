@@ -276,3 +276,45 @@ t.test('a line that is not JSON: job, results and failed-lines say so with the r
   const followed = await runClient(['job', job.id, '--follow', '--url', server.url], env)
   t.match(followed.stdout, said, "a followed job's summary")
 })
+
+t.test('a window that ends first: said while it runs; a cancelled job counts the lines it ran', async (t) => {
+  const server = await migrationServer(t, { env: { IMPORT_JOB_WORKERS: '0' } })
+  const lines = Array.from({ length: 100 }, (_, i) => entry(`E-${i + 1}`))
+  const job = await submitted(server, lines)
+  // What a runner does, told by the job's row: 10 lines in the last 10 s (1 line/s, 90 left), its window ending in 20 s.
+  await server.app.db.execute(sql`update import_jobs set state = 'RUNNING', done = 10, created = 10,
+      not_after = date_trunc('second', now()) + interval '20 seconds',
+      progress = jsonb_build_array(jsonb_build_array((extract(epoch from now()) * 1000)::bigint - 10000, 0),
+        jsonb_build_array((extract(epoch from now()) * 1000)::bigint, 10))
+    where id = ${job.id}::uuid`)
+  const held = (await get(server, `import-jobs/${job.id}/`)).json() as Job
+  const env = { AMIS_API_KEY: server.tenant.apiKey }
+  const shown = await runClient(['job', job.id, '--url', server.url], env)
+  t.match(
+    shown.stdout,
+    new RegExp(`\\n {2}rate: +1\\.0 lines/s, ETA 1m \\d\\ds: its window ends first, at ${held.not_after} UTC\\n`)
+  )
+
+  const { run, done } = clientInBackground(['job', job.id, '--url', server.url, '--follow'], env, {
+    pollIntervalMs: 100
+  })
+  for (const deadline = Date.now() + 30_000; !run.stderr.includes('window ends') && Date.now() < deadline;) {
+    await new Promise((resolve) => setTimeout(resolve, 50))
+  }
+  t.match(
+    run.stderr,
+    `job ${job.id}: running; at this rate its window ends (${held.not_after} UTC) before every line has begun: the lines not begun by then will be not processed (npm run migrate -- unprocessed-lines ${job.id} gives them once it has ended)\n`
+  )
+  await server.app.db.execute(sql`update import_jobs set state = 'CANCELLED', cancelled_reason = 'window_ended',
+      finished_at = now() where id = ${job.id}::uuid`)
+  await done
+  t.match(
+    run.stderr,
+    'progress: 10/100 lines done, 10 created, 0 failed, CANCELLED, 90 not processed\n',
+    'the bar: lines run'
+  )
+  t.match(
+    run.stdout,
+    /\n {2}lines: +10 of 100 run\n {2}created: +10\n {2}failed: +0\n {2}not processed: +90 \(its window ended/
+  )
+})

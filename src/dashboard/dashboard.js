@@ -1239,7 +1239,10 @@ function jobItem(job) {
   track.setAttribute('aria-valuemax', String(lines.total))
   track.setAttribute('aria-valuenow', String(lines.done))
   track.setAttribute('aria-label', `Lines with a result, of ${formatNumber(lines.total)}`)
-  const done = h('span', 'job-done', h('strong', null, formatNumber(lines.done)), ` of ${plural(lines.total, 'line', 'lines')} done`)
+  // A cancelled job's lines never run count as done: say how many ran.
+  const done = lines.notProcessed > 0
+    ? h('span', 'job-done', h('strong', null, formatNumber(lines.done - lines.notProcessed)), ` of ${plural(lines.total, 'line', 'lines')} run`)
+    : h('span', 'job-done', h('strong', null, formatNumber(lines.done)), ` of ${plural(lines.total, 'line', 'lines')} done`)
   done.dataset.done = String(lines.done)
   done.dataset.total = String(lines.total)
 
@@ -1371,6 +1374,10 @@ function jobPace(job) {
       if (job.etaSeconds != null) {
         eta.dataset.eta = String(job.etaSeconds)
         eta.title = `About ${dateTimeFormat.format(new Date(Date.now() + job.etaSeconds * 1000))} at the rate of the last minute`
+      }
+      // At this rate its window ends before every line has begun: say so beside the ETA.
+      if (job.notAfter && job.etaSeconds != null && Date.now() + job.etaSeconds * 1000 > Date.parse(job.notAfter)) {
+        return [rate, eta, h('span', 'job-window-ends', 'its window ends first, at ', timeElement(null, job.notAfter))]
       }
       return [rate, eta]
     }

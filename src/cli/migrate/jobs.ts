@@ -231,6 +231,13 @@ const CANCELLED_REASONS: Record<string, string> = {
 const waitsForWindow = (job: Job, now: number) =>
   job.state === 'QUEUED' && job.not_before !== null && Date.parse(job.not_before) > now
 
+/** A running job that, at its rate, will not have begun every line when its window ends. */
+const windowEndsFirst = (job: Job, now: number) =>
+  job.state === 'RUNNING' &&
+  job.not_after !== null &&
+  job.eta_seconds !== null &&
+  now + job.eta_seconds * 1000 > Date.parse(job.not_after)
+
 /** The window as a row, in UTC. */
 function windowText(job: Job): string | undefined {
   if (job.not_before === null && job.not_after === null) return undefined
@@ -335,7 +342,13 @@ const hintsOf = async (client: ServiceClient, job: Job) => [
 function jobRows(job: Job): Array<[string, string]> {
   const l = job.lines
   const rows: Array<[string, string]> = [
-    ['lines', `${l.done} of ${l.total} done${l.skipped_blank > 0 ? ` (${l.skipped_blank} blank)` : ''}`]
+    // A cancelled job's lines never run count as done: say how many ran.
+    l.not_processed > 0
+      ? [
+          'lines',
+          `${l.done - l.not_processed} of ${l.total} run${l.skipped_blank > 0 ? ` (${l.skipped_blank} blank)` : ''}`
+        ]
+      : ['lines', `${l.done} of ${l.total} done${l.skipped_blank > 0 ? ` (${l.skipped_blank} blank)` : ''}`]
   ]
   if (job.dry_run) rows.push(['would be created', String(l.would_create)])
   else rows.push(['created', String(l.created)])
@@ -365,7 +378,7 @@ export function renderJob(job: Job, now = Date.now(), hints: string[] = []): str
   if (job.state === 'RUNNING') {
     rows.push([
       'rate',
-      `${job.rate_per_second.toFixed(1)} lines/s${job.eta_seconds !== null ? `, ETA ${duration(job.eta_seconds * 1000)}` : ''}`
+      `${job.rate_per_second.toFixed(1)} lines/s${job.eta_seconds !== null ? `, ETA ${duration(job.eta_seconds * 1000)}` : ''}${windowEndsFirst(job, now) ? `: its window ends first, at ${job.not_after} UTC` : ''}`
     ])
   }
   rows.push(['created at', job.created_at])
@@ -476,19 +489,26 @@ export async function follow(client: ServiceClient, url: string, id: string, io:
       const first = job.state === 'RUNNING' && job.rate_per_second === 0
       progress.update(
         {
-          done: l.done,
+          // The bar shows the lines run: a cancelled job's lines never run are said apart.
+          done: l.done - l.not_processed,
           failed: l.failed,
           created: job.dry_run ? l.would_create : l.created,
           ...(l.already_imported > 0 ? { alreadyImported: l.already_imported } : {}),
           rate: job.state === 'RUNNING' && !first ? job.rate_per_second : null,
           etaSeconds: job.eta_seconds,
-          state: first ? 'RUNNING, running the first lines' : job.state
+          state: first
+            ? 'RUNNING, running the first lines'
+            : l.not_processed > 0
+              ? `${job.state}, ${l.not_processed} not processed`
+              : job.state
         },
         l.total
       )
       const note = waitsForWindow(job, Date.now())
         ? `queued: waiting for its window, starts at ${job.not_before} UTC`
-        : (STATE_NOTES[job.state] ?? job.state)
+        : windowEndsFirst(job, Date.now())
+          ? `running; at this rate its window ends (${job.not_after} UTC) before every line has begun: the lines not begun by then will be not processed (${PROGRAM} unprocessed-lines ${id} gives them once it has ended)`
+          : (STATE_NOTES[job.state] ?? job.state)
       if (note !== lastState) {
         progress.note(`job ${id}: ${note}\n`)
         lastState = note
