@@ -226,6 +226,14 @@ export const graphqlSchema = /* GraphQL */ `
     ratePerSecond: Float!
     "Seconds until every line has its result at the current rate; null unless RUNNING."
     etaSeconds: Int
+    "Its lines that are not JSON (each failed with invalid_request, one entry invalid at null), in line order, at most first of them (1–100, default 20)."
+    notJsonLines(first: Int): [ImportJobNotJsonLine!]!
+  }
+  "A line of an import job that is not JSON."
+  type ImportJobNotJsonLine {
+    line: Int!
+    "Where the parser found the first problem and what it expected there; null once the job's input is erased (its results are kept longer)."
+    reason: String
   }
 
   input CreateOrganisationInput {

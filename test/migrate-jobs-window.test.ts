@@ -238,3 +238,83 @@ t.test('following: no rate of 0 while the first lines run; the last progress lin
   t.match(run.stderr, 'progress: 3/3 lines done, 2 created, 1 already imported, 0 failed, COMPLETED\n')
   t.match(run.stdout, /\n {2}created: +2\n {2}already imported: +1\n/, 'the summary gives the same figures')
 })
+
+t.test('a line that is not JSON: job, results and failed-lines say so with the reason', async (t) => {
+  const server = await migrationServer(t)
+  const dir = tempDir(t)
+  const env = { AMIS_API_KEY: server.tenant.apiKey, INIT_CWD: dir }
+  const job = await completed(server, (await submitted(server, [entry('J-1'), 'not JSON', entry('J-2'), '42'])).id)
+  t.match(job, { state: 'COMPLETED', lines: { created: 2, failed: 2 } })
+  const said = "Line 2 is not JSON: a value was expected at character 1, found 'n'\n"
+
+  const shown = await runClient(['job', job.id, '--url', server.url], env)
+  t.equal(shown.code, 0, shown.stderr)
+  t.match(shown.stdout, said, 'the job')
+  t.notMatch(shown.stdout, 'Line 4 is not JSON', 'a line that is JSON but no object is not called so')
+
+  const results = await runClient(['results', job.id, '--failed', '--url', server.url], env)
+  t.equal(results.code, 0, results.stderr)
+  t.match(
+    results.stdout,
+    `Wrote the results of 2 failed lines of job ${job.id} to job-${job.id}.failed-results.ndjson\n${said}`
+  )
+  const written = readFileSync(join(dir, `job-${job.id}.failed-results.ndjson`), 'utf8')
+    .trim()
+    .split('\n')
+  t.same(JSON.parse(written[0]!).errors, [{ code: 'invalid', attr: null }], 'the file holds the results as they are')
+
+  const out = await runClient(['results', job.id, '--url', server.url, '--out', '-'], env)
+  t.equal(out.code, 0, out.stderr)
+  t.equal(out.stdout.trim().split('\n').length, 4, 'standard output holds the results only')
+  t.match(out.stderr, said, 'what the line is goes beside them')
+
+  const lines = await runClient(['failed-lines', job.id, '--url', server.url], env)
+  t.equal(lines.code, 0, lines.stderr)
+  t.match(lines.stdout, said, 'failed-lines')
+  t.equal(readFileSync(join(dir, `job-${job.id}.failed-lines.ndjson`), 'utf8'), 'not JSON\n42\n')
+
+  const followed = await runClient(['job', job.id, '--follow', '--url', server.url], env)
+  t.match(followed.stdout, said, "a followed job's summary")
+})
+
+t.test('a window that ends first: said while it runs; a cancelled job counts the lines it ran', async (t) => {
+  const server = await migrationServer(t, { env: { IMPORT_JOB_WORKERS: '0' } })
+  const lines = Array.from({ length: 100 }, (_, i) => entry(`E-${i + 1}`))
+  const job = await submitted(server, lines)
+  // What a runner does, told by the job's row: 10 lines in the last 10 s (1 line/s, 90 left), its window ending in 20 s.
+  await server.app.db.execute(sql`update import_jobs set state = 'RUNNING', done = 10, created = 10,
+      not_after = date_trunc('second', now()) + interval '20 seconds',
+      progress = jsonb_build_array(jsonb_build_array((extract(epoch from now()) * 1000)::bigint - 10000, 0),
+        jsonb_build_array((extract(epoch from now()) * 1000)::bigint, 10))
+    where id = ${job.id}::uuid`)
+  const held = (await get(server, `import-jobs/${job.id}/`)).json() as Job
+  const env = { AMIS_API_KEY: server.tenant.apiKey }
+  const shown = await runClient(['job', job.id, '--url', server.url], env)
+  t.match(
+    shown.stdout,
+    new RegExp(`\\n {2}rate: +1\\.0 lines/s, ETA 1m \\d\\ds: its window ends first, at ${held.not_after} UTC\\n`)
+  )
+
+  const { run, done } = clientInBackground(['job', job.id, '--url', server.url, '--follow'], env, {
+    pollIntervalMs: 100
+  })
+  for (const deadline = Date.now() + 30_000; !run.stderr.includes('window ends') && Date.now() < deadline;) {
+    await new Promise((resolve) => setTimeout(resolve, 50))
+  }
+  t.match(
+    run.stderr,
+    `job ${job.id}: running; at this rate its window ends (${held.not_after} UTC) before every line has begun: the lines not begun by then will be not processed (npm run migrate -- unprocessed-lines ${job.id} gives them once it has ended)\n`
+  )
+  await server.app.db.execute(sql`update import_jobs set state = 'CANCELLED', cancelled_reason = 'window_ended',
+      finished_at = now() where id = ${job.id}::uuid`)
+  await done
+  t.match(
+    run.stderr,
+    'progress: 10/100 lines done, 10 created, 0 failed, CANCELLED, 90 not processed\n',
+    'the bar: lines run'
+  )
+  t.match(
+    run.stdout,
+    /\n {2}lines: +10 of 100 run\n {2}created: +10\n {2}failed: +0\n {2}not processed: +90 \(its window ended/
+  )
+})

@@ -553,7 +553,7 @@ t.test('cancel prints the cancelled job; an unknown id and a finished job are re
   t.match(
     cancel.stdout,
     new RegExp(
-      `^Job ${queued.id} of ACME_ENERGY: CANCELLED\\n {2}lines: +3 of 3 done\\n {2}created: +0\\n {2}failed: +0\\n {2}not processed: +3 \\(the job was cancelled before they began\\)\\n {2}cancelled: +a person cancelled it \\(cancelled\\)\\n {2}created at: +${held.created_at}\\n {2}started at: +${held.started_at}\\n {2}finished at: +${held.finished_at} \\(\\d+s\\)\\nThe lines never run, to submit as a new job: npm run migrate -- unprocessed-lines ${queued.id}\\n$`
+      `^Job ${queued.id} of ACME_ENERGY: CANCELLED\\n {2}lines: +0 of 3 run\\n {2}created: +0\\n {2}failed: +0\\n {2}not processed: +3 \\(the job was cancelled before they began\\)\\n {2}cancelled: +a person cancelled it \\(cancelled\\)\\n {2}created at: +${held.created_at}\\n {2}started at: +${held.started_at}\\n {2}finished at: +${held.finished_at} \\(\\d+s\\)\\nThe lines never run, to submit as a new job: npm run migrate -- unprocessed-lines ${queued.id}\\n$`
     )
   )
 

@@ -68,6 +68,7 @@ const Q_JOBS = `query Jobs($supplier: String!, $first: Int!) {
     id state dryRun createdAt startedAt finishedAt notBefore notAfter cancelledReason ratePerSecond etaSeconds
     lines { total done created alreadyImported wouldCreate failed notProcessed skippedBlank }
     failureCodes { code lines }
+    notJsonLines(first: 6) { line reason }
   }
 }`
 const Q_CANCEL_JOB = `mutation CancelJob($id: ID!) {
@@ -75,6 +76,7 @@ const Q_CANCEL_JOB = `mutation CancelJob($id: ID!) {
     id state dryRun createdAt startedAt finishedAt notBefore notAfter cancelledReason ratePerSecond etaSeconds
     lines { total done created alreadyImported wouldCreate failed notProcessed skippedBlank }
     failureCodes { code lines }
+    notJsonLines(first: 6) { line reason }
   }
 }`
 /** Import jobs listed, newest first. */
@@ -1237,7 +1239,10 @@ function jobItem(job) {
   track.setAttribute('aria-valuemax', String(lines.total))
   track.setAttribute('aria-valuenow', String(lines.done))
   track.setAttribute('aria-label', `Lines with a result, of ${formatNumber(lines.total)}`)
-  const done = h('span', 'job-done', h('strong', null, formatNumber(lines.done)), ` of ${plural(lines.total, 'line', 'lines')} done`)
+  // A cancelled job's lines never run count as done: say how many ran.
+  const done = lines.notProcessed > 0
+    ? h('span', 'job-done', h('strong', null, formatNumber(lines.done - lines.notProcessed)), ` of ${plural(lines.total, 'line', 'lines')} run`)
+    : h('span', 'job-done', h('strong', null, formatNumber(lines.done)), ` of ${plural(lines.total, 'line', 'lines')} done`)
   done.dataset.done = String(lines.done)
   done.dataset.total = String(lines.total)
 
@@ -1319,15 +1324,40 @@ function jobWhy(job) {
     }), job.failureCodes.length > 5 ? ` and ${plural(job.failureCodes.length - 5, 'other code', 'other codes')}` : '')
     rows.push(codes)
   }
-  return rows
+  // Lines that are not JSON name no account: they are listed here, as nowhere else on the page.
+  const notJson = job.notJsonLines ?? []
+  if (notJson.length) {
+    const shown = notJson.slice(0, NOT_JSON_SHOWN)
+    const list = h('ul', 'job-not-json', ...shown.map((l) => {
+      const item = h('li', null, `Line ${formatNumber(l.line)} is not JSON`, l.reason ? `: ${l.reason}.` : ' (its text was erased).')
+      item.dataset.line = String(l.line)
+      return item
+    }))
+    if (notJson.length > shown.length) {
+      list.append(h('li', 'muted', 'and more (among the failed results: invalid_request with one entry invalid at null).'))
+    }
+    rows.push(list)
+  }
+  return rows.length ? [h('div', 'job-why', ...rows)] : []
 }
 
-/** How long a finished job ran, and its rate over that time. */
+/** Lines that are not JSON listed under a job (one more is asked for, to tell that there are more). */
+const NOT_JSON_SHOWN = 5
+
+/**
+ * How long a finished job ran, and its rate over that time: from its start, or from its window's
+ * opening when it waited for it; a job that ran no line says so.
+ */
 function jobTook(job) {
   if (!job.startedAt || !job.finishedAt) return null
   const ran = h('span', 'job-took muted')
-  const seconds = Math.max((Date.parse(job.finishedAt) - Date.parse(job.startedAt)) / 1000, 0)
   const run = job.lines.done - job.lines.notProcessed
+  if (run === 0) {
+    ran.append(' · no line ran')
+    return ran
+  }
+  const began = Math.max(Date.parse(job.startedAt), job.notBefore ? Date.parse(job.notBefore) : 0)
+  const seconds = Math.max((Date.parse(job.finishedAt) - began) / 1000, 0)
   ran.append(` · took ${formatDuration(seconds)}`, seconds > 0 ? `, ${formatRate(run / seconds)} lines/s` : '')
   ran.dataset.seconds = String(seconds)
   return ran
@@ -1344,6 +1374,10 @@ function jobPace(job) {
       if (job.etaSeconds != null) {
         eta.dataset.eta = String(job.etaSeconds)
         eta.title = `About ${dateTimeFormat.format(new Date(Date.now() + job.etaSeconds * 1000))} at the rate of the last minute`
+      }
+      // At this rate its window ends before every line has begun: say so beside the ETA.
+      if (job.notAfter && job.etaSeconds != null && Date.now() + job.etaSeconds * 1000 > Date.parse(job.notAfter)) {
+        return [rate, eta, h('span', 'job-window-ends', 'its window ends first, at ', timeElement(null, job.notAfter))]
       }
       return [rate, eta]
     }

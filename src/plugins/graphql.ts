@@ -378,6 +378,15 @@ export default fp(
       WebhookDelivery: {
         attemptLog: (delivery: { id: string }) => webhooks.attempts(delivery.id)
       },
+      // The job was the caller's to read: its lines are too.
+      ImportJob: {
+        notJsonLines: (job: ReturnType<typeof jobFields>, args: { first?: number | null }) =>
+          guarded(async () => {
+            const first = args.first ?? 20
+            if (!Number.isInteger(first) || first < 1 || first > 100) throw invalid('first must be 1–100.')
+            return jobs.notJsonLines({ id: job.id, failure_codes: job.failureCodes }, first)
+          })
+      },
       Query: {
         importSuppliers: forOwnerOrOperator((_args: unknown, owner) => operator.listImportSuppliers(owner)),
         organisations: forOperator(() => operator.listOrganisations()),

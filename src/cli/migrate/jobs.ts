@@ -231,6 +231,13 @@ const CANCELLED_REASONS: Record<string, string> = {
 const waitsForWindow = (job: Job, now: number) =>
   job.state === 'QUEUED' && job.not_before !== null && Date.parse(job.not_before) > now
 
+/** A running job that, at its rate, will not have begun every line when its window ends. */
+const windowEndsFirst = (job: Job, now: number) =>
+  job.state === 'RUNNING' &&
+  job.not_after !== null &&
+  job.eta_seconds !== null &&
+  now + job.eta_seconds * 1000 > Date.parse(job.not_after)
+
 /** The window as a row, in UTC. */
 function windowText(job: Job): string | undefined {
   if (job.not_before === null && job.not_after === null) return undefined
@@ -292,11 +299,56 @@ export async function gbHint(client: ServiceClient, job: Job): Promise<string[]>
   ]
 }
 
+/** Lines that are not JSON shown by the job's summaries and downloads (one more is asked for, to tell there are more). */
+const NOT_JSON_SHOWN = 10
+const NOT_JSON_QUERY = `query NotJson($id: ID!, $first: Int) { importJob(id: $id) { notJsonLines(first: $first) { line reason } } }`
+
+/**
+ * The job's lines that are not JSON, each as `line N is not JSON: <the parser's reason>`, as the
+ * service finds them (such a line names no account: its result alone says invalid_request). None
+ * unless its failed lines hold `invalid`; none either from a service that cannot tell.
+ */
+export async function notJsonHints(client: ServiceClient, job: Job): Promise<string[]> {
+  const codes = job.failure_codes ?? []
+  // failure_codes holds 20 codes at most: with 20, invalid may be among those left out.
+  if (codes.length < 20 && !codes.some((f) => f.code === CODE.invalid)) return []
+  let lines: Array<{ line: number; reason: string | null }>
+  try {
+    const data = await client.graphql(NOT_JSON_QUERY, { id: job.id, first: NOT_JSON_SHOWN + 1 })
+    const found = isObject(data.importJob) ? data.importJob.notJsonLines : undefined
+    if (!Array.isArray(found)) return []
+    lines = found as typeof lines
+  } catch {
+    return []
+  }
+  const shown = lines
+    .slice(0, NOT_JSON_SHOWN)
+    .map((l) => `Line ${l.line} is not JSON: ${l.reason ?? "the parser's reason is gone with the job's erased input"}`)
+  if (lines.length > NOT_JSON_SHOWN) {
+    shown.push(
+      `… and more lines that are not JSON (their results: invalid_request with one entry invalid at null): ${PROGRAM} results ${job.id} --failed`
+    )
+  }
+  return shown
+}
+
+/** A job's hints: its lines that are not JSON, and how to put GB identifiers right. */
+const hintsOf = async (client: ServiceClient, job: Job) => [
+  ...(await notJsonHints(client, job)),
+  ...(await gbHint(client, job).catch(() => []))
+]
+
 /** The job's counts as `  key:  value` rows. */
 function jobRows(job: Job): Array<[string, string]> {
   const l = job.lines
   const rows: Array<[string, string]> = [
-    ['lines', `${l.done} of ${l.total} done${l.skipped_blank > 0 ? ` (${l.skipped_blank} blank)` : ''}`]
+    // A cancelled job's lines never run count as done: say how many ran.
+    l.not_processed > 0
+      ? [
+          'lines',
+          `${l.done - l.not_processed} of ${l.total} run${l.skipped_blank > 0 ? ` (${l.skipped_blank} blank)` : ''}`
+        ]
+      : ['lines', `${l.done} of ${l.total} done${l.skipped_blank > 0 ? ` (${l.skipped_blank} blank)` : ''}`]
   ]
   if (job.dry_run) rows.push(['would be created', String(l.would_create)])
   else rows.push(['created', String(l.created)])
@@ -326,16 +378,14 @@ export function renderJob(job: Job, now = Date.now(), hints: string[] = []): str
   if (job.state === 'RUNNING') {
     rows.push([
       'rate',
-      `${job.rate_per_second.toFixed(1)} lines/s${job.eta_seconds !== null ? `, ETA ${duration(job.eta_seconds * 1000)}` : ''}`
+      `${job.rate_per_second.toFixed(1)} lines/s${job.eta_seconds !== null ? `, ETA ${duration(job.eta_seconds * 1000)}` : ''}${windowEndsFirst(job, now) ? `: its window ends first, at ${job.not_after} UTC` : ''}`
     ])
   }
   rows.push(['created at', job.created_at])
   if (job.started_at) rows.push(['started at', job.started_at])
   if (job.finished_at) {
-    rows.push([
-      'finished at',
-      `${job.finished_at} (${duration(Date.parse(job.finished_at) - Date.parse(job.started_at ?? job.created_at))})`
-    ])
+    const ran = runTime(job)
+    rows.push(['finished at', ran === undefined ? job.finished_at : `${job.finished_at} (${duration(ran)})`])
   } else if (job.started_at) {
     rows.push(['running for', duration(now - Date.parse(job.started_at))])
   }
@@ -374,13 +424,24 @@ function downloadHints(job: Job): string[] {
   ]
 }
 
+/**
+ * How long a finished job ran, in ms: from its start, or from its window's opening when it waited
+ * for it (its waiting is no part of its rate).
+ */
+function runTime(job: Job): number | undefined {
+  if (!job.started_at || !job.finished_at) return undefined
+  const began = Math.max(Date.parse(job.started_at), job.not_before ? Date.parse(job.not_before) : 0)
+  return Math.max(Date.parse(job.finished_at) - began, 0)
+}
+
 /** The summary printed when a followed job ends. */
 export function renderEnd(job: Job, hints: string[] = []): string {
   const rows = jobRows(job)
-  if (job.started_at && job.finished_at) {
-    const ms = Date.parse(job.finished_at) - Date.parse(job.started_at)
-    const rate = ms > 0 ? (job.lines.done / (ms / 1000)).toFixed(1) : '0.0'
-    rows.push(['time', `${duration(ms)} (${rate} lines/s)`])
+  const ran = runTime(job)
+  if (ran !== undefined) {
+    const lines = job.lines.done - job.lines.not_processed
+    const rate = ran > 0 ? (lines / (ran / 1000)).toFixed(1) : '0.0'
+    rows.push(['time', lines === 0 ? 'no line ran' : `${duration(ran)} (${rate} lines/s)`])
   }
   const title = `Job ${job.id} of ${job.import_supplier}${job.dry_run ? ' (dry run)' : ''}: ${job.state}`
   const lines = [
@@ -428,19 +489,26 @@ export async function follow(client: ServiceClient, url: string, id: string, io:
       const first = job.state === 'RUNNING' && job.rate_per_second === 0
       progress.update(
         {
-          done: l.done,
+          // The bar shows the lines run: a cancelled job's lines never run are said apart.
+          done: l.done - l.not_processed,
           failed: l.failed,
           ...(job.dry_run ? { wouldCreate: l.would_create } : { created: l.created }),
           ...(l.already_imported > 0 ? { alreadyImported: l.already_imported } : {}),
           rate: job.state === 'RUNNING' && !first ? job.rate_per_second : null,
           etaSeconds: job.eta_seconds,
-          state: first ? 'RUNNING, running the first lines' : job.state
+          state: first
+            ? 'RUNNING, running the first lines'
+            : l.not_processed > 0
+              ? `${job.state}, ${l.not_processed} not processed`
+              : job.state
         },
         l.total
       )
       const note = waitsForWindow(job, Date.now())
         ? `queued: waiting for its window, starts at ${job.not_before} UTC`
-        : (STATE_NOTES[job.state] ?? job.state)
+        : windowEndsFirst(job, Date.now())
+          ? `running; at this rate its window ends (${job.not_after} UTC) before every line has begun: the lines not begun by then will be not processed (${PROGRAM} unprocessed-lines ${id} gives them once it has ended)`
+          : (STATE_NOTES[job.state] ?? job.state)
       if (note !== lastState) {
         progress.note(`job ${id}: ${note}\n`)
         lastState = note
@@ -469,7 +537,7 @@ export async function follow(client: ServiceClient, url: string, id: string, io:
   } finally {
     progress.finish()
   }
-  await io.stdout(renderEnd(job, await gbHint(client, job).catch(() => [])))
+  await io.stdout(renderEnd(job, await hintsOf(client, job)))
   return endCode(job)
 }
 
@@ -886,7 +954,7 @@ export async function showJob(given: string, followIt: boolean, connection: Conn
   const id = await resolveJobId(client, connection.url, given)
   if (followIt) return follow(client, connection.url, id, io)
   const job = await readJob(client, connection.url, id)
-  await io.stdout(renderJob(job, Date.now(), await gbHint(client, job).catch(() => [])))
+  await io.stdout(renderJob(job, Date.now(), await hintsOf(client, job)))
   return 0
 }
 
@@ -896,7 +964,8 @@ export async function cancelJob(given: string, connection: Connection, io: JobsI
   const id = await resolveJobId(client, connection.url, given)
   const answer = await client.post(`import-jobs/${enc(id)}/cancel/`, undefined)
   if (answer.status === 200 && isObject(answer.body)) {
-    await io.stdout(renderJob(answer.body as unknown as Job))
+    const job = answer.body as unknown as Job
+    await io.stdout(renderJob(job, Date.now(), await notJsonHints(client, job)))
     return 0
   }
   if (answer.status === 404) await readJob(client, connection.url, id)
@@ -1007,6 +1076,8 @@ export async function download(options: DownloadOptions, connection: Connection,
       throw new JobCommandError(`the download of job ${id} broke off: ${(err as Error).message}`)
     }
     io.stderr(`Wrote ${count(lines, 'line')} of job ${id} (${what}) to standard output${running}\n`)
+    // Standard output holds the data: what the lines that are not JSON are goes beside it.
+    if (what !== 'unprocessed-lines') for (const hint of await notJsonHints(client, job)) io.stderr(hint + '\n')
     return 0
   }
   // The name: --out, or the first free default name.
@@ -1071,6 +1142,9 @@ export async function download(options: DownloadOptions, connection: Connection,
     const count = await annotateResults(target.path, sources)
     named = `\nEach failed line names its source rows and columns (${count} found in ${sources.label}).`
   }
+  // A line that is not JSON names no account: its result says only invalid_request, so say what it is.
+  const notJson = lines > 0 && what !== 'unprocessed-lines' ? await notJsonHints(client, job) : []
+  if (notJson.length > 0) named += '\n' + notJson.join('\n')
   if (what === 'unprocessed-lines') {
     await io.stdout(
       lines === 0

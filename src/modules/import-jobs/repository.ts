@@ -338,6 +338,23 @@ export function createImportJobsRepository(db: Db) {
     },
 
     /**
+     * Failed lines after line `after` whose result is that of a line that is not JSON (step stage,
+     * `invalid_request` with the one entry `invalid` at `null`; an entry that is JSON but no
+     * object has it too), the first `limit` in line order, with their text (null once erased).
+     */
+    async unreadableCandidates(jobId: string, after: number, limit: number) {
+      return rowsOf<{ line: number; text: string | null }>(
+        await db.execute(sql`select r.line, (select nullif(l.text, '') from import_job_parts p
+              join import_job_lines l on l.upload_id = p.upload_id and l.idx = r.line - p.line_offset
+              where p.job_id = r.job_id and r.line > p.line_offset and r.line <= p.line_offset + p.lines) as text
+          from import_job_results r where r.job_id = ${jobId}::uuid and r.line > ${after}::int
+            and r.outcome = 'failed' and r.step = 'stage' and r.code = 'invalid_request'
+            and r.errors = '[{"code": "invalid", "attr": null}]'::jsonb
+          order by r.line limit ${limit}::int`)
+      )
+    },
+
+    /**
      * Lines `from`…`to` of a started job's input (with their text if asked), in line order. With
      * their text, lines an erasure request emptied are left out (a blank line never fails).
      */

@@ -17,11 +17,21 @@ import { wholeRequestRefusal } from '../../accounts/precheck.js'
 import type { OrganisationPrincipal } from '../auth/service.js'
 import type { AuditTarget, RecordChange } from '../audit/service.js'
 import { linesOf, PartError } from './lines.js'
+import { whyNotJson } from './not-json.js'
 import { createImportJobsRepository, type JobRow, type ResultRow } from './repository.js'
 import type { Db, Tx } from '../../db/index.js'
 
 /** Results read per statement when a job's results or failed lines are streamed. */
 const PAGE_LINES = 2000
+/** Candidates for a job's lines that are not JSON, read per statement. */
+const NOT_JSON_PAGE = 200
+
+/** A line of a job that is not JSON, and why (null once the job's input is erased). */
+export interface NotJsonLine {
+  line: number
+  reason: string | null
+}
+
 /** How far back the rate looks. */
 const RATE_WINDOW_MS = 60_000
 
@@ -380,6 +390,29 @@ export function createImportJobsReader(db: Db) {
       })
       const now = Date.now()
       return rows.map((row) => jobObject(row, now))
+    },
+
+    /**
+     * The job's lines that are not JSON, with the parser's reason (null once the job's input is
+     * erased), the first `first` in line order; none unless its failed lines hold `invalid`.
+     */
+    async notJsonLines(job: Pick<ImportJob, 'id' | 'failure_codes'>, first: number): Promise<NotJsonLine[]> {
+      // failure_codes names at most 20 codes: with 20, `invalid` may be among those left out.
+      if (job.failure_codes.length < MAX_FAILURE_CODES && !job.failure_codes.some((f) => f.code === CODE.invalid)) {
+        return []
+      }
+      const found: NotJsonLine[] = []
+      for (let after = 0; found.length < first;) {
+        const page = await repo.unreadableCandidates(job.id, after, NOT_JSON_PAGE)
+        for (const { line, text } of page) {
+          // An entry that is JSON but no object fails alike: it is not listed.
+          const reason = text === null ? null : whyNotJson(text)
+          if (reason !== undefined && found.length < first) found.push({ line, reason })
+        }
+        if (page.length < NOT_JSON_PAGE) break
+        after = page.at(-1)!.line
+      }
+      return found
     },
 
     /**
