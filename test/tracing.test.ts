@@ -5,6 +5,8 @@ import t, { type Test } from 'tap'
 import { exampleAccount, importSetup, TEAM } from './helpers/accounts.js'
 import { buildTestApp } from './helpers/app.js'
 import { asOperator, gql, operatorToken } from './helpers/graphql.js'
+import { createEndpoint } from './helpers/webhooks.js'
+import { webhookReceiver } from './helpers/webhook-receiver.js'
 import { loadConfig } from '../src/config.js'
 
 /**
@@ -228,12 +230,13 @@ t.test('a GraphQL operation gets a span named by its type and name, without its 
   })
   const operation = await waitForSpans(r, (spans) => spans.find((s) => s.name === 'mutation AddTeam'))
   t.match(operation.attributes, { 'graphql.operation.type': 'mutation', 'graphql.operation.name': 'AddTeam' })
+  const request = await waitForSpans(r, (spans) =>
+    spans.find((s) => s.traceId === operation.traceId && s.name === 'POST /graphql')
+  )
   const spans = spansOf(r).filter((s) => s.traceId === operation.traceId)
-  const request = spans.find((s) => s.name === 'POST /graphql')
-  t.ok(request, 'the request span of POST /graphql')
-  t.ok(isUnder(spans, operation, request!), 'the operation is under its request')
+  t.ok(isUnder(spans, operation, request), 'the operation is under its request')
   t.ok(
-    spans.some((s) => s.name.startsWith('INSERT') && isUnder(spans, s, request!)),
+    spans.some((s) => s.name.startsWith('INSERT') && isUnder(spans, s, request)),
     "the operation's insert is in the same trace"
   )
   neverHolds(t, r, [TEAM_NAME])
@@ -274,6 +277,58 @@ t.test("an import job's chunks are spans in the job's trace, with its batches' s
     "the chunk's transactions are under it"
   )
   neverHolds(t, r, ['JOBPROBE-1', EMAIL, GIVEN, 'operations_team_name='])
+})
+
+t.test('each payment vendor call and webhook delivery attempt gets a span', async (t) => {
+  const r = await receiver(t)
+  const vendor = createServer((req, res) => {
+    const found = req.url === '/payment-instructions/CARD-7731'
+    res.writeHead(found ? 200 : 404, { 'content-type': 'application/json' })
+    res.end(found ? JSON.stringify({ reference: 'CARD-7731', type: 'CARD', status: 'ACTIVE', details: {} }) : '{}')
+  })
+  await new Promise<void>((resolve) => vendor.listen(0, '127.0.0.1', resolve))
+  t.teardown(() => new Promise<void>((resolve) => vendor.close(() => resolve())))
+  const vendorUrl = `http://127.0.0.1:${(vendor.address() as { port: number }).port}`
+  const hooks = await webhookReceiver(t)
+  const setup = await importSetup(t, {
+    env: tracing(r, { WEBHOOK_ALLOW_PRIVATE: '1', PAYMENT_VENDORS: `ACMEPAY=${vendorUrl}` })
+  })
+  const endpoint = await createEndpoint(setup.app, {
+    organisation: setup.tenant.organisation,
+    url: hooks.url,
+    events: ['import_process.created']
+  })
+  const res = await setup.app.inject({
+    method: 'POST',
+    url: '/v1/data-import/batches/',
+    headers: { authorization: `Bearer ${setup.tenant.token}` },
+    payload: {
+      import_supplier: 'ACME_ENERGY',
+      operations_team_name: TEAM,
+      accounts: [
+        {
+          account: probeAccount('VENDORPROBE-1'),
+          payment_instruction: { vendor: 'ACMEPAY', reference: 'CARD-7731', type: 'CARD' }
+        }
+      ]
+    }
+  })
+  t.equal(res.json().results?.[0]?.outcome, 'created', res.body)
+  const call = await waitForSpans(r, (spans) => spans.find((s) => s.name === 'payment vendor call'))
+  t.match(call.attributes, { 'amis.payment_vendor': 'ACMEPAY', 'amis.attempt': 1, 'http.response.status_code': 200 })
+  const request = await waitForSpans(r, (spans) =>
+    spans.find((s) => s.traceId === call.traceId && s.name === 'POST /v1/data-import/batches/')
+  )
+  t.ok(isUnder(spansOf(r), call, request), 'the vendor call is under its request')
+  const attempt = await waitForSpans(r, (spans) => spans.find((s) => s.name === 'webhook delivery attempt'))
+  t.match(attempt.attributes, {
+    'amis.webhook.endpoint_id': endpoint.id,
+    'amis.webhook.event_type': 'import_process.created',
+    'amis.webhook.attempt': 1,
+    'amis.webhook.delivered': true,
+    'http.response.status_code': 200
+  })
+  neverHolds(t, r, ['CARD-7731', 'VENDORPROBE-1', hooks.url, vendorUrl, endpoint.secret])
 })
 
 t.test('with OTEL_EXPORTER_OTLP_ENDPOINT unset nothing is traced or sent', async (t) => {
