@@ -331,6 +331,30 @@ t.test('each payment vendor call and webhook delivery attempt gets a span', asyn
   neverHolds(t, r, ['CARD-7731', 'VENDORPROBE-1', hooks.url, vendorUrl, endpoint.secret])
 })
 
+t.test("a failed request's spans carry its error's kind, never its message", async (t) => {
+  const r = await receiver(t)
+  const setup = await importSetup(t, { env: tracing(r) })
+  const res = await setup.app.inject({
+    method: 'GET',
+    url: '/v1/data-import/accounts/ACME_ENERGY/MISSINGPROBE-1/',
+    headers: { authorization: `Bearer ${setup.tenant.token}` }
+  })
+  t.equal(res.statusCode, 404, res.body)
+  const request = await waitForSpans(r, (spans) =>
+    spans.find((s) => s.name.startsWith('GET /v1/data-import/accounts/') && s.attributes['http.response.status_code'])
+  )
+  const trace = spansOf(r).filter((s) => s.traceId === request.traceId)
+  t.ok(
+    trace.some((s) => s.status.code === 2),
+    'a span of the request is marked failed'
+  )
+  t.same(
+    trace.filter((s) => s.status.message).map((s) => [s.name, s.status.message]),
+    [],
+    'no span carries an error message'
+  )
+})
+
 t.test('with OTEL_EXPORTER_OTLP_ENDPOINT unset nothing is traced or sent', async (t) => {
   const r = await receiver(t)
   // Even with the variables in the process's environment: the configuration handed to the app decides.
