@@ -82,6 +82,44 @@ export const EnvSchema = Type.Object({
   WEBHOOK_CONCURRENCY: Type.Integer({ minimum: 0, maximum: 64, default: 16 }),
   /** A static token a Prometheus scrape job may send to /metrics instead of an operator token. */
   METRICS_TOKEN: Type.Optional(Type.String({ minLength: 32 })),
+  /**
+   * OpenTelemetry traces, with the variables as the OpenTelemetry specification defines them. Traces
+   * are exported over OTLP/HTTP only when OTEL_EXPORTER_OTLP_ENDPOINT is set; unset, none are made.
+   */
+  OTEL_EXPORTER_OTLP_ENDPOINT: Type.Optional(Type.String({ pattern: '^https?://[^\\s]+$' })),
+  /** The traces URL itself (used as given); needs OTEL_EXPORTER_OTLP_ENDPOINT. Unset: that endpoint + /v1/traces. */
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: Type.Optional(Type.String({ pattern: '^https?://[^\\s]+$' })),
+  OTEL_EXPORTER_OTLP_PROTOCOL: Type.Optional(OtlpProtocol()),
+  OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: Type.Optional(OtlpProtocol()),
+  /** Headers sent with every export, `key=value,…` (values percent-encoded), e.g. a collector's credentials. */
+  OTEL_EXPORTER_OTLP_HEADERS: Type.Optional(Type.String({ pattern: '^[^=,]+=[^,]*(,[^=,]+=[^,]*)*$' })),
+  OTEL_EXPORTER_OTLP_TRACES_HEADERS: Type.Optional(Type.String({ pattern: '^[^=,]+=[^,]*(,[^=,]+=[^,]*)*$' })),
+  /** Milliseconds an export may take before it has failed. */
+  OTEL_EXPORTER_OTLP_TIMEOUT: Type.Integer({ minimum: 1, maximum: 600_000, default: 10_000 }),
+  OTEL_EXPORTER_OTLP_TRACES_TIMEOUT: Type.Optional(Type.Integer({ minimum: 1, maximum: 600_000 })),
+  /** Unset: account-migration-import-service (or the service.name of OTEL_RESOURCE_ATTRIBUTES). */
+  OTEL_SERVICE_NAME: Type.Optional(Type.String({ minLength: 1, maxLength: 255 })),
+  OTEL_RESOURCE_ATTRIBUTES: Type.Optional(Type.String({ pattern: '^[^=,]+=[^,]*(,[^=,]+=[^,]*)*$' })),
+  /** `true`: no traces, whatever the endpoint. */
+  OTEL_SDK_DISABLED: Type.Boolean({ default: false }),
+  OTEL_TRACES_SAMPLER: Type.Union(
+    [
+      'always_on',
+      'always_off',
+      'traceidratio',
+      'parentbased_always_on',
+      'parentbased_always_off',
+      'parentbased_traceidratio'
+    ].map((sampler) => Type.Literal(sampler)),
+    { default: 'parentbased_always_on' }
+  ),
+  /** The ratio of the traceidratio samplers, from 0 to 1. */
+  OTEL_TRACES_SAMPLER_ARG: Type.Optional(Type.Number({ minimum: 0, maximum: 1 })),
+  /** The batch span processor: milliseconds between exports, spans held at most (more are dropped, and counted), spans per export, milliseconds an export may take. */
+  OTEL_BSP_SCHEDULE_DELAY: Type.Integer({ minimum: 1, maximum: 600_000, default: 5000 }),
+  OTEL_BSP_MAX_QUEUE_SIZE: Type.Integer({ minimum: 1, maximum: 1_000_000, default: 2048 }),
+  OTEL_BSP_MAX_EXPORT_BATCH_SIZE: Type.Integer({ minimum: 1, maximum: 1_000_000, default: 512 }),
+  OTEL_BSP_EXPORT_TIMEOUT: Type.Integer({ minimum: 1, maximum: 600_000, default: 30_000 }),
   /** `json` (one JSON object per line, for log collectors) or `pretty` (for a person); unset: `pretty` at a terminal, else `json`. */
   LOG_FORMAT: Type.Optional(Type.Union([Type.Literal('json'), Type.Literal('pretty')])),
   LOG_LEVEL: Type.Union(
@@ -91,3 +129,8 @@ export const EnvSchema = Type.Object({
 })
 
 export type Env = Static<typeof EnvSchema>
+
+/** OTLP over HTTP, protobuf (the specification's default) or JSON bodies; gRPC is not supported. */
+function OtlpProtocol() {
+  return Type.Union([Type.Literal('http/protobuf'), Type.Literal('http/json')])
+}

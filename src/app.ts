@@ -28,6 +28,7 @@ import rateLimitsPlugin from './plugins/rate-limits.js'
 import auditPlugin from './plugins/audit.js'
 import retentionPlugin from './plugins/retention.js'
 import turnsPlugin from './plugins/turns.js'
+import tracingPlugin from './plugins/tracing.js'
 import { serializerCompiler, validatorCompiler } from './validation.js'
 import { CLIENT_TOKEN } from '../schemas/openapi.js'
 import healthRoutes from './modules/health/routes.js'
@@ -137,6 +138,8 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
       if (closing) reply.header('connection', 'close')
     })
 
+    // First: @fastify/otel instruments the routes and hooks registered after it (nothing when traces are off).
+    await app.register(tracingPlugin, { config })
     await app.register(errorsPlugin)
     await app.register(methodsPlugin)
     // Unknown query parameters are refused on every route (pages and assets aside), from its own schema.

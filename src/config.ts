@@ -85,7 +85,27 @@ export interface Config {
   metricsToken: string | undefined
   logLevel: string
   logFormat: 'json' | 'pretty'
+  /** OpenTelemetry traces: undefined (OTEL_EXPORTER_OTLP_ENDPOINT unset) = none are made or exported. */
+  tracing: TracingConfig | undefined
 }
+
+/** Where and how traces are exported (the OpenTelemetry specification's variables, read once here). */
+export interface TracingConfig {
+  /** The OTLP/HTTP traces URL (the endpoint + `/v1/traces`, or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT as given). */
+  url: string
+  protocol: 'http/protobuf' | 'http/json'
+  /** Sent with every export (a collector's credentials): never logged. */
+  headers: Record<string, string>
+  timeoutMs: number
+  /** Resource attributes, `service.name` among them. */
+  resource: Record<string, string>
+  sampler: { name: string; ratio: number }
+  /** The batch span processor's settings. */
+  batch: { scheduleDelayMs: number; maxQueueSize: number; maxExportBatchSize: number; exportTimeoutMs: number }
+}
+
+/** The service name traces carry when neither OTEL_SERVICE_NAME nor OTEL_RESOURCE_ATTRIBUTES names one. */
+export const DEFAULT_SERVICE_NAME = 'account-migration-import-service'
 
 /** Raised when the configuration cannot be used; its message is one line meant for the operator. */
 export class ConfigError extends Error {
@@ -182,6 +202,11 @@ export function loadConfig(source: Record<string, string | undefined>, options: 
       'invalid configuration: HEADERS_TIMEOUT_SECONDS must not be longer than REQUEST_TIMEOUT_SECONDS'
     )
   }
+  if (typed.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT !== undefined && typed.OTEL_EXPORTER_OTLP_ENDPOINT === undefined) {
+    throw new ConfigError(
+      'invalid configuration: OTEL_EXPORTER_OTLP_TRACES_ENDPOINT needs OTEL_EXPORTER_OTLP_ENDPOINT (traces are exported only when it is set)'
+    )
+  }
   const paymentVendors = parseVendors(typed.PAYMENT_VENDORS)
   return {
     host: typed.HOST,
@@ -232,8 +257,51 @@ export function loadConfig(source: Record<string, string | undefined>, options: 
     webhookConcurrency: typed.WEBHOOK_CONCURRENCY,
     metricsToken: typed.METRICS_TOKEN,
     logLevel: typed.LOG_LEVEL,
-    logFormat: typed.LOG_FORMAT ?? (options.terminal === true ? 'pretty' : 'json')
+    logFormat: typed.LOG_FORMAT ?? (options.terminal === true ? 'pretty' : 'json'),
+    tracing: tracingOf(typed)
   }
+}
+
+/** The tracing settings, or undefined when traces are off (no endpoint, or OTEL_SDK_DISABLED=true). */
+function tracingOf(env: Env): TracingConfig | undefined {
+  const endpoint = env.OTEL_EXPORTER_OTLP_ENDPOINT
+  if (endpoint === undefined || env.OTEL_SDK_DISABLED) return undefined
+  const resource = keyValues('OTEL_RESOURCE_ATTRIBUTES', env.OTEL_RESOURCE_ATTRIBUTES)
+  resource['service.name'] = env.OTEL_SERVICE_NAME ?? resource['service.name'] ?? DEFAULT_SERVICE_NAME
+  const batch = {
+    scheduleDelayMs: env.OTEL_BSP_SCHEDULE_DELAY,
+    maxQueueSize: env.OTEL_BSP_MAX_QUEUE_SIZE,
+    maxExportBatchSize: Math.min(env.OTEL_BSP_MAX_EXPORT_BATCH_SIZE, env.OTEL_BSP_MAX_QUEUE_SIZE),
+    exportTimeoutMs: env.OTEL_BSP_EXPORT_TIMEOUT
+  }
+  return {
+    url: env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ?? `${endpoint.replace(/\/+$/, '')}/v1/traces`,
+    protocol: env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL ?? env.OTEL_EXPORTER_OTLP_PROTOCOL ?? 'http/protobuf',
+    headers: {
+      ...keyValues('OTEL_EXPORTER_OTLP_HEADERS', env.OTEL_EXPORTER_OTLP_HEADERS),
+      ...keyValues('OTEL_EXPORTER_OTLP_TRACES_HEADERS', env.OTEL_EXPORTER_OTLP_TRACES_HEADERS)
+    },
+    timeoutMs: env.OTEL_EXPORTER_OTLP_TRACES_TIMEOUT ?? env.OTEL_EXPORTER_OTLP_TIMEOUT,
+    resource,
+    sampler: { name: env.OTEL_TRACES_SAMPLER, ratio: env.OTEL_TRACES_SAMPLER_ARG ?? 1 },
+    batch
+  }
+}
+
+/** `key=value,…` with percent-encoded values (W3C Baggage's form, as the OTEL_* lists are); never echoes a value. */
+function keyValues(name: string, text: string | undefined): Record<string, string> {
+  const out: Record<string, string> = {}
+  for (const pair of (text ?? '').split(',')) {
+    if (pair.trim() === '') continue
+    const at = pair.indexOf('=')
+    const key = pair.slice(0, at).trim()
+    try {
+      out[key] = decodeURIComponent(pair.slice(at + 1).trim())
+    } catch {
+      throw new ConfigError(`invalid configuration: ${name} has a value for ${key} that is not percent-encoded`)
+    }
+  }
+  return out
 }
 
 /** `STRIPE=https://…,ADYEN=https://…` → `{STRIPE: 'https://…', ADYEN: 'https://…'}`. */

@@ -10,6 +10,7 @@ import postgres from 'postgres'
 import * as schema from '../../drizzle/schema/index.js'
 import { migrationsFolder } from '../paths.js'
 import { driverPatchProblem } from './driver-check.js'
+import { driverClient } from './traced.js'
 
 export { databaseUnavailable, pgConstraint, pgErrorCode } from './errors.js'
 import {
@@ -141,7 +142,7 @@ export async function openPostgres(url: string, poolSize = 10, settings: Postgre
     await migrator.end({ timeout: 5 })
   }
   const client = postgres(url, { ...options, max: poolSize })
-  const db = drizzlePostgres({ client: prepare ? preparing(client) : client, schema }) as unknown as Db
+  const db = drizzlePostgres({ client: clientFor(client, prepare), schema }) as unknown as Db
   pipelining.add(db)
   return {
     kind: 'postgres',
@@ -198,36 +199,19 @@ function prepares(query: string, parameters: number): boolean {
 }
 
 /**
- * The postgres.js client as Drizzle should use it. Drizzle runs every statement it was not asked
- * to name unprepared, and postgres.js then asks the server for an unnamed statement's parameter
- * types before it can send the values: two round trips per statement, and nothing pipelined
- * behind it. Here small statements are prepared instead (per connection, keyed by their text:
- * parsed and planned once, then one round trip each), in transactions and savepoints too.
+ * The postgres.js client as Drizzle should use it (traced: src/db/traced.ts). Drizzle runs every
+ * statement it was not asked to name unprepared, and postgres.js then asks the server for an
+ * unnamed statement's parameter types before it can send the values: two round trips per
+ * statement, and nothing pipelined behind it. With `prepare`, small statements are prepared
+ * instead (per connection, keyed by their text: parsed and planned once, then one round trip
+ * each), in transactions and savepoints too.
  */
-export function preparing<T extends postgres.Sql | postgres.TransactionSql>(sql: T): T {
-  return new Proxy(sql, {
-    get(target, property, receiver) {
-      const value = Reflect.get(target, property, receiver)
-      if (property === 'unsafe') {
-        return (query: string, parameters?: unknown[], queryOptions?: { prepare?: boolean }) =>
-          target.unsafe(query, parameters as never, {
-            ...queryOptions,
-            prepare: prepares(query, parameters?.length ?? 0)
-          })
-      }
-      if (property === 'begin' || property === 'savepoint') {
-        return (...args: unknown[]) => {
-          const last = args.length - 1
-          const fn = args[last] as (tx: postgres.TransactionSql) => unknown
-          return (value as (...a: unknown[]) => unknown).apply(target, [
-            ...args.slice(0, last),
-            (tx: postgres.TransactionSql) => fn(preparing(tx))
-          ])
-        }
-      }
-      return typeof value === 'function' ? value.bind(target) : value
-    }
-  })
+export function clientFor<T extends postgres.Sql | postgres.TransactionSql>(sql: T, prepare: boolean): T {
+  return driverClient(sql, prepare ? prepares : unprepared)
+}
+
+function unprepared(): boolean {
+  return false
 }
 
 /**

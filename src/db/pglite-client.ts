@@ -3,6 +3,7 @@ import { execFile } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import { Worker } from 'node:worker_threads'
 import type { WorkerReply, WorkerRequest } from './pglite-protocol.js'
+import { tracedStatement, tracedTransaction } from './traced.js'
 
 /** A PostgreSQL error from the embedded database, with its fields (`code`, `constraint`, …) as PGlite gives them. */
 export class DatabaseError extends Error {}
@@ -150,6 +151,10 @@ export class PgliteWorkerClient {
 
   /** `parsers`: Drizzle's, which keep some types as text; they cross as the types' OIDs. */
   query(text: string, params?: unknown[], options?: QueryOptions, tx?: number): Promise<Results> {
+    return tracedStatement(text, () => this.send(text, params, options, tx))
+  }
+
+  private send(text: string, params?: unknown[], options?: QueryOptions, tx?: number): Promise<Results> {
     return this.call({
       op: 'query',
       text,
@@ -161,7 +166,10 @@ export class PgliteWorkerClient {
   }
 
   exec(text: string, tx?: number): Promise<Results[]> {
-    return this.call({ op: 'exec', text, ...(tx !== undefined ? { tx } : {}) }) as Promise<Results[]>
+    return tracedStatement(
+      text,
+      () => this.call({ op: 'exec', text, ...(tx !== undefined ? { tx } : {}) }) as Promise<Results[]>
+    )
   }
 
   /**
@@ -169,7 +177,11 @@ export class PgliteWorkerClient {
    * statements are sent as `fn` makes them, without waiting for BEGIN; the worker begins the
    * transaction when the first of them arrives.
    */
-  async transaction<T>(fn: (tx: PgliteWorkerTransaction) => Promise<T>): Promise<T> {
+  transaction<T>(fn: (tx: PgliteWorkerTransaction) => Promise<T>): Promise<T> {
+    return tracedTransaction(() => this.runTransaction(fn))
+  }
+
+  private async runTransaction<T>(fn: (tx: PgliteWorkerTransaction) => Promise<T>): Promise<T> {
     const txId = this.nextTx++
     const begun = this.call({ op: 'begin', tx: txId })
     begun.catch(() => {}) // its failure fails the statements too; awaited below

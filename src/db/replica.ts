@@ -2,7 +2,7 @@ import { drizzle as drizzlePostgres } from 'drizzle-orm/postgres-js'
 import postgres from 'postgres'
 import * as schema from '../../drizzle/schema/index.js'
 import { databaseUnavailable, pgErrorCode } from './errors.js'
-import { describeUrl, preparing, type Db, type PostgresOptions } from './index.js'
+import { clientFor, describeUrl, type Db, type PostgresOptions } from './index.js'
 
 /**
  * A read replica (`DATABASE_READ_URL`) for the reads that may lag by a moment: the lists, the
@@ -39,7 +39,7 @@ export function openReplica(url: string, poolSize = 10, settings: PostgresOption
     max: poolSize,
     ...(settings.pipeline === false ? { max_pipeline: 0 } : {})
   })
-  const db = drizzlePostgres({ client: prepare ? preparing(client) : client, schema }) as unknown as Db
+  const db = drizzlePostgres({ client: clientFor(client, prepare), schema }) as unknown as Db
   return {
     db,
     description: `read replica at ${describeUrl(url)}`,

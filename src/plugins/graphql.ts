@@ -11,6 +11,7 @@ import { errorCodeList } from '../../schemas/error-code-list.js'
 import { AppError, fieldError, unexpected, unsupportedMediaType } from '../errors.js'
 import { formatDateTime, formatNullableDateTime } from '../format.js'
 import { answeredWith } from '../logging.js'
+import { openSpan, type OpenSpan } from '../tracing.js'
 import type { AuditRequest, AuditTarget, RecordChange } from '../modules/audit/service.js'
 import { tokenFromHeader, type Principal } from '../modules/auth/service.js'
 import { createImportJobsReader } from '../modules/import-jobs/service.js'
@@ -21,6 +22,12 @@ import type { WebhookCaller } from '../modules/webhooks/service.js'
 import { bodyError, sendError, toAppError } from './errors.js'
 import { refuseMethod } from './methods.js'
 import { parseAfter, STEPS, type Step } from '../modules/failures/service.js'
+
+/** The operation a single request's body names (`operationName`); undefined for a batch or none. */
+function operationNameOf(body: unknown): string | undefined {
+  const name = (body as { operationName?: unknown } | null | undefined)?.operationName
+  return !Array.isArray(body) && typeof name === 'string' ? name : undefined
+}
 
 /** What mercurius' error formatter is given as its context: only a logger, which drops its line per error. */
 const QUIET_FORMATTING = { reply: { log: { info: () => {} } } } as unknown as MercuriusContext
@@ -649,7 +656,33 @@ export default fp(
         },
         errorFormatter: formatErrors
       })
+      if (app.traceRoot) traceOperations(scope)
     })
+
+    /**
+     * A span per GraphQL operation, named by its type and name (`query failures`): never its
+     * document or variables, which may hold keys and personal data.
+     */
+    function traceOperations(scope: FastifyInstance): void {
+      const open = new WeakMap<object, OpenSpan[]>()
+      scope.graphql.addHook('preExecution', async function operationSpan(_schema, document, context) {
+        const operations = document.definitions.filter((d) => d.kind === Kind.OPERATION_DEFINITION)
+        const chosen = operationNameOf(context.reply.request.body)
+        const operation = operations.find((o) => chosen === undefined || o.name?.value === chosen) ?? operations[0]
+        const type = operation?.operation ?? 'query'
+        const name = operation?.name?.value
+        const started = openSpan(name ? `${type} ${name}` : type, {
+          'graphql.operation.type': type,
+          ...(name ? { 'graphql.operation.name': name } : {})
+        })
+        if (started) open.set(context, [...(open.get(context) ?? []), started])
+      })
+      scope.graphql.addHook('onResolution', async function operationSpanEnd(execution, context) {
+        const started = open.get(context)?.shift()
+        const codes = (execution.errors ?? []).map((e) => e.extensions?.code).filter((c) => typeof c === 'string')
+        started?.end(codes.length > 0 ? { 'amis.graphql.error_codes': [...new Set(codes as string[])] } : {})
+      })
+    }
 
     /**
      * mercurius' formatting, with unexpected errors logged (with their stack) and masked. Expected
@@ -693,6 +726,17 @@ export default fp(
   },
   {
     name: 'graphql',
-    dependencies: ['db', 'auth', 'audit', 'bodies', 'rate-limits', 'errors', 'failures', 'retention', 'webhooks']
+    dependencies: [
+      'tracing',
+      'db',
+      'auth',
+      'audit',
+      'bodies',
+      'rate-limits',
+      'errors',
+      'failures',
+      'retention',
+      'webhooks'
+    ]
   }
 )

@@ -279,6 +279,30 @@ export default fp(
       }
     })
 
+    const traceExports = app.traceExports
+    if (traceExports) {
+      const exported = new Counter({
+        name: 'amis_trace_spans_exported_total',
+        help: 'Trace spans this server process exported to the OTLP collector.',
+        registers: [register],
+        collect() {
+          exported.reset()
+          exported.inc(traceExports.exported)
+        }
+      })
+      const dropped = new Counter({
+        name: 'amis_trace_spans_dropped_total',
+        help: 'Trace spans this server process did not export: queue_full (ended while OTEL_BSP_MAX_QUEUE_SIZE spans waited, the collector slow or down), export_failed (the collector refused them, did not answer in time or could not be reached).',
+        labelNames: ['reason'],
+        registers: [register],
+        collect() {
+          dropped.reset()
+          dropped.inc({ reason: 'queue_full' }, traceExports.droppedQueueFull)
+          dropped.inc({ reason: 'export_failed' }, traceExports.droppedExportFailed)
+        }
+      })
+    }
+
     // What a scrape reads: this app's metrics and the process's.
     const scraped = Registry.merge([register, processRegistry()])
 
@@ -302,6 +326,17 @@ export default fp(
   },
   {
     name: 'metrics',
-    dependencies: ['db', 'auth', 'audit', 'bodies', 'turns', 'rate-limits', 'failures', 'retention', 'webhooks']
+    dependencies: [
+      'tracing',
+      'db',
+      'auth',
+      'audit',
+      'bodies',
+      'turns',
+      'rate-limits',
+      'failures',
+      'retention',
+      'webhooks'
+    ]
   }
 )

@@ -24,7 +24,8 @@ export default fp(
       concurrency: config.webhookConcurrency,
       timeoutMs: config.webhookTimeoutMs,
       retryDelays: config.webhookRetryDelays,
-      allowPrivate: config.webhookAllowPrivate
+      allowPrivate: config.webhookAllowPrivate,
+      traceRoot: app.traceRoot
     })
     app.decorate('webhookWorker', worker)
     app.addHook('onReady', async function startWebhookWorker() {
@@ -34,5 +35,5 @@ export default fp(
       await worker.stop()
     })
   },
-  { name: 'webhooks', dependencies: ['db'] }
+  { name: 'webhooks', dependencies: ['db', 'tracing'] }
 )

@@ -84,7 +84,8 @@ const importJobsRoutes: FastifyPluginAsyncTypebox<{ config: Config; sections: Se
       db: app.db,
       batches,
       log,
-      perOrganisation: opts.config.importJobsPerOrganisation
+      perOrganisation: opts.config.importJobsPerOrganisation,
+      traceRoot: app.traceRoot
     })
     const worker = createImportJobsWorker(runner, opts.config.importJobWorkers, log)
     app.addHook('onReady', async function startImportJobs() {

@@ -12,6 +12,7 @@ import type { OrganisationPrincipal } from '../auth/service.js'
 import type { createBatchesService } from '../batches/service.js'
 import { usableExternal } from './lines.js'
 import { createImportJobsRepository, type ClaimedJob, type ResultRow } from './repository.js'
+import { rootSpan, traceIdOf, type TraceRoot } from '../../tracing.js'
 
 type BatchesService = ReturnType<typeof createBatchesService>
 
@@ -128,6 +129,8 @@ export function createImportJobsRunner(deps: {
   log: FastifyBaseLogger
   /** IMPORT_JOBS_PER_ORGANISATION: a job whose window opens waits while its organisation has this many going. */
   perOrganisation: number
+  /** Chunks are traced under it (undefined: traces are off). */
+  traceRoot?: TraceRoot | undefined
 }) {
   const { batches, log } = deps
   const repo = createImportJobsRepository(deps.db)
@@ -279,7 +282,18 @@ export function createImportJobsRunner(deps: {
       (LEASE_SECONDS * 1000) / 3
     )
     try {
-      await runChunk(job)
+      // Every chunk of a job goes in one trace, whose id is the job's.
+      await rootSpan(
+        deps.traceRoot,
+        'import-job chunk',
+        {
+          'amis.import_job.id': job.id,
+          'amis.import_job.first_line': job.next_line,
+          'amis.import_job.earlier_failed_runs': job.chunk_failures
+        },
+        () => runChunk(job),
+        { traceId: traceIdOf(job.id) }
+      )
     } catch (err) {
       // The database unreachable is no fault of the chunk's: run it again without counting.
       const counted = !databaseUnavailable(err)

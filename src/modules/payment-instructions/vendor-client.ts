@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import { VendorAnswer } from '../../../schemas/payment-instruction.js'
 import { compileBody } from '../../validation.js'
+import { span, type SpanNote } from '../../tracing.js'
 
 /** What a vendor says about one payment instruction (`GET <base>/payment-instructions/<reference>`). */
 export interface VendorInstruction {
@@ -110,16 +111,31 @@ export function createVendorClient(options: VendorClientOptions) {
     return full / 2 + random() * (full / 2)
   }
 
-  async function attempt(
+  /** One attempt, in a span of its own (the vendor, the attempt's number and the answer's status; not the URL, which holds the reference). */
+  function attempt(
+    vendor: string,
     url: string,
     headers: Record<string, string>,
     reference: string,
     number: number
   ): Promise<Attempt> {
+    return span('payment vendor call', { 'amis.payment_vendor': vendor, 'amis.attempt': number }, (note) =>
+      call(url, headers, reference, number, note)
+    )
+  }
+
+  async function call(
+    url: string,
+    headers: Record<string, string>,
+    reference: string,
+    number: number,
+    note: SpanNote
+  ): Promise<Attempt> {
     const signal = AbortSignal.timeout(options.timeoutMs)
     try {
       const res = await fetchImpl(url, { headers, signal, redirect: 'manual' })
       const status = res.status
+      note.set({ 'http.response.status_code': status })
       if (status !== 200) await res.body?.cancel().catch(() => {})
       if (status === 404) return { outcome: { kind: 'absent' } }
       if (status === 401 || status === 403) return { outcome: { kind: 'refused', status } }
@@ -143,7 +159,7 @@ export function createVendorClient(options: VendorClientOptions) {
       ...(token ? { authorization: `Bearer ${token}` } : {})
     }
     for (let retry = 0; ; retry++) {
-      const result = await attempt(url, headers, reference, retry + 1)
+      const result = await attempt(vendor, url, headers, reference, retry + 1)
       if ('outcome' in result) return result.outcome
       if (retry >= options.retries) return { kind: 'failed', reason: result.retry, attempts: retry + 1 }
       await sleep(delay(retry))

@@ -4,6 +4,7 @@ import type { Db } from '../../db/index.js'
 import { formatDateTime } from '../../format.js'
 import { createWebhooksRepository, type AttemptResult, type ClaimedDelivery } from './repository.js'
 import { createSender } from './sender.js'
+import { rootSpan, type SpanNote, type TraceRoot } from '../../tracing.js'
 
 export interface WebhookWorkerOptions {
   /** Deliveries this process makes at once. */
@@ -14,6 +15,8 @@ export interface WebhookWorkerOptions {
   allowPrivate: boolean
   /** How often the outbox is looked at when nothing is in flight. */
   pollMs?: number
+  /** Attempts are traced under it (undefined: traces are off). */
+  traceRoot?: TraceRoot | undefined
 }
 
 /** Attempts recorded in one statement at most, and how long the first waits for others. */
@@ -76,13 +79,17 @@ export function createWebhookWorker(db: Db, log: FastifyBaseLogger, options: Web
   }
 
   /** One attempt; `sent` is called once the receiver has answered (or not), before it is recorded. */
-  async function attempt(delivery: ClaimedDelivery, sent: () => void): Promise<void> {
+  async function attempt(delivery: ClaimedDelivery, sent: () => void, note: SpanNote): Promise<void> {
     const result = await sender.send(delivery.url, delivery.secret, {
       id: `msg_${delivery.eventId}`,
       // The signature's time is the attempt's: receivers refuse one older than a few minutes
       // (Standard Webhooks), and a retry or a redelivery can come hours after the event.
       timestamp: new Date(),
       body: webhookBody(delivery)
+    })
+    note.set({
+      'amis.webhook.delivered': result.delivered,
+      ...(result.status !== null ? { 'http.response.status_code': result.status } : {})
     })
     sent()
     const retryInSeconds = result.delivered ? undefined : options.retryDelays[delivery.attempt - 1]
@@ -122,7 +129,17 @@ export function createWebhookWorker(db: Db, log: FastifyBaseLogger, options: Web
       else inFlight.delete(delivery.endpointId)
       if (!stopped) schedule(0)
     }
-    const running: Promise<void> = attempt(delivery, release)
+    const running: Promise<void> = rootSpan(
+      options.traceRoot,
+      'webhook delivery attempt',
+      {
+        'amis.webhook.endpoint_id': delivery.endpointId,
+        'amis.webhook.delivery_id': delivery.id,
+        'amis.webhook.event_type': delivery.type,
+        'amis.webhook.attempt': delivery.attempt
+      },
+      (note) => attempt(delivery, release, note)
+    )
       .catch((err) => log.error({ err, deliveryId: delivery.id }, 'webhook attempt could not be recorded'))
       .finally(() => {
         release()
