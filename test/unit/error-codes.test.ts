@@ -30,6 +30,7 @@ const NOT_CODES: ReadonlyArray<{ file: string; literal: string; why: string }> =
   },
   { file: 'src/plugins/openapi.ts', literal: 'required', why: 'a JSON Schema keyword the OpenAPI document keeps' },
   { file: 'src/plugins/openapi.ts', literal: 'null', why: 'the JSON Schema type null' },
+  { file: 'src/modules/import-jobs/not-json.ts', literal: 'null', why: "JSON's literal null, read by the checker" },
   {
     file: 'src/cli/migrate/map/schema-check.ts',
     literal: 'null',

@@ -35,7 +35,7 @@ export function whyNotJson(text: string): string | undefined {
   let i = 0
   /** The place of `i` as a person counts it: characters (code points) from 1. */
   const place = () => [...text.slice(0, i)].length + 1
-  const fail = (expected: string): never => {
+  const expect = (expected: string): never => {
     throw new Stop(
       i >= n
         ? `it ends too soon: ${expected} was expected at character ${place()}`
@@ -46,7 +46,7 @@ export function whyNotJson(text: string): string | undefined {
     while (i < n && (text[i] === ' ' || text[i] === '\t' || text[i] === '\n' || text[i] === '\r')) i++
   }
   const digits = () => {
-    if (!(text[i]! >= '0' && text[i]! <= '9')) fail('a digit')
+    if (!(text[i]! >= '0' && text[i]! <= '9')) expect('a digit')
     while (text[i]! >= '0' && text[i]! <= '9') i++
   }
   function string() {
@@ -65,7 +65,7 @@ export function whyNotJson(text: string): string | undefined {
         i++
         if (i < n && '"\\/bfnrt'.includes(text[i]!)) i++
         else if (text[i] === 'u' && /^[0-9a-fA-F]{4}$/.test(text.slice(i + 1, i + 5))) i += 5
-        else fail('an escape (\\" \\\\ \\/ \\b \\f \\n \\r \\t or \\u and four hex digits)')
+        else expect('an escape (\\" \\\\ \\/ \\b \\f \\n \\r \\t or \\u and four hex digits)')
       } else i++
     }
   }
@@ -81,10 +81,10 @@ export function whyNotJson(text: string): string | undefined {
       }
       for (;;) {
         space()
-        if (text[i] !== '"') fail('a property name in double quotes')
+        if (text[i] !== '"') expect('a property name in double quotes')
         string()
         space()
-        if (text[i] !== ':') fail("':' after a property name")
+        if (text[i] !== ':') expect("':' after a property name")
         i++
         value()
         space()
@@ -92,7 +92,7 @@ export function whyNotJson(text: string): string | undefined {
         else if (text[i] === '}') {
           i++
           return
-        } else fail("',' or '}'")
+        } else expect("',' or '}'")
       }
     }
     if (c === '[') {
@@ -109,7 +109,7 @@ export function whyNotJson(text: string): string | undefined {
         else if (text[i] === ']') {
           i++
           return
-        } else fail("',' or ']'")
+        } else expect("',' or ']'")
       }
     }
     if (c === '"') return string()
@@ -136,7 +136,7 @@ export function whyNotJson(text: string): string | undefined {
       // Cut short at the end of the line: it ends too soon.
       if (i < n && word.startsWith(text.slice(i))) throw new Stop(`it ends too soon, inside '${word}'`)
     }
-    fail('a value')
+    expect('a value')
   }
   try {
     value()
