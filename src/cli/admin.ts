@@ -11,7 +11,7 @@ import { CODE, meaningOf } from '../../schemas/error-codes.js'
 import { STEP_NAMES } from '../../schemas/failures.js'
 import { SUPPLY_POINT_CHECKS } from '../../schemas/common.js'
 import { DELIVERY_STATES, WEBHOOK_EVENT_TYPES } from '../../schemas/webhooks.js'
-import { AUDIT_ACTIONS } from '../../schemas/audit.js'
+import { AUDIT_ACTIONS, type AuditEvent } from '../../schemas/audit.js'
 
 export interface AdminIO {
   env: Record<string, string | undefined>
@@ -630,19 +630,6 @@ function renderRedelivery(d: WebhookDelivery): string {
       ['next attempt', d.nextAttemptAt ?? '-']
     ]) + `\nOne more attempt is made at once, with the same webhook-id (${d.eventId}).\n`
   )
-}
-
-interface AuditEvent {
-  id: string
-  at: string
-  action: string
-  outcome: 'succeeded' | 'refused'
-  code: string | null
-  actor: { kind: 'operator' | 'organisation' | 'anonymous'; organisation: string | null; apiKeyId: string | null }
-  target: { type: string; id: string } | null
-  changes: Record<string, { from: unknown; to: unknown }> | null
-  ip: string | null
-  requestId: string
 }
 
 const AUDIT_SELECTION =

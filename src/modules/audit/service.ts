@@ -1,30 +1,10 @@
-import type { AuditAction } from '../../../schemas/audit.js'
+import type { AuditAction, AuditChanges, AuditEvent, AuditTarget, AuditTargetType } from '../../../schemas/audit.js'
 import type { Db, Tx } from '../../db/index.js'
 import { formatDateTime } from '../../format.js'
 import type { Principal } from '../auth/service.js'
 import type { AuditFilter, AuditRepository } from './repository.js'
 
-export type AuditTargetType =
-  | 'organisation'
-  | 'api_key'
-  | 'import_supplier'
-  | 'operations_team'
-  | 'import_process'
-  | 'webhook_endpoint'
-  | 'webhook_delivery'
-  | 'import_job'
-
-/**
- * What a record's action acted on: `id` is what the API names it by (a name, a code, a key's,
- * endpoint's, delivery's or job's id, "<supplier>/<account>").
- */
-export interface AuditTarget {
-  type: AuditTargetType
-  id: string
-}
-
-/** `{field: {from, to}}` of the fields an action changed. */
-export type AuditChanges = Record<string, { from: unknown; to: unknown }>
+export type { AuditChanges, AuditEvent, AuditTarget, AuditTargetType } from '../../../schemas/audit.js'
 
 /** Who asked, from where, in which request: the same for every record of one request. */
 export interface AuditRequest {
@@ -35,20 +15,6 @@ export interface AuditRequest {
 
 /** Writes a succeeded action's record inside the transaction `tx` of its change. */
 export type RecordChange = (tx: Tx, target: AuditTarget | null, changes?: AuditChanges | null) => Promise<void>
-
-/** A record as the API shows it. */
-export interface AuditEvent {
-  id: string
-  at: string
-  action: string
-  outcome: 'succeeded' | 'refused'
-  code: string | null
-  actor: { kind: 'operator' | 'organisation' | 'anonymous'; organisation: string | null; apiKeyId: string | null }
-  target: AuditTarget | null
-  changes: AuditChanges | null
-  ip: string | null
-  requestId: string
-}
 
 function actorOf(principal: Principal | undefined) {
   if (principal === undefined) {
