@@ -38,6 +38,8 @@ import { WEBHOOK_EVENT_TYPES } from '../schemas/webhooks.js'
  * extract of BENCH_MAP_ACCOUNTS (1,000,000) accounts mapped by the starter mapping;
  * `--only pglite-responsive` (PGlite only, bench/responsive.ts) BENCH_RESPONSIVE (3000) accounts
  * migrated by the client while a prober measures /healthz, obtainToken and a status read;
+ * `--only production` the stage, create and batch rows with tracing off, with tracing on (to a
+ * loopback OTLP collector) and with the organisation limit on, each on a new database;
  * `BENCH_POSTGRES=0` skips the PostgreSQL server's rows (every row on PGlite alone).
  */
 
@@ -643,7 +645,8 @@ async function ours(
   database: string,
   env: Record<string, string>,
   admin: { url: string; sql: postgres.Sql } | undefined,
-  dir: string
+  dir: string,
+  variant?: string
 ): Promise<Row[]> {
   // The compiled server, as `npm start` runs it.
   const server = await start(
@@ -659,7 +662,9 @@ async function ours(
       OPERATOR_API_KEY: OPERATOR_KEY,
       TOKEN_TTL_SECONDS: '86400',
       TOKEN_RATE_LIMIT_PER_MINUTE: '100000',
-      DATABASE_POOL_SIZE: '20',
+      // PostgreSQL's pool as a production server would size it; the embedded database keeps its
+      // default (two write turns), since its rows measure what a person trying the service gets.
+      ...(env.DATABASE_URL ? { DATABASE_POOL_SIZE: '20' } : {}),
       BODY_LIMIT_BYTES: String(64 * 1024 * 1024),
       // The webhooks rows deliver to loopback receivers.
       ...(ONLY === 'webhooks' ? { WEBHOOK_ALLOW_PRIVATE: '1' } : {})
@@ -668,7 +673,8 @@ async function ours(
   )
   const pid = server.child.pid!
   const rows: Row[] = []
-  const record = (scenario: string, m: Measured, extra: Partial<Row> = {}) => {
+  const record = (name: string, m: Measured, extra: Partial<Row> = {}) => {
+    const scenario = variant ? `${name}, ${variant}` : name
     rows.push({ scenario, database, ...m, ...extra })
     const cpu = m.serverMs !== undefined ? ` cpu ${m.serverMs.toFixed(2)}+${m.postgresMs!.toFixed(2)} ms` : ''
     console.log(
@@ -765,7 +771,7 @@ async function ours(
       return rows
     }
 
-    if (admin && ONLY !== 'single') {
+    if (admin && ONLY !== 'single' && ONLY !== 'production') {
       // Fair ceilings on tables that are not empty: PRELOAD accounts written 200 per transaction
       // (the bulk ceiling, timed), then the create ceiling: one account per transaction over HTTP.
       const ids = await admin.sql`select (select id from import_suppliers where code = 'BENCH_BULK') as bulk,
@@ -822,14 +828,16 @@ async function ours(
       }
     }
 
-    record(
-      'validate',
-      await load(`${api}/validate-account/`, pid, {
-        method: 'POST',
-        headers,
-        body: JSON.stringify(withExternal('V-1'))
-      })
-    )
+    if (ONLY !== 'production') {
+      record(
+        'validate',
+        await load(`${api}/validate-account/`, pid, {
+          method: 'POST',
+          headers,
+          body: JSON.stringify(withExternal('V-1'))
+        })
+      )
+    }
 
     // The accounts each row works on are those the server acknowledged (2xx), never those the load
     // generator merely prepared: a request cut at the end of a run (or of its warm-up) may never
@@ -891,20 +899,22 @@ async function ours(
     if (toCreate > staged.length) console.log(`create: ${toCreate} requests for ${staged.length} staged accounts`)
 
     let statusIndex = 0
-    record(
-      'status',
-      await load(`${api}/account-transfer-status/BENCH/S-0/`, pid, {
-        headers,
-        requests: [
-          {
-            setupRequest: (req: any) => ({
-              ...req,
-              path: `/v1/data-import/account-transfer-status/BENCH/${staged[statusIndex++ % staged.length]}/`
-            })
-          }
-        ]
-      })
-    )
+    if (ONLY !== 'production') {
+      record(
+        'status',
+        await load(`${api}/account-transfer-status/BENCH/S-0/`, pid, {
+          headers,
+          requests: [
+            {
+              setupRequest: (req: any) => ({
+                ...req,
+                path: `/v1/data-import/account-transfer-status/BENCH/${staged[statusIndex++ % staged.length]}/`
+              })
+            }
+          ]
+        })
+      )
+    }
 
     // Batches of new accounts without sections: what a batch's stage and create cost per account.
     let batches = 0
@@ -940,6 +950,7 @@ async function ours(
         unit: 'accounts/s',
         perSecond: Math.round(batch.rps * BATCH_ACCOUNTS)
       })
+      if (ONLY === 'production') return rows
       await dryRun()
     }
 
@@ -1236,10 +1247,88 @@ function table(rows: Row[]): string {
   return lines.join('\n') + '\n'
 }
 
+/** An OTLP/HTTP collector on loopback that reads each export and answers 200: what traces cost the server, not a collector. */
+async function otlpSink() {
+  let exports = 0
+  let bytes = 0
+  const server = createHttpServer((req, res) => {
+    req.on('data', (chunk: Buffer) => (bytes += chunk.length))
+    req.on('end', () => {
+      exports++
+      res.writeHead(200, { 'content-type': 'application/x-protobuf' }).end()
+    })
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    counted: () => ({ exports, bytes }),
+    close: () => new Promise<void>((resolve) => server.close(() => resolve()))
+  }
+}
+
+/**
+ * `--only production`: the stage, create and batch rows three times on each database, each time on
+ * a new database: tracing off (the default), tracing on (exported over OTLP/HTTP to a loopback
+ * collector), and the organisation limit on (counted in the shared database on PostgreSQL). Each
+ * row after the first says its rate against the tracing-off row of the same database.
+ */
+async function productionScenario(adminSql: postgres.Sql, url: string, dataDir: string): Promise<Row[]> {
+  const sink = await otlpSink()
+  const variants: Array<{ name: string; env: Record<string, string> }> = [
+    { name: 'tracing off', env: {} },
+    { name: 'tracing on', env: { OTEL_EXPORTER_OTLP_ENDPOINT: sink.url } },
+    // High enough never to refuse: what counting costs, not what refusing does.
+    { name: 'organisation limit on', env: { ORG_RATE_LIMIT_PER_MINUTE: '100000000' } }
+  ]
+  const rows: Row[] = []
+  try {
+    for (const database of ['postgres', 'pglite']) {
+      if (database === 'postgres' && process.env.BENCH_POSTGRES === '0') continue
+      if (database === 'pglite' && process.env.BENCH_PGLITE === '0') continue
+      for (const [i, variant] of variants.entries()) {
+        const before = sink.counted()
+        let measured: Row[]
+        if (database === 'postgres') {
+          // A new database of the same name (PostgreSQL's CPU is counted by its name).
+          if (i > 0) {
+            await adminSql.unsafe(`drop database if exists "${DATABASE}" with (force)`)
+            await adminSql.unsafe(`create database "${DATABASE}"`)
+          }
+          measured = await ours(database, { DATABASE_URL: url, ...variant.env }, undefined, dataDir, variant.name)
+        } else {
+          const env = { DATA_DIR: join(dataDir, `pglite-${i}`), ...variant.env }
+          measured = await ours(database, env, undefined, dataDir, variant.name)
+        }
+        const after = sink.counted()
+        for (const r of measured) {
+          const off = rows.find(
+            (x) => x.database === database && x.scenario === r.scenario.replace(variant.name, 'tracing off')
+          )
+          const rate = r.perSecond ?? r.rps
+          const offRate = off ? (off.perSecond ?? off.rps) : undefined
+          if (offRate) r.ratio = rate / offRate
+          const notes = [
+            r.note,
+            offRate ? `${((rate / offRate - 1) * 100).toFixed(1)} % against tracing off` : undefined,
+            variant.name === 'tracing on' && r === measured[measured.length - 1]
+              ? `${after.exports - before.exports} exports, ${((after.bytes - before.bytes) / 1e6).toFixed(1)} MB sent to the collector over the three rows`
+              : undefined
+          ].filter(Boolean)
+          if (notes.length) r.note = notes.join('; ')
+        }
+        rows.push(...measured)
+      }
+    }
+  } finally {
+    await sink.close()
+  }
+  return rows
+}
+
 async function main(): Promise<void> {
   // BENCH_SCALE=<accounts>: the scale scenario alone (bench/scale.ts).
   if (process.env.BENCH_SCALE) return scaleScenario(ADMIN_URL)
-  const alone = ['dry-run', 'jobs', 'map', 'webhooks', 'pglite-responsive', 'single']
+  const alone = ['dry-run', 'jobs', 'map', 'webhooks', 'pglite-responsive', 'single', 'production']
   if (ONLY !== undefined && !alone.includes(ONLY)) {
     throw new Error(`--only: the rows that run alone are ${alone.join(', ')}, not ${ONLY}`)
   }
@@ -1254,14 +1343,18 @@ async function main(): Promise<void> {
   const dataDir = mkdtempSync(join(tmpdir(), 'amis-bench-'))
   const rows: Row[] = []
   try {
-    if (process.env.BENCH_POSTGRES !== '0') {
-      if (!ONLY) rows.push(...(await ceilings(url.toString())))
-      const sql = postgres(url.toString(), { max: 1, onnotice: () => {} })
-      rows.push(...(await ours('postgres', { DATABASE_URL: url.toString() }, { url: url.toString(), sql }, dataDir)))
-      await sql.end()
-    }
-    if (process.env.BENCH_PGLITE !== '0' && ONLY !== 'webhooks' && ONLY !== 'map') {
-      rows.push(...(await ours('pglite', { DATA_DIR: join(dataDir, 'pglite') }, undefined, dataDir)))
+    if (ONLY === 'production') {
+      rows.push(...(await productionScenario(adminSql, url.toString(), dataDir)))
+    } else {
+      if (process.env.BENCH_POSTGRES !== '0') {
+        if (!ONLY) rows.push(...(await ceilings(url.toString())))
+        const sql = postgres(url.toString(), { max: 1, onnotice: () => {} })
+        rows.push(...(await ours('postgres', { DATABASE_URL: url.toString() }, { url: url.toString(), sql }, dataDir)))
+        await sql.end()
+      }
+      if (process.env.BENCH_PGLITE !== '0' && ONLY !== 'webhooks' && ONLY !== 'map') {
+        rows.push(...(await ours('pglite', { DATA_DIR: join(dataDir, 'pglite') }, undefined, dataDir)))
+      }
     }
   } finally {
     await adminSql.unsafe(`drop database if exists "${name}" with (force)`)
