@@ -105,13 +105,16 @@ t.test('PAYMENT_VENDORS pairs', async (t) => {
   }
 })
 
-t.test("the heap's growth past its live data: twice it unless set (1.5 times on the embedded database); 0 leaves it to V8", async (t) => {
-  t.equal(loadConfig({ DATABASE_URL: 'postgres://localhost/x' }).heapGrowthPercent, 100)
-  t.equal(loadConfig({}).heapGrowthPercent, 50)
-  t.equal(loadConfig({ HEAP_GROWTH_PERCENT: '0' }).heapGrowthPercent, 0)
-  t.equal(loadConfig({ HEAP_GROWTH_PERCENT: '40' }).heapGrowthPercent, 40)
-  t.throws(() => loadConfig({ HEAP_GROWTH_PERCENT: '1001' }), ConfigError)
-})
+t.test(
+  "the heap's growth past its live data: twice it unless set (1.5 times on the embedded database); 0 leaves it to V8",
+  async (t) => {
+    t.equal(loadConfig({ DATABASE_URL: 'postgres://localhost/x' }).heapGrowthPercent, 100)
+    t.equal(loadConfig({}).heapGrowthPercent, 50)
+    t.equal(loadConfig({ HEAP_GROWTH_PERCENT: '0' }).heapGrowthPercent, 0)
+    t.equal(loadConfig({ HEAP_GROWTH_PERCENT: '40' }).heapGrowthPercent, 40)
+    t.throws(() => loadConfig({ HEAP_GROWTH_PERCENT: '1001' }), ConfigError)
+  }
+)
 
 t.test('invalid values give one line naming the variable', async (t) => {
   const cases: Record<string, string>[] = [
