@@ -21,8 +21,8 @@ const outputs = async (t: Test, dir: string, mapping: string, slice?: number) =>
   t.equal(run.code, 0, run.stderr)
   return {
     lines: readFileSync(join(dir, out), 'utf8'),
-    // The summary names the lines file: the same apart from its name.
-    summary: run.stderr.replaceAll(out, 'lines.ndjson'),
+    // The summary names the lines file: the same apart from its name, and the line per slice.
+    summary: run.stderr.replaceAll(out, 'lines.ndjson').replace(/^mapping: slice .*\n/gm, ''),
     sources: readFileSync(join(dir, `${out}.sources.ndjson`), 'utf8')
   }
 }
@@ -33,6 +33,12 @@ t.test('the legacy mapping in slices of 1 and 2 accounts: the same lines, source
   const whole = await outputs(t, dir, 'mapping.sql')
   t.equal(whole.lines.trim().split('\n').length, 4)
   for (const slice of [1, 2]) t.same(await outputs(t, dir, 'mapping.sql', slice), whole, `--slice ${slice}`)
+  const run = await runClient(['map', 'mapping.sql', '--out', 'x.ndjson', '--go-on', '--slice', '2'], { INIT_CWD: dir })
+  t.match(
+    run.stderr,
+    'mapping: slice 1 of 2 done, 3 lines so far\nmapping: slice 2 of 2 done, 4 lines so far\n',
+    'a line per slice'
+  )
 })
 
 t.test('the starter mapping in slices of 2 accounts: the same lines, sources and summary', async (t) => {

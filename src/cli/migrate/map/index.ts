@@ -120,7 +120,15 @@ export async function runMapping(
     }
     const lineage = await lineageOf(c, last.text, tables)
     const slicing = await sliceAccounts(c, header.files, options.sliceAccounts ?? SLICE_ACCOUNTS)
-    const written = await writeLines(c, { declared: header.files, slicing, last, label, out, sourcesPath })
+    const written = await writeLines(c, {
+      declared: header.files,
+      slicing,
+      last,
+      label,
+      out,
+      sourcesPath,
+      ...(options.log ? { log: options.log } : {})
+    })
     let summary: MapSummary
     try {
       summary = await summarise(c, header.files, slicing, files)
@@ -311,6 +319,8 @@ async function writeLines(
     label: string
     out: string
     sourcesPath: string
+    /** Where a line per slice goes when there are several. */
+    log?: (text: string) => void
   }
 ): Promise<{ finish(header: string): Promise<void>; abandon(): void }> {
   const { declared, slicing, last, label, out, sourcesPath } = run
@@ -379,6 +389,8 @@ async function writeLines(
         ])
       }
       await c.run('DROP TABLE _map_this')
+      if (slicing.count > 1)
+        run.log?.(`mapping: slice ${k + 1} of ${slicing.count} done, ${line.toLocaleString('en')} lines so far\n`)
     }
     checker.check(label)
     lines.end()
