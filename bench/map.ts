@@ -13,11 +13,14 @@ import { rssMb } from './processes.js'
  * extract in the documented layout written as an old system does (Windows-1252, CRLF, £ amounts,
  * DD/MM/YYYY), about 16 source rows per account, mapped to lines by the starter mapping in a
  * process of its own (`npm run migrate -- map`, compiled when dist/ is built): accounts/s from
- * start to exit, and that process's peak RSS (sampled every 100 ms).
+ * start to exit, and that process's peak RSS (sampled every 100 ms), with the engine's memory at
+ * BENCH_MAP_MEMORY (2GB).
  *
  * Alone: `npx tsx bench/map.ts` (BENCH_MAP_ACCOUNTS to change the size).
  */
 export const MAP_ACCOUNTS = Number(process.env.BENCH_MAP_ACCOUNTS ?? 1_000_000)
+/** The engine's memory (`--memory`), so that the peak can be compared at every size: 2GB unless said. */
+export const MAP_MEMORY = process.env.BENCH_MAP_MEMORY ?? '2GB'
 const TRANSACTIONS = 10
 
 async function writeFile(path: string, header: string[], rows: (n: number) => string) {
@@ -94,6 +97,7 @@ export interface MapMeasured {
   perSecond: number
   peakRssMb: number
   exitCode: number
+  memory: string
 }
 
 /** Generates the extract in a temporary folder, maps it in a process of its own, measures it. */
@@ -106,7 +110,7 @@ export async function mapScenario(compiled = false): Promise<MapMeasured> {
     const started = Date.now()
     const child = spawn(
       process.execPath,
-      [...args, 'map', join(dir, 'mapping.sql'), '--out', join(dir, 'lines.ndjson')],
+      [...args, 'map', join(dir, 'mapping.sql'), '--out', join(dir, 'lines.ndjson'), '--memory', MAP_MEMORY],
       {
         cwd: projectRoot,
         stdio: ['ignore', 'ignore', 'pipe']
@@ -131,7 +135,8 @@ export async function mapScenario(compiled = false): Promise<MapMeasured> {
       seconds,
       perSecond: MAP_ACCOUNTS / seconds,
       peakRssMb: Math.round(peak),
-      exitCode: code
+      exitCode: code,
+      memory: MAP_MEMORY
     }
   } finally {
     rmSync(dir, { recursive: true, force: true })
@@ -142,6 +147,6 @@ if (process.argv[1]?.endsWith('bench/map.ts')) {
   const m = await mapScenario()
   console.log(
     `map ${m.accounts} accounts (${m.rows} source rows, ${m.extractMb} MB): ${m.seconds.toFixed(1)} s, ` +
-      `${Math.round(m.perSecond)} accounts/s, peak RSS ${m.peakRssMb} MB`
+      `${Math.round(m.perSecond)} accounts/s, peak RSS ${m.peakRssMb} MB (--memory ${m.memory})`
   )
 }

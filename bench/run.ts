@@ -770,7 +770,7 @@ async function ours(
           unit: 'accounts/s',
           perSecond: Math.round(m.perSecond),
           ...(job?.perSecond ? { ratio: m.perSecond / job.perSecond } : {}),
-          note: `${m.seconds.toFixed(0)} s from start to exit; peak RSS of the map process`
+          note: `${m.seconds.toFixed(0)} s from start to exit; peak RSS of the map process, its engine given --memory ${m.memory}`
         }
       )
       return rows

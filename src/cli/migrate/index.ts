@@ -101,6 +101,7 @@ const OPTIONS = {
   extract: { type: 'string' },
   'go-on': { type: 'boolean' },
   memory: { type: 'string' },
+  slice: { type: 'string' },
   help: { type: 'boolean', short: 'h' }
 } as const
 type OptionName = keyof typeof OPTIONS
@@ -135,7 +136,8 @@ const JOB_COMMANDS: Record<string, OptionName[]> = {
     'not-after',
     'extract',
     'go-on',
-    'memory'
+    'memory',
+    'slice'
   ],
   job: [...CONNECTION_OPTIONS, 'follow'],
   jobs: [...CONNECTION_OPTIONS, 'state', 'supplier', 'limit'],
@@ -154,7 +156,8 @@ const CHECK_OPTIONS: OptionName[] = [
   'sources',
   'extract',
   'out',
-  'memory'
+  'memory',
+  'slice'
 ]
 const JOB_STATES = ['OPEN', 'QUEUED', 'RUNNING', 'PAUSED', 'COMPLETED', 'CANCELLED']
 const GENERATE_OPTIONS: OptionName[] = [
@@ -185,7 +188,7 @@ Usage:
   ${PROGRAM} map check <mapping.sql> --team <name> [--extract <dir>] [--out <lines.ndjson>]
   ${PROGRAM} map check --lines <lines.ndjson> --team <name> [--sources <file>]
   ${PROGRAM} generate <N> [options] > accounts.ndjson
-  ${PROGRAM} map <mapping.sql> --out <lines.ndjson> [--extract <folder>] [--go-on] [--memory <size>]
+  ${PROGRAM} map <mapping.sql> --out <lines.ndjson> [--extract <folder>] [--go-on] [--memory <size>] [--slice <accounts>]
   ${PROGRAM} map init <folder>
 
 Migrates every account of a newline-delimited JSON file (one account per line, optionally with
@@ -301,6 +304,8 @@ all the same), 2 the mapping or an extract file could not be read (nothing writt
   --go-on                  Exit 0 despite rejected rows, orphans and repeats (they stay out of the lines).
   --memory <size>          Memory the mapping's engine may use, e.g. 8GB (default: half the machine's);
                            past it, it spills to a temporary folder where it can.
+  --slice <accounts>       Accounts the mapping's last SELECT takes at a time (default 50000): fewer
+                           use less memory.
 map init <folder> writes a starter mapping for the documented layout, <folder>/mapping.sql, and a
 small sample extract in <folder>/extract/ (never overwriting a file).
 
@@ -739,11 +744,26 @@ async function runCheck(args: string[], flags: Flags, io: MigrateCliIO): Promise
  * Maps `mapping` (the engine's runMapping) to `out`, its summary on standard error. Rows the
  * mapping left out stop a submit unless --go-on; `map check` goes on and counts them as failures.
  */
-/** `--memory 8GB`: DuckDB's memory for the mapping, in its own units (KB, MB, GB, TB). */
-function memoryOf(text: string): string {
-  const m = /^\s*(\d+(?:\.\d+)?)\s*(KB|MB|GB|TB)\s*$/i.exec(text)
-  if (!m || Number(m[1]) <= 0) throw new UsageError(`--memory takes a size such as 4GB or 512MB, not "${text}"`)
-  return `${m[1]}${m[2]!.toUpperCase()}`
+/**
+ * `--memory 8GB`: DuckDB's memory for the mapping, in its own units (KB, MB, GB, TB); `--slice
+ * 20000`: the accounts each run of the mapping's last SELECT takes.
+ */
+function engineOptions(flags: Flags): { memoryLimit?: string; sliceAccounts?: number } {
+  const options: { memoryLimit?: string; sliceAccounts?: number } = {}
+  if (typeof flags.memory === 'string') {
+    const m = /^\s*(\d+(?:\.\d+)?)\s*(KB|MB|GB|TB)\s*$/i.exec(flags.memory)
+    if (!m || Number(m[1]) <= 0) {
+      throw new UsageError(`--memory takes a size such as 4GB or 512MB, not "${flags.memory}"`)
+    }
+    options.memoryLimit = `${m[1]}${m[2]!.toUpperCase()}`
+  }
+  if (typeof flags.slice === 'string') {
+    if (!/^\s*[1-9]\d{0,8}\s*$/.test(flags.slice)) {
+      throw new UsageError(`--slice takes a number of accounts such as 20000, not "${flags.slice}"`)
+    }
+    options.sliceAccounts = Number(flags.slice)
+  }
+  return options
 }
 
 async function mapToLines(
@@ -760,7 +780,7 @@ async function mapToLines(
     out: out.path,
     label: { mapping, out: out.label },
     goOn: goOn || flags['go-on'] === true,
-    ...(typeof flags.memory === 'string' ? { memoryLimit: memoryOf(flags.memory) } : {}),
+    ...engineOptions(flags),
     log: io.stderr
   })
   return mapped
@@ -858,7 +878,7 @@ async function runMap(args: string[], flags: Flags, io: MigrateCliIO): Promise<n
     )
     return 0
   }
-  onlyOptions(flags, ['out', 'extract', 'go-on', 'memory', 'help'], 'map')
+  onlyOptions(flags, ['out', 'extract', 'go-on', 'memory', 'slice', 'help'], 'map')
   if (args.length !== 1) throw new UsageError(`give one mapping: ${PROGRAM} map <mapping.sql> --out <lines.ndjson>`)
   if (typeof flags.out !== 'string') {
     throw new UsageError(`name the lines file: ${PROGRAM} map ${args[0]} --out <lines.ndjson>`)
@@ -869,7 +889,7 @@ async function runMap(args: string[], flags: Flags, io: MigrateCliIO): Promise<n
     out: callerPath(io, flags.out),
     label: { mapping: args[0]!, out: flags.out },
     goOn: flags['go-on'] === true,
-    ...(typeof flags.memory === 'string' ? { memoryLimit: memoryOf(flags.memory) } : {}),
+    ...engineOptions(flags),
     log: io.stderr
   })
   return summary.problems > 0 && flags['go-on'] !== true ? 1 : 0

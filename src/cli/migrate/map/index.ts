@@ -15,6 +15,7 @@ import {
   statSync
 } from 'node:fs'
 import { once } from 'node:events'
+import { pipeline } from 'node:stream/promises'
 import { availableParallelism, tmpdir, totalmem } from 'node:os'
 import { basename, dirname, join, relative, resolve } from 'node:path'
 import { createInterface } from 'node:readline'
@@ -26,6 +27,7 @@ import { lineageOf, type TableColumns } from './lineage.js'
 import { ident, literal } from './sql.js'
 import { splitStatements } from './statements.js'
 import { writeTogether } from '../write-together.js'
+import { sliceAccounts, SLICE_ACCOUNTS, type Slicing } from './slices.js'
 import { renderMapSummary } from './summary.js'
 import { prepareFile } from './transcode.js'
 import type { FileSummary, MapSummary, SourceLine, SourcesHeader } from './types.js'
@@ -48,6 +50,8 @@ export interface MapOptions {
   /** DuckDB's memory limit (default: half the machine's) and threads (default: the machine's, at most 4). */
   memoryLimit?: string
   threads?: number
+  /** Accounts per slice of the last SELECT (default SLICE_ACCOUNTS): fewer use less memory. */
+  sliceAccounts?: number
   /** Test hook: DuckDB's CSV buffer size in bytes. */
   bufferSize?: number
   /** The mapping and lines file as the person named them, for messages (default: the paths). */
@@ -114,47 +118,23 @@ export async function runMapping(
         )
       }
     }
-    await runStatement(
-      c,
-      wrap(
-        last.text,
-        'CREATE TABLE _map_lines AS SELECT row_number() OVER () AS n, CAST(account_key AS VARCHAR) AS account_key, CAST(entry AS JSON) AS entry FROM ('
-      ),
-      last.line,
-      label
-    )
-    await checkLines(c, label)
     const lineage = await lineageOf(c, last.text, tables)
-    const lineCount = Number(await value(c, 'SELECT count(*) FROM _map_lines'))
-    const repeatedLines = (await rows(
-      c,
-      `SELECT account_key, list(n ORDER BY n) AS lines FROM _map_lines GROUP BY account_key HAVING count(*) > 1 ORDER BY min(n) LIMIT ${LISTED}`
-    )) as Array<{ account_key: string; lines: number[] }>
-    const repeatedLineCount = Number(
-      await value(
-        c,
-        'SELECT count(*) FROM (SELECT account_key FROM _map_lines GROUP BY account_key HAVING count(*) > 1)'
-      )
-    )
-    for (const [n, declared] of header.files.entries()) {
-      const key = `trim(${ident(declared.key)})`
-      await c.run(
-        `CREATE TABLE _map_rows_${n} AS SELECT ${key} AS key, list(source_row ORDER BY source_row) AS rows FROM ${ident(declared.table)} GROUP BY ${key}`
-      )
-      files[declared.file]!.rows_used = Number(
-        await value(
-          c,
-          `SELECT coalesce(sum(len(rows)), 0) FROM _map_rows_${n} WHERE key IN (SELECT account_key FROM _map_lines)`
-        )
-      )
-    }
-    const summary: MapSummary = {
-      files,
-      lines: lineCount,
-      repeated_lines: repeatedLines.map((r) => ({ key: r.account_key, lines: r.lines.map(Number) })),
-      problems:
-        repeatedLineCount +
-        Object.values(files).reduce((sum, f) => sum + f.rejected_count + f.orphan_count + f.repeated_key_count, 0)
+    const slicing = await sliceAccounts(c, header.files, options.sliceAccounts ?? SLICE_ACCOUNTS)
+    const written = await writeLines(c, {
+      declared: header.files,
+      slicing,
+      last,
+      label,
+      out,
+      sourcesPath,
+      ...(options.log ? { log: options.log } : {})
+    })
+    let summary: MapSummary
+    try {
+      summary = await summarise(c, header.files, slicing, files)
+    } catch (err) {
+      written.abandon()
+      throw err
     }
     const sourcesHeader: SourcesHeader = {
       kind: 'sources',
@@ -163,7 +143,7 @@ export async function runMapping(
       files,
       columns: lineage
     }
-    await writeLines(c, header.files, out, sourcesPath, sourcesHeader, label)
+    await written.finish(JSON.stringify(sourcesHeader) + '\n')
     options.log?.(renderMapSummary(summary, { out: options.label?.out ?? options.out, goOn: options.goOn === true }))
     return { lines: out, sources: sourcesPath, summary }
   } finally {
@@ -295,20 +275,29 @@ async function finalColumns(c: Engine['connection'], text: string, line: number,
   }
 }
 
-async function checkLines(c: Engine['connection'], label: string): Promise<void> {
-  const blank = Number(await value(c, "SELECT count(*) FROM _map_lines WHERE trim(coalesce(account_key, '')) = ''"))
+/** The lines of the slice's SELECT (`_map_part`): each has an account number of the accounts file, and an object. */
+async function checkLines(c: Engine['connection'], accounts: DeclaredFile, label: string): Promise<void> {
+  const blank = Number(await value(c, "SELECT count(*) FROM _map_part WHERE trim(coalesce(account_key, '')) = ''"))
   if (blank > 0) {
     throw new MapError(
       `${label}: ${blank} row${blank === 1 ? '' : 's'} of its SELECT ${blank === 1 ? 'has' : 'have'} no account_key`
     )
   }
+  const unknown = `FROM _map_part WHERE account_key NOT IN (SELECT key FROM _map_slice)`
+  const strangers = Number(await value(c, `SELECT count(*) ${unknown}`))
+  if (strangers > 0) {
+    const first = await value(c, `SELECT account_key ${unknown} ORDER BY i LIMIT 1`)
+    throw new MapError(
+      `${label}: the account_key of ${strangers} row${strangers === 1 ? '' : 's'} of its SELECT (the first: ${JSON.stringify(first)}) ${strangers === 1 ? 'is' : 'are'} not an account number of ${accounts.file}: account_key is the account's number as that file has it (its sources are found by it)`
+    )
+  }
   const notObject = Number(
-    await value(c, "SELECT count(*) FROM _map_lines WHERE entry IS NULL OR json_type(entry) <> 'OBJECT'")
+    await value(c, "SELECT count(*) FROM _map_part WHERE entry IS NULL OR json_type(entry) <> 'OBJECT'")
   )
   if (notObject > 0) {
     const first = await value(
       c,
-      "SELECT account_key FROM _map_lines WHERE entry IS NULL OR json_type(entry) <> 'OBJECT' ORDER BY n LIMIT 1"
+      "SELECT account_key FROM _map_part WHERE entry IS NULL OR json_type(entry) <> 'OBJECT' ORDER BY i LIMIT 1"
     )
     throw new MapError(
       `${label}: the entry of ${notObject} account${notObject === 1 ? '' : 's'} (the first: ${String(first)}) is not a JSON object`
@@ -316,60 +305,149 @@ async function checkLines(c: Engine['connection'], label: string): Promise<void>
   }
 }
 
-/** Streams the lines and their sources (DuckDB's chunks, written with back-pressure), then puts them in place. */
+/**
+ * Runs the last SELECT for each slice and streams its lines and their sources (DuckDB's chunks,
+ * written with back-pressure) to partial files; `_map_keys` keeps each line's number and account.
+ * `finish` puts the sources file's header first and both files in place.
+ */
 async function writeLines(
   c: Engine['connection'],
-  declared: DeclaredFile[],
-  out: string,
-  sourcesPath: string,
-  header: SourcesHeader,
-  label: string
-): Promise<void> {
+  run: {
+    declared: DeclaredFile[]
+    slicing: Slicing
+    last: { text: string; line: number }
+    label: string
+    out: string
+    sourcesPath: string
+    /** Where a line per slice goes when there are several. */
+    log?: (text: string) => void
+  }
+): Promise<{ finish(header: string): Promise<void>; abandon(): void }> {
+  const { declared, slicing, last, label, out, sourcesPath } = run
   const checker = createEntryChecker()
   const partial = `.partial-${process.pid}`
+  const body = `${sourcesPath}${partial}.rows`
   const lines = createWriteStream(out + partial)
-  const sources = createWriteStream(sourcesPath + partial)
+  const sources = createWriteStream(body)
+  const removeAll = () => {
+    lines.destroy()
+    sources.destroy()
+    for (const f of [out + partial, body, sourcesPath + partial]) rmSync(f, { force: true })
+  }
   try {
-    sources.write(JSON.stringify(header) + '\n')
+    await c.run('CREATE TABLE _map_keys (n BIGINT, account_key VARCHAR)')
     const pieces = declared.map(
       (d, n) =>
         `CASE WHEN r${n}.rows IS NOT NULL THEN ${literal(JSON.stringify(d.file) + ':')} || to_json(r${n}.rows)::VARCHAR END`
     )
-    const joins = declared.map((_, n) => `LEFT JOIN _map_rows_${n} r${n} ON r${n}.key = m.account_key`).join(' ')
-    const result = await c.stream(
-      `SELECT m.account_key, m.entry::VARCHAR AS entry, '{' || concat_ws(',', ${pieces.join(', ')}) || '}' AS rows
-         FROM _map_lines m ${joins} ORDER BY m.n`
-    )
+    // Each file's rows of the slice's accounts, by account (the tables show the slice).
+    const joins = declared
+      .map(
+        (d, n) =>
+          `LEFT JOIN (SELECT trim(${ident(d.key)}) AS key, list(source_row ORDER BY source_row) AS rows FROM ${ident(d.table)} GROUP BY 1) r${n} ON r${n}.key = m.account_key`
+      )
+      .join(' ')
     let line = 0
-    for (;;) {
-      const chunk = await result.fetchChunk()
-      if (!chunk || chunk.rowCount === 0) break
-      const keys = chunk.getColumnValues(0) as string[]
-      const entries = chunk.getColumnValues(1) as string[]
-      const sourceRows = chunk.getColumnValues(2) as string[]
-      let text = ''
-      let sourceText = ''
-      for (let i = 0; i < chunk.rowCount; i++) {
-        text += JSON.stringify(checker.line(JSON.parse(entries[i]!))) + '\n'
-        sourceText += `{"line":${++line},"account":${JSON.stringify(keys[i])},"rows":${sourceRows[i]}}\n`
+    for (let k = 0; k < slicing.count; k++) {
+      await slicing.show(k)
+      await runStatement(
+        c,
+        wrap(
+          last.text,
+          'CREATE OR REPLACE TABLE _map_part AS SELECT row_number() OVER () AS i, CAST(account_key AS VARCHAR) AS account_key, CAST(entry AS JSON) AS entry FROM ('
+        ),
+        last.line,
+        label
+      )
+      await checkLines(c, declared[0]!, label)
+      // A SELECT that does not read the slice (built on a table of every account) gives every
+      // slice's lines each time: a slice keeps its own accounts' lines.
+      await c.run(
+        `CREATE OR REPLACE TABLE _map_this AS SELECT ${line} + row_number() OVER (ORDER BY i) AS n, account_key, entry
+           FROM _map_part WHERE ${slicing.inSlice('account_key', k)}`
+      )
+      await c.run('DROP TABLE _map_part; INSERT INTO _map_keys SELECT n, account_key FROM _map_this')
+      const result = await c.stream(
+        `SELECT m.account_key, m.entry::VARCHAR AS entry, '{' || concat_ws(',', ${pieces.join(', ')}) || '}' AS rows
+           FROM _map_this m ${joins} ORDER BY m.n`
+      )
+      for (;;) {
+        const chunk = await result.fetchChunk()
+        if (!chunk || chunk.rowCount === 0) break
+        const keys = chunk.getColumnValues(0) as string[]
+        const entries = chunk.getColumnValues(1) as string[]
+        const sourceRows = chunk.getColumnValues(2) as string[]
+        let text = ''
+        let sourceText = ''
+        for (let i = 0; i < chunk.rowCount; i++) {
+          text += JSON.stringify(checker.line(JSON.parse(entries[i]!))) + '\n'
+          sourceText += `{"line":${++line},"account":${JSON.stringify(keys[i])},"rows":${sourceRows[i]}}\n`
+        }
+        await writeTogether([
+          [lines, text],
+          [sources, sourceText]
+        ])
       }
-      await writeTogether([
-        [lines, text],
-        [sources, sourceText]
-      ])
+      await c.run('DROP TABLE _map_this')
+      if (slicing.count > 1)
+        run.log?.(`mapping: slice ${k + 1} of ${slicing.count} done, ${line.toLocaleString('en')} lines so far\n`)
     }
     checker.check(label)
     lines.end()
     sources.end()
     await Promise.all([once(lines, 'close'), once(sources, 'close')])
-    renameSync(out + partial, out)
-    renameSync(sourcesPath + partial, sourcesPath)
   } catch (err) {
-    lines.destroy()
-    sources.destroy()
-    rmSync(out + partial, { force: true })
-    rmSync(sourcesPath + partial, { force: true })
+    removeAll()
     throw err
+  }
+  return {
+    abandon: removeAll,
+    async finish(header: string) {
+      try {
+        const whole = createWriteStream(sourcesPath + partial)
+        whole.write(header)
+        await pipeline(createReadStream(body), whole)
+        rmSync(body)
+        renameSync(out + partial, out)
+        renameSync(sourcesPath + partial, sourcesPath)
+      } catch (err) {
+        removeAll()
+        throw err
+      }
+    }
+  }
+}
+
+/** The summary's counts of the lines written: lines, repeated accounts, and each file's rows used. */
+async function summarise(
+  c: Engine['connection'],
+  declared: DeclaredFile[],
+  slicing: Slicing,
+  files: Record<string, FileSummary>
+): Promise<MapSummary> {
+  const lineCount = Number(await value(c, 'SELECT count(*) FROM _map_keys'))
+  const repeatedLines = (await rows(
+    c,
+    `SELECT account_key, list(n ORDER BY n) AS lines FROM _map_keys GROUP BY account_key HAVING count(*) > 1 ORDER BY min(n) LIMIT ${LISTED}`
+  )) as Array<{ account_key: string; lines: number[] }>
+  const repeatedLineCount = Number(
+    await value(c, 'SELECT count(*) FROM (SELECT account_key FROM _map_keys GROUP BY account_key HAVING count(*) > 1)')
+  )
+  for (const [n, d] of declared.entries()) {
+    files[d.file]!.rows_used = Number(
+      await value(
+        c,
+        `SELECT count(*) FROM ${slicing.allRows(n)} WHERE trim(${ident(d.key)}) IN (SELECT account_key FROM _map_keys)`
+      )
+    )
+  }
+  return {
+    files,
+    lines: lineCount,
+    repeated_lines: repeatedLines.map((r) => ({ key: r.account_key, lines: r.lines.map(Number) })),
+    problems:
+      repeatedLineCount +
+      Object.values(files).reduce((sum, f) => sum + f.rejected_count + f.orphan_count + f.repeated_key_count, 0)
   }
 }
 
