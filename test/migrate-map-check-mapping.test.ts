@@ -106,6 +106,12 @@ t.test('map check and submit take a mapping; the failures are named in the extra
     ]
   })
 
+  // From the folder above, where the docs' walk-through runs them: the upload state found in m/.
+  const above = await runClient(['results', id, '--failed', '--url', server.url, '--out', 'above.ndjson'], env)
+  t.equal(above.code, 0, above.stderr)
+  t.match(above.stdout + above.stderr, 'found in m/mapping.lines.ndjson.sources.ndjson')
+  t.match(readNdjson(join(dir, 'above.ndjson'))[0], { line: 1, source: { account: '100001' } })
+
   // Checked again once migrated: the accounts created are already imported; the orphan row is named.
   const again = await runClient(['map', 'check', 'm/mapping.sql', '--url', server.url, '--team', TEAM], env, {
     pollIntervalMs: 100

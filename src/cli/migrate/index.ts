@@ -267,7 +267,8 @@ unprocessed-lines <id> writes the input lines a cancelled job never began, uncha
 cancel <id> cancels a job: lines not yet begun are not processed; what was done stays.
 With a sources file (written by map beside the lines: <lines>.sources.ndjson), results, failed-lines
 and report name each failed line's source file and rows. It is found beside the job's input, through
-the upload state submit keeps there (run them in that folder), or named with --sources <file>.
+the upload state submit keeps there (run them in that folder or the one above it), or named with
+--sources <file>.
 
 map check <mapping.sql> maps the extract (as map does), checks every line against the service's
 published schemas (its OpenAPI document), then dry-runs the lines that pass as an import job (a dry

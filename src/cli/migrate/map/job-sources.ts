@@ -15,11 +15,30 @@ import {
 /**
  * The source rows of a job's failed lines, for `results`, `failed-lines` and `report`: the sources
  * file `map` wrote beside the job's input, found through the upload state `submit` keeps beside
- * it (`<input>.job.json`, in the folder the command runs in), or named with `--sources`.
+ * it (`<input>.job.json`, in the folder the command runs in or a folder in it, as `map init`
+ * makes: `first/mapping.lines.ndjson.job.json`), or named with `--sources`.
  */
 
-/** The sources file of job `id`: beside the input whose upload state in `folder` names the job. */
+/** The sources file of job `id`: beside the input whose upload state in `folder`, or in a folder in it, names the job. */
 export function sourcesOfJob(folder: string, id: string): { path: string; label: string } | undefined {
+  const found = sourcesIn(folder, id, '')
+  if (found) return found
+  let folders: string[]
+  try {
+    folders = readdirSync(folder, { withFileTypes: true })
+      .filter((e) => e.isDirectory() && !e.name.startsWith('.') && e.name !== 'node_modules')
+      .map((e) => e.name)
+  } catch {
+    return undefined
+  }
+  for (const name of folders.sort()) {
+    const inside = sourcesIn(join(folder, name), id, `${name}/`)
+    if (inside) return inside
+  }
+  return undefined
+}
+
+function sourcesIn(folder: string, id: string, prefix: string): { path: string; label: string } | undefined {
   let names: string[]
   try {
     names = readdirSync(folder).filter((name) => name.endsWith('.job.json'))
@@ -31,7 +50,7 @@ export function sourcesOfJob(folder: string, id: string): { path: string; label:
     if (state?.job_id !== id) continue
     const input = name.slice(0, -'.job.json'.length)
     const path = sourcesBeside(join(folder, input))
-    if (path) return { path, label: basename(path) }
+    if (path) return { path, label: prefix + basename(path) }
   }
   return undefined
 }
