@@ -389,8 +389,9 @@ async function writeLines(
         ])
       }
       await c.run('DROP TABLE _map_this')
-      if (slicing.count > 1)
+      if (slicing.count > 1) {
         run.log?.(`mapping: slice ${k + 1} of ${slicing.count} done, ${line.toLocaleString('en')} lines so far\n`)
+      }
     }
     checker.check(label)
     lines.end()
