@@ -21,6 +21,9 @@ t.setTimeout(180_000)
 // The page's globals, for the functions run in it (this project's TypeScript has no DOM types).
 declare const document: any, window: any
 
+/** A time as the page shows it: its time of day, after its date when that is not today (a window may cross midnight). */
+const when = String.raw`(?:\S+ \d{1,2}, )?\d{1,2}:\d{2}`
+
 const line = (external: string) =>
   JSON.stringify({ account: exampleAccount({ import_supplier: 'W_ENERGY', external_account_number: external }) }) + '\n'
 /** A date-time `seconds` from now, in UTC whole seconds. */
@@ -134,7 +137,7 @@ t.test(
     // (The rate falls as time passes: 10 lines over the seconds since the first sample.)
     t.match(await job(runningId).locator('.job-pace').textContent(), /^\d\.\d lines\/sETA \d+ min/)
     const ends = job(runningId).locator('.job-window-ends')
-    t.match(await ends.textContent(), /^its window ends first, at \d{1,2}:\d{2}/)
+    t.match(await ends.textContent(), new RegExp(`^its window ends first, at ${when}`))
     t.equal(
       await ends.locator('time').getAttribute('datetime'),
       (await jobs(`${runningId}/`)).json().not_after,
@@ -144,10 +147,10 @@ t.test(
 
     // Waiting for its window: when it starts (the page's own clock format, the exact time on hover), and the window.
     const waits = job(waitingId).locator('.job-waits')
-    t.match(await waits.textContent(), /^scheduled: starts \d{1,2}:\d{2}/)
+    t.match(await waits.textContent(), new RegExp(`^scheduled: starts ${when}`))
     t.equal(await waits.locator('time').getAttribute('datetime'), notBefore)
     const shownWindow = job(waitingId).locator('.job-window')
-    t.match(await shownWindow.textContent(), /^Window: from \d{1,2}:\d{2}.*, no line begun from \d{1,2}:\d{2}/)
+    t.match(await shownWindow.textContent(), new RegExp(`^Window: from ${when}.*, no line begun from ${when}`))
     t.same(
       [await shownWindow.getAttribute('data-not-before'), await shownWindow.getAttribute('data-not-after')],
       [notBefore, notAfter]
@@ -161,7 +164,7 @@ t.test(
     )
     t.equal(await job(endedId).locator('.job-reason').getAttribute('data-reason'), 'window_ended')
     t.equal(await job(endedId).locator('.job-figure[data-figure="notProcessed"]').textContent(), '2 not processed')
-    t.match(await job(endedId).locator('.job-pace').textContent(), /^cancelled \d{1,2}:\d{2}.* · no line ran$/)
+    t.match(await job(endedId).locator('.job-pace').textContent(), new RegExp(`^cancelled ${when}.* · no line ran$`))
 
     // Finished: how long it ran and its rate (its 8 lines over 8 seconds), from its window's opening.
     t.equal(await job(finishedId).locator('.job-took').textContent(), ' · took 8 s, 1.0 lines/s')
