@@ -61,7 +61,7 @@ module.exports = {
       severity: 'error',
       comment:
         'src/accounts/, src/db/ and src/rules/ serve the modules: a module can use them without the others, so they import no module or plugin.',
-      from: { path: '^src/(accounts|db|rules)/' },
+      from: { path: '^src/(accounts|db|processes|rules)/' },
       to: { path: '^src/(modules|plugins)/' }
     },
     {

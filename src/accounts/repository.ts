@@ -6,7 +6,6 @@ import {
   agreements,
   customers,
   emailOutbox,
-  importEvents,
   importProgressCounts,
   ledgers,
   ledgerTransactions,
@@ -44,37 +43,6 @@ export async function foldProgressCounts(db: Db, supplierId: string): Promise<vo
 }
 
 type Statement = PromiseLike<unknown>
-
-export type EventType = (typeof importEvents.$inferInsert)['type']
-
-/** Who changed an import process, as the event log records it. */
-export interface Actor {
-  organisationId: string
-  apiKeyId: string
-  /** `organisation:<name>`. */
-  name: string
-}
-
-/**
- * The statement that appends an event to an import process's log (imports, the post-import
- * sections); lazy, so it can be sent with others of its transaction.
- */
-export function eventStatement(
-  executor: Db | Tx,
-  processId: number,
-  type: EventType,
-  actor: Actor,
-  detail: unknown = {}
-) {
-  return executor.insert(importEvents).values({
-    importProcessId: processId,
-    type,
-    actor: actor.name,
-    organisationId: actor.organisationId,
-    apiKeyId: actor.apiKeyId,
-    detail
-  })
-}
 
 /** The multi-row inserts of `rows` into `table`, in chunks under the parameter limit (`insertQueries`). */
 export function insertsOf(tx: Tx, table: PgTable, rows: Record<string, unknown>[]): Statement[] {

@@ -1,18 +1,20 @@
-import { and, asc, desc, eq, gt, inArray, sql, type SQL } from 'drizzle-orm'
-import {
-  importEvents,
-  importFailures,
-  importProcesses,
-  importSuppliers,
-  operationsTeams
-} from '../../../drizzle/schema/index.js'
-import { eventStatement, type Actor } from '../../accounts/repository.js'
+import { and, asc, desc, eq, gt, sql, type SQL } from 'drizzle-orm'
+import { importEvents, importProcesses, importSuppliers, operationsTeams } from '../../../drizzle/schema/index.js'
 import { SUPPLY_POINT_CHECKS, type SupplyPointChecks } from '../../../schemas/common.js'
 import { supplierColumns, type ProcessState, type SupplierRow } from '../../db/columns.js'
 import { rowsOf, runInOrder, type Db, type Tx } from '../../db/index.js'
 import { PROCESS_LOCK_BASE } from '../../db/locks.js'
-import { withoutDetails, type ErrorEntry, type StoredEntry } from '../../errors.js'
-import { formatDateTime } from '../../format.js'
+import type { ErrorEntry, StoredEntry } from '../../errors.js'
+import {
+  eventStatement,
+  clearFailures,
+  markImported,
+  recordCreateFailure,
+  recordDryRun,
+  restage,
+  stageNew,
+  type Actor
+} from '../../processes/repository.js'
 
 export type ProcessList = 'all' | 'pending' | 'imported'
 
@@ -129,19 +131,6 @@ export function createImportsRepository(db: Db) {
       .from(importProcesses)
       .where(pair(supplierId, externalAccountNumber))
     return row as ProcessRow | undefined
-  }
-
-  /** A successful stage clears the pair's validate and stage failure records; lazy. */
-  function clearStaged(tx: Tx, supplierId: string, externalAccountNumber: string) {
-    return tx
-      .delete(importFailures)
-      .where(
-        and(
-          eq(importFailures.supplierId, supplierId),
-          eq(importFailures.externalAccountNumber, externalAccountNumber),
-          inArray(importFailures.step, ['validate', 'stage'])
-        )
-      )
   }
 
   /** Takes the process lock in shared mode (a restage) for the rest of the transaction; false when a create holds it. */
@@ -263,7 +252,6 @@ export function createImportsRepository(db: Db) {
 
   return {
     findProcess,
-    eventStatement,
 
     /**
      * The organisation's supplier with this code and its import process for `external` (when
@@ -375,17 +363,7 @@ export function createImportsRepository(db: Db) {
      * exists already (the caller then restages it through `stage`).
      */
     async stageNew(supplierId: string, externalAccountNumber: string, data: unknown, actor: Actor): Promise<boolean> {
-      const result = await db.execute(sql`with inserted as (
-          insert into import_processes (supplier_id, external_account_number, state, staged_data, first_staged_at)
-          values (${supplierId}, ${externalAccountNumber}, 'STAGED', ${JSON.stringify(data)}::jsonb, now())
-          on conflict do nothing
-          returning id),
-        cleared as (
-          delete from import_failures where exists (select 1 from inserted) and supplier_id = ${supplierId}
-            and external_account_number = ${externalAccountNumber} and step in ('validate', 'stage'))
-        insert into import_events (import_process_id, type, actor, organisation_id, api_key_id)
-        select id, 'STAGED'::import_event_type, ${actor.name}::text, ${actor.organisationId}::uuid, ${actor.apiKeyId}::uuid from inserted
-        returning 1 as staged`)
+      const result = await db.execute(stageNew(supplierId, [{ external: externalAccountNumber, data }], actor))
       return rowsOf(result).length === 1
     },
 
@@ -395,101 +373,55 @@ export function createImportsRepository(db: Db) {
      */
     async stage(supplierId: string, externalAccountNumber: string, data: unknown, actor: Actor) {
       return db.transaction(async (tx) => {
-        const [inserted] = await tx
-          .insert(importProcesses)
-          .values({
-            supplierId,
-            externalAccountNumber,
-            state: 'STAGED',
-            stagedData: data,
-            firstStagedAt: sql`now()`
-          })
-          .onConflictDoNothing()
-          .returning({ id: importProcesses.id })
-        if (inserted) {
-          await runInOrder(db, [
-            eventStatement(tx, inserted.id, 'STAGED', actor),
-            clearStaged(tx, supplierId, externalAccountNumber)
-          ])
+        const account = { external: externalAccountNumber, data }
+        if (rowsOf(await tx.execute(stageNew(supplierId, [account], actor))).length === 1) {
           return { outcome: 'created' as const }
         }
         const process = (await findProcess(supplierId, externalAccountNumber, tx))!
         if (process.state !== 'STAGED') return { outcome: 'refused' as const, process }
         if (!(await tryProcessLockShared(tx, process.id))) return { outcome: 'in_progress' as const, process }
-        const updated = await tx
-          .update(importProcesses)
-          .set({
-            stagedData: data,
-            stagedDataErasedAt: null,
-            firstStagedAt: sql`coalesce(${importProcesses.firstStagedAt}, now())`,
-            updatedAt: sql`now()`
-          })
-          .where(and(eq(importProcesses.id, process.id), eq(importProcesses.state, 'STAGED')))
-          .returning({ id: importProcesses.id })
-        if (updated.length === 0) {
+        const restaged = await tx.execute(restage(supplierId, [{ id: process.id, data }], actor))
+        if (rowsOf(restaged).length === 0) {
           return { outcome: 'refused' as const, process: (await findProcess(supplierId, externalAccountNumber, tx))! }
         }
-        await runInOrder(db, [
-          eventStatement(tx, process.id, 'RESTAGED', actor),
-          clearStaged(tx, supplierId, externalAccountNumber)
-        ])
         return { outcome: 'updated' as const }
       })
     },
 
     /**
-     * The statement that marks the process imported, to be sent with the account's inserts: it
-     * returns no row when the process is no longer STAGED (skipped meanwhile).
+     * A create's writes besides the account's rows, to send with them: the process marked imported
+     * and, unless it is a dry run (`created` null), its CREATE_ATTEMPTED and CREATED events and the
+     * account's validate, stage and create failure records cleared. `marked` reads the first
+     * statement's result: false when the process was no longer STAGED (skipped meanwhile).
      */
-    markImported(tx: Tx, processId: number, serviceAccountNumber: string) {
-      return tx
-        .update(importProcesses)
-        .set({
-          state: 'IMPORTED',
-          serviceAccountNumber,
-          accountCreatedAt: sql`now()`,
-          latestError: null,
-          updatedAt: sql`now()`
-        })
-        .where(and(eq(importProcesses.id, processId), eq(importProcesses.state, 'STAGED')))
-        .returning({ id: importProcesses.id })
+    createWrites(
+      tx: Tx,
+      process: { id: number; supplierId: string; external: string; serviceAccountNumber: string },
+      actor: Actor,
+      created: unknown
+    ) {
+      return [
+        tx.execute(markImported([{ id: process.id, san: process.serviceAccountNumber }])),
+        ...(created === null
+          ? []
+          : [
+              eventStatement(tx, process.id, 'CREATE_ATTEMPTED', actor),
+              eventStatement(tx, process.id, 'CREATED', actor, created),
+              tx.execute(clearFailures(process.supplierId, [process.external], ['validate', 'stage', 'create']))
+            ])
+      ]
     },
 
-    /**
-     * Records a failed create: its events and the process's latest error, in one transaction. The
-     * process row is locked first: when its staged data was erased meanwhile (the erasure waits
-     * for this lock, or this waits for the erasure), the entries are stored without their details.
-     */
-    async recordCreateFailure(processId: number, errors: ErrorEntry[], actor: Actor) {
-      await db.transaction(async (tx) => {
-        const [process] = await tx
-          .select({ kept: sql<boolean>`${importProcesses.stagedData} is not null` })
-          .from(importProcesses)
-          .where(eq(importProcesses.id, processId))
-          .for('update')
-        const stored = process?.kept === true ? errors : withoutDetails(errors)
-        await runInOrder(db, [
-          tx
-            .update(importProcesses)
-            .set({ latestError: { at: formatDateTime(new Date()), errors: stored }, updatedAt: sql`now()` })
-            .where(and(eq(importProcesses.id, processId), eq(importProcesses.state, 'STAGED'))),
-          eventStatement(tx, processId, 'CREATE_ATTEMPTED', actor),
-          eventStatement(tx, processId, 'CREATE_FAILED', actor, { errors: stored })
-        ])
-      })
-    },
+    /** Whether `createWrites`' first statement marked the process imported. */
+    marked: (result: unknown) => rowsOf(result).length > 0,
 
-    /**
-     * Records a dry run's outcome in one statement that reads the process row `for share`: its
-     * entries keep their details only while the staged data is there (see recordCreateFailure).
-     */
+    /** Records a failed create: its events and the process's latest error (see `recordCreateFailure`). */
+    recordCreateFailure: (processId: number, errors: ErrorEntry[], actor: Actor) =>
+      recordCreateFailure(db, processId, errors, actor),
+
+    /** Records a dry run's outcome: its DRY_RUN event (see `recordDryRun`). */
     async recordDryRun(processId: number, wouldSucceed: boolean, errors: ErrorEntry[], actor: Actor) {
-      const whole = JSON.stringify({ would_succeed: wouldSucceed, errors })
-      const reduced = JSON.stringify({ would_succeed: wouldSucceed, errors: withoutDetails(errors) })
-      await db.execute(sql`insert into import_events (import_process_id, type, actor, organisation_id, api_key_id, detail)
-        select p.id, 'DRY_RUN'::import_event_type, ${actor.name}::text, ${actor.organisationId}::uuid, ${actor.apiKeyId}::uuid,
-          case when p.staged_data is not null then ${whole}::jsonb else ${reduced}::jsonb end
-        from import_processes p where p.id = ${processId} for share`)
+      await db.execute(recordDryRun(processId, wouldSucceed, errors, actor))
     },
 
     async latestEvent(processId: number) {

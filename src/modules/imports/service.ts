@@ -21,7 +21,8 @@ import { fieldOf, isObject } from '../../objects.js'
 import { formatDateTime, formatNullableDateTime } from '../../format.js'
 import { ruleContext, utcToday, type RuleContext } from '../../rules/context.js'
 import { formatDecimal } from '../../decimal.js'
-import { createAccountsRepository, type Actor } from '../../accounts/repository.js'
+import { createAccountsRepository } from '../../accounts/repository.js'
+import type { Actor } from '../../processes/repository.js'
 import {
   accountRules,
   DEFAULT_SUPPLIER_SETTINGS,
@@ -33,7 +34,7 @@ import { planAccount } from '../../accounts/plan.js'
 import { judgeStagedData } from '../../accounts/create-check.js'
 import { refusalOf, skipped, standingOf, supplierProblem, type AccountStanding } from '../../accounts/precheck.js'
 import type { OrganisationPrincipal } from '../auth/service.js'
-import { ACCOUNT_STEPS, type FailuresService } from '../failures/service.js'
+import type { FailuresService } from '../failures/service.js'
 import { createImportsRepository, type ListRow, type Lookup, type ProcessList, type ProcessRow } from './repository.js'
 
 const inProgress = (): AppError => accountFailed([problem(CODE.account_import_in_progress, null)])
@@ -237,19 +238,14 @@ export function createImportsService(db: Db, failures: FailuresService, reads: R
         ledgers: rows.ledgers.map((l) => ({ ledger_code: l.ledgerCode, ledger_number: l.ledgerNumber }))
       }
       const actor = actorOf(principal)
-      // The account's inserts, the state change and the events go in one round trip.
-      const [marked] = (await accountsRepo.insertAccount(tx, rows, [
-        repo.markImported(tx, process.id, serviceAccountNumber),
-        ...(dryRun
-          ? []
-          : [
-              repo.eventStatement(tx, process.id, 'CREATE_ATTEMPTED', actor),
-              repo.eventStatement(tx, process.id, 'CREATED', actor, result),
-              // A create clears the account's validate, stage and create failure records.
-              failures.repo.clearByIdStatement(tx, supplier.id, external, ACCOUNT_STEPS)
-            ])
-      ])) as [unknown[]]
-      if (marked.length === 0) throw new CreateRefused(skipped())
+      // The account's inserts, the state change, the events and the records cleared go in one round trip.
+      const target = { id: process.id, supplierId: supplier.id, external, serviceAccountNumber }
+      const [marked] = await accountsRepo.insertAccount(
+        tx,
+        rows,
+        repo.createWrites(tx, target, actor, dryRun ? null : result)
+      )
+      if (!repo.marked(marked)) throw new CreateRefused(skipped())
       if (dryRun) throw new DryRunSucceeded()
       return result
     })

@@ -4,7 +4,7 @@ import { CODE } from '../../../schemas/error-codes.js'
 import { invalidRequest, notFound } from '../../errors.js'
 import type { OrganisationPrincipal } from '../auth/service.js'
 import { supplierProblem } from '../../accounts/precheck.js'
-import { eventStatement } from '../../accounts/repository.js'
+import { eventStatement } from '../../processes/repository.js'
 import type { SupplierRow } from '../../db/columns.js'
 import { createPostImportRepository } from './repository.js'
 
