@@ -26,7 +26,7 @@ export default [
     }
   },
   {
-    // The dashboard's script runs in the browser as served (no build step).
+    // The dashboard's modules run in the browser as served (no build step); uPlot is window.uPlot.
     files: ['src/dashboard/**/*.js'],
     languageOptions: {
       globals: { window: 'readonly', document: 'readonly', sessionStorage: 'readonly', ResizeObserver: 'readonly' }

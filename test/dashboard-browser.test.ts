@@ -90,6 +90,31 @@ async function metricShows(page: Page, name: string, value: number) {
   )
 }
 
+/**
+ * Run in every page before its scripts: whatever parses HTML (innerHTML and the like) refuses, with
+ * an error on the console, which the last subtest counts. Evaluating a string (eval, new Function)
+ * is refused by the page's policy, which says so on the console too. A string, not a function:
+ * it is the same in the page however the test is compiled.
+ */
+const REFUSE_HTML_PARSING = `{
+  const refuse = (what) => function () {
+    console.error('the page parsed HTML with ' + what)
+    throw new Error(what + ' is refused by the test')
+  }
+  const sinks = [
+    [Element.prototype, 'innerHTML', 'set'], [Element.prototype, 'outerHTML', 'set'],
+    [ShadowRoot.prototype, 'innerHTML', 'set'], [Element.prototype, 'insertAdjacentHTML', 'value'],
+    [Element.prototype, 'setHTMLUnsafe', 'value'], [ShadowRoot.prototype, 'setHTMLUnsafe', 'value'],
+    [Document, 'parseHTMLUnsafe', 'value'], [Document.prototype, 'write', 'value'],
+    [Document.prototype, 'writeln', 'value'], [DOMParser.prototype, 'parseFromString', 'value'],
+    [Range.prototype, 'createContextualFragment', 'value']
+  ]
+  for (const [owner, name, kind] of sinks) {
+    const descriptor = Object.getOwnPropertyDescriptor(owner, name)
+    if (descriptor) Object.defineProperty(owner, name, { ...descriptor, [kind]: refuse(name) })
+  }
+}`
+
 async function storage(page: Page): Promise<Record<string, string>> {
   return page.evaluate(() => Object.fromEntries(Object.entries(sessionStorage)) as Record<string, string>)
 }
@@ -265,6 +290,25 @@ t.test('the dashboard in headless Chromium', async (t) => {
   await app.listen({ port: 0, host: '127.0.0.1' })
   const base = `http://127.0.0.1:${(app.server.address() as { port: number }).port}`
   const { browser, foreign } = await launchBrowser(t, executablePath, base)
+  await browser.addInitScript({ content: REFUSE_HTML_PARSING })
+  {
+    const probe = await browser.newPage()
+    await probe.goto(`${base}/dashboard`, { waitUntil: 'load' })
+    const refused = await probe.evaluate(() =>
+      ['innerHTML', 'outerHTML'].map((name) => {
+        try {
+          const element = document.createElement('p')
+          document.body.append(element)
+          element[name] = '<b>x</b>'
+          return `${name} parsed`
+        } catch {
+          return `${name} refused`
+        }
+      })
+    )
+    t.same(refused, ['innerHTML refused', 'outerHTML refused'], 'the pages refuse to parse HTML (the check below)')
+    await probe.close()
+  }
 
   const problems: string[] = []
   const dialogs: string[] = []
@@ -842,7 +886,13 @@ t.test('the dashboard in headless Chromium', async (t) => {
     const stored = await storage(page)
     t.same(Object.keys(stored), [STORAGE_KEY])
     const session = JSON.parse(stored[STORAGE_KEY]!)
-    t.same(Object.keys(session).sort(), ['expiresAt', 'refreshToken', 'token'])
+    t.same(Object.keys(session).sort(), ['expiresAt', 'refreshToken', 'token'], 'the session, and only it')
+    t.match(
+      session,
+      { token: String, refreshToken: String, expiresAt: Number },
+      'the token, the refresh token and the expiry'
+    )
+    t.ok(session.expiresAt > Date.now(), 'the expiry is a time to come')
     t.notOk(
       Object.values(stored).some((v) => v.includes(a.apiKey)),
       'no value contains the API key'
@@ -1436,7 +1486,7 @@ t.test('the dashboard in headless Chromium', async (t) => {
 
   t.test('nothing came from elsewhere, and nothing went wrong', async (t) => {
     t.same(foreign, [], 'every request went to the service itself')
-    t.same(problems, [], 'no console errors (a Content-Security-Policy violation would be one)')
+    t.same(problems, [], 'no console errors (a Content-Security-Policy violation would be one, and parsing HTML)')
     t.same(dialogs, [], 'no dialog')
   })
 })

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto'
-import { readFileSync } from 'node:fs'
+import { readdirSync, readFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { join } from 'node:path'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
@@ -30,9 +30,12 @@ interface StaticFile {
 const require = createRequire(import.meta.url)
 const folder = join(projectRoot, 'src', 'dashboard')
 
-/** The assets by name: the page's own files, and uPlot's as its package ships them. */
+/**
+ * The assets by name: the page's own files, and uPlot's as its package ships them. The page's
+ * script is the folder's JavaScript modules (`dashboard.js` imports the others), each served by
+ * its name.
+ */
 const ASSETS: Record<string, { path: () => string; type: string }> = {
-  'dashboard.js': { path: () => join(folder, 'dashboard.js'), type: 'text/javascript; charset=utf-8' },
   'dashboard.css': { path: () => join(folder, 'dashboard.css'), type: 'text/css; charset=utf-8' },
   'favicon.svg': { path: () => join(folder, 'favicon.svg'), type: 'image/svg+xml' },
   'uPlot.iife.min.js': {
@@ -74,7 +77,12 @@ function send(request: FastifyRequest, reply: FastifyReply, file: StaticFile) {
 export default fp(
   async function dashboardPlugin(app: FastifyInstance) {
     const page = staticFile(join(folder, 'index.html'), 'text/html; charset=utf-8')
-    const assets = Object.entries(ASSETS).map(([name, { path, type }]) => [name, staticFile(path(), type)] as const)
+    const modules = readdirSync(folder)
+      .filter((name) => name.endsWith('.js'))
+      .map((name) => [name, { path: () => join(folder, name), type: 'text/javascript; charset=utf-8' }] as const)
+    const assets = [...modules, ...Object.entries(ASSETS)].map(
+      ([name, { path, type }]) => [name, staticFile(path(), type)] as const
+    )
 
     app.addHook('onRequest', async function dashboardHeaders(request, reply) {
       if (!DASHBOARD_PATH.test(request.url)) return

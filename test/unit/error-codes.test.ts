@@ -201,6 +201,91 @@ t.test('no error-code literal outside the catalogue', async (t) => {
   )
 })
 
+/**
+ * The codes the dashboard names that are its own, each with why: its ServiceError's code when no
+ * service code applies. Every other code it names (compares an error's code with, asks hasCode
+ * for, raises) is the catalogue's.
+ */
+const DASHBOARD_CODES: ReadonlyArray<{ code: string; why: string }> = [
+  { code: 'unreachable', why: 'the request did not reach the service (fetch failed)' },
+  { code: 'bad_response', why: 'an answer that is not JSON, or not an error body the service writes' },
+  { code: 'error', why: 'an error without a code (a GraphQL error without extensions.code, or not a ServiceError)' }
+]
+
+/** The dashboard's modules: every `.js` file of src/dashboard (plain browser JavaScript). */
+const dashboardModules = () =>
+  readdirSync(join('src', 'dashboard'))
+    .filter((name) => name.endsWith('.js'))
+    .map((name) => join('src', 'dashboard', name))
+
+/** Whether a node reads an error's code: `code`, `x.code` or `x?.code`. */
+const isCode = (node: ts.Node) =>
+  (ts.isIdentifier(node) && node.text === 'code') || (ts.isPropertyAccessExpression(node) && node.name.text === 'code')
+
+/**
+ * The string literals a dashboard module names as error codes: compared with a code (`===`,
+ * `!==`), a code's fallback (`code ?? 'x'`, `cond ? x.code : 'x'`), the code of a ServiceError it
+ * raises, or one asked of hasCode.
+ */
+function dashboardCodes(file: string): Array<{ line: number; code: string }> {
+  const source = ts.createSourceFile(file, readFileSync(file, 'utf8'), ts.ScriptTarget.Latest, true, ts.ScriptKind.JS)
+  const found: Array<{ line: number; code: string }> = []
+  const add = (node: ts.Node | undefined) => {
+    // '' is no code: what is shown when there is none (`bar?.code ?? ''`).
+    if (node && ts.isStringLiteralLike(node) && node.text !== '') {
+      found.push({ line: source.getLineAndCharacterOfPosition(node.getStart(source)).line + 1, code: node.text })
+    }
+  }
+  const visit = (node: ts.Node): void => {
+    if (ts.isBinaryExpression(node)) {
+      const op = node.operatorToken.kind
+      const compares = [
+        ts.SyntaxKind.EqualsEqualsEqualsToken,
+        ts.SyntaxKind.ExclamationEqualsEqualsToken,
+        ts.SyntaxKind.EqualsEqualsToken,
+        ts.SyntaxKind.ExclamationEqualsToken
+      ].includes(op)
+      if (compares && isCode(node.left)) add(node.right)
+      if (compares && isCode(node.right)) add(node.left)
+      if (op === ts.SyntaxKind.QuestionQuestionToken && isCode(node.left)) add(node.right)
+    }
+    if (ts.isConditionalExpression(node)) {
+      if (isCode(node.whenTrue)) add(node.whenFalse)
+      if (isCode(node.whenFalse)) add(node.whenTrue)
+    }
+    if (ts.isNewExpression(node) && ts.isIdentifier(node.expression) && node.expression.text === 'ServiceError') {
+      add(node.arguments?.[0])
+    }
+    if (ts.isCallExpression(node) && ts.isIdentifier(node.expression) && node.expression.text === 'hasCode') {
+      for (const argument of node.arguments) {
+        if (ts.isArrayLiteralExpression(argument)) argument.elements.forEach(add)
+      }
+    }
+    ts.forEachChild(node, visit)
+  }
+  visit(source)
+  return found
+}
+
+t.test('every code the dashboard names is in the catalogue, or its own with why', async (t) => {
+  const own = new Set(DASHBOARD_CODES.map((c) => c.code))
+  const used = new Set<string>()
+  const found: string[] = []
+  for (const file of dashboardModules()) {
+    for (const { line, code } of dashboardCodes(file)) {
+      found.push(code)
+      if (own.has(code)) used.add(code)
+      else t.ok(code in ERROR_CODES, `${code} (${file}:${line}) is in schemas/error-codes.ts`)
+    }
+  }
+  t.ok(new Set(found).size >= 10, `${new Set(found).size} codes named in ${dashboardModules().length} modules`)
+  for (const { code, why } of DASHBOARD_CODES) {
+    t.ok(used.has(code), `${code}: still named by the dashboard`)
+    t.notOk(code in ERROR_CODES || code in CLIENT_CODES, `${code}: not a code of the catalogue`)
+    t.ok(why.length > 0, `${code}: with its reason`)
+  }
+})
+
 t.test("every code the migration client writes itself is the service's or its own", async (t) => {
   for (const file of sources(join('src', 'cli'))) {
     if (file.endsWith('generate.ts')) continue // the codes its invalid accounts are meant to get
