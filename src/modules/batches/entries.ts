@@ -79,6 +79,39 @@ export function examineEntry(
   return e
 }
 
+/**
+ * An entry whose external account number an earlier entry has, in its batch or in an earlier line
+ * of its import job: only the first may migrate it.
+ */
+export function duplicateNumber(external: string): AppError {
+  return accountFailed([
+    problem(CODE.duplicate_external_account_number, 'external_account_number', { external_account_number: external })
+  ])
+}
+
+/** An import job's line that is not a JSON text: it fails alone, as an unparseable single request would. */
+export function notJson(): AppError {
+  return invalidRequest([problem(CODE.invalid, null, { detail: 'A line must be one JSON text.' })])
+}
+
+/** The result of an entry that failed at `step` with `error`. */
+export function failedResult(
+  external: string | null,
+  step: FailedStep,
+  error: AppError,
+  serviceAccountNumber: string | null = null
+): BatchResult {
+  return {
+    external_account_number: external,
+    outcome: 'failed',
+    service_account_number: serviceAccountNumber,
+    step,
+    status: error.statusCode,
+    code: error.code,
+    errors: error.errors
+  }
+}
+
 /** A request of an entry's section as its endpoint takes it; `root` prefixes its attrs (`1.` for a list's second request). */
 export interface SectionRequest {
   request: Record<string, unknown>

@@ -37,7 +37,9 @@ const batchesRoutes: FastifyPluginAsyncTypebox<{ sections: Section[] }> = async 
       }
     },
     async function runBatch(request) {
-      return service.run(organisationOf(request.principal), request.body, request.log)
+      const outcome = await service.run(organisationOf(request.principal), request.body, request.log)
+      if (outcome.kind === 'refused') throw outcome.error
+      return outcome.response
     }
   )
 }

@@ -2,14 +2,12 @@ import type { FastifyBaseLogger } from 'fastify'
 import type { ValidateFunction } from 'ajv'
 import type { BatchRequest, BatchResponse, BatchResult } from '../../../schemas/batches.js'
 import type { Db } from '../../db/index.js'
-import { CODE } from '../../../schemas/error-codes.js'
 import {
   accountFailed,
   unexpected,
   AppError,
   entriesFromAjv,
   invalidRequest,
-  problem,
   sortEntries,
   type AttachedInput
 } from '../../errors.js'
@@ -30,7 +28,25 @@ import {
   type PlannedAccount
 } from './repository.js'
 import { chunkSizer } from './chunks.js'
-import { examineEntry, requestsOf, rooted, twoForOneLedger, type Entry, type FailedStep } from './entries.js'
+import {
+  duplicateNumber,
+  examineEntry,
+  failedResult,
+  requestsOf,
+  rooted,
+  twoForOneLedger,
+  type Entry,
+  type FailedStep
+} from './entries.js'
+
+/**
+ * What a batch did: refused as a whole (nothing ran or was stored; `supplier_not_ongoing` when its
+ * supplier is paused or complete, `request` for any other problem of the request as a whole), or
+ * each entry's result.
+ */
+export type BatchOutcome =
+  | { kind: 'refused'; reason: 'supplier_not_ongoing' | 'request'; error: AppError }
+  | { kind: 'ran'; response: BatchResponse }
 
 /** Accounts worked on at once on the one-by-one path. */
 const CONCURRENCY = 4
@@ -91,7 +107,7 @@ export function createBatchesService(deps: {
       body: BatchRequest,
       log: FastifyBaseLogger,
       options: { slotWaitMs?: number } = {}
-    ): Promise<BatchResponse> {
+    ): Promise<BatchOutcome> {
       const slotWaitMs = options.slotWaitMs ?? SLOT_WAIT_MS
       const found = await repo.supplierAndTeam(
         body.import_supplier,
@@ -99,7 +115,10 @@ export function createBatchesService(deps: {
         body.operations_team_name
       )
       const refusal = wholeRequestRefusal(found, body)
-      if (refusal) throw refusal
+      if (refusal) {
+        const notOngoing = !!found.supplier && found.supplier.status !== 'Ongoing'
+        return { kind: 'refused', reason: notOngoing ? 'supplier_not_ongoing' : 'request', error: refusal }
+      }
       const supplier = found.supplier!
       const teamId = found.teamId!
       const dryRun = body.dry_run === true
@@ -139,15 +158,7 @@ export function createBatchesService(deps: {
       for (const e of entries) {
         if (e.failure || e.external === null) continue
         if (seen.has(e.external)) {
-          fail(
-            e,
-            'stage',
-            accountFailed([
-              problem(CODE.duplicate_external_account_number, 'external_account_number', {
-                external_account_number: e.external
-              })
-            ])
-          )
+          fail(e, 'stage', duplicateNumber(e.external))
         }
         seen.add(e.external)
       }
@@ -249,7 +260,7 @@ export function createBatchesService(deps: {
       const results = entries.map(resultOf)
       const counts = { created: 0, already_imported: 0, would_create: 0, failed: 0 }
       for (const r of results) counts[r.outcome]++
-      return { results, counts }
+      return { kind: 'ran', response: { results, counts } }
 
       /**
        * Stages and dry-run creates a chunk set-based, with the outcomes a single stage and dry-run
@@ -452,17 +463,7 @@ function asAppError(err: unknown, log: FastifyBaseLogger): AppError {
 }
 
 function resultOf(e: Entry): BatchResult {
-  if (e.failure) {
-    return {
-      external_account_number: e.external,
-      outcome: 'failed',
-      service_account_number: e.serviceAccountNumber ?? null,
-      step: e.failure.step,
-      status: e.failure.error.statusCode,
-      code: e.failure.error.code,
-      errors: e.failure.error.errors
-    }
-  }
+  if (e.failure) return failedResult(e.external, e.failure.step, e.failure.error, e.serviceAccountNumber ?? null)
   if (!e.outcome) throw new Error(`batch entry ${e.index} ended without an outcome`)
   return {
     external_account_number: e.external,

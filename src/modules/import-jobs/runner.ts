@@ -4,12 +4,12 @@ import type { FastifyBaseLogger } from 'fastify'
 import { CODE } from '../../../schemas/error-codes.js'
 import type { BatchResult } from '../../../schemas/batches.js'
 import { storableText } from '../../../schemas/text.js'
-import { AppError } from '../../errors.js'
 import { databaseUnavailable } from '../../db/errors.js'
 import { shapeProblem } from '../../json-shape.js'
 import type { Db } from '../../db/index.js'
 import type { OrganisationPrincipal } from '../auth/service.js'
 import type { createBatchesService } from '../batches/service.js'
+import { duplicateNumber, failedResult, notJson } from '../batches/entries.js'
 import { usableExternal } from './lines.js'
 import { createImportJobsRepository, type ClaimedJob, type ResultRow } from './repository.js'
 import { rootSpan, traceIdOf, type TraceRoot } from '../../tracing.js'
@@ -45,20 +45,6 @@ const noResult = {
   code: null,
   errors: null
 } as const
-
-/** A line that is not a JSON text fails alone, as an unparseable single request would. */
-function unreadable(line: number): ResultRow {
-  return {
-    line,
-    external_account_number: null,
-    outcome: 'failed',
-    service_account_number: null,
-    step: 'stage',
-    status: 400,
-    code: CODE.invalid_request,
-    errors: [{ code: CODE.invalid, attr: null }]
-  }
-}
 
 /** A line whose run failed on the service's own error every time: it fails, and the job goes on. */
 function brokenRun(line: number, external: string | null): ResultRow {
@@ -142,36 +128,22 @@ export function createImportJobsRunner(deps: {
     principal: OrganisationPrincipal,
     accounts: unknown[]
   ): Promise<BatchResult[] | 'not_ongoing'> {
-    try {
-      const response = await batches.run(
-        principal,
-        {
-          import_supplier: job.supplier_code,
-          operations_team_name: job.team_name,
-          dry_run: job.dry_run,
-          accounts
-        },
-        log,
-        { slotWaitMs: Infinity }
-      )
-      return response.results
-    } catch (err) {
-      // The supplier stopped being Ongoing: nothing ran; the job pauses (or is cancelled) as its supplier says.
-      if (err instanceof AppError && err.errors.some((e) => e.code === CODE.import_supplier_migration_not_ongoing)) {
-        return 'not_ongoing'
-      }
-      if (!(err instanceof AppError) || err.statusCode >= 500) throw err
-      // Any other refusal of the whole (the team gone): every entry fails with it.
-      return accounts.map(() => ({
-        external_account_number: null,
-        outcome: 'failed',
-        service_account_number: null,
-        step: 'stage',
-        status: err.statusCode,
-        code: err.code,
-        errors: err.errors
-      }))
-    }
+    const outcome = await batches.run(
+      principal,
+      {
+        import_supplier: job.supplier_code,
+        operations_team_name: job.team_name,
+        dry_run: job.dry_run,
+        accounts
+      },
+      log,
+      { slotWaitMs: Infinity }
+    )
+    if (outcome.kind === 'ran') return outcome.response.results
+    // The supplier stopped being Ongoing: nothing ran; the job pauses (or is cancelled) as its supplier says.
+    if (outcome.reason === 'supplier_not_ongoing') return 'not_ongoing'
+    // Any other refusal of the whole (the team gone): every entry fails with it.
+    return accounts.map(() => failedResult(null, 'stage', outcome.error))
   }
 
   async function runChunk(job: ClaimedJob): Promise<void> {
@@ -191,19 +163,10 @@ export function createImportJobsRunner(deps: {
       } else if (read.kind === 'empty') {
         results.push({ line: line.line, external_account_number: null, outcome: 'skipped_blank', ...noResult })
       } else if (read.kind === 'unreadable') {
-        results.push(unreadable(line.line))
+        results.push(resultOf(line.line, failedResult(null, 'stage', notJson())))
       } else if (line.external !== null && (first.get(line.external) ?? line.line) < line.line) {
         // The number is an earlier line's: only its first line of the job may migrate it.
-        results.push({
-          line: line.line,
-          external_account_number: line.external,
-          outcome: 'failed',
-          service_account_number: null,
-          step: 'stage',
-          status: 400,
-          code: CODE.account_failed_validation,
-          errors: [{ code: CODE.duplicate_external_account_number, attr: 'external_account_number' }]
-        })
+        results.push(resultOf(line.line, failedResult(line.external, 'stage', duplicateNumber(line.external))))
       } else {
         entries.push(read.entry)
         entryLines.push(line.line)
