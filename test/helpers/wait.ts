@@ -44,7 +44,10 @@ export async function waitFor<T>(
     }
     if (Date.now() > deadline) {
       const shown = seen ? seen() : last
-      const text = typeof shown === 'string' ? shown : inspect(shown, { depth: 4, breakLength: Infinity })
+      const text =
+        typeof shown === 'string' || shown instanceof Error
+          ? String(shown)
+          : inspect(shown, { depth: 4, breakLength: Infinity })
       throw new Error(`timed out after ${timeoutMs} ms waiting until ${what}; last seen: ${text}`)
     }
     await sleep(intervalMs)
