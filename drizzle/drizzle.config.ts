@@ -2,7 +2,7 @@ import { defineConfig } from 'drizzle-kit'
 
 export default defineConfig({
   dialect: 'postgresql',
-  // A section's own table may live in its folder (src/modules/<section>/table.ts).
-  schema: ['./drizzle/schema/index.ts', './src/modules/*/table.ts'],
+  // Every table is in drizzle/schema/ (a section's in post-import.ts); index.ts exports them all.
+  schema: './drizzle/schema/index.ts',
   out: './drizzle/migrations'
 })

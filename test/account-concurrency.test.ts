@@ -10,6 +10,7 @@ import { codes, exampleAccount, importClient, TEAM } from './helpers/accounts.js
 import { holdLocks, testDatabaseUrl } from './helpers/database.js'
 import { asOperator, createTenant } from './helpers/graphql.js'
 import { startServer, type Running } from './helpers/server.js'
+import { waitFor } from './helpers/wait.js'
 import { setTimeout as sleep } from 'node:timers/promises'
 
 /**
@@ -45,15 +46,6 @@ async function setup(t: Test) {
     holdLocks(t, fresh.url!, (sql) => sql`select id from operations_teams where name = ${TEAM} for update`)
 
   return { app, database, url: fresh.url!, tenant, client, stageMany, accountCount, setLimit, holdTeam }
-}
-
-async function until(t: Test, what: string, check: () => Promise<boolean>, ms = 15_000): Promise<void> {
-  const deadline = Date.now() + ms
-  while (Date.now() < deadline) {
-    if (await check()) return
-    await sleep(50)
-  }
-  t.fail(`timed out waiting until ${what}`)
 }
 
 function serverEnv(url: string, dataDir: string): Record<string, string> {
@@ -161,10 +153,10 @@ if (!testDatabaseUrl) {
     await stageMany('SLOW-1')
     const release = await holdTeam()
     const running = client.create('SLOW-1')
-    await until(
-      t,
+    await waitFor(
       'the status is IN_PROGRESS',
-      async () => (await client.status('SLOW-1')).json().status === 'IN_PROGRESS'
+      async () => (await client.status('SLOW-1')).json().status === 'IN_PROGRESS',
+      { timeoutMs: 15_000 }
     )
     t.same((await client.status('SLOW-1')).json(), {
       status: 'IN_PROGRESS',
@@ -215,7 +207,7 @@ if (!testDatabaseUrl) {
         return r
       })
     )
-    await until(t, 'four creates were refused', async () => settled.size >= 4)
+    await waitFor('four creates were refused', async () => settled.size >= 4, { timeoutMs: 15_000 })
     await sleep(300)
     t.equal(settled.size, 4, 'two creates are still running')
     for (const r of settled.values()) {
@@ -242,19 +234,19 @@ if (!testDatabaseUrl) {
     const [a, b] = await twoServers(t, url)
     const release = await holdTeam()
     const doomed = httpCreate(a, tenant.token, 'KILL-1').catch(() => 'connection lost')
-    await until(
-      t,
+    await waitFor(
       'the create runs',
-      async () => (await httpStatus(b, tenant.token, 'KILL-1')).status === 'IN_PROGRESS'
+      async () => (await httpStatus(b, tenant.token, 'KILL-1')).status === 'IN_PROGRESS',
+      { timeoutMs: 15_000 }
     )
     a.child.kill('SIGKILL')
     await a.exit
     t.equal(await doomed, 'connection lost')
     await release()
-    await until(
-      t,
+    await waitFor(
       'the killed create is rolled back',
-      async () => (await httpStatus(b, tenant.token, 'KILL-1')).status === 'UNKNOWN'
+      async () => (await httpStatus(b, tenant.token, 'KILL-1')).status === 'UNKNOWN',
+      { timeoutMs: 15_000 }
     )
     t.equal(await accountCount(), 0, 'no account from the killed create')
     const res = await httpCreate(b, tenant.token, 'KILL-1')

@@ -7,6 +7,7 @@ import { buildTestApp, TEST_OPERATOR_KEY } from './helpers/app.js'
 import { nodeArgs } from './helpers/entry.js'
 import { asOperator } from './helpers/graphql.js'
 import { webhookReceiver } from './helpers/webhook-receiver.js'
+import { waitFor } from './helpers/wait.js'
 
 interface Run {
   code: number
@@ -50,15 +51,6 @@ function spawnAdmin(argv: string[], env: Record<string, string>): Promise<{ code
     child.on('error', reject)
     child.on('close', (code) => resolve({ code, stdout }))
   })
-}
-
-/** Polls `check` until it is true (fails after `ms`). */
-async function until(check: () => Promise<boolean>, what: string, ms = 15_000): Promise<void> {
-  const end = Date.now() + ms
-  while (!(await check())) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`)
-    await new Promise((resolve) => setTimeout(resolve, 50))
-  }
 }
 
 const UUID = '[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}'
@@ -157,11 +149,15 @@ t.test('webhooks commands against the real service (private addresses allowed)',
     await receiver.waitFor(2)
     t.equal((await run('skip', 'ACME_ENERGY', 'EXT-2')).code, 0)
     await receiver.waitFor(3)
-    await until(async () => {
-      const res = await run('webhooks', 'deliveries', endpointId, '--json')
-      const states = (JSON.parse(res.stdout).webhookDeliveries as Array<{ state: string }>).map((d) => d.state)
-      return states.join() === 'DELIVERED,FAILED'
-    }, 'one delivery FAILED and one DELIVERED')
+    await waitFor(
+      'one delivery FAILED and one DELIVERED',
+      async () => {
+        const res = await run('webhooks', 'deliveries', endpointId, '--json')
+        const states = (JSON.parse(res.stdout).webhookDeliveries as Array<{ state: string }>).map((d) => d.state)
+        return states.join() === 'DELIVERED,FAILED'
+      },
+      { timeoutMs: 15_000 }
+    )
     const bodies = receiver.verified(secret)
     t.same(
       bodies.map((b) => [b.type, b.data.external_account_number]),
@@ -210,10 +206,14 @@ t.test('webhooks commands against the real service (private addresses allowed)',
     const signedAt = Number(receiver.received[before]!.headers['webhook-timestamp'])
     t.ok(Math.abs(signedAt - Date.now() / 1000) < 60, 'signed at the time of the attempt, not of the event')
     t.equal(receiver.verified(secret)[before]!.type, 'import_process.skipped', 'a standard receiver accepts it')
-    await until(async () => {
-      const res = await run('webhooks', 'deliveries', endpointId, '--state', 'DELIVERED', '--json')
-      return JSON.parse(res.stdout).webhookDeliveries.length === 2
-    }, 'the redelivered one DELIVERED')
+    await waitFor(
+      'the redelivered one DELIVERED',
+      async () => {
+        const res = await run('webhooks', 'deliveries', endpointId, '--state', 'DELIVERED', '--json')
+        return JSON.parse(res.stdout).webhookDeliveries.length === 2
+      },
+      { timeoutMs: 15_000 }
+    )
 
     const none = await run('webhooks', 'redeliver', '999')
     t.equal(none.code, 1)

@@ -10,6 +10,7 @@ import { generated, inputFile, readReport, runClient, clientArgs } from './helpe
 import { checkMigrated } from './helpers/migrate-expect.js'
 import { startServer, startServers, type Running } from './helpers/server.js'
 import { tempDir } from './helpers/temp-dir.js'
+import { waitFor } from './helpers/wait.js'
 
 /**
  * Batches against the PostgreSQL server with several server processes: overlapping batches, a
@@ -251,16 +252,18 @@ if (!testDatabaseUrl) {
           { AMIS_API_KEY: tenant.apiKey }
         )
         // Kill it once some accounts of the run exist, while batches are still being worked on.
-        const deadline = Date.now() + 60_000
-        for (;;) {
-          const [row] = rowsOf<{ n: string | number }>(
-            await database.db.execute(
-              sql`select count(*) as n from accounts where external_account_number in ${sql.raw(`(${lines.map((l) => `'${l.account.external_account_number}'`).join(',')})`)}`
+        await waitFor(
+          '50 accounts of the run exist',
+          async () => {
+            const [row] = rowsOf<{ n: string | number }>(
+              await database.db.execute(
+                sql`select count(*) as n from accounts where external_account_number in ${sql.raw(`(${lines.map((l) => `'${l.account.external_account_number}'`).join(',')})`)}`
+              )
             )
-          )
-          if (Number(row!.n) >= 50 || Date.now() > deadline) break
-          await new Promise((resolve) => setTimeout(resolve, 10))
-        }
+            return Number(row!.n) >= 50
+          },
+          { timeoutMs: 60_000, intervalMs: 10 }
+        )
         victim.child.kill('SIGKILL')
         await victim.exit
         const interrupted = await first

@@ -10,7 +10,7 @@ import { freshDatabase, testDatabaseUrl } from './helpers/database.js'
 import { asOperator, createTenant } from './helpers/graphql.js'
 import { refusedStart, spawnServer } from './helpers/server.js'
 import { tempDir } from './helpers/temp-dir.js'
-import { setTimeout as sleep } from 'node:timers/promises'
+import { waitFor } from './helpers/wait.js'
 
 /**
  * `WORKERS=n` (scale-out): n processes started by node:cluster share one port. Everything
@@ -104,16 +104,6 @@ function logLines(output: string): Array<Record<string, any>> {
   })
 }
 
-async function until<T>(what: string, check: () => T | undefined | Promise<T | undefined>, ms = 30_000): Promise<T> {
-  const deadline = Date.now() + ms
-  while (Date.now() < deadline) {
-    const value = await check()
-    if (value !== undefined) return value
-    await sleep(50)
-  }
-  throw new Error(`timed out waiting until ${what}`)
-}
-
 const alive = (pid: number) => {
   try {
     process.kill(pid, 0)
@@ -136,7 +126,7 @@ async function startCluster(t: Test, env: Record<string, string>) {
     await server.exit
     for (const pid of listeningPids()) if (alive(pid)) process.kill(pid, 'SIGKILL')
   })
-  await until('both workers listen', () => (listeningPids().length >= 2 ? true : undefined), 60_000)
+  await waitFor('both workers listen', () => listeningPids().length >= 2, { timeoutMs: 60_000 })
   const base = /Server listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(server.output())![1]!
 
   let seq = 0
@@ -144,10 +134,10 @@ async function startCluster(t: Test, env: Record<string, string>) {
   async function traced(method: string, path: string, options: { token?: string; body?: unknown } = {}) {
     const id = `cluster-${process.pid}-${++seq}`
     const answer = await call(base, method, path, { ...options, id })
-    const pid = await until(
+    const pid = await waitFor(
       `the log of ${id}`,
       () => logLines(server.output()).find((l) => l.reqId === id)?.pid as number | undefined,
-      5000
+      { timeoutMs: 5000 }
     )
     return { ...answer, pid }
   }
@@ -226,11 +216,11 @@ if (!testDatabaseUrl) {
     t.test('a revoked key fails on every worker within 30 s (the key cache holds 5 s)', async (t) => {
       // Both workers check the key once, so each has it cached as valid.
       const warm = new Set<number>()
-      await until('both workers served the key', async () => {
+      await waitFor('both workers served the key', async () => {
         const res = await list(tenant.token)
         t.equal(res.status, 200)
         warm.add(res.pid)
-        return warm.size === 2 ? true : undefined
+        return warm.size === 2
       })
       const operator = await call(base, 'POST', '/graphql', {
         body: {
@@ -251,7 +241,7 @@ if (!testDatabaseUrl) {
 
       // Each worker's first refusal, then nothing but refusals.
       const refusedAfter = new Map<number, number>()
-      await until(
+      await waitFor(
         'both workers refuse the key',
         async () => {
           const res = await list(tenant.token)
@@ -262,9 +252,9 @@ if (!testDatabaseUrl) {
             t.equal(res.status, 200, 'still cached')
             t.notOk(refusedAfter.has(res.pid), `worker ${res.pid} accepts the key again after refusing it`)
           }
-          return refusedAfter.size === 2 ? true : undefined
+          return refusedAfter.size === 2
         },
-        35_000
+        { timeoutMs: 35_000 }
       )
       for (const [pid, ms] of refusedAfter) t.ok(ms <= 30_000, `worker ${pid} refuses ${ms} ms after the revocation`)
       const served = new Set<number>()
@@ -279,22 +269,22 @@ if (!testDatabaseUrl) {
     t.test('a worker that dies is replaced', async (t) => {
       const [victim, survivor] = listeningPids()
       process.kill(victim!, 'SIGKILL')
-      await until('the primary reports the dead worker', () =>
-        server.output().includes(`worker ${victim} died (SIGKILL): starting a new one`) ? true : undefined
+      await waitFor('the primary reports the dead worker', () =>
+        server.output().includes(`worker ${victim} died (SIGKILL): starting a new one`)
       )
-      const replacement = await until('a new worker listens', () => listeningPids()[2], 60_000)
+      const replacement = await waitFor('a new worker listens', () => listeningPids()[2], { timeoutMs: 60_000 })
       t.not(replacement, victim)
       t.equal(alive(survivor!), true, 'the other worker kept running')
       const served = new Set<number>()
-      await until(
+      await waitFor(
         'both workers answer',
         async () => {
           const res = await traced('GET', '/v1/data-import/all-account-import-processes/NO_SUCH/')
           t.equal(res.status, 401, 'answered (no token)')
           served.add(res.pid)
-          return served.size === 2 ? true : undefined
+          return served.size === 2
         },
-        10_000
+        { timeoutMs: 10_000 }
       )
       t.same([...served].sort(), [survivor, replacement].sort(), 'the survivor and the replacement share the port')
     })
@@ -335,15 +325,15 @@ if (!testDatabaseUrl) {
     t.type(token, 'string', 'the printed key works')
     // A token signed by one worker is accepted by the other: both use the same generated secret.
     const served = new Set<number>()
-    await until(
+    await waitFor(
       'both workers accept the operator token',
       async () => {
         const res = await traced('POST', '/graphql', { token, body: { query: '{ importSuppliers { code } }' } })
         t.same(res.body, { data: { importSuppliers: [] } })
         served.add(res.pid)
-        return served.size === 2 ? true : undefined
+        return served.size === 2
       },
-      10_000
+      { timeoutMs: 10_000 }
     )
     server.child.kill('SIGINT')
     t.equal(await server.exit, 0, 'SIGINT: the cluster exits 0')

@@ -4,7 +4,7 @@ import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { sql } from 'drizzle-orm'
 import type { Page } from 'playwright-core'
-import { exampleAccount, TEAM } from './helpers/accounts.js'
+import { exampleAccount, jobSettled, TEAM } from './helpers/accounts.js'
 import { buildTestApp } from './helpers/app.js'
 import { artifacts, findChromium, launchBrowser } from './helpers/browser.js'
 import { asOperator, createTenant } from './helpers/graphql.js'
@@ -61,21 +61,13 @@ t.test(
       if (res.statusCode !== 202) throw new Error(`submit: ${res.body}`)
       return res.json().id as string
     }
-    const until = async (id: string, state: string) => {
-      for (let i = 0; ; i++) {
-        const job = (await jobs(`${id}/`)).json()
-        if (job.state === state) return job
-        if (i > 600) throw new Error(`job ${id} is ${job.state}, not ${state}`)
-        await sleep(100)
-      }
-    }
 
     // A job that ran to its end: 4 created, 2 lines not JSON, one JSON but no object, a blank one.
     const cut = '{"account": {"first_name": "Jane"'
     const finishedId = await submit(
       line('W-1') + 'not JSON\n' + line('W-2') + '\n' + cut + '\n' + '42\n' + line('W-3') + line('W-4')
     )
-    await until(finishedId, 'COMPLETED')
+    await jobSettled(app, w.token, finishedId, { states: ['COMPLETED'], intervalMs: 100 })
     // It was started 12 seconds before it ended and waited for a window that opened 4 seconds later
     // (a run this small takes well under a second): it ran 8 seconds, its waiting no part of its rate.
     await app.db.execute(sql`update import_jobs set started_at = finished_at - interval '12 seconds',
@@ -84,7 +76,7 @@ t.test(
     const endedId = await submit(line('W-5') + line('W-6'), `&not_before=${fromNow(3600)}&not_after=${fromNow(7200)}`)
     await app.db.execute(sql`update import_jobs set not_before = now() - interval '2 minutes',
       not_after = now() - interval '1 minute' where id = ${endedId}::uuid`)
-    const ended = await until(endedId, 'CANCELLED')
+    const ended = await jobSettled(app, w.token, endedId, { states: ['CANCELLED'], intervalMs: 100 })
     t.equal(ended.cancelled_reason, 'window_ended')
     // A job waiting for its window, an hour ahead.
     const notBefore = fromNow(3600)

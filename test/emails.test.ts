@@ -5,7 +5,7 @@ import { emailOutbox } from '../drizzle/schema/index.js'
 import { createEmailWorker } from '../src/modules/emails/worker.js'
 import { exampleAccount, importSetup } from './helpers/accounts.js'
 import { asOperator } from './helpers/graphql.js'
-import { setTimeout as sleep } from 'node:timers/promises'
+import { waitFor } from './helpers/wait.js'
 
 interface Received {
   to: string[]
@@ -73,21 +73,22 @@ t.test('a created account queues one e-mail per customer address; the worker del
   t.equal((await client.stage(withTwoCustomers('MAIL-1'))).statusCode, 201)
   const created = await client.create('MAIL-1')
   t.equal(created.statusCode, 201)
-  const deadline = Date.now() + 15_000
-  while (smtp.received.length === 0 && Date.now() < deadline) await sleep(100)
+  await waitFor('an e-mail arrives', () => smtp.received.length > 0, { timeoutMs: 15_000, intervalMs: 100 })
   t.equal(smtp.received.length, 1, 'one e-mail: the second customer has no address')
   const mail = smtp.received[0]!
   t.same(mail.to, ['ada.lovelace@mailbox.org'])
   t.match(mail.data, /Hello Ada,/)
   t.match(mail.data, new RegExp(created.json().service_account_number))
   t.match(mail.data, /From: Migrations <migrations@energy\.invalid>/)
-  let row
-  while (Date.now() < deadline) {
-    ;[row] = await database.db.select().from(emailOutbox)
-    if (row?.status === 'SENT') break
-    await sleep(50)
-  }
-  t.same([row!.status, row!.attempts], ['SENT', 1])
+  const row = await waitFor(
+    'the e-mail is marked SENT',
+    async () => {
+      const [row] = await database.db.select().from(emailOutbox)
+      return row?.status === 'SENT' && row
+    },
+    { timeoutMs: 15_000 }
+  )
+  t.same([row.status, row.attempts], ['SENT', 1])
 })
 
 t.test('the worker retries with backoff, gives up after its attempts, and never logs the address', async (t) => {

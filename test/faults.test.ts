@@ -13,7 +13,7 @@ import { freshDatabase, holdLocks, tableCounts, testDatabaseUrl } from './helper
 import { asOperator, createTenant, type Tenant } from './helpers/graphql.js'
 import { clusterMissing, startCluster, type Cluster } from './helpers/formation.js'
 import { startServer, type Running } from './helpers/server.js'
-import { setTimeout as sleep } from 'node:timers/promises'
+import { waitFor } from './helpers/wait.js'
 
 /**
  * Fault injection on the PostgreSQL server: a database connection dropped in the middle of a
@@ -43,16 +43,6 @@ async function startVendor(t: Test): Promise<string> {
     server.close()
   })
   return `http://127.0.0.1:${(server.address() as AddressInfo).port}`
-}
-
-async function until(t: Test, what: string, check: () => Promise<boolean>, ms = 20_000): Promise<boolean> {
-  const deadline = Date.now() + ms
-  while (Date.now() < deadline) {
-    if (await check().catch(() => false)) return true
-    await sleep(50)
-  }
-  t.fail(`timed out waiting until ${what}`)
-  return false
 }
 
 /** The app on a fresh database of its own, one tenant and the team; `sql` is the test's own connection. */
@@ -102,24 +92,25 @@ async function setup(t: Test) {
 }
 
 /** The backend of this database waiting on a row lock (the service's blocked statement). */
-async function blockedBackend(t: Test, sql: postgres.Sql): Promise<number> {
-  let pid = 0
-  await until(t, 'a statement waits on a lock', async () => {
-    const rows = await sql`select pid from pg_stat_activity where datname = current_database()
+async function blockedBackend(sql: postgres.Sql): Promise<number> {
+  return waitFor(
+    'a statement waits on a lock',
+    async () => {
+      const rows = await sql`select pid from pg_stat_activity where datname = current_database()
       and state = 'active' and wait_event_type = 'Lock' and pid <> pg_backend_pid()`
-    pid = rows.length === 1 ? Number(rows[0]!.pid) : 0
-    return pid !== 0
-  })
-  return pid
+      return rows.length === 1 ? Number(rows[0]!.pid) : undefined
+    },
+    { timeoutMs: 20_000, ignoreErrors: true }
+  )
 }
 
 async function terminate(t: Test, sql: postgres.Sql, pid: number) {
   const [row] = await sql`select pg_terminate_backend(${pid}) as done`
   t.ok(row!.done, `backend ${pid} terminated`)
-  await until(
-    t,
+  await waitFor(
     'the terminated backend is gone',
-    async () => (await sql`select 1 from pg_stat_activity where pid = ${pid}`).length === 0
+    async () => (await sql`select 1 from pg_stat_activity where pid = ${pid}`).length === 0,
+    { timeoutMs: 20_000, ignoreErrors: true }
   )
 }
 
@@ -292,7 +283,7 @@ if (!testDatabaseUrl) {
         (sql) => sql`select id from operations_teams where name = ${TEAM} for update`
       )
       const pending = s.client.create('F-CREATE')
-      await terminate(t, s.sql, await blockedBackend(t, s.sql))
+      await terminate(t, s.sql, await blockedBackend(s.sql))
       const res = await pending
       t.equal(res.statusCode, 503, res.body)
       t.equal(res.json().code, 'service_unavailable', 'the connection lost: send it again')
@@ -335,7 +326,7 @@ if (!testDatabaseUrl) {
             const start = await snapshot(s.database, s.sql)
             const release = await holdLocks(t, s.url, holds[at](a))
             const pending = s.post(c.path, a.external, c.fields(a))
-            await terminate(t, s.sql, await blockedBackend(t, s.sql))
+            await terminate(t, s.sql, await blockedBackend(s.sql))
             const res = await pending
             t.equal(res.statusCode, 503, res.body)
             t.equal(res.json().code, 'service_unavailable')
@@ -384,16 +375,16 @@ if (!testDatabaseUrl) {
       external_account_number: a.external,
       ...transactions.fields(a)
     }).catch(() => 'connection lost')
-    const pid = await blockedBackend(t, s.sql)
+    const pid = await blockedBackend(s.sql)
     first.child.kill('SIGKILL')
     await first.exit
     t.equal(await doomed, 'connection lost')
     await release()
     // The killed server's backend gets its lock, finds its client gone, and rolls back.
-    await until(
-      t,
+    await waitFor(
       "the killed server's backend is gone",
-      async () => (await s.sql`select 1 from pg_stat_activity where pid = ${pid}`).length === 0
+      async () => (await s.sql`select 1 from pg_stat_activity where pid = ${pid}`).length === 0,
+      { timeoutMs: 20_000, ignoreErrors: true }
     )
     t.same(await snapshot(s.database, s.sql), start, 'nothing of it stored, the balance unchanged')
 
@@ -480,7 +471,10 @@ if (!testDatabaseUrl) {
       t.equal((await call('/healthz')).status, 200, 'the process stays alive')
 
       await pg.start()
-      await until(t, '/readyz is green again', async () => (await call('/readyz')).status === 200, 30_000)
+      await waitFor('/readyz is green again', async () => (await call('/readyz')).status === 200, {
+        timeoutMs: 30_000,
+        ignoreErrors: true
+      })
       const created = await create('DB-1')
       t.equal(created.status, 201, 'the pool reconnected: ' + (await created.text()))
       t.equal((await stage('DB-2')).status, 201, 'the request that failed succeeds when retried')

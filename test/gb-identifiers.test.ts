@@ -1,6 +1,6 @@
 import t, { type Test } from 'tap'
 import { sql } from 'drizzle-orm'
-import { codes, exampleAccount, importClient, importSetup, TEAM } from './helpers/accounts.js'
+import { codes, exampleAccount, importClient, importSetup, jobSettled, TEAM } from './helpers/accounts.js'
 import { otherSupplyAddress } from './helpers/account-data.js'
 import { rowsOf } from './helpers/database.js'
 import { asOperator, gql, operatorToken } from './helpers/graphql.js'
@@ -247,13 +247,7 @@ t.test('batches and import jobs: a failure per entry', async (t) => {
   })
   t.equal(submitted.statusCode, 202, submitted.body)
   const id = submitted.json().id as string
-  const deadline = Date.now() + 60_000
-  let job: any
-  for (;;) {
-    job = (await setup.app.inject({ url: `/v1/data-import/import-jobs/${id}/`, headers })).json()
-    if (job.state === 'COMPLETED' || Date.now() > deadline) break
-    await new Promise((resolve) => setTimeout(resolve, 50))
-  }
+  const job = await jobSettled(setup.app, setup.tenant.token, id, { states: ['COMPLETED'] })
   t.match(job, { state: 'COMPLETED', lines: { created: 1, failed: 2 } })
   const results = (await setup.app.inject({ url: `/v1/data-import/import-jobs/${id}/results/`, headers })).body
     .split('\n')

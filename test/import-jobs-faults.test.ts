@@ -1,5 +1,4 @@
 import t, { type Test } from 'tap'
-import { setTimeout as sleep } from 'node:timers/promises'
 import postgres from 'postgres'
 import { sql as dsql } from 'drizzle-orm'
 import { openPglite } from '../src/db/index.js'
@@ -11,6 +10,7 @@ import { freshDatabase, rowsOf, testDatabaseUrl } from './helpers/database.js'
 import { asOperator, createTenant, type Tenant } from './helpers/graphql.js'
 import { remote, startServer, startServers, type Running } from './helpers/server.js'
 import { tempDir } from './helpers/temp-dir.js'
+import { waitFor } from './helpers/wait.js'
 
 /**
  * Import jobs under faults, with real server processes: a server SIGKILLed mid-chunk and
@@ -58,18 +58,8 @@ async function submit(base: string, tenant: Tenant, lines: string[]): Promise<st
 const jobOf = async (base: string, tenant: Tenant, id: string) =>
   (await call(base, tenant.token, 'GET', `import-jobs/${id}/`)).json()
 
-async function waitFor<T>(t: Test, what: string, check: () => Promise<T | undefined>, ms = 120_000) {
-  const deadline = Date.now() + ms
-  for (;;) {
-    const value = await check().catch(() => undefined)
-    if (value !== undefined) return value
-    if (Date.now() > deadline) {
-      t.fail(`timed out waiting until ${what}`)
-      throw new Error(`timed out waiting until ${what}`)
-    }
-    await sleep(25)
-  }
-}
+/** How long each wait here may take; an error while asking counts as not yet. */
+const WAIT = { timeoutMs: 120_000, ignoreErrors: true, intervalMs: 25 }
 
 /** The SQL figures the checks compare with the file (`query` runs one statement). */
 async function figures(query: (text: string) => Promise<Array<Record<string, unknown>>>, jobId: string) {
@@ -140,16 +130,24 @@ function killAtTeardown(t: Test, server: Running) {
  * as last read.
  */
 async function killMidChunk(t: Test, server: Running, tenant: Tenant, id: string, after: number) {
-  const done = await waitFor(t, `${after} lines done`, async () => {
-    const job = await jobOf(server.url, tenant, id)
-    return job.lines.done >= after ? (job.lines.done as number) : undefined
-  })
+  const done = await waitFor(
+    `${after} lines done`,
+    async () => {
+      const job = await jobOf(server.url, tenant, id)
+      return job.lines.done >= after ? (job.lines.done as number) : undefined
+    },
+    WAIT
+  )
   const witness = done + 30
   const external = `F-${String(witness).padStart(6, '0')}`
-  await waitFor(t, `${external} created`, async () => {
-    const res = await call(server.url, tenant.token, 'GET', `account-transfer-status/${SUPPLIER}/${external}/`)
-    return res.json().status === 'COMPLETED' ? true : undefined
-  })
+  await waitFor(
+    `${external} created`,
+    async () => {
+      const res = await call(server.url, tenant.token, 'GET', `account-transfer-status/${SUPPLIER}/${external}/`)
+      return res.json().status === 'COMPLETED'
+    },
+    WAIT
+  )
   server.child.kill('SIGKILL')
   await server.exit
   return { witness, external, done }
@@ -173,15 +171,23 @@ async function finishAndCheckResults(
   cut: { done: number }
 ) {
   const restarted = Date.now()
-  const resumedAfter = await waitFor(t, 'the job resumed', async () => {
-    const job = await jobOf(server.url, tenant, id)
-    return job.lines.done > cut.done ? Date.now() - restarted : undefined
-  })
+  const resumedAfter = await waitFor(
+    'the job resumed',
+    async () => {
+      const job = await jobOf(server.url, tenant, id)
+      return job.lines.done > cut.done ? Date.now() - restarted : undefined
+    },
+    WAIT
+  )
   t.comment(`takeover: the restarted server stored its first chunk ${resumedAfter} ms after it listened`)
-  const job = await waitFor(t, 'the job completed', async () => {
-    const job = await jobOf(server.url, tenant, id)
-    return job.state === 'COMPLETED' ? job : undefined
-  })
+  const job = await waitFor(
+    'the job completed',
+    async () => {
+      const job = await jobOf(server.url, tenant, id)
+      return job.state === 'COMPLETED' ? job : undefined
+    },
+    WAIT
+  )
   t.match(job.lines, { total: n, done: n, created: n, already_imported: 0, failed: 0 })
   const results = await resultsOf(server.url, tenant, id)
   t.same(
@@ -265,23 +271,29 @@ if (!testDatabaseUrl) {
       return { pid, state: row!.state as string, done: row!.done as number }
     }
     // A single job runs a chunk at a time: whichever process holds it claims it again at once.
-    const holder = await waitFor(t, '300 lines done', async () => {
-      const now = await claim()
-      return now.done >= 300 && now.pid ? now.pid : undefined
-    })
+    const holder = await waitFor(
+      '300 lines done',
+      async () => {
+        const now = await claim()
+        return now.done >= 300 && now.pid ? now.pid : undefined
+      },
+      WAIT
+    )
     const [stalled, other] = holder === String(a!.child.pid) ? [a!, b!] : [b!, a!]
     stalled.child.kill('SIGSTOP')
     const stoppedAt = Date.now()
-    await waitFor(t, 'the other server took the job', async () =>
-      (await claim()).pid === String(other.child.pid) ? true : undefined
-    )
+    await waitFor('the other server took the job', async () => (await claim()).pid === String(other.child.pid), WAIT)
     t.comment(`takeover: the other server claimed the job ${Date.now() - stoppedAt} ms after the holder stalled`)
     // The stalled one wakes with its chunk half run and its claim gone, and may end it first.
     stalled.child.kill('SIGCONT')
-    const job = await waitFor(t, 'the job completed', async () => {
-      const now = await claim()
-      return now.state === 'COMPLETED' ? now : undefined
-    })
+    const job = await waitFor(
+      'the job completed',
+      async () => {
+        const now = await claim()
+        return now.state === 'COMPLETED' ? now : undefined
+      },
+      WAIT
+    )
     t.equal(job.done, n, 'every line counted once')
     t.same(
       [...claimants].sort(),
@@ -324,17 +336,25 @@ if (!testDatabaseUrl) {
       )
       // Accounts are created one at a time here, so a chunk takes a few seconds: kill the server
       // part-way through a later chunk.
-      const doneSeen = await waitFor(t, 'the first chunk done', async () => {
-        const done = (await jobOf(first.url, tenant, id)).lines.done as number
-        return done >= CHUNK_LINES ? done : undefined
-      })
+      const doneSeen = await waitFor(
+        'the first chunk done',
+        async () => {
+          const done = (await jobOf(first.url, tenant, id)).lines.done as number
+          return done >= CHUNK_LINES ? done : undefined
+        },
+        WAIT
+      )
       // Killed once the next line's account is created: part-way through the chunk after the one
       // seen done (a chunk of accounts created one at a time takes seconds).
       const witness = `F-${String(doneSeen + 1).padStart(6, '0')}`
-      await waitFor(t, `${witness} created`, async () => {
-        const res = await call(first.url, tenant.token, 'GET', `account-transfer-status/${SUPPLIER}/${witness}/`)
-        return res.json().status === 'COMPLETED' ? true : undefined
-      })
+      await waitFor(
+        `${witness} created`,
+        async () => {
+          const res = await call(first.url, tenant.token, 'GET', `account-transfer-status/${SUPPLIER}/${witness}/`)
+          return res.json().status === 'COMPLETED'
+        },
+        WAIT
+      )
       first.child.kill('SIGKILL')
       await first.exit
 
@@ -448,17 +468,21 @@ t.test('two organisations: their jobs take turns, chunk by chunk, in one process
   // One runner, in another app on the same database.
   const runner = await buildTestApp(t, { database: setup.database, env: { IMPORT_JOB_WORKERS: '1' } })
   await runner.app.ready()
-  const samples = await waitFor(t, 'both jobs completed', async () => {
-    const rows = rowsOf<{ id: string; state: string; progress: Array<[number, number]> | string }>(
-      await app.db.execute(dsql`select id, state, progress from import_jobs`)
-    )
-    if (!rows.every((row) => row.state === 'COMPLETED')) return undefined
-    return rows.flatMap((row) =>
-      (typeof row.progress === 'string' ? JSON.parse(row.progress) : row.progress).map(
-        ([at]: [number, number]) => [at, row.id === first ? 'A' : 'B'] as const
+  const samples = await waitFor(
+    'both jobs completed',
+    async () => {
+      const rows = rowsOf<{ id: string; state: string; progress: Array<[number, number]> | string }>(
+        await app.db.execute(dsql`select id, state, progress from import_jobs`)
       )
-    )
-  })
+      if (!rows.every((row) => row.state === 'COMPLETED')) return undefined
+      return rows.flatMap((row) =>
+        (typeof row.progress === 'string' ? JSON.parse(row.progress) : row.progress).map(
+          ([at]: [number, number]) => [at, row.id === first ? 'A' : 'B'] as const
+        )
+      )
+    },
+    WAIT
+  )
   // A chunk stores its results as its batches finish: a turn is a run of one job's samples.
   const order = samples
     .sort((x, y) => x[0] - y[0])

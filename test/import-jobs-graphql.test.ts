@@ -1,6 +1,7 @@
 import t, { type Test } from 'tap'
 import { exampleAccount, importSetup, TEAM } from './helpers/accounts.js'
 import { createTenant, gql, operatorToken, type Tenant } from './helpers/graphql.js'
+import { waitFor } from './helpers/wait.js'
 
 /**
  * Import jobs through GraphQL: `importJobs`, `importJob` and `cancelImportJob`. An organisation's
@@ -248,12 +249,14 @@ t.test("a job that ran: its counts by outcome, rate and ETA as the REST API's", 
   const acmeRest = rest(setup, setup.tenant)
   const bad = entry('R-3', { transfer_balance: 'x' })
   const id = await acmeRest.submit(entry('R-1'), '', bad, entry('R-2'), 'not JSON')
-  const deadline = Date.now() + 60_000
-  let job = await acmeRest.get(id)
-  while (job.state !== 'COMPLETED' && Date.now() < deadline) {
-    await new Promise((resolve) => setTimeout(resolve, 50))
-    job = await acmeRest.get(id)
-  }
+  const job = await waitFor(
+    'the job completed',
+    async () => {
+      const job = await acmeRest.get(id)
+      return job.state === 'COMPLETED' && job
+    },
+    { timeoutMs: 60_000 }
+  )
   t.equal(job.state, 'COMPLETED')
   const res = await gql(
     setup.app,

@@ -1,6 +1,6 @@
 import t from 'tap'
 import { sql } from 'drizzle-orm'
-import { exampleAccount, importSetup, TEAM } from './helpers/accounts.js'
+import { exampleAccount, importSetup, jobSettled, TEAM } from './helpers/accounts.js'
 import { createTenant, gql, operatorToken } from './helpers/graphql.js'
 
 /**
@@ -25,12 +25,8 @@ async function ran(setup: Setup, token: string, texts: string[]): Promise<string
   })
   if (res.statusCode !== 202) throw new Error(`submit: ${res.body}`)
   const id = res.json().id as string
-  for (const deadline = Date.now() + 60_000; Date.now() < deadline;) {
-    const job = (await setup.app.inject({ url: `/v1/data-import/import-jobs/${id}/`, headers })).json()
-    if (job.state === 'COMPLETED') return id
-    await new Promise((resolve) => setTimeout(resolve, 50))
-  }
-  throw new Error('the job did not complete')
+  await jobSettled(setup.app, token, id, { states: ['COMPLETED'] })
+  return id
 }
 
 t.test('lines that are not JSON: listed with the reason, their results as the contract says', async (t) => {

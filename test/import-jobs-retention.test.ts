@@ -1,7 +1,7 @@
 import t, { type Test } from 'tap'
 import { sql } from 'drizzle-orm'
 import { createRetentionService } from '../src/modules/retention/service.js'
-import { exampleAccount, importSetup, TEAM } from './helpers/accounts.js'
+import { exampleAccount, importSetup, jobSettled, TEAM } from './helpers/accounts.js'
 import { rowsOf } from './helpers/database.js'
 import { asOperator, createTenant, gql, operatorToken } from './helpers/graphql.js'
 
@@ -56,19 +56,6 @@ async function openJob(app: App, token: string, text: string) {
   return id
 }
 
-async function until(t: Test, app: App, token: string, id: string, states = ['COMPLETED', 'CANCELLED']) {
-  const deadline = Date.now() + 60_000
-  for (;;) {
-    const job = (await app.inject({ url: `/v1/data-import/import-jobs/${id}/`, headers: headersOf(token) })).json()
-    if (states.includes(job.state)) return job
-    if (Date.now() > deadline) {
-      t.fail(`job still ${job.state} after a minute`)
-      return job
-    }
-    await new Promise((resolve) => setTimeout(resolve, 50))
-  }
-}
-
 const get = (app: App, token: string, url: string) =>
   app.inject({ url: `/v1/data-import/import-jobs/${url}`, headers: headersOf(token) })
 
@@ -119,12 +106,12 @@ t.test('the input of a job finished or cancelled past the period is erased; its 
 
   // Done: two created, one failed.
   const done = await submit(app, token, ndjson([entry('R-1'), invalid('R-2'), entry('R-3')]))
-  await until(t, app, token, done)
+  await jobSettled(app, token, done)
   // Cancelled before it ran: every line not_processed.
   const cancelled = await cancelledJob(t, app, token, ndjson([entry('R-4'), entry('R-5'), entry('R-6'), entry('R-7')]))
   // Finished within the period.
   const recent = await submit(app, token, ndjson([invalid('R-8')]))
-  await until(t, app, token, recent)
+  await jobSettled(app, token, recent)
   // The other two finished 31 days ago.
   await app.db.execute(sql`update import_jobs set finished_at = now() - interval '31 days'
     where id in (${done}::uuid, ${cancelled}::uuid)`)
@@ -171,7 +158,7 @@ t.test('the input of a job finished or cancelled past the period is erased; its 
 t.test('a run stopped between batches leaves the job marked; the next run deletes the rest', async (t) => {
   const { app, tenant } = await importSetup(t)
   const id = await submit(app, tenant.token, ndjson(['', '', '', '', '']))
-  await until(t, app, tenant.token, id)
+  await jobSettled(app, tenant.token, id)
   let batches = 0
   const retention = createRetentionService(app.db, { retentionDays: 0, linesBatchSize: 2 })
   const first = await retention.eraseJobInputs({ shouldStop: () => ++batches > 1 })
@@ -190,7 +177,7 @@ t.test("eraseStagedData empties the pair's lines in every job of the supplier at
 
   const doneLines = [entry('E-1'), invalid('E-2'), invalid('E-9'), 'E-2 is not JSON']
   const done = await submit(app, token, ndjson(doneLines))
-  await until(t, app, token, done)
+  await jobSettled(app, token, done)
   const cancelled = await cancelledJob(t, app, token, ndjson([entry('E-2'), entry('E-4')]))
   const open = await openJob(
     app,
@@ -198,7 +185,7 @@ t.test("eraseStagedData empties the pair's lines in every job of the supplier at
     ndjson([entry('E-2'), entry('E-3', { notes: [{ body: 'Hi' }] }), entry('E-5')])
   )
   const foreign = await submit(app, other.token, ndjson([invalid('E-2')]), 'OTHER_ENERGY')
-  await until(t, app, other.token, foreign)
+  await jobSettled(app, other.token, foreign)
 
   const before = { done: await results(app, token, done), cancelled: await results(app, token, cancelled) }
   t.equal((await get(app, token, `${done}/failed-lines/`)).body, ndjson(doneLines.slice(1)))
@@ -257,7 +244,10 @@ t.test("eraseStagedData empties the pair's lines in every job of the supplier at
     headers: headersOf(token)
   })
   t.equal(started.statusCode, 202)
-  t.match(await until(t, app, token, open), { state: 'COMPLETED', lines: { total: 3, done: 3, created: 1, failed: 2 } })
+  t.match(await jobSettled(app, token, open), {
+    state: 'COMPLETED',
+    lines: { total: 3, done: 3, created: 1, failed: 2 }
+  })
   t.same(
     (await results(app, token, open)).map((r: Record<string, unknown>) => [
       r.line,

@@ -1,6 +1,6 @@
-import t, { type Test } from 'tap'
+import t from 'tap'
 import { sql } from 'drizzle-orm'
-import { exampleAccount, importSetup, TEAM } from './helpers/accounts.js'
+import { exampleAccount, importSetup, jobSettled, TEAM } from './helpers/accounts.js'
 import { buildSharedTestApp, buildTestApp } from './helpers/app.js'
 import { holdLocks, rowsOf, testDatabaseUrl } from './helpers/database.js'
 import { asOperator, createTenant } from './helpers/graphql.js'
@@ -26,20 +26,6 @@ async function submit(app: App, token: string, text: string, query = '') {
   })
   if (res.statusCode !== 202) throw new Error(`submit: ${res.statusCode} ${res.body}`)
   return res.json().id as string
-}
-
-/** The job once it is in one of `states` (polled: the runner works in the background). */
-async function until(t: Test, app: App, token: string, id: string, states = ['COMPLETED', 'CANCELLED']) {
-  const deadline = Date.now() + 60_000
-  for (;;) {
-    const job = (await app.inject({ url: `/v1/data-import/import-jobs/${id}/`, headers: headersOf(token) })).json()
-    if (states.includes(job.state)) return job
-    if (Date.now() > deadline) {
-      t.fail(`job still ${job.state} after a minute`)
-      return job
-    }
-    await new Promise((resolve) => setTimeout(resolve, 50))
-  }
 }
 
 async function results(app: App, token: string, id: string, query = '') {
@@ -68,7 +54,7 @@ t.test('every line gets one result, in line order; failed lines come back unchan
     entry('J-3', { notes: [{ body: 'Hello' }, { body: 'Again' }] })
   ]
   const id = await submit(app, tenant.token, lines.map((line) => line + '\n').join(''))
-  const job = await until(t, app, tenant.token, id)
+  const job = await jobSettled(app, tenant.token, id)
   t.match(job, {
     state: 'COMPLETED',
     lines: {
@@ -142,7 +128,7 @@ t.test('every line gets one result, in line order; failed lines come back unchan
 t.test('a dry-run job creates nothing and says what would be created', async (t) => {
   const { app, tenant } = await importSetup(t)
   const id = await submit(app, tenant.token, `${entry('D-1')}\n${entry('D-2')}\n`, '&dry_run=true')
-  const job = await until(t, app, tenant.token, id)
+  const job = await jobSettled(app, tenant.token, id)
   t.match(job, { dry_run: true, state: 'COMPLETED', lines: { would_create: 2, created: 0 } })
   const [row] = rowsOf<{ n: number }>(await app.db.execute(sql`select count(*)::int as n from accounts`))
   t.equal(row!.n, 0)
@@ -163,16 +149,16 @@ t.test('a supplier Paused pauses its jobs; Ongoing again, they go on; Complete c
   // Another server process on the same database runs the jobs.
   const other = await buildTestApp(t, { database: setup.database })
   await other.app.ready()
-  t.match(await until(t, app, tenant.token, id, ['PAUSED']), { state: 'PAUSED', lines: { done: 0 } })
+  t.match(await jobSettled(app, tenant.token, id, { states: ['PAUSED'] }), { state: 'PAUSED', lines: { done: 0 } })
   await setStatus(app, 'Ongoing')
-  t.match(await until(t, app, tenant.token, id), { state: 'COMPLETED', lines: { created: 2 } })
+  t.match(await jobSettled(app, tenant.token, id), { state: 'COMPLETED', lines: { created: 2 } })
 
   const second = await submit(app, tenant.token, `${entry('P-3')}\n`)
   void second
   await setStatus(app, 'Paused')
-  await until(t, app, tenant.token, second, ['PAUSED'])
+  await jobSettled(app, tenant.token, second, { states: ['PAUSED'] })
   await setStatus(app, 'Complete')
-  t.match(await until(t, app, tenant.token, second), {
+  t.match(await jobSettled(app, tenant.token, second), {
     state: 'CANCELLED',
     cancelled_reason: 'supplier_complete',
     lines: { not_processed: 1, done: 1 }
@@ -200,7 +186,7 @@ t.test('a chunk cut short by a dead process is run again by another; what it cre
 
   const other = await buildTestApp(t, { database: setup.database })
   await other.app.ready()
-  const job = await until(t, app, tenant.token, id)
+  const job = await jobSettled(app, tenant.token, id)
   t.match(job, { state: 'COMPLETED', lines: { created: 2, already_imported: 0, failed: 0, done: 2 } })
   const [row] = rowsOf<{ accounts: number; notes: number; results: number }>(
     await app.db.execute(sql`select (select count(*)::int from accounts) as accounts,
@@ -246,7 +232,7 @@ if (!testDatabaseUrl) {
         tenant.token,
         `${entry('W-1', { notes: [{ body: 'Waited.' }] })}\n${entry('W-2')}\n${entry('W-3')}\n`
       )
-      await until(t, app, tenant.token, id, ['RUNNING'])
+      await jobSettled(app, tenant.token, id, { states: ['RUNNING'] })
       // A batch's entry gives up after 30 s with too_many_accounts_processing; a job's line waits on.
       const counts = async () =>
         rowsOf<{ accounts: number; failures: number }>(
@@ -270,7 +256,7 @@ if (!testDatabaseUrl) {
       t.same(await counts(), { accounts: 0, failures: 0 }, 'nothing created, no failure recorded')
 
       await release()
-      const job = await until(t, app, tenant.token, id)
+      const job = await jobSettled(app, tenant.token, id)
       t.match(job, {
         state: 'COMPLETED',
         lines: { total: 3, done: 3, created: 3, failed: 0, already_imported: 0, not_processed: 0 }
@@ -324,7 +310,7 @@ t.test('a line naming text PostgreSQL cannot hold (U+0000) fails alone; the rest
   t.same(part.json(), { part: 1, lines: 5, bytes: Buffer.byteLength(text) })
   const started = await app.inject({ method: 'POST', url: `/v1/data-import/import-jobs/${id}/start/`, headers })
   t.equal(started.statusCode, 202, started.body)
-  const job = await until(t, app, tenant.token, id)
+  const job = await jobSettled(app, tenant.token, id)
   t.match(job, { state: 'COMPLETED', lines: { total: 5, done: 5, created: 2, failed: 3 } })
 
   const all = await results(app, tenant.token, id)

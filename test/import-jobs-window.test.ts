@@ -1,6 +1,6 @@
-import t, { type Test } from 'tap'
+import t from 'tap'
 import { sql } from 'drizzle-orm'
-import { exampleAccount, importSetup, TEAM } from './helpers/accounts.js'
+import { exampleAccount, importSetup, jobSettled, TEAM } from './helpers/accounts.js'
 import { rowsOf } from './helpers/database.js'
 import { createImportJobsRepository } from '../src/modules/import-jobs/repository.js'
 import { MAX_CHUNK_FAILURES } from '../src/modules/import-jobs/runner.js'
@@ -35,19 +35,6 @@ async function submit(app: App, token: string, text: string, query = '') {
 
 const read = async (app: App, token: string, id: string) =>
   (await app.inject({ url: `/v1/data-import/import-jobs/${id}/`, headers: headersOf(token) })).json()
-
-async function until(t: Test, app: App, token: string, id: string, states = ['COMPLETED', 'CANCELLED']) {
-  const deadline = Date.now() + 120_000
-  for (;;) {
-    const job = await read(app, token, id)
-    if (states.includes(job.state)) return job
-    if (Date.now() > deadline) {
-      t.fail(`job still ${job.state} after two minutes`)
-      return job
-    }
-    await new Promise((resolve) => setTimeout(resolve, 100))
-  }
-}
 
 async function results(app: App, token: string, id: string) {
   const res = await app.inject({ url: `/v1/data-import/import-jobs/${id}/results/`, headers: headersOf(token) })
@@ -102,7 +89,7 @@ t.test(
     await new Promise((resolve) => setTimeout(resolve, 1000))
     t.match(await read(app, tenant.token, job.id), { state: 'QUEUED', lines: { done: 0 } }, 'it waits for its window')
 
-    const ended = await until(t, app, tenant.token, job.id)
+    const ended = await jobSettled(app, tenant.token, job.id, { timeoutMs: 120_000, intervalMs: 100 })
     t.match(ended, { state: 'CANCELLED', cancelled_reason: 'window_ended', failure_codes: [] })
     t.ok(Date.parse(ended.finished_at) >= Date.parse(notAfter), 'ended once its window had passed')
     const { created, not_processed: notProcessed, failed, done, total } = ended.lines
@@ -126,7 +113,7 @@ t.test(
     t.equal(rest.body, ndjson(lines.slice(created)), 'exactly the lines not begun, unchanged, in line order')
 
     const second = await submit(app, tenant.token, rest.body)
-    const finished = await until(t, app, tenant.token, second.id)
+    const finished = await jobSettled(app, tenant.token, second.id, { timeoutMs: 120_000, intervalMs: 100 })
     t.match(finished, {
       state: 'COMPLETED',
       cancelled_reason: null,
@@ -204,7 +191,7 @@ t.test(
     )
     const lines = [entry('S-1'), entry('S-2'), entry('POISON-1'), entry('S-3'), '']
     const job = await submit(app, tenant.token, ndjson(lines))
-    const ended = await until(t, app, tenant.token, job.id)
+    const ended = await jobSettled(app, tenant.token, job.id, { timeoutMs: 120_000, intervalMs: 100 })
     t.match(ended, {
       state: 'COMPLETED',
       lines: { total: 5, created: 3, failed: 1, skipped_blank: 1 },

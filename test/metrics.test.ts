@@ -6,7 +6,7 @@ import type { Database } from '../src/db/index.js'
 import { exampleAccount, importClient, importedSetup, importSetup, TEAM } from './helpers/accounts.js'
 import { rowsOf, testDatabaseUrl } from './helpers/database.js'
 import { asOperator, createTenant, operatorToken } from './helpers/graphql.js'
-import { setTimeout as sleep } from 'node:timers/promises'
+import { waitFor } from './helpers/wait.js'
 
 /** One sample of the Prometheus text: name, labels, value. */
 interface Sample {
@@ -303,12 +303,14 @@ t.test('post-import requests beyond DATABASE_POOL_SIZE wait their turn, and all 
   // The account's row lock, held here, keeps the first requests busy inside their transaction.
   const unlock = await holdAccounts(database)
   const sent = [1, 2, 3, 4, 5].map((i) => post('notes/create/', { notes: [{ body: `Turn ${i}` }] }))
-  const deadline = Date.now() + 10_000
-  let seen = await gauges()
-  while ((seen[0] !== 1 || seen[1] !== 4) && Date.now() < deadline) {
-    await sleep(50)
-    seen = await gauges()
-  }
+  const seen = await waitFor(
+    'one request at work and four waiting',
+    async () => {
+      const seen = await gauges()
+      return seen[0] === 1 && seen[1] === 4 && seen
+    },
+    { timeoutMs: 10_000 }
+  ).catch(() => gauges()) // after 10 s: t.same shows the gauges as they are, and the test still unlocks the rows
   t.same(seen, [1, 4], 'one at work (the pool size less the turn kept for another organisation), four waiting')
   await unlock()
   const answers = await Promise.all(sent)
@@ -334,15 +336,19 @@ t.test('a client that leaves while waiting for its turn gives the turn on: nothi
     const { samples } = await scrape(app, op)
     return [valueOf(samples, 'amis_write_requests_active'), valueOf(samples, 'amis_write_requests_waiting')]
   }
-  const until = async (want: number[]) => {
-    const deadline = Date.now() + 10_000
-    let seen = await gauges()
-    while (JSON.stringify(seen) !== JSON.stringify(want) && Date.now() < deadline) {
-      await sleep(50)
-      seen = await gauges()
-    }
-    return seen
-  }
+  /**
+   * The gauges once they read `want` (active, waiting); after 10 s the gauges as they are, for the
+   * t.same that follows to show (the test goes on to unlock the rows it holds).
+   */
+  const gaugesRead = (want: number[]) =>
+    waitFor(
+      `the gauges read ${JSON.stringify(want)}`,
+      async () => {
+        const seen = await gauges()
+        return JSON.stringify(seen) === JSON.stringify(want) && seen
+      },
+      { timeoutMs: 10_000 }
+    ).catch(() => gauges())
   const base = await app.listen({ host: '127.0.0.1', port: 0 })
   const note = (body: string, signal?: AbortSignal) =>
     fetch(`${base}/v1/data-import/notes/create/`, {
@@ -354,15 +360,15 @@ t.test('a client that leaves while waiting for its turn gives the turn on: nothi
 
   const unlock = await holdAccounts(database)
   const first = note('At work')
-  t.same(await until([1, 0]), [1, 0], 'the first request is at work')
+  t.same(await gaugesRead([1, 0]), [1, 0], 'the first request is at work')
   const leaving = [new AbortController(), new AbortController()]
   const left = leaving.map((c, i) => note(`Leaving ${i}`, c.signal).catch((err: Error) => err.name))
-  t.same(await until([1, 2]), [1, 2], 'two wait their turn')
+  t.same(await gaugesRead([1, 2]), [1, 2], 'two wait their turn')
   for (const c of leaving) c.abort()
   t.same(await Promise.all(left), ['AbortError', 'AbortError'])
   await unlock()
   t.equal((await first).status, 201)
-  t.same(await until([0, 0]), [0, 0], 'the turns of the clients that left are given back')
+  t.same(await gaugesRead([0, 0]), [0, 0], 'the turns of the clients that left are given back')
   const after = await note('After')
   t.equal(after.status, 201, 'a new request gets its turn')
   const stored = await database.db.execute(sql`select body from notes where body like 'Leaving%'`)
@@ -430,14 +436,10 @@ t.test('import jobs: their lines by outcome and the jobs by state, by supplier',
   }
   const settings = (supplier: string, dryRun = false) =>
     `?import_supplier=${supplier}&operations_team_name=${TEAM}${dryRun ? '&dry_run=true' : ''}`
-  const finished = async (token: string, id: string) => {
-    for (let i = 0; i < 1200; i++) {
-      const job = await ask(token, 'GET', `${jobsUrl}${id}/`)
-      if (job.state === 'COMPLETED') return
-      await sleep(50)
-    }
-    throw new Error(`job ${id} did not complete`)
-  }
+  const finished = (token: string, id: string) =>
+    waitFor(`job ${id} completed`, async () => (await ask(token, 'GET', `${jobsUrl}${id}/`)).state === 'COMPLETED', {
+      timeoutMs: 60_000
+    })
   const open = async (token: string, supplier: string, text: string) => {
     const job = await ask(token, 'POST', jobsUrl, { import_supplier: supplier, operations_team_name: TEAM })
     await ask(token, 'PUT', `${jobsUrl}${job.id}/parts/1/`, text)

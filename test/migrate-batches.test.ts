@@ -2,7 +2,6 @@ import t from 'tap'
 import { spawn } from 'node:child_process'
 import { existsSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { setTimeout as sleep } from 'node:timers/promises'
 import { projectRoot } from '../src/paths.js'
 import { exampleAccount } from './helpers/accounts.js'
 import { clientArgs, generated, inputFile, migrationServer, readReport, runClient } from './helpers/migrate.js'
@@ -10,6 +9,7 @@ import { checkMigrated } from './helpers/migrate-expect.js'
 import { tempDir } from './helpers/temp-dir.js'
 import { faultyProxy } from './helpers/fault-proxy.js'
 import { nodeArgs } from './helpers/entry.js'
+import { waitFor } from './helpers/wait.js'
 
 /**
  * The migration client in its default mode: many accounts per `POST batches/`. The same report,
@@ -214,8 +214,10 @@ t.test('a client killed half-way and started again completes the rest, nothing t
     if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
   })
   const done = () => (existsSync(firstReport) ? readFileSync(firstReport, 'utf8').split('\n').length - 1 : 0)
-  const deadline = Date.now() + 60_000
-  while (done() < 10 && Date.now() < deadline && child.exitCode === null) await sleep(20)
+  await waitFor('10 accounts reported (or the client exits)', () => done() >= 10 || child.exitCode !== null, {
+    timeoutMs: 60_000,
+    intervalMs: 20
+  })
   child.kill('SIGKILL')
   t.equal(await exited, 'SIGKILL')
   const before = done()

@@ -9,6 +9,7 @@ import { tokenFor } from './helpers/graphql.js'
 import { clientArgs, generated, inputFile, migrationServer, readReport, runClient } from './helpers/migrate.js'
 import { checkMigrated } from './helpers/migrate-expect.js'
 import { tempDir } from './helpers/temp-dir.js'
+import { waitFor } from './helpers/wait.js'
 
 /**
  * A payment vendor on loopback that knows every CARD instruction whose reference starts with `pi_`.
@@ -293,10 +294,10 @@ t.test('Ctrl-C under npm run finishes the accounts in flight and reports them, a
     if (child.exitCode === null && child.signalCode === null) process.kill(-child.pid!, 'SIGKILL')
   })
   const done = () => (existsSync(report) ? readFileSync(report, 'utf8').split('\n').length - 1 : 0)
-  const deadline = Date.now() + 60_000
-  while (done() < 5 && Date.now() < deadline && child.exitCode === null) {
-    await new Promise((resolve) => setTimeout(resolve, 20))
-  }
+  await waitFor('5 accounts reported (or the client exits)', () => done() >= 5 || child.exitCode !== null, {
+    timeoutMs: 60_000,
+    intervalMs: 20
+  })
   process.kill(-child.pid!, 'SIGINT')
   t.equal(await exited, 1, stderr)
   t.match(stderr, /SIGINT: finishing the accounts in flight/)

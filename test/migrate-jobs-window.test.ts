@@ -2,10 +2,11 @@ import t from 'tap'
 import { existsSync, readFileSync, writeFileSync, appendFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { sql } from 'drizzle-orm'
-import { exampleAccount, TEAM } from './helpers/accounts.js'
+import { exampleAccount, jobSettled, TEAM } from './helpers/accounts.js'
 import { asOperator } from './helpers/graphql.js'
 import { clientInBackground, migrationServer, runClient } from './helpers/migrate.js'
 import { tempDir } from './helpers/temp-dir.js'
+import { waitFor } from './helpers/wait.js'
 import type { Job } from '../src/cli/migrate/jobs.js'
 
 /**
@@ -31,15 +32,6 @@ async function submitted(server: Server, lines: string[]): Promise<Job> {
   })
   if (res.statusCode !== 202) throw new Error(`submit: ${res.statusCode} ${res.body}`)
   return res.json() as Job
-}
-
-async function completed(server: Server, id: string): Promise<Job> {
-  for (const deadline = Date.now() + 60_000; Date.now() < deadline;) {
-    const job = (await get(server, `import-jobs/${id}/`)).json() as Job
-    if (job.state === 'COMPLETED' || job.state === 'CANCELLED') return job
-    await new Promise((resolve) => setTimeout(resolve, 100))
-  }
-  throw new Error('the job did not end')
 }
 
 /** `2026-11-28T23:00:00+02:00` for a time in UTC whole seconds. */
@@ -194,7 +186,9 @@ t.test(
     )
     const generated = await runClient(['generate', '4', '--seed', 'gb-hint'], {})
     const lines = generated.stdout.trim().split('\n')
-    const job = await completed(server, (await submitted(server, lines)).id)
+    const job = await jobSettled<Job>(server.app, server.tenant.token, (await submitted(server, lines)).id, {
+      intervalMs: 100
+    })
     t.ok(job.lines.failed > 0, `generated accounts without GB identifiers fail (${job.lines.failed})`)
     t.same(
       job.failure_codes.map((f) => f.code),
@@ -224,12 +218,10 @@ t.test('following: no rate of 0 while the first lines run; the last progress lin
   const { run, done } = clientInBackground(['job', job.id, '--url', server.url, '--follow'], env, {
     pollIntervalMs: 100
   })
-  for (
-    const deadline = Date.now() + 30_000;
-    !run.stderr.includes('running the first lines') && Date.now() < deadline;
-  ) {
-    await new Promise((resolve) => setTimeout(resolve, 50))
-  }
+  await waitFor('the client shows the first lines running', () => run.stderr.includes('running the first lines'), {
+    timeoutMs: 30_000,
+    seen: () => run.stderr
+  })
   t.match(run.stderr, 'progress: 0/3 lines done, 0 created, 0 failed, RUNNING, running the first lines\n')
   t.notMatch(run.stderr, '0.0/s', 'no rate of 0')
   await server.app.db.execute(sql`update import_jobs set state = 'COMPLETED', done = 3, created = 2,
@@ -243,7 +235,12 @@ t.test('a line that is not JSON: job, results and failed-lines say so with the r
   const server = await migrationServer(t)
   const dir = tempDir(t)
   const env = { AMIS_API_KEY: server.tenant.apiKey, INIT_CWD: dir }
-  const job = await completed(server, (await submitted(server, [entry('J-1'), 'not JSON', entry('J-2'), '42'])).id)
+  const job = await jobSettled(
+    server.app,
+    server.tenant.token,
+    (await submitted(server, [entry('J-1'), 'not JSON', entry('J-2'), '42'])).id,
+    { intervalMs: 100 }
+  )
   t.match(job, { state: 'COMPLETED', lines: { created: 2, failed: 2 } })
   const said = "Line 2 is not JSON: a value was expected at character 1, found 'n'\n"
 
@@ -298,9 +295,10 @@ t.test('a window that ends first: said while it runs; a cancelled job counts the
   const { run, done } = clientInBackground(['job', job.id, '--url', server.url, '--follow'], env, {
     pollIntervalMs: 100
   })
-  for (const deadline = Date.now() + 30_000; !run.stderr.includes('window ends') && Date.now() < deadline;) {
-    await new Promise((resolve) => setTimeout(resolve, 50))
-  }
+  await waitFor('the client warns of the window end', () => run.stderr.includes('window ends'), {
+    timeoutMs: 30_000,
+    seen: () => run.stderr
+  })
   t.match(
     run.stderr,
     `job ${job.id}: running; at this rate its window ends (${held.not_after} UTC) before every line has begun: the lines not begun by then will be not processed (npm run migrate -- unprocessed-lines ${job.id} gives them once it has ended)\n`

@@ -3,7 +3,7 @@ import { spawn } from 'node:child_process'
 import { existsSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { sql } from 'drizzle-orm'
-import { exampleAccount, TEAM } from './helpers/accounts.js'
+import { exampleAccount, jobSettled, TEAM } from './helpers/accounts.js'
 import { buildTestApp } from './helpers/app.js'
 import { rowsOf } from './helpers/database.js'
 import { faultyProxy } from './helpers/fault-proxy.js'
@@ -17,6 +17,7 @@ import {
   type ClientRun
 } from './helpers/migrate.js'
 import { tempDir } from './helpers/temp-dir.js'
+import { waitFor } from './helpers/wait.js'
 import { renderJob, type Job } from '../src/cli/migrate/jobs.js'
 import { projectRoot } from '../src/paths.js'
 
@@ -79,20 +80,6 @@ async function parts(server: Server, id: string) {
   )
 }
 
-/** Waits (at most a minute) until `ready` holds or the child exits. */
-async function until(ready: () => boolean, child: { exitCode: number | null }) {
-  const deadline = Date.now() + 60_000
-  while (!ready() && Date.now() < deadline && child.exitCode === null) {
-    await new Promise((resolve) => setTimeout(resolve, 50))
-  }
-}
-
-/** Waits (at most a minute) until `ready` holds. */
-async function waitFor(ready: () => boolean) {
-  const deadline = Date.now() + 60_000
-  while (!ready() && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50))
-}
-
 /** A job of `lines` made and started through the service's one-call form (as another client would). */
 async function submitted(server: Server, lines: string[]): Promise<Job> {
   const res = await server.app.inject({
@@ -138,7 +125,11 @@ t.test('submit --follow runs a generated file to the end; results and failed lin
   t.teardown(() => {
     if (child.exitCode === null && child.signalCode === null) process.kill(-child.pid!, 'SIGKILL')
   })
-  await until(() => run.stderr.includes('progress: 0/12 lines done, 0 created, 0 failed, QUEUED\n'), child)
+  await waitFor(
+    'the client shows the job QUEUED (or exits)',
+    () => run.stderr.includes('progress: 0/12 lines done, 0 created, 0 failed, QUEUED\n') || child.exitCode !== null,
+    { timeoutMs: 60_000 }
+  )
   const runner = await buildTestApp(t, { database: server.database })
   await runner.app.ready()
   await done
@@ -227,16 +218,6 @@ t.test('submit --follow runs a generated file to the end; results and failed lin
   t.notOk(existsSync(join(dir, `job-${id}.failed-lines.ndjson`)), 'no file')
 })
 
-/** Waits (at most a minute) until the job has ended; its object. */
-async function ended(server: Server, id: string): Promise<Job> {
-  const deadline = Date.now() + 60_000
-  for (;;) {
-    const job = (await get(server, `import-jobs/${id}/`)).json() as Job
-    if (job.state === 'COMPLETED' || job.state === 'CANCELLED' || Date.now() > deadline) return job
-    await new Promise((resolve) => setTimeout(resolve, 50))
-  }
-}
-
 t.test('report reads a job’s results: each outcome counted as what it is, only failed lines as failures', async (t) => {
   // This server runs no jobs until the runner below starts: the first job is cancelled before it begins.
   const server = await migrationServer(t, { env: { IMPORT_JOB_WORKERS: '0' } })
@@ -247,13 +228,13 @@ t.test('report reads a job’s results: each outcome counted as what it is, only
   const runner = await buildTestApp(t, { database: server.database })
   await runner.app.ready()
   const first = await submitted(server, [entry('JR-1')])
-  t.equal((await ended(server, first.id)).state, 'COMPLETED')
+  t.equal((await jobSettled(server.app, server.tenant.token, first.id)).state, 'COMPLETED')
   // Line 1 was imported by the first job, line 3 is blank, line 4 is not JSON, line 5 has a bad postcode.
   const badPostcode = { billing_address: { ...exampleAccount().billing_address, postal_code: 'nope' } }
   const input = [entry('JR-1'), entry('JR-2'), '', 'not JSON', entry('JR-3', badPostcode)]
   writeFileSync(join(dir, 'second.ndjson'), input.map((line) => line + '\n').join(''))
   const second = await submitted(server, input)
-  t.match(await ended(server, second.id), {
+  t.match(await jobSettled(server.app, server.tenant.token, second.id), {
     state: 'COMPLETED',
     lines: { total: 5, created: 1, already_imported: 1, failed: 2, skipped_blank: 1 }
   })
@@ -414,7 +395,13 @@ t.test('Ctrl-C while following stops following, never the job', async (t) => {
   t.teardown(() => {
     if (child.exitCode === null && child.signalCode === null) process.kill(-child.pid!, 'SIGKILL')
   })
-  await until(() => run.stderr.includes('Following job'), child)
+  await waitFor(
+    'the client follows the job (or exits)',
+    () => run.stderr.includes('Following job') || child.exitCode !== null,
+    {
+      timeoutMs: 60_000
+    }
+  )
   // A terminal's Ctrl-C goes to the whole process group (npm and the client).
   process.kill(-child.pid!, 'SIGINT')
   await done
@@ -470,7 +457,11 @@ t.test(
       return new Response(answer.body, { status: answer.status, headers })
     }
     const second = clientInBackground(args('second'), env, { fetch: quick })
-    await waitFor(() => second.run.stderr.includes('Your organisation has') || second.run.code !== -1)
+    await waitFor(
+      'the second client waits to start (or exits)',
+      () => second.run.stderr.includes('Your organisation has') || second.run.code !== -1,
+      { timeoutMs: 60_000 }
+    )
     const secondId = stateOf(join(dir, 'second.ndjson.job.json')).job_id
     t.match(
       second.run.stderr,
@@ -498,7 +489,11 @@ t.test(
     // The third waits the service's own 10 s, and Ctrl-C stops the wait: the job stays uploaded, OPEN.
     const stop = new AbortController()
     const third = clientInBackground(args('third'), env, { signal: stop.signal })
-    await waitFor(() => third.run.stderr.includes('Your organisation has') || third.run.code !== -1)
+    await waitFor(
+      'the third client waits to start (or exits)',
+      () => third.run.stderr.includes('Your organisation has') || third.run.code !== -1,
+      { timeoutMs: 60_000 }
+    )
     const thirdId = stateOf(join(dir, 'third.ndjson.job.json')).job_id
     t.match(
       third.run.stderr,
@@ -570,11 +565,7 @@ t.test('cancel prints the cancelled job; an unknown id and a finished job are re
   // Another server process on the same database runs the other job to the end.
   const runner = await buildTestApp(t, { database: server.database })
   await runner.app.ready()
-  let done = (await get(server, `import-jobs/${toRun.id}/`)).json() as Job
-  for (const deadline = Date.now() + 60_000; done.state !== 'COMPLETED' && Date.now() < deadline;) {
-    await new Promise((resolve) => setTimeout(resolve, 50))
-    done = (await get(server, `import-jobs/${toRun.id}/`)).json() as Job
-  }
+  const done = await jobSettled(server.app, server.tenant.token, toRun.id, { states: ['COMPLETED'] })
   t.match(done, { state: 'COMPLETED', lines: { created: 1 } })
   const finished = await runClient(['cancel', toRun.id, '--url', server.url], env)
   t.equal(finished.code, 1)

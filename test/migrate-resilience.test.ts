@@ -8,6 +8,7 @@ import { checkMigrated } from './helpers/migrate-expect.js'
 import { tempDir } from './helpers/temp-dir.js'
 import { faultyProxy } from './helpers/fault-proxy.js'
 import { nodeArgs } from './helpers/entry.js'
+import { waitFor } from './helpers/wait.js'
 
 t.test(
   'a server answering 429 and 500 for a while, dropping connections and losing answers, is ridden out',
@@ -145,11 +146,11 @@ t.test('a client killed half-way and started again with --resume completes the r
   })
 
   // Kill it as soon as some accounts are done (the report is written as each one finishes).
-  const deadline = Date.now() + 40_000
   const done = () => (existsSync(firstReport) ? readFileSync(firstReport, 'utf8').split('\n').length - 1 : 0)
-  while (done() < 8 && Date.now() < deadline && child.exitCode === null) {
-    await new Promise((resolve) => setTimeout(resolve, 20))
-  }
+  await waitFor('8 accounts reported (or the client exits)', () => done() >= 8 || child.exitCode !== null, {
+    timeoutMs: 40_000,
+    intervalMs: 20
+  })
   child.kill('SIGKILL')
   t.equal(await exited, 'SIGKILL', output)
   const before = done()

@@ -19,6 +19,7 @@ import { exampleAccount, TEAM } from './helpers/accounts.js'
 import { holdLocks, testDatabaseUrl } from './helpers/database.js'
 import { asOperator, createTenant, tokenFor } from './helpers/graphql.js'
 import { startServers } from './helpers/server.js'
+import { waitFor } from './helpers/wait.js'
 
 /**
  * Server processes behind a real PgBouncer in transaction pooling mode, as operators run them:
@@ -36,6 +37,8 @@ const SERVER_CONNECTIONS = 4
 /** DATABASE_POOL_SIZE of each server process (two of them) and of the in-process app. */
 const PROCESS_POOL = 8
 const ACCOUNTS = 30
+/** How long the waits below may take, and how often they ask. */
+const UNTIL = { timeoutMs: 30_000, intervalMs: 100 }
 const METRICS_TOKEN = 'pgbouncer-test-metrics-token-0123456789'
 /** application_name of the test's own direct connection. */
 const DIRECT = 'amis-test-direct'
@@ -137,11 +140,14 @@ async function startPgbouncer(t: Test, binary: string) {
     await exit
     rmSync(dir, { recursive: true, force: true })
   })
-  const deadline = Date.now() + 15_000
-  while (!out.includes(`listening on 127.0.0.1:${port}`)) {
-    if (child.exitCode !== null || Date.now() > deadline) throw new Error('pgbouncer did not start: ' + out)
-    await sleep(50)
-  }
+  await waitFor(
+    'pgbouncer listens',
+    () => {
+      if (child.exitCode !== null) throw new Error('pgbouncer did not start: ' + out)
+      return out.includes(`listening on 127.0.0.1:${port}`)
+    },
+    { timeoutMs: 15_000, seen: () => out }
+  )
   const url = (database: string) => {
     const u = new URL(testDatabaseUrl!)
     u.hostname = '127.0.0.1'
@@ -218,16 +224,6 @@ async function call(base: string, method: string, path: string, token: string, b
     parsed = JSON.parse(text)
   } catch {}
   return { status: res.status, body: parsed }
-}
-
-async function until<T>(what: string, check: () => Promise<T | undefined>, ms = 30_000): Promise<T> {
-  const deadline = Date.now() + ms
-  for (;;) {
-    const value = await check()
-    if (value !== undefined) return value
-    if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`)
-    await sleep(100)
-  }
 }
 
 /** Error lines (pino level 50 and above) of JSON log output. */
@@ -511,18 +507,22 @@ if (!testDatabaseUrl) {
         [['PGB-NEVER-STAGED', 'create']],
         'holds that failure, and only it'
       )
-      const totals = await until('the timeline holds every stage, create and failure', async () => {
-        const res = await call(a!.url, 'GET', '/v1/data-import/migration-timeline/ACME_ENERGY/', tenant.token)
-        const sum = { staged: 0, created: 0, failed: 0 }
-        for (const m of res.body.minutes as Array<typeof sum>) {
-          for (const k of ['staged', 'created', 'failed'] as const) sum[k] += m[k]
-        }
-        return sum.staged === ACCOUNTS && sum.created === ACCOUNTS && sum.failed === 1 ? sum : undefined
-      })
+      const totals = await waitFor(
+        'the timeline holds every stage, create and failure',
+        async () => {
+          const res = await call(a!.url, 'GET', '/v1/data-import/migration-timeline/ACME_ENERGY/', tenant.token)
+          const sum = { staged: 0, created: 0, failed: 0 }
+          for (const m of res.body.minutes as Array<typeof sum>) {
+            for (const k of ['staged', 'created', 'failed'] as const) sum[k] += m[k]
+          }
+          return sum.staged === ACCOUNTS && sum.created === ACCOUNTS && sum.failed === 1 ? sum : undefined
+        },
+        UNTIL
+      )
       t.same(totals, { staged: ACCOUNTS, created: ACCOUNTS, failed: 1 }, 'timeline: counts of both servers, each once')
 
       // The e-mail workers of all three processes share the outbox: each account's e-mail sent once.
-      await until('every migration e-mail is sent', async () => (smtp.received.length >= ACCOUNTS ? true : undefined))
+      await waitFor('every migration e-mail is sent', () => smtp.received.length >= ACCOUNTS, UNTIL)
       await sleep(1500) // a duplicate would arrive within the workers' next polls
       t.equal(smtp.received.length, ACCOUNTS, 'one e-mail per account, none twice')
 
@@ -593,7 +593,7 @@ if (!testDatabaseUrl) {
             return r
           })
         )
-        await until('four creates were refused', async () => (settled.size >= 4 ? true : undefined))
+        await waitFor('four creates were refused', () => settled.size >= 4, UNTIL)
         await sleep(300)
         t.equal(settled.size, 4, 'two creates are still running')
         for (const r of settled.values()) {
@@ -648,13 +648,13 @@ if (!testDatabaseUrl) {
       })
       const refusedAfter = await Promise.all(
         servers.slice(0, 2).map((server) =>
-          until(
+          waitFor(
             'the server refuses the revoked key',
             async () => {
               const res = await status(server.url, token, externals[0]!)
               return res.status === 401 ? Date.now() - revokedAt : undefined
             },
-            35_000
+            { timeoutMs: 35_000, intervalMs: 100 }
           )
         )
       )

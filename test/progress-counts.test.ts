@@ -1,6 +1,6 @@
 import t, { type Test } from 'tap'
 import { sql } from 'drizzle-orm'
-import { exampleAccount, importSetup, TEAM } from './helpers/accounts.js'
+import { exampleAccount, importSetup, jobSettled, TEAM } from './helpers/accounts.js'
 import { rowsOf, testDatabaseUrl } from './helpers/database.js'
 import { asOperator, createTenant } from './helpers/graphql.js'
 import { PROGRESS_FOLD_ROWS } from '../src/accounts/repository.js'
@@ -112,16 +112,7 @@ t.test('the kept counts follow every kind of work on the processes', async (t) =
     })
     t.equal(res.statusCode, 202, res.body)
     const id = res.json().id as string
-    const deadline = Date.now() + 60_000
-    let state = ''
-    while (state !== 'COMPLETED' && Date.now() < deadline) {
-      await new Promise((resolve) => setTimeout(resolve, 50))
-      const job = await app.inject({
-        url: `/v1/data-import/import-jobs/${id}/`,
-        headers: { authorization: `Bearer ${tenant.token}` }
-      })
-      state = job.json().state
-    }
+    const { state } = await jobSettled(app, tenant.token, id, { states: ['COMPLETED'] })
     t.equal(state, 'COMPLETED', `the ${dryRun ? 'dry-run ' : ''}import job ran`)
   }
   await same(t, setup, 'import jobs')

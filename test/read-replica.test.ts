@@ -7,6 +7,7 @@ import { testDatabaseUrl } from './helpers/database.js'
 import { clusterMissing, startCluster } from './helpers/formation.js'
 import { asOperator, createTenant } from './helpers/graphql.js'
 import { remote, testServer } from './helpers/server.js'
+import { waitFor } from './helpers/wait.js'
 
 /**
  * DATABASE_READ_URL: a PostgreSQL server of the test's own and a streaming replica of it
@@ -27,16 +28,6 @@ function replicaMissing(): string | undefined {
     return `pg_basebackup is missing from ${bindir}`
   }
   return undefined
-}
-
-/** Polls `check` every 100 ms until it holds; fails after `timeoutMs`. */
-async function until(what: string, check: () => Promise<boolean>, timeoutMs = 30_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs
-  while (Date.now() < deadline) {
-    if (await check()) return
-    await sleep(100)
-  }
-  throw new Error(`${what}: not within ${timeoutMs} ms`)
 }
 
 const missing = !testDatabaseUrl
@@ -92,16 +83,18 @@ if (missing !== undefined) {
 
     t.equal((await client.stage(exampleAccount({ external_account_number: 'EXT-1' }))).statusCode, 201)
     t.equal((await client.stage(bad('EXT-F1'))).statusCode, 400)
-    await until(
+    await waitFor(
       'the replica has EXT-1 and its failure',
-      async () => (await listed()).includes('EXT-1') && (await failing()) === 1
+      async () => (await listed()).includes('EXT-1') && (await failing()) === 1,
+      { timeoutMs: 30_000, intervalMs: 100 }
     )
 
     await t.test('replay paused: new rows are missing from the lists and the summary, not from status', async (t) => {
       await replica.sql('select pg_wal_replay_pause()')
-      await until(
+      await waitFor(
         'replay paused',
-        async () => (await replica.sql('select pg_get_wal_replay_pause_state()')).trim() === 'paused'
+        async () => (await replica.sql('select pg_get_wal_replay_pause_state()')).trim() === 'paused',
+        { timeoutMs: 30_000, intervalMs: 100 }
       )
       t.equal((await client.stage(exampleAccount({ external_account_number: 'EXT-2' }))).statusCode, 201)
       t.equal((await client.stage(bad('EXT-F2'))).statusCode, 400)
@@ -117,9 +110,15 @@ if (missing !== undefined) {
       t.same(await progress(), { staged: 1, failing: 1 }, "the dashboard's progress lacks both")
 
       await replica.sql('select pg_wal_replay_resume()')
-      await until('the replica replays the new rows', async () => (await listed()).includes('EXT-2'))
+      await waitFor('the replica replays the new rows', async () => (await listed()).includes('EXT-2'), {
+        timeoutMs: 30_000,
+        intervalMs: 100
+      })
       t.same(await listed(), ['EXT-1', 'EXT-2'])
-      await until('the failure summary has the new failure', async () => (await failing()) === 2)
+      await waitFor('the failure summary has the new failure', async () => (await failing()) === 2, {
+        timeoutMs: 30_000,
+        intervalMs: 100
+      })
       t.same(await failedList(), ['EXT-F1', 'EXT-F2'])
       t.same(await progress(), { staged: 2, failing: 2 })
     })

@@ -7,6 +7,7 @@ import { signedAmount } from '../src/rules/transactions.js'
 import { codes, exampleAccount, importClient, importedSetup } from './helpers/accounts.js'
 import { tableCounts } from './helpers/database.js'
 import { asOperator, createTenant } from './helpers/graphql.js'
+import { expectedSummary } from './helpers/migrate-expect.js'
 
 const EXT = 'EXT-000123'
 const SECTION_PATHS = [
@@ -16,6 +17,47 @@ const SECTION_PATHS = [
   'historical-billing-documents/create',
   'historical-statements/create'
 ]
+
+/** What the test sent for one account, in the shape of a batch entry (`expectedSummary` counts it). */
+interface SentLine {
+  account: Record<string, any>
+  notes?: unknown[]
+  transactions?: Array<Record<string, any>>
+  historical_agreements?: unknown[]
+  historical_billing_documents?: { historical_billing_documents: Array<{ transactions?: unknown[] }> }
+  historical_statements?: unknown[]
+}
+
+/** The counts a reconciliation compares, out of an account summary's (or an expected one's). */
+const COMPARED = [
+  'transactions',
+  'notes',
+  'historical_agreements',
+  'historical_statements',
+  'billing_documents',
+  'payment_instructions'
+] as const
+const pick = (counts: Record<string, number>) =>
+  Object.fromEntries(COMPARED.map((name) => [name, counts[name]])) as Record<(typeof COMPARED)[number], number>
+
+/** Every transaction sent for an account: its ledgers', the ones added after, its billing documents'. */
+function transactionsOf(line: SentLine): Array<{ type: string; amount: unknown }> {
+  return [
+    ...line.account.ledgers.flatMap((l: any) => [
+      ...(l.current_statement_transactions ?? []),
+      ...(l.historical_statement_transactions ?? [])
+    ]),
+    ...(line.transactions ?? []),
+    ...(line.historical_billing_documents?.historical_billing_documents.flatMap((d: any) => d.transactions ?? []) ?? [])
+  ]
+}
+
+/** The ENERGY balance sent, to every decimal place: the ledger's balance and the transactions added after. */
+const exactBalanceOf = (line: SentLine) =>
+  (line.transactions ?? []).reduce(
+    (sum: Big, tx) => sum.plus(signedAmount(tx.type, tx.amount)),
+    new Big(String(line.account.ledgers.find((l: any) => l.ledger_code === 'ENERGY').ledger_balance))
+  )
 
 t.test('reconciliation', async (t) => {
   const setup = await importedSetup(t)
@@ -32,32 +74,53 @@ t.test('reconciliation', async (t) => {
     app.inject({ method: 'GET', url: `/v1/data-import/reconciliation/${encodeURIComponent(supplier)}/`, headers: auth })
 
   // The example account, then each post-import section's example written to it.
+  const sent: Record<string, any> = {}
   for (const path of SECTION_PATHS) {
     const example = { ...(REQUEST_EXAMPLES[`/v1/data-import/${path}`] as Record<string, unknown>) }
     if ('ledger_number' in example) example.ledger_number = ledgerNumber
+    sent[path] = example
     const res = await post(`${path}/`, example)
     t.equal(res.statusCode, 201, `${path}: ${res.body}`)
   }
-  const summary = (await client.summary(EXT)).json()
-  const balance: string = summary.ledgers[0].balance
-  const held = {
-    transactions: summary.counts.transactions,
-    notes: summary.counts.notes,
-    historical_agreements: summary.counts.historical_agreements,
-    historical_statements: summary.counts.historical_statements,
-    billing_documents: summary.counts.billing_documents,
-    payment_instructions: summary.counts.payment_instructions
-  }
+  // What was sent for each account, as one batch entry: the figures expected are counted from it
+  // (never read back from the service). A subtest that sends more adds it here.
+  const sentLines = new Map<string, SentLine>([
+    [
+      EXT,
+      {
+        account: exampleAccount(),
+        notes: sent['notes/create'].notes,
+        transactions: sent['transactions/create'].transactions,
+        historical_agreements: sent['historical-agreements/create'].agreements,
+        historical_billing_documents: sent['historical-billing-documents/create'],
+        historical_statements: sent['historical-statements/create'].statements
+      }
+    ]
+  ])
+  const expected = expectedSummary(sentLines.get(EXT))
+  const balance = expected.energyBalance
+  const held = pick(expected.counts)
   const fullEntry = { external_account_number: EXT, ledgers: [{ ledger_code: 'ENERGY', balance }], counts: held }
 
   t.test('an account with post-import data matches the account summary exactly', async (t) => {
-    t.ok(held.transactions > 2 && held.notes >= 2, 'the sections were written')
-    t.equal(held.billing_documents, 1)
-    t.equal(held.historical_statements, 1)
-    t.equal(held.historical_agreements, 1)
-    // The example account's transactions, the two added, and the one inside the billing document.
+    // The example account's four transactions, the two added, and the one inside the billing document.
+    t.same(
+      held,
+      {
+        transactions: 7,
+        notes: 2,
+        historical_agreements: 1,
+        historical_statements: 1,
+        billing_documents: 1,
+        payment_instructions: 0
+      },
+      'the figures counted from what was sent'
+    )
     const rows = await database.db.select().from(ledgerTransactions)
     t.equal(held.transactions, rows.length, 'counts.transactions counts every transaction, billing documents included')
+    const summary = (await client.summary(EXT)).json()
+    t.same(pick(summary.counts), held, "the account summary's counts are the ones sent")
+    t.equal(summary.ledgers[0].balance, balance, "the account summary's balance is the one sent")
     const res = await reconcile({ accounts: [fullEntry] })
     t.equal(res.statusCode, 200, res.body)
     t.same(res.json(), { checked: 1, matching: 1, differences: [] })
@@ -127,26 +190,28 @@ t.test('reconciliation', async (t) => {
   })
 
   t.test('a later transaction: balance_differs and count_differs with expected and actual', async (t) => {
-    const later = await post('transactions/create/', {
-      transactions: [
-        {
-          transaction_id: 'PAY-A',
-          transaction_date: '2026-11-06',
-          amount: '0.10',
-          type: 'CREDIT'
-        },
-        {
-          transaction_id: 'PAY-B',
-          transaction_date: '2026-11-06',
-          amount: '0.20',
-          type: 'CREDIT'
-        }
-      ]
-    })
+    const laterTransactions = [
+      {
+        transaction_id: 'PAY-A',
+        transaction_date: '2026-11-06',
+        amount: '0.10',
+        type: 'CREDIT'
+      },
+      {
+        transaction_id: 'PAY-B',
+        transaction_date: '2026-11-06',
+        amount: '0.20',
+        type: 'CREDIT'
+      }
+    ]
+    const later = await post('transactions/create/', { transactions: laterTransactions })
     t.equal(later.statusCode, 201, later.body)
+    const before = sentLines.get(EXT)!
+    sentLines.set(EXT, { ...before, transactions: [...before.transactions!, ...laterTransactions] })
+    const now = expectedSummary(sentLines.get(EXT))
+    t.equal(now.counts.transactions, held.transactions + 2)
     const res = await reconcile({ accounts: [fullEntry] })
     t.equal(res.statusCode, 200, res.body)
-    const now = new Big(balance).plus('0.30')
     t.same(res.json(), {
       checked: 1,
       matching: 0,
@@ -156,14 +221,14 @@ t.test('reconciliation', async (t) => {
           problem: 'balance_differs',
           field: 'ledgers.ENERGY.balance',
           expected: balance,
-          actual: now.toFixed(2)
+          actual: now.energyBalance
         },
         {
           external_account_number: EXT,
           problem: 'count_differs',
           field: 'counts.transactions',
           expected: held.transactions,
-          actual: held.transactions + 2
+          actual: now.counts.transactions
         }
       ]
     })
@@ -173,7 +238,7 @@ t.test('reconciliation', async (t) => {
         {
           external_account_number: EXT,
           ledgers: [{ ledger_code: 'ENERGY', balance: new Big(balance).plus('0.3').toFixed() + '000' }],
-          counts: { ...held, transactions: held.transactions + 2 }
+          counts: pick(now.counts)
         }
       ]
     })
@@ -344,44 +409,43 @@ t.test('reconciliation', async (t) => {
       ['EXT-2', '999999999.1000000001'],
       ['EXT-3', '999999999.2000000003']
     ] as const) {
-      t.equal((await client.stage(exampleAccount({ external_account_number: external }))).statusCode, 201)
+      const account = exampleAccount({ external_account_number: external })
+      const transactions = [{ transaction_id: 'X-1', transaction_date: '2026-11-06', amount, type: 'CREDIT' }]
+      t.equal((await client.stage(account)).statusCode, 201)
       t.equal((await client.create(external)).statusCode, 201)
       const res = await app.inject({
         method: 'POST',
         url: '/v1/data-import/transactions/create/',
         headers,
-        payload: {
-          import_supplier: 'ACME_ENERGY',
-          external_account_number: external,
-          transactions: [{ transaction_id: 'X-1', transaction_date: '2026-11-06', amount, type: 'CREDIT' }]
-        }
+        payload: { import_supplier: 'ACME_ENERGY', external_account_number: external, transactions }
       })
       t.equal(res.statusCode, 201, res.body)
+      sentLines.set(external, { account, transactions })
     }
-    const balances = await Promise.all([EXT, 'EXT-2', 'EXT-3'].map(async (e) => (await client.summary(e)).json()))
-    const balanceSum = balances.reduce((sum, s) => sum.plus(s.ledgers[0].balance), new Big(0))
-    const transactions = await database.db.select().from(ledgerTransactions)
-    const amountSum = transactions.reduce((sum, tx) => sum.plus(signedAmount(tx.type, tx.amount)), new Big(0))
-    const sumOf = (name: string) => balances.reduce((n, s) => n + s.counts[name], 0)
+    // Every figure from what was sent to the three created accounts.
+    const lines = [...sentLines.values()]
+    const sumOf = (name: string) => lines.reduce((n, line) => n + expectedSummary(line).counts[name]!, 0)
+    const sentTransactions = lines.flatMap(transactionsOf)
+    t.equal(sentTransactions.length, sumOf('transactions'))
+    const amountSum = sentTransactions.reduce((sum, tx) => sum.plus(signedAmount(tx.type, tx.amount)), new Big(0))
+    const balanceSum = lines.reduce((sum, line) => sum.plus(exactBalanceOf(line)), new Big(0))
     const res = await totals()
     t.equal(res.statusCode, 200, res.body)
-    const body = res.json()
-    t.same(body, {
+    t.same(res.json(), {
       accounts_created: 3,
       accounts_skipped: 1,
       accounts_pending: 1,
-      ledgers: [{ ledger_code: 'ENERGY', accounts: 3, balance_sum: body.ledgers[0].balance_sum }],
-      transactions: { count: transactions.length, amount_sum: body.transactions.amount_sum },
+      ledgers: [{ ledger_code: 'ENERGY', accounts: 3, balance_sum: formatDecimal(balanceSum) }],
+      transactions: { count: sumOf('transactions'), amount_sum: formatDecimal(amountSum) },
       notes: sumOf('notes'),
-      historical_agreements: 1,
-      historical_statements: 1,
-      billing_documents: 1,
-      payment_instructions: 0
+      historical_agreements: sumOf('historical_agreements'),
+      historical_statements: sumOf('historical_statements'),
+      billing_documents: sumOf('billing_documents'),
+      payment_instructions: sumOf('payment_instructions')
     })
-    t.equal(body.ledgers[0].balance_sum, formatDecimal(balanceSum), 'balance_sum is the exact sum')
-    t.equal(body.transactions.amount_sum, formatDecimal(amountSum), 'amount_sum is the exact signed sum')
+    const balances = await Promise.all(['EXT-2', 'EXT-3'].map(async (e) => (await client.summary(e)).json()))
     t.equal(
-      new Big(balances[2].ledgers[0].balance).minus(balances[1].ledgers[0].balance).toFixed(),
+      new Big(balances[1].ledgers[0].balance).minus(balances[0].ledgers[0].balance).toFixed(),
       '0.1000000002',
       'balances held to ten decimal places'
     )

@@ -11,6 +11,7 @@ import { codes, exampleAccount, importSetup, TEAM, type ImportClient } from './h
 import { buildTestApp } from './helpers/app.js'
 import { freshDatabase, holdLocks, rowsOf, tableCounts, testDatabaseUrl } from './helpers/database.js'
 import { asOperator, createTenant, gql, operatorToken } from './helpers/graphql.js'
+import { waitFor } from './helpers/wait.js'
 
 /**
  * Personal-data retention: the staged data of an imported or skipped account is erased once the
@@ -613,8 +614,11 @@ t.test('a server runs the erasure by itself at start', async (t) => {
     await fresh.drop()
   })
   await second.app.ready()
-  const deadline = Date.now() + 10_000
-  while ((await processOf(fresh.database, 'AT-START')).stagedData !== null && Date.now() < deadline) await sleep(50)
+  await waitFor(
+    'the staged data is erased',
+    async () => (await processOf(fresh.database, 'AT-START')).stagedData === null,
+    { timeoutMs: 10_000 }
+  )
   t.equal((await processOf(fresh.database, 'AT-START')).stagedData, null, 'erased without being asked')
 })
 
@@ -635,7 +639,7 @@ t.test('the worker runs at start, then again after each interval, and stop waits
   const worker = createRetentionWorker(service, silent, { intervalMs: 30 })
   worker.start()
   t.equal(runs.length, 1, 'a run at start')
-  while (runs.length < 4) await sleep(10)
+  await waitFor('four runs', () => runs.length >= 4, { intervalMs: 10 })
   await worker.stop()
   t.ok(stopAsked, 'the run in flight was told to stop')
   const count = runs.length
@@ -673,16 +677,17 @@ if (!testDatabaseUrl) {
       )
       const job = createRetentionService(database.db, { retentionDays: 30, now: ahead(31), batchSize: 10 })
       const run = job.runOnce()
-      let pid = 0
-      const deadline = Date.now() + 20_000
-      while (pid === 0 && Date.now() < deadline) {
-        const rows = rowsOf<{ pid: number }>(
-          await second.db.execute(sql`select pid from pg_stat_activity where datname = current_database()
+      const pid = await waitFor(
+        'the batch waits on the held event row',
+        async () => {
+          const rows = rowsOf<{ pid: number }>(
+            await second.db.execute(sql`select pid from pg_stat_activity where datname = current_database()
           and state = 'active' and wait_event_type = 'Lock' and query like 'update import_events%'`)
-        )
-        pid = rows.length === 1 ? Number(rows[0]!.pid) : 0
-        if (pid === 0) await sleep(20)
-      }
+          )
+          return rows.length === 1 && Number(rows[0]!.pid)
+        },
+        { timeoutMs: 20_000, intervalMs: 20 }
+      )
       t.not(pid, 0, 'the batch waits on the held event row')
       // Expected before the terminate is answered: the lost connection may reject the run first.
       const failed = t.rejects(run, 'the run fails')

@@ -5,6 +5,7 @@ import { join } from 'node:path'
 import { freshDatabase, testDatabaseUrl } from './helpers/database.js'
 import { refusedStart, startServer } from './helpers/server.js'
 import { tempDir } from './helpers/temp-dir.js'
+import { waitFor } from './helpers/wait.js'
 
 const oneLine = (t: Test, output: string, pattern: RegExp) => {
   t.equal(output.split('\n').length, 1, 'one line: ' + output)
@@ -113,12 +114,11 @@ if (testDatabaseUrl) {
 }
 
 /** Waits up to 5 s for the server's output to show `pattern` (log lines are written after the answer). */
-async function outputShows(server: { output: () => string }, pattern: RegExp): Promise<void> {
-  const deadline = Date.now() + 5000
-  while (!pattern.test(server.output()) && Date.now() < deadline) {
-    await new Promise((resolve) => setTimeout(resolve, 50))
-  }
-}
+const outputShows = (server: { output: () => string }, pattern: RegExp) =>
+  waitFor(`the output shows ${pattern}`, () => pattern.test(server.output()), {
+    timeoutMs: 5000,
+    seen: () => server.output()
+  })
 
 // util-linux `script` runs the server on a pseudo-terminal, as a person's shell would.
 const scriptMissing = spawnSync('script', ['--version'], { encoding: 'utf8' }).error

@@ -6,6 +6,7 @@ import { exampleAccount, importSetup, TEAM } from './helpers/accounts.js'
 import { buildTestApp } from './helpers/app.js'
 import { asOperator, gql, operatorToken } from './helpers/graphql.js'
 import { createEndpoint } from './helpers/webhooks.js'
+import { waitFor } from './helpers/wait.js'
 import { webhookReceiver } from './helpers/webhook-receiver.js'
 import { loadConfig } from '../src/config.js'
 
@@ -108,19 +109,12 @@ function spansOf(r: Receiver): ExportedSpan[] {
   return out
 }
 
-/** Waits until the spans received satisfy `found` (5 s at most). */
-async function waitForSpans<T>(r: Receiver, found: (spans: ExportedSpan[]) => T | undefined): Promise<T> {
-  for (let i = 0; i < 100; i++) {
-    const result = found(spansOf(r))
-    if (result !== undefined && result !== false) return result
-    await sleep(50)
-  }
-  throw new Error(
-    `spans not received; got: ${spansOf(r)
-      .map((s) => s.name)
-      .join(', ')}`
-  )
-}
+/** The spans received once they satisfy `found` (5 s at most; the names received are shown if not). */
+const waitForSpans = <T>(r: Receiver, found: (spans: ExportedSpan[]) => T | undefined | false): Promise<T> =>
+  waitFor('the spans are received', () => found(spansOf(r)), {
+    timeoutMs: 5000,
+    seen: () => spansOf(r).map((s) => s.name)
+  })
 
 /** Whether `descendant` is under `ancestor` in its trace. */
 function isUnder(spans: ExportedSpan[], descendant: ExportedSpan, ancestor: ExportedSpan): boolean {
@@ -405,7 +399,7 @@ t.test('a collector that never answers slows no request: spans beyond the queue 
   const headers = { authorization: `Bearer ${setup.tenant.token}` }
   // The first export is taken and held: the collector is now hanging.
   await setup.app.inject({ method: 'GET', url: '/v1/data-import/error-codes/', headers })
-  for (let i = 0; i < 100 && r.held === 0; i++) await sleep(20)
+  await waitFor('the collector holds an export', () => r.held > 0, { timeoutMs: 2000, intervalMs: 20 })
   t.equal(r.held, 1, 'the collector holds an export')
 
   // Answered while the collector holds, within a bound far above their time (a request that
@@ -450,16 +444,19 @@ t.test('an export the collector refuses is counted as failed', async (t) => {
     env: tracing({ ...r, url: 'http://127.0.0.1:9' }, { OTEL_EXPORTER_OTLP_TIMEOUT: '300' })
   })
   const token = await operatorToken(setup.app)
-  let failed = 0
-  for (let i = 0; i < 100 && failed === 0; i++) {
-    await sleep(50)
-    const metrics = await setup.app.inject({
-      method: 'GET',
-      url: '/metrics',
-      headers: { authorization: `Bearer ${token}` }
-    })
-    failed = Number(/^amis_trace_spans_dropped_total\{reason="export_failed"\} (\d+)$/m.exec(metrics.body)?.[1])
-  }
+  const failed = await waitFor(
+    'the metrics count a failed export',
+    async () => {
+      const metrics = await setup.app.inject({
+        method: 'GET',
+        url: '/metrics',
+        headers: { authorization: `Bearer ${token}` }
+      })
+      const n = Number(/^amis_trace_spans_dropped_total\{reason="export_failed"\} (\d+)$/m.exec(metrics.body)?.[1])
+      return n > 0 && n
+    },
+    { timeoutMs: 5000 }
+  )
   t.ok(failed > 0, `spans of failed exports are counted (${failed})`)
 })
 
@@ -467,7 +464,7 @@ t.test('the default protocol is OTLP/HTTP protobuf', async (t) => {
   const r = await receiver(t)
   const setup = await buildTestApp(t, { env: { OTEL_EXPORTER_OTLP_ENDPOINT: r.url, OTEL_BSP_SCHEDULE_DELAY: '20' } })
   await gql(setup.app, '{ __typename }', {}, await operatorToken(setup.app))
-  for (let i = 0; i < 100 && r.posts === 0; i++) await sleep(50)
+  await waitFor('the collector receives an export', () => r.posts > 0, { timeoutMs: 5000 })
   t.equal(r.contentTypes[0], 'application/x-protobuf')
 })
 

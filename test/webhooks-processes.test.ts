@@ -10,6 +10,7 @@ import { freshDatabase, rowsOf, testDatabaseUrl } from './helpers/database.js'
 import { asOperator, createTenant, gql, operatorToken, type GraphQLResult } from './helpers/graphql.js'
 import { remote, startServer, startServers, type Running } from './helpers/server.js'
 import { tempDir } from './helpers/temp-dir.js'
+import { waitFor } from './helpers/wait.js'
 import { webhookReceiver } from './helpers/webhook-receiver.js'
 
 /**
@@ -47,18 +48,8 @@ function killAtTeardown(t: Test, server: Running) {
   })
 }
 
-async function waitFor<T>(t: Test, what: string, check: () => Promise<T | undefined>, ms = 90_000) {
-  const deadline = Date.now() + ms
-  for (;;) {
-    const value = await check().catch(() => undefined)
-    if (value !== undefined) return value
-    if (Date.now() > deadline) {
-      t.fail(`timed out waiting until ${what}`)
-      throw new Error(`timed out waiting until ${what}`)
-    }
-    await sleep(50)
-  }
-}
+/** How long each wait here may take; an error while asking counts as not yet. */
+const WAIT = { timeoutMs: 90_000, ignoreErrors: true }
 
 /** An organisation, its supplier and team, and one endpoint; returns the tenant and the endpoint's secret. */
 async function setUp(base: string, url: string, events: readonly string[]) {
@@ -165,7 +156,7 @@ t.test('a server SIGKILLed right after a create answered: the restarted one deli
   const restartedAt = Date.now()
   const second = await startServer(env)
   killAtTeardown(t, second)
-  await waitFor(t, 'the receiver answered 200', async () => (statuses.includes(200) ? true : undefined))
+  await waitFor('the receiver answered 200', async () => statuses.includes(200), WAIT)
   t.comment(
     `delivered ${Date.now() - restartedAt} ms after the restart began (attempts before the kill: ${attemptsBefore})`
   )
@@ -186,16 +177,20 @@ t.test('a server SIGKILLed right after a create answered: the restarted one deli
     'every attempt carried the same webhook-id'
   )
 
-  const deliveries = await waitFor(t, 'the delivery recorded DELIVERED', async () => {
-    const res = await gql(
-      remote(second.url),
-      'query($e: ID!) { webhookDeliveries(endpointId: $e) { eventId state attempts attemptLog { attempt status } } }',
-      { e: endpoint.id },
-      tenant.token
-    )
-    const list = res.data?.webhookDeliveries as Array<{ state: string }> | undefined
-    return list?.every((d) => d.state === 'DELIVERED') ? list : undefined
-  })
+  const deliveries = await waitFor(
+    'the delivery recorded DELIVERED',
+    async () => {
+      const res = await gql(
+        remote(second.url),
+        'query($e: ID!) { webhookDeliveries(endpointId: $e) { eventId state attempts attemptLog { attempt status } } }',
+        { e: endpoint.id },
+        tenant.token
+      )
+      const list = res.data?.webhookDeliveries as Array<{ state: string }> | undefined
+      return list?.every((d) => d.state === 'DELIVERED') ? list : undefined
+    },
+    WAIT
+  )
   t.equal(deliveries.length, 1, 'one delivery')
   t.equal(statuses.filter((s) => s === 200).length, 1, 'delivered once')
   second.child.kill('SIGTERM')
@@ -263,10 +258,14 @@ async function twoServers(t: Test, firstAnswer: 200 | 500) {
   )
 
   const started = Date.now()
-  await waitFor(t, 'every delivery DELIVERED', async () => {
-    const [row] = await query(`select count(*)::int as n from webhook_deliveries where state <> 'DELIVERED'`)
-    return row!.n === 0 ? true : undefined
-  })
+  await waitFor(
+    'every delivery DELIVERED',
+    async () => {
+      const [row] = await query(`select count(*)::int as n from webhook_deliveries where state <> 'DELIVERED'`)
+      return row!.n === 0
+    },
+    WAIT
+  )
   // A duplicate would come from a second claim of an attempt already made: give it time to show.
   await sleep(1500)
   t.comment(`${ids.length} requests received, queue drained ${Date.now() - started} ms after the batches answered`)
@@ -376,15 +375,19 @@ async function redeliveredAcrossProcesses(t: Test) {
     const [delivery] = (res.data?.webhookDeliveries ?? []) as Array<{ id: string; state: string; attempts: number }>
     return delivery?.state === state ? delivery : undefined
   }
-  delivery.id = (await waitFor(t, 'the first attempt recorded', deliveries('DELIVERED'))).id
+  delivery.id = (await waitFor('the first attempt recorded', deliveries('DELIVERED'), WAIT)).id
   await redeliver(1)
 
   const expected = rounds + 2
   await receiver.waitFor(expected, 60_000).catch((err: Error) => t.fail(err.message))
-  const last = await waitFor(t, 'the last redelivery recorded', async () => {
-    const delivery = await deliveries('DELIVERED')()
-    return delivery !== undefined && delivery.attempts >= expected ? delivery : undefined
-  })
+  const last = await waitFor(
+    'the last redelivery recorded',
+    async () => {
+      const delivery = await deliveries('DELIVERED')()
+      return delivery !== undefined && delivery.attempts >= expected ? delivery : undefined
+    },
+    WAIT
+  )
   await sleep(1000)
   t.equal(receiver.received.length, expected, `${rounds + 1} redeliveries, each sent once`)
   t.equal(last.attempts, expected)

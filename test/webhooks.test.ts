@@ -1,6 +1,6 @@
-import t, { type Test } from 'tap'
+import t from 'tap'
 import { WEBHOOK_EVENT_TYPES } from '../schemas/webhooks.js'
-import { exampleAccount, importClient, importedSetup, importSetup, TEAM } from './helpers/accounts.js'
+import { exampleAccount, importClient, importedSetup, importSetup, jobSettled, TEAM } from './helpers/accounts.js'
 import { asOperator, createTenant } from './helpers/graphql.js'
 import { webhookReceiver } from './helpers/webhook-receiver.js'
 import { createEndpoint, deliveriesWhen, sleep, webhookEvents } from './helpers/webhooks.js'
@@ -47,23 +47,6 @@ const submitJob = (app: Awaited<ReturnType<typeof importSetup>>['app'], token: s
 const jobLine = (external: string) =>
   JSON.stringify({ account: exampleAccount({ external_account_number: external }) }) + '\n'
 
-async function jobWhen(t: Test, app: Awaited<ReturnType<typeof importSetup>>['app'], token: string, id: string) {
-  const until = Date.now() + 60_000
-  for (;;) {
-    const res = await app.inject({
-      url: `/v1/data-import/import-jobs/${id}/`,
-      headers: { authorization: `Bearer ${token}` }
-    })
-    const job = res.json()
-    if (job.state === 'COMPLETED' || job.state === 'CANCELLED') return job
-    if (Date.now() > until) {
-      t.fail(`job still ${job.state}`)
-      return job
-    }
-    await sleep(50)
-  }
-}
-
 t.test('every event type reaches the receiver, signed, with its exact body and no personal data', async (t) => {
   const receiver = await webhookReceiver(t)
   const setup = await importSetup(t, { env: ENV })
@@ -105,7 +88,7 @@ t.test('every event type reaches the receiver, signed, with its exact body and n
   // An import job of two lines, run to the end; another cancelled before it starts.
   const submitted = await submitJob(app, tenant.token, jobLine('J-1') + jobLine('J-2'))
   t.equal(submitted.statusCode, 202, submitted.body)
-  const job = await jobWhen(t, app, tenant.token, submitted.json().id)
+  const job = await jobSettled(app, tenant.token, submitted.json().id)
   t.equal(job.state, 'COMPLETED')
   const open = await post('import-jobs/', { import_supplier: 'ACME_ENERGY', operations_team_name: TEAM })
   t.equal(open.statusCode, 201, open.body)

@@ -2,6 +2,7 @@ import type { FastifyInstance, LightMyRequestResponse } from 'fastify'
 import { buildTestApp, type TestApp } from './app.js'
 import { asOperator, createTenant, type Tenant } from './graphql.js'
 import { exampleAccount } from './account-data.js'
+import { waitFor } from './wait.js'
 
 export { daysFromToday, exampleAccount } from './account-data.js'
 
@@ -43,6 +44,30 @@ export async function importSetup(
   const tenant = await createTenant(testApp.app, 'Acme', 'ACME_ENERGY')
   await asOperator(testApp.app, 'mutation($n: String!) { createOperationsTeam(input: {name: $n}) { id } }', { n: TEAM })
   return { ...testApp, tenant, client: importClient(testApp.app, tenant) }
+}
+
+/**
+ * The import job `id` read with `token` once it is in one of `states` (the runner works in the
+ * background): waits with `waitFor`, so the test fails if the job is still elsewhere after `timeoutMs`.
+ * `Job` is the type the caller reads it as (a plain object unless told).
+ */
+export async function jobSettled<Job = Record<string, any>>(
+  app: FastifyInstance,
+  token: string,
+  id: string,
+  { states = ['COMPLETED', 'CANCELLED'], timeoutMs = 60_000, intervalMs = 50 } = {}
+): Promise<Job> {
+  let job: Record<string, any> | undefined
+  return waitFor(
+    `job ${id} is ${states.join(' or ')}`,
+    async () => {
+      job = (
+        await app.inject({ url: `/v1/data-import/import-jobs/${id}/`, headers: { authorization: `Bearer ${token}` } })
+      ).json()
+      return states.includes(job!.state) && (job as Job)
+    },
+    { timeoutMs, intervalMs, seen: () => `the job ${job?.state}` }
+  )
 }
 
 /** `[code, attr]` pairs of an error response, in the order given. */

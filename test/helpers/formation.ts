@@ -4,6 +4,7 @@ import { createServer, type AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
+import { waitFor } from './wait.js'
 
 /**
  * A pg_auto_failover formation of the test's own (Debian's postgresql-15-auto-failover): a
@@ -29,6 +30,9 @@ export interface Formation {
   /** How long the formation took to start, in milliseconds. */
   startMs: number
 }
+
+/** How the formation's waits ask: every 250 ms, an error (a node still starting) counting as not yet. */
+const POLL = { intervalMs: 250, ignoreErrors: true }
 
 export const FAST_MONITOR: Record<string, string> = {
   'pgautofailover.health_check_period': '1000',
@@ -164,14 +168,6 @@ export async function startFormation(t: Teardown, dbname = 'amis'): Promise<Form
       ...['-h', '127.0.0.1', '-p', String(port), '-U', 'postgres', '-d', db, '-At'],
       ...sql.flatMap((s) => ['-c', s])
     ])
-  const until = async (what: string, check: () => Promise<boolean>, timeoutMs: number) => {
-    const deadline = Date.now() + timeoutMs
-    while (Date.now() < deadline) {
-      if (await check().catch(() => false)) return
-      await sleep(250)
-    }
-    throw new Error(`${what}: not within ${timeoutMs} ms\n` + nodes.map((n) => n.name).join(', '))
-  }
 
   const [p0, p1, p2] = [await freePort(), await freePort(), await freePort()]
   mkdirSync(join(dir, 'config'), { recursive: true })
@@ -188,10 +184,10 @@ export async function startFormation(t: Teardown, dbname = 'amis'): Promise<Form
     '--no-ssl',
     '--run'
   ])
-  await until(
+  await waitFor(
     'the monitor accepts connections',
     async () => (await psql(p0, 'pg_auto_failover', 'select 1')).trim() === '1',
-    60_000
+    { timeoutMs: 60_000, ...POLL }
   ).catch((e: Error) => {
     throw new Error(e.message + '\n' + monitorOut())
   })
@@ -222,23 +218,23 @@ export async function startFormation(t: Teardown, dbname = 'amis'): Promise<Form
   const out1 = node('node1', p1)
   const state = () => exec(autoctl, ['show', 'state', '--pgdata', join(dir, 'monitor')])
   // The first node to register is the primary; the second is cloned from it.
-  await until(
+  await waitFor(
     'node1 is primary',
     async () => /\|\s+(single|primary)\s+\|\s+(single|primary)\s*$/m.test(await state()),
-    60_000
+    { timeoutMs: 60_000, ...POLL }
   ).catch((e: Error) => {
     throw new Error(e.message + '\n' + out1())
   })
   const out2 = node('node2', p2)
   // pg_basebackup waits for a spread checkpoint (minutes on an idle server): ask for one now.
-  await until(
+  await waitFor(
     'one primary and one secondary',
     async () => {
       const s = await state()
       if (/catchingup|wait_standby/.test(s)) await psql(p1, 'postgres', 'checkpoint').catch(() => '')
       return /\|\s+primary\s+\|\s+primary\s*$/m.test(s) && /\|\s+secondary\s+\|\s+secondary\s*$/m.test(s)
     },
-    120_000
+    { timeoutMs: 120_000, ...POLL }
   ).catch(async (e: Error) => {
     throw new Error(e.message + '\n' + (await state().catch(() => '')) + '\n' + out2())
   })
@@ -250,10 +246,10 @@ export async function startFormation(t: Teardown, dbname = 'amis'): Promise<Form
     killPrimary: () => killNode(nodes.find((n) => n.port === p1)!),
     async waitForPromotion(timeoutMs = 60_000) {
       const from = Date.now()
-      await until(
+      await waitFor(
         'the standby is promoted',
         async () => (await psql(p2, 'postgres', 'select pg_is_in_recovery()')).trim() === 'f',
-        timeoutMs
+        { timeoutMs, ...POLL }
       ).catch(async (e: Error) => {
         throw new Error(e.message + '\n' + (await state().catch(() => '')))
       })

@@ -1,10 +1,10 @@
 import { spawn, type ChildProcess } from 'node:child_process'
 import type { FastifyInstance } from 'fastify'
 import { projectRoot } from '../../src/paths.js'
-import { setTimeout as sleep } from 'node:timers/promises'
 import { TEST_OPERATOR_KEY, TEST_TOKEN_SECRET } from './app.js'
 import { nodeArgs } from './entry.js'
 import { tempDir } from './temp-dir.js'
+import { waitFor } from './wait.js'
 
 export interface Running {
   child: ChildProcess
@@ -48,15 +48,19 @@ export async function startServer(env: Record<string, string>, options: { termin
   const s = spawnServer(env, options)
   // A first start on a new embedded database takes 10 s alone on two cores (PGlite's initdb about
   // 5 of them, the migrations under 1); beside the rest of the suite it once took more than 60.
-  const deadline = Date.now() + 150_000
-  while (Date.now() < deadline) {
-    const m = /Server listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(s.output())
-    if (m) return { ...s, url: m[1]! }
+  const listening = () => {
     if (s.child.exitCode !== null) throw new Error('server exited: ' + s.output())
-    await sleep(100)
+    return /Server listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(s.output())?.[1]
   }
-  s.child.kill('SIGKILL')
-  throw new Error('server did not start: ' + s.output())
+  const url = await waitFor('the server listens', listening, {
+    timeoutMs: 150_000,
+    intervalMs: 100,
+    seen: () => s.output()
+  }).catch((err: Error) => {
+    if (s.child.exitCode === null) s.child.kill('SIGKILL')
+    throw err
+  })
+  return { ...s, url }
 }
 
 /**

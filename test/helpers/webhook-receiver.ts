@@ -4,6 +4,7 @@ import { Ajv } from 'ajv'
 import addFormatsModule from 'ajv-formats'
 import { Webhook } from 'standardwebhooks'
 import { WEBHOOK_BODIES, WEBHOOK_EVENT_TYPES, type WebhookEventType } from '../../schemas/webhooks.js'
+import { waitFor } from './wait.js'
 
 const ajv = new Ajv({ strict: false, allErrors: true })
 const addFormats = ((addFormatsModule as unknown as { default?: typeof addFormatsModule }).default ??
@@ -97,11 +98,11 @@ export async function webhookReceiver(
     },
     /** Waits until at least `n` requests have arrived (fails after `ms`). */
     async waitFor(n: number, ms = 15_000): Promise<void> {
-      const until = Date.now() + ms
-      while (received.length < n) {
-        if (Date.now() > until) throw new Error(`the receiver got ${received.length} of ${n} requests in ${ms} ms`)
-        await new Promise((resolve) => setTimeout(resolve, 20))
-      }
+      await waitFor(`the receiver got ${n} requests`, () => received.length >= n, {
+        timeoutMs: ms,
+        intervalMs: 20,
+        seen: () => `${received.length} requests`
+      })
     },
     close
   }

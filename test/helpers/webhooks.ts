@@ -3,6 +3,7 @@ import { sql } from 'drizzle-orm'
 import type { Database } from '../../src/db/index.js'
 import { rowsOf } from './database.js'
 import { gql, operatorToken } from './graphql.js'
+import { waitFor } from './wait.js'
 
 /** Webhook endpoints and deliveries through GraphQL, and the outbox read from the database, for tests. */
 
@@ -61,20 +62,22 @@ export async function deliveriesOf(app: FastifyInstance, endpointId: string, tok
   return res.data!.webhookDeliveries as Delivery[]
 }
 
-/** Waits until every delivery of the endpoint is in `state` and there are `count` of them. */
+/** The deliveries of the endpoint once `ready` holds for them (fails after `ms`, showing the last ones read). */
 export async function deliveriesWhen(
   app: FastifyInstance,
   endpointId: string,
   ready: (deliveries: Delivery[]) => boolean,
   ms = 20_000
 ): Promise<Delivery[]> {
-  const until = Date.now() + ms
-  for (;;) {
-    const deliveries = await deliveriesOf(app, endpointId)
-    if (ready(deliveries)) return deliveries
-    if (Date.now() > until) throw new Error(`deliveries not ready in ${ms} ms: ${JSON.stringify(deliveries)}`)
-    await new Promise((resolve) => setTimeout(resolve, 50))
-  }
+  let deliveries: Delivery[] = []
+  return waitFor(
+    `the deliveries of endpoint ${endpointId} are ready`,
+    async () => {
+      deliveries = await deliveriesOf(app, endpointId)
+      return ready(deliveries) && deliveries
+    },
+    { timeoutMs: ms, seen: () => JSON.stringify(deliveries) }
+  )
 }
 
 /** The outbox as stored: every webhook_events row, oldest first. */
