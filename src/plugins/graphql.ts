@@ -14,10 +14,7 @@ import { answeredWith } from '../logging.js'
 import { openSpan, type OpenSpan } from '../tracing.js'
 import type { AuditRequest, AuditTarget, RecordChange } from '../modules/audit/service.js'
 import { tokenFromHeader, type Principal } from '../modules/auth/service.js'
-import { createImportJobsReader } from '../modules/import-jobs/service.js'
-import { createOperatorRepository } from '../modules/operator/repository.js'
-import { createOperatorService, type UpdateSupplierInput } from '../modules/operator/service.js'
-import { createReconciliationService } from '../modules/reconciliation/service.js'
+import type { UpdateSupplierInput } from '../modules/operator/service.js'
 import type { WebhookCaller } from '../modules/webhooks/service.js'
 import { bodyError, sendError, toAppError } from './errors.js'
 import { refuseMethod } from './methods.js'
@@ -155,12 +152,8 @@ const JSONScalar = new GraphQLScalarType({
 /** `POST /graphql` (mercurius): obtainToken and the operator surface. */
 export default fp(
   async function graphqlPlugin(app: FastifyInstance) {
-    // The dashboard's progress, failures, timeline and totals may lag by a moment: on the read replica when there is one.
-    const operator = createOperatorService(
-      createOperatorRepository(app.db),
-      app.auth,
-      app.reads.repository((db) => createOperatorRepository(db, app.db))
-    )
+    // Built in the composition root (src/plugins/services.ts), which says which reads may lag.
+    const { operator, importJobsReader: jobs, dashboardReconciliation: reconciliation } = app.services
 
     async function principal(ctx: MercuriusContext): Promise<Principal> {
       const token = tokenFromHeader(ctx.reply.request.headers.authorization)
@@ -264,13 +257,11 @@ export default fp(
       id: `${input.importSupplierCode}/${input.externalAccountNumber}`
     })
 
-    const jobs = createImportJobsReader(app.db)
     const jobNotFound = (id: string) => fieldError(CODE.not_found, { detail: `Import job ${id} does not exist.` })
 
     const { failures } = app
     const codes = errorCodeList()
     const supplierIdOf = async (code: string, owner: string | undefined) => (await operator.supplier(code, owner)).id
-    const reconciliation = createReconciliationService(app.db, app.reads)
 
     const resolvers: IResolvers = {
       JSON: JSONScalar,
@@ -736,7 +727,8 @@ export default fp(
       'errors',
       'failures',
       'retention',
-      'webhooks'
+      'webhooks',
+      'services'
     ]
   }
 )
