@@ -7,7 +7,7 @@ import { CODE } from '../../schemas/error-codes.js'
 import { AppError, fieldError, unexpected, unsupportedMediaType } from '../errors.js'
 import { answeredWith } from '../logging.js'
 import { openSpan, type OpenSpan } from '../tracing.js'
-import { auditResolvers, createAudited } from '../modules/audit/graphql.js'
+import { auditResolvers, createAudited, keyExchangeAudit } from '../modules/audit/graphql.js'
 import { authResolvers } from '../modules/auth/graphql.js'
 import { createGuard, type GraphqlResolvers } from '../modules/auth/guard.js'
 import { tokenFromHeader } from '../modules/auth/service.js'
@@ -124,7 +124,7 @@ export default fp(
 
     // Each module's fields beside its module; the services are the composition root's (src/plugins/services.ts).
     const resolvers = composeResolvers([
-      authResolvers({ auth: app.auth, audit: app.audit }),
+      authResolvers({ auth: app.auth, auditOf: keyExchangeAudit(app.audit) }),
       operatorResolvers({
         guard,
         audited,

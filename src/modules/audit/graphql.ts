@@ -4,7 +4,7 @@ import { CODE } from '../../../schemas/error-codes.js'
 import { isWellFormedJson } from '../../../schemas/text.js'
 import { AppError, fieldError } from '../../errors.js'
 import { guarded, invalid, type GraphqlResolvers, type Guard, type Who } from '../auth/guard.js'
-import type { Principal } from '../auth/service.js'
+import type { KeyExchangeAudit, Principal } from '../auth/service.js'
 import type { AuditLog, AuditRequest, AuditTarget, RecordChange } from './service.js'
 
 /** An audit bound, an ISO 8601 date-time with an offset or Z. */
@@ -59,6 +59,23 @@ export function createAudited(guard: Guard, audit: AuditLog) {
 }
 
 export type Audited = ReturnType<typeof createAudited>
+
+/** The audit of obtainToken's API-key exchange, for a request (the auth module's resolver takes it). */
+export function keyExchangeAudit(audit: AuditLog) {
+  return (ctx: MercuriusContext): KeyExchangeAudit & { committed(): void } => ({
+    succeeded: (tx, who) =>
+      audit.recorder(auditRequest(ctx, who), 'obtainToken')(
+        tx,
+        who.kind === 'organisation' ? { type: 'api_key', id: who.apiKeyId } : null
+      ),
+    revoked: (id) =>
+      audit.refused(auditRequest(ctx, undefined), 'obtainToken', CODE.authentication_failed, {
+        type: 'api_key',
+        id
+      }),
+    committed: () => audit.committed('obtainToken')
+  })
+}
 
 /** `auditEvents`: an organisation reads what concerns it, the operator everything. */
 export function auditResolvers(deps: { guard: Guard; audit: AuditLog }): GraphqlResolvers {

@@ -1,13 +1,13 @@
 import type { MercuriusContext } from 'mercurius'
-import { CODE } from '../../../schemas/error-codes.js'
-import { auditRequest } from '../audit/graphql.js'
-import type { AuditLog } from '../audit/service.js'
 import { guarded, invalid, type GraphqlResolvers } from './guard.js'
-import type { AuthService } from './service.js'
+import type { AuthService, KeyExchangeAudit } from './service.js'
 
-/** `obtainToken`: a token pair for an API key (audited) or a refresh token; no token needed. */
-export function authResolvers(deps: { auth: AuthService; audit: AuditLog }): GraphqlResolvers {
-  const { auth, audit } = deps
+/** The audit of a request's API-key exchange: its record and refusal, and the count once it is committed. */
+export type KeyExchangeAuditOf = (ctx: MercuriusContext) => KeyExchangeAudit & { committed(): void }
+
+/** `obtainToken`: a token pair for an API key (audited, by `auditOf`) or a refresh token; no token needed. */
+export function authResolvers(deps: { auth: AuthService; auditOf: KeyExchangeAuditOf }): GraphqlResolvers {
+  const { auth, auditOf } = deps
   return {
     Mutation: {
       obtainToken: (
@@ -21,19 +21,9 @@ export function authResolvers(deps: { auth: AuthService; audit: AuditLog }): Gra
           if (hasKey === hasRefresh) throw invalid('Give exactly one of APIKey and refreshToken.')
           if (!hasKey) return auth.tokenFromRefreshToken(input.refreshToken!)
           // Exchanging an API key is audited (a revoked key's refusal too); a renewal is not.
-          const pair = await auth.tokenFromApiKey(input.APIKey!, {
-            succeeded: (tx, who) =>
-              audit.recorder(auditRequest(ctx, who), 'obtainToken')(
-                tx,
-                who.kind === 'organisation' ? { type: 'api_key', id: who.apiKeyId } : null
-              ),
-            revoked: (id) =>
-              audit.refused(auditRequest(ctx, undefined), 'obtainToken', CODE.authentication_failed, {
-                type: 'api_key',
-                id
-              })
-          })
-          audit.committed('obtainToken')
+          const audit = auditOf(ctx)
+          const pair = await auth.tokenFromApiKey(input.APIKey!, audit)
+          audit.committed()
           return pair
         })
     }
