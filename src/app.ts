@@ -26,7 +26,9 @@ import openapiPlugin from './plugins/openapi.js'
 import queriesPlugin from './plugins/queries.js'
 import rateLimitsPlugin from './plugins/rate-limits.js'
 import auditPlugin from './plugins/audit.js'
+import importJobsWorkerPlugin from './plugins/import-jobs-worker.js'
 import retentionPlugin from './plugins/retention.js'
+import servicesPlugin from './plugins/services.js'
 import turnsPlugin from './plugins/turns.js'
 import tracingPlugin from './plugins/tracing.js'
 import { serializerCompiler, validatorCompiler } from './validation.js'
@@ -156,8 +158,14 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     await app.register(authPlugin, { config, announce: options.announce ?? ((m) => process.stdout.write(m + '\n')) })
     await app.register(turnsPlugin, { config })
     await app.register(metricsPlugin, { config })
+    // The composition root: every service of the routes and of GraphQL, built once. The post-import
+    // sections (one endpoint each) and batches are built from the one list of sections.
+    const sections = await loadSections(app.db, config)
+    await app.register(servicesPlugin, { config, sections })
     await app.register(graphqlPlugin)
     await app.register(emailsPlugin, { config })
+    // After the other workers: it starts after them and stops after them, as it did from its routes.
+    await app.register(importJobsWorkerPlugin)
     await app.register(healthRoutes)
     // The web dashboard: a page on the GraphQL API above (before answerOtherMethods, like every route).
     await app.register(dashboardPlugin)
@@ -172,11 +180,9 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
         await scope.register(failuresRoutes)
         await scope.register(errorCodesRoutes)
         await scope.register(reconciliationRoutes)
-        // The post-import sections (one endpoint each) and batches, built from the one list of sections.
-        const sections = await loadSections(scope.db, config)
         await scope.register(sectionRoutes, { sections })
         await scope.register(batchesRoutes, { sections })
-        await scope.register(importJobsRoutes, { config, sections })
+        await scope.register(importJobsRoutes, { config })
       },
       { prefix: '/v1/data-import' }
     )

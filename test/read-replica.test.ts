@@ -80,6 +80,14 @@ if (missing !== undefined) {
           s: 'ACME_ENERGY'
         })) as { migrationProgress: { staged: number; failing: number } }
       ).migrationProgress
+    const dashboardPending = async () =>
+      (
+        (await asOperator(app, 'query($s: String!) { reconciliation(importSupplierCode: $s) { accountsPending } }', {
+          s: 'ACME_ENERGY'
+        })) as { reconciliation: { accountsPending: number } }
+      ).reconciliation.accountsPending
+    const restPending = async () =>
+      ((await get('reconciliation/ACME_ENERGY/')) as { accounts_pending: number }).accounts_pending
 
     t.equal((await client.stage(exampleAccount({ external_account_number: 'EXT-1' }))).statusCode, 201)
     t.equal((await client.stage(bad('EXT-F1'))).statusCode, 400)
@@ -108,6 +116,9 @@ if (missing !== undefined) {
       t.same(await failedList('?limit=10'), ['EXT-F1'], 'a page of failures lacks it')
       t.equal(await failing(), 1, 'the failure summary lacks it')
       t.same(await progress(), { staged: 1, failing: 1 }, "the dashboard's progress lacks both")
+      // The REST reconciliation is the migration client's check of what it wrote: on the primary.
+      t.equal(await restPending(), 2, "the REST reconciliation's totals have it (the primary's)")
+      t.equal(await dashboardPending(), 1, "the dashboard's reconciliation totals lack it")
 
       await replica.sql('select pg_wal_replay_resume()')
       await waitFor('the replica replays the new rows', async () => (await listed()).includes('EXT-2'), {
@@ -121,6 +132,7 @@ if (missing !== undefined) {
       })
       t.same(await failedList(), ['EXT-F1', 'EXT-F2'])
       t.same(await progress(), { staged: 2, failing: 2 })
+      t.equal(await dashboardPending(), 2, "the dashboard's reconciliation totals have it")
     })
 
     await t.test('replica stopped: the same reads answer 200 from the primary, quickly', async (t) => {

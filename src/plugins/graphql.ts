@@ -1,27 +1,24 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import { GraphQLError, GraphQLScalarType, Kind, parse, type DocumentNode, type SelectionSetNode } from 'graphql'
-import mercurius, { type IResolvers, type MercuriusContext } from 'mercurius'
-import type { AuditAction } from '../../schemas/audit.js'
+import mercurius, { type IResolverObject, type IResolvers, type MercuriusContext } from 'mercurius'
 import { graphqlSchema } from '../../schemas/graphql.js'
-import { isWellFormedJson } from '../../schemas/text.js'
-import { CODE, formatDetail } from '../../schemas/error-codes.js'
-import { JOB_STATES, type ImportJob, type JobState } from '../../schemas/import-jobs.js'
-import { errorCodeList } from '../../schemas/error-code-list.js'
+import { CODE } from '../../schemas/error-codes.js'
 import { AppError, fieldError, unexpected, unsupportedMediaType } from '../errors.js'
-import { formatDateTime, formatNullableDateTime } from '../format.js'
 import { answeredWith } from '../logging.js'
 import { openSpan, type OpenSpan } from '../tracing.js'
-import type { AuditRequest, AuditTarget, RecordChange } from '../modules/audit/service.js'
-import { tokenFromHeader, type Principal } from '../modules/auth/service.js'
-import { createImportJobsReader } from '../modules/import-jobs/service.js'
-import { createOperatorRepository } from '../modules/operator/repository.js'
-import { createOperatorService, type UpdateSupplierInput } from '../modules/operator/service.js'
-import { createReconciliationService } from '../modules/reconciliation/service.js'
-import type { WebhookCaller } from '../modules/webhooks/service.js'
+import { auditResolvers, createAudited, keyExchangeAudit } from '../modules/audit/graphql.js'
+import { authResolvers } from '../modules/auth/graphql.js'
+import { createGuard, type GraphqlResolvers } from '../modules/auth/guard.js'
+import { tokenFromHeader } from '../modules/auth/service.js'
+import { errorCodesResolvers } from '../modules/error-codes/graphql.js'
+import { failuresResolvers } from '../modules/failures/graphql.js'
+import { importJobsResolvers } from '../modules/import-jobs/graphql.js'
+import { operatorResolvers } from '../modules/operator/graphql.js'
+import { reconciliationResolvers } from '../modules/reconciliation/graphql.js'
+import { webhooksResolvers } from '../modules/webhooks/graphql.js'
 import { bodyError, sendError, toAppError } from './errors.js'
 import { refuseMethod } from './methods.js'
-import { parseAfter, STEPS, type Step } from '../modules/failures/service.js'
 
 /** The operation a single request's body names (`operationName`); undefined for a batch or none. */
 function operationNameOf(body: unknown): string | undefined {
@@ -31,60 +28,6 @@ function operationNameOf(body: unknown): string | undefined {
 
 /** What mercurius' error formatter is given as its context: only a logger, which drops its line per error. */
 const QUIET_FORMATTING = { reply: { log: { info: () => {} } } } as unknown as MercuriusContext
-
-/** `historical_agreements` → `historicalAgreements`: GraphQL names of the REST keys. */
-const camelCase = (name: string) => name.replace(/_([a-z])/g, (_m, c: string) => c.toUpperCase())
-
-function graphqlError(code: string, message: string): mercurius.ErrorWithProps {
-  return new mercurius.ErrorWithProps(message, { code })
-}
-
-/** An audit bound, an ISO 8601 date-time with an offset or Z. */
-const INSTANT = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/i
-
-function instant(value: string, name: string): Date {
-  const at = new Date(value)
-  if (!INSTANT.test(value) || Number.isNaN(at.getTime()) || value.startsWith('0000')) {
-    throw invalid(`${name} must be a date-time with an offset or Z, e.g. 2026-11-28T09:00:00Z.`)
-  }
-  return at
-}
-
-/** A job id as the service makes them (a UUID). */
-const JOB_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
-
-/** The REST job object with its keys in camelCase (its lines' too). */
-function jobFields(job: ImportJob) {
-  return {
-    id: job.id,
-    importSupplier: job.import_supplier,
-    state: job.state,
-    dryRun: job.dry_run,
-    createdAt: job.created_at,
-    startedAt: job.started_at,
-    finishedAt: job.finished_at,
-    notBefore: job.not_before,
-    notAfter: job.not_after,
-    cancelledReason: job.cancelled_reason,
-    failureCodes: job.failure_codes,
-    lines: Object.fromEntries(Object.entries(job.lines).map(([outcome, n]) => [camelCase(outcome), n])),
-    ratePerSecond: job.rate_per_second,
-    etaSeconds: job.eta_seconds
-  }
-}
-
-/** A field's `invalid` error: `detail` says what is wrong with its arguments. */
-const invalid = (detail: string): AppError => fieldError(CODE.invalid, { detail })
-
-/** Runs a resolver body and turns our `AppError`s into GraphQL errors with `extensions.code`. */
-async function guarded<T>(run: () => Promise<T>): Promise<T> {
-  try {
-    return await run()
-  } catch (err) {
-    if (err instanceof AppError) throw graphqlError(err.code, err.message)
-    throw err
-  }
-}
 
 /** Counts `obtainToken` fields of every mutation in the document, aliased ones included. */
 export function countTokenFields(document: DocumentNode): number {
@@ -152,439 +95,51 @@ const JSONScalar = new GraphQLScalarType({
   }
 })
 
+/**
+ * The resolvers of every module, by type, with the JSON scalar: a field that two modules both
+ * resolve is a mistake, refused when the app is built.
+ */
+function composeResolvers(parts: GraphqlResolvers[]): IResolvers {
+  const byType: Record<string, IResolverObject> = {}
+  for (const part of parts) {
+    for (const [type, fields] of Object.entries(part)) {
+      const known = (byType[type] ??= {})
+      for (const [field, resolve] of Object.entries(fields ?? {})) {
+        if (field in known) throw new Error(`GraphQL field ${type}.${field} is resolved twice`)
+        known[field] = resolve
+      }
+    }
+  }
+  return { JSON: JSONScalar, ...byType }
+}
+
 /** `POST /graphql` (mercurius): obtainToken and the operator surface. */
 export default fp(
   async function graphqlPlugin(app: FastifyInstance) {
-    // The dashboard's progress, failures, timeline and totals may lag by a moment: on the read replica when there is one.
-    const operator = createOperatorService(
-      createOperatorRepository(app.db),
-      app.auth,
-      app.reads.repository((db) => createOperatorRepository(db, app.db))
-    )
-
-    async function principal(ctx: MercuriusContext): Promise<Principal> {
-      const token = tokenFromHeader(ctx.reply.request.headers.authorization)
-      if (token === undefined) throw fieldError(CODE.not_authenticated)
-      return app.auth.authenticate(token)
-    }
-
-    /** Resolver for operator-only fields. */
-    function forOperator<A, T>(run: (args: A) => Promise<T>) {
-      return (_root: unknown, args: A, ctx: MercuriusContext) =>
-        guarded(async () => {
-          if ((await principal(ctx)).kind !== 'operator') {
-            throw fieldError(CODE.permission_denied, { detail: 'Only the service operator may use this field.' })
-          }
-          if (!isWellFormedJson(args)) throw invalid('Strings must be well-formed Unicode without U+0000.')
-          return run(args)
-        })
-    }
-
-    /**
-     * Resolver for the fields organisations may read for their own suppliers: `owner` is the
-     * organisation's name, undefined for the operator (every supplier).
-     */
-    function forOwnerOrOperator<A, T>(run: (args: A, owner: string | undefined) => Promise<T>) {
-      return (_root: unknown, args: A, ctx: MercuriusContext) =>
-        guarded(async () => {
-          const caller = await principal(ctx)
-          if (!isWellFormedJson(args)) throw invalid('Strings must be well-formed Unicode without U+0000.')
-          return run(args, caller.kind === 'organisation' ? caller.organisationName : undefined)
-        })
-    }
-
-    /** Resolver for the import job fields: an organisation's own jobs (its id), every job for the operator (null). */
-    function forJobs<A, T>(run: (args: A, organisationId: string | null) => Promise<T>) {
-      return (_root: unknown, args: A, ctx: MercuriusContext) =>
-        guarded(async () => {
-          const caller = await principal(ctx)
-          if (!isWellFormedJson(args)) throw invalid('Strings must be well-formed Unicode without U+0000.')
-          return run(args, caller.kind === 'organisation' ? caller.organisationId : null)
-        })
-    }
-    /** Resolver for the webhook fields: an organisation's own endpoints, every one for the operator. */
-    function forWebhooks<A, T>(run: (args: A, caller: WebhookCaller) => Promise<T>) {
-      return (_root: unknown, args: A, ctx: MercuriusContext) =>
-        guarded(async () => {
-          const who = await principal(ctx)
-          if (!isWellFormedJson(args)) throw invalid('Strings must be well-formed Unicode without U+0000.')
-          return run(args, webhookCaller(who))
-        })
-    }
-    const { webhooks, audit } = app
-
-    /** Who asks, from where, in which request: what every audit record of this request says. */
-    const auditRequest = (ctx: MercuriusContext, caller: Principal | undefined): AuditRequest => ({
-      principal: caller,
-      ip: ctx.reply.request.ip,
-      requestId: String(ctx.reply.request.id)
-    })
-
-    /**
-     * Resolver for an audited mutation: `run` gets the writer of the action's record, to call in
-     * the transaction of its change, and the caller; a refusal is recorded on its own with its
-     * code and the target `targetOf` names (kept only when it exists and is the caller's to see).
-     * `who`: the operator only (the default), or anyone with a valid token.
-     */
-    function audited<A, T>(
-      action: AuditAction,
-      targetOf: (args: A) => AuditTarget | null,
-      run: (args: A, record: RecordChange, caller: Principal) => Promise<T>,
-      who: 'operator' | 'anyone' = 'operator'
-    ) {
-      return (_root: unknown, args: A, ctx: MercuriusContext) =>
-        guarded(async () => {
-          let caller: Principal | undefined
-          try {
-            caller = await principal(ctx)
-            if (who === 'operator' && caller.kind !== 'operator') {
-              throw fieldError(CODE.permission_denied, { detail: 'Only the service operator may use this field.' })
-            }
-            if (!isWellFormedJson(args)) throw invalid('Strings must be well-formed Unicode without U+0000.')
-            const result = await run(args, audit.recorder(auditRequest(ctx, caller), action), caller)
-            audit.committed(action)
-            return result
-          } catch (err) {
-            if (err instanceof AppError) {
-              const target = isWellFormedJson(args) ? targetOf(args) : null
-              await audit.refused(auditRequest(ctx, caller), action, err.code, target)
-            }
-            throw err
-          }
-        })
-    }
-    /** The webhook service's view of a caller: an organisation's own endpoints, every one for the operator. */
-    const webhookCaller = (who: Principal): WebhookCaller =>
-      who.kind === 'organisation'
-        ? { organisationId: who.organisationId, organisationName: who.organisationName }
-        : { organisationId: undefined, organisationName: undefined }
-    type Input<T> = { input: T }
-    const processTarget = ({ input }: Input<{ importSupplierCode: string; externalAccountNumber: string }>) => ({
-      type: 'import_process' as const,
-      id: `${input.importSupplierCode}/${input.externalAccountNumber}`
-    })
-
-    const jobs = createImportJobsReader(app.db)
-    const jobNotFound = (id: string) => fieldError(CODE.not_found, { detail: `Import job ${id} does not exist.` })
-
-    const { failures } = app
-    const codes = errorCodeList()
+    const guard = createGuard(app.auth)
+    const audited = createAudited(guard, app.audit)
+    const { operator, importJobsReader, dashboardReconciliation } = app.services
+    /** The id of the supplier with this code, the caller's (`owner`) or any for the operator; `not_found` otherwise. */
     const supplierIdOf = async (code: string, owner: string | undefined) => (await operator.supplier(code, owner)).id
-    const reconciliation = createReconciliationService(app.db, app.reads)
 
-    const resolvers: IResolvers = {
-      JSON: JSONScalar,
-      Mutation: {
-        obtainToken: (
-          _root: unknown,
-          { input }: { input: { APIKey?: string | null; refreshToken?: string | null } },
-          ctx: MercuriusContext
-        ) =>
-          guarded(async () => {
-            const hasKey = input.APIKey !== undefined && input.APIKey !== null
-            const hasRefresh = input.refreshToken !== undefined && input.refreshToken !== null
-            if (hasKey === hasRefresh) throw invalid('Give exactly one of APIKey and refreshToken.')
-            if (!hasKey) return app.auth.tokenFromRefreshToken(input.refreshToken!)
-            // Exchanging an API key is audited (a revoked key's refusal too); a renewal is not.
-            const pair = await app.auth.tokenFromApiKey(input.APIKey!, {
-              succeeded: (tx, who) =>
-                audit.recorder(auditRequest(ctx, who), 'obtainToken')(
-                  tx,
-                  who.kind === 'organisation' ? { type: 'api_key', id: who.apiKeyId } : null
-                ),
-              revoked: (id) =>
-                audit.refused(auditRequest(ctx, undefined), 'obtainToken', CODE.authentication_failed, {
-                  type: 'api_key',
-                  id
-                })
-            })
-            audit.committed('obtainToken')
-            return pair
-          }),
-        createOrganisation: audited(
-          'createOrganisation',
-          ({ input }: Input<{ name: string }>) => ({ type: 'organisation', id: input.name.trim() }),
-          ({ input }, record) => operator.createOrganisation(input.name, record)
-        ),
-        createApiKey: audited(
-          'createApiKey',
-          () => null,
-          ({ input }: Input<{ organisation: string }>, record) => operator.createApiKey(input.organisation, record)
-        ),
-        revokeApiKey: audited(
-          'revokeApiKey',
-          ({ input }: Input<{ id: string }>) => ({ type: 'api_key', id: input.id }),
-          async ({ input }, record) => {
-            const key = await operator.revokeApiKey(input.id, record)
-            return { ...key, revokedAt: formatNullableDateTime(key.revokedAt) }
-          }
-        ),
-        createImportSupplier: audited(
-          'createImportSupplier',
-          ({ input }: Input<Parameters<typeof operator.createImportSupplier>[0]>) => ({
-            type: 'import_supplier',
-            id: input.code
-          }),
-          ({ input }, record) => operator.createImportSupplier(input, record)
-        ),
-        updateImportSupplier: audited(
-          'updateImportSupplier',
-          ({ input }: Input<UpdateSupplierInput>) => ({ type: 'import_supplier', id: input.code }),
-          ({ input }, record) => operator.updateImportSupplier(input, record)
-        ),
-        createOperationsTeam: audited(
-          'createOperationsTeam',
-          ({ input }: Input<{ name: string }>) => ({ type: 'operations_team', id: input.name.trim() }),
-          ({ input }, record) => operator.createOperationsTeam(input.name, record)
-        ),
-        skipImportProcess: audited('skipImportProcess', processTarget, ({ input }, record) =>
-          operator.skipImportProcess(input.importSupplierCode, input.externalAccountNumber, record)
-        ),
-        eraseStagedData: audited('eraseStagedData', processTarget, async ({ input }, record) =>
-          app.retention.eraseStagedData(
-            await operator.supplier(input.importSupplierCode),
-            input.externalAccountNumber,
-            record
-          )
-        ),
-        cancelImportJob: audited(
-          'cancelImportJob',
-          ({ input }: Input<{ id: string }>) => ({ type: 'import_job', id: input.id }),
-          async ({ input }, record, caller) => {
-            const done = await jobs.cancel(
-              caller.kind === 'organisation' ? caller.organisationId : null,
-              input.id,
-              record
-            )
-            if ('job' in done) return jobFields(done.job)
-            if (done.refused === 'missing') throw jobNotFound(input.id)
-            throw invalid(formatDetail(CODE.import_job_not_cancellable, { state: done.state }))
-          },
-          'anyone'
-        ),
-        createWebhookEndpoint: audited(
-          'createWebhookEndpoint',
-          () => null,
-          ({ input }: Input<{ organisation: string; url: string; events: string[] }>, record, caller) =>
-            webhooks.create(webhookCaller(caller), input, record),
-          'anyone'
-        ),
-        deleteWebhookEndpoint: audited(
-          'deleteWebhookEndpoint',
-          ({ input }: Input<{ id: string }>) => ({ type: 'webhook_endpoint', id: input.id }),
-          ({ input }, record, caller) => webhooks.remove(webhookCaller(caller), input.id, record),
-          'anyone'
-        ),
-        redeliverWebhook: audited(
-          'redeliverWebhook',
-          ({ input }: Input<{ deliveryId: string }>) => ({ type: 'webhook_delivery', id: input.deliveryId }),
-          ({ input }, record, caller) => webhooks.redeliver(webhookCaller(caller), input.deliveryId, record),
-          'anyone'
-        )
-      },
-      WebhookDelivery: {
-        attemptLog: (delivery: { id: string }) => webhooks.attempts(delivery.id)
-      },
-      // The job was the caller's to read: its lines are too.
-      ImportJob: {
-        notJsonLines: (job: ReturnType<typeof jobFields>, args: { first?: number | null }) =>
-          guarded(async () => {
-            const first = args.first ?? 20
-            if (!Number.isInteger(first) || first < 1 || first > 100) throw invalid('first must be 1–100.')
-            return jobs.notJsonLines({ id: job.id, failure_codes: job.failureCodes }, first)
-          })
-      },
-      Query: {
-        importSuppliers: forOwnerOrOperator((_args: unknown, owner) => operator.listImportSuppliers(owner)),
-        organisations: forOperator(() => operator.listOrganisations()),
-        apiKeys: forOperator(async (args: { organisation?: string | null }) => {
-          const keys = await operator.listApiKeys(args.organisation ?? undefined)
-          return keys.map((k) => ({
-            ...k,
-            createdAt: formatDateTime(k.createdAt),
-            revokedAt: formatNullableDateTime(k.revokedAt)
-          }))
-        }),
-        operationsTeams: forOperator(() => operator.listOperationsTeams()),
-        operationsTeamExists: forOwnerOrOperator((args: { name: string }) => operator.operationsTeamExists(args.name)),
-        importProcessEvents: forOwnerOrOperator(
-          async (args: { importSupplierCode: string; externalAccountNumber: string }, owner) => {
-            const events = await operator.importProcessEvents(
-              args.importSupplierCode,
-              args.externalAccountNumber,
-              owner
-            )
-            return events.map((e) => ({ ...e, at: formatDateTime(e.at) }))
-          }
-        ),
-        migrationProgress: forOwnerOrOperator(async (args: { importSupplierCode: string }, owner) => {
-          const supplierId = await supplierIdOf(args.importSupplierCode, owner)
-          const [progress, failing] = await Promise.all([
-            operator.migrationProgress(args.importSupplierCode, owner),
-            failures.failingAccounts(supplierId)
-          ])
-          return { ...progress, failing }
-        }),
-        migrationFailureSummary: forOwnerOrOperator(async (args: { importSupplierCode: string }, owner) => {
-          const summary = await failures.summary(await supplierIdOf(args.importSupplierCode, owner))
-          return {
-            failingAccounts: summary.failing_accounts,
-            byStep: Object.fromEntries(Object.entries(summary.by_step).map(([step, n]) => [camelCase(step), n])),
-            byCode: summary.by_code
-          }
-        }),
-        reconciliation: forOwnerOrOperator(async (args: { importSupplierCode: string }, owner) => {
-          const totals = await reconciliation.totalsOf(await supplierIdOf(args.importSupplierCode, owner))
-          return {
-            accountsCreated: totals.accounts_created,
-            accountsSkipped: totals.accounts_skipped,
-            accountsPending: totals.accounts_pending,
-            ledgers: totals.ledgers.map((l) => ({
-              ledgerCode: l.ledger_code,
-              accounts: l.accounts,
-              balanceSum: l.balance_sum
-            })),
-            transactions: { count: totals.transactions.count, amountSum: totals.transactions.amount_sum },
-            notes: totals.notes,
-            historicalAgreements: totals.historical_agreements,
-            historicalStatements: totals.historical_statements,
-            billingDocuments: totals.billing_documents,
-            paymentInstructions: totals.payment_instructions
-          }
-        }),
-        migrationFailures: forOwnerOrOperator(
-          async (
-            args: {
-              importSupplierCode: string
-              step?: string | null
-              code?: string | null
-              first?: number | null
-              after?: string | null
-              externalAccountNumber?: string | null
-            },
-            owner
-          ) => {
-            const first = args.first ?? 100
-            if (!Number.isInteger(first) || first < 1 || first > 10_000) throw invalid('first must be 1–10000.')
-            if (args.step != null && !STEPS.includes(args.step as Step)) {
-              throw invalid(`step must be one of ${STEPS.join(', ')}.`)
-            }
-            const items = await failures.list(await supplierIdOf(args.importSupplierCode, owner), {
-              ...(args.step != null ? { step: args.step as Step } : {}),
-              ...(args.code != null ? { code: args.code } : {}),
-              ...(args.after != null ? { after: parseAfter(args.after) } : {}),
-              ...(args.externalAccountNumber != null ? { external: args.externalAccountNumber } : {}),
-              limit: first
-            })
-            return items.map((f) => ({
-              externalAccountNumber: f.external_account_number,
-              step: f.step,
-              failedAt: f.failed_at,
-              attempts: f.attempts,
-              httpStatus: f.http_status,
-              code: f.code,
-              errors: f.errors
-            }))
-          }
-        ),
-        migrationTimeline: forOwnerOrOperator(
-          async (args: { importSupplierCode: string; minutes?: number | null }, owner) => {
-            const minutes = args.minutes ?? 60
-            if (!Number.isInteger(minutes) || minutes < 1 || minutes > 10_080) throw invalid('minutes must be 1–10080.')
-            return failures.readTimeline(await supplierIdOf(args.importSupplierCode, owner), minutes)
-          }
-        ),
-        // Fixed texts, the same for every caller: the operator's dashboard shows the meanings too.
-        errorCodes: forOwnerOrOperator(async () => codes),
-        importJobs: forJobs(
-          async (
-            args: {
-              importSupplierCode?: string | null
-              state?: string | null
-              first?: number | null
-              after?: string | null
-            },
-            organisationId
-          ) => {
-            const first = args.first ?? 100
-            if (!Number.isInteger(first) || first < 1 || first > 10_000) throw invalid('first must be 1–10000.')
-            if (args.state != null && !JOB_STATES.includes(args.state as JobState)) {
-              throw invalid(`state must be one of ${JOB_STATES.join(', ')}.`)
-            }
-            if (args.after != null && !JOB_ID.test(args.after)) throw invalid('after must be the id of a job.')
-            const list = await jobs.list(organisationId, {
-              ...(args.importSupplierCode != null ? { supplierCode: args.importSupplierCode } : {}),
-              ...(args.state != null ? { state: args.state as JobState } : {}),
-              ...(args.after != null ? { after: args.after } : {}),
-              limit: first
-            })
-            if (list === undefined) {
-              throw fieldError(CODE.not_found, { detail: `Import supplier ${args.importSupplierCode} does not exist.` })
-            }
-            return list.map(jobFields)
-          }
-        ),
-        importJob: forJobs(async (args: { id: string }, organisationId) => {
-          const job = await jobs.get(organisationId, args.id)
-          return job === undefined ? null : jobFields(job)
-        }),
-        webhookEndpoints: forWebhooks((args: { organisation?: string | null }, caller) =>
-          webhooks.list(caller, args.organisation ?? undefined)
-        ),
-        auditEvents: (
-          _root: unknown,
-          args: {
-            organisation?: string | null
-            action?: string | null
-            since?: string | null
-            until?: string | null
-            first?: number | null
-            after?: string | null
-          },
-          ctx: MercuriusContext
-        ) =>
-          guarded(async () => {
-            const caller = await principal(ctx)
-            if (!isWellFormedJson(args)) throw invalid('Strings must be well-formed Unicode without U+0000.')
-            const first = args.first ?? 100
-            if (!Number.isInteger(first) || first < 1 || first > 1000) throw invalid('first must be 1–1000.')
-            if (args.after != null && !/^[1-9][0-9]{0,14}$/.test(args.after)) {
-              throw invalid('after must be the id of an audit event.')
-            }
-            const unknown = () =>
-              fieldError(CODE.not_found, { detail: `Organisation ${args.organisation} does not exist.` })
-            let organisationId: string | undefined
-            if (caller.kind === 'organisation') {
-              // An organisation reads what concerns it; another's name is as if it did not exist.
-              if (args.organisation != null && args.organisation !== caller.organisationName) throw unknown()
-              organisationId = caller.organisationId
-            } else if (args.organisation != null) {
-              organisationId = await audit.organisationIdByName(args.organisation)
-              if (organisationId === undefined) throw unknown()
-            }
-            return audit.list(
-              {
-                ...(organisationId !== undefined ? { organisationId } : {}),
-                ...(args.action != null ? { action: args.action } : {}),
-                ...(args.since != null ? { since: instant(args.since, 'since') } : {}),
-                ...(args.until != null ? { until: instant(args.until, 'until') } : {}),
-                ...(args.after != null ? { before: Number(args.after) } : {}),
-                limit: first
-              },
-              caller.kind === 'operator'
-            )
-          }),
-        webhookDeliveries: forWebhooks(
-          (args: { endpointId: string; state?: string | null; first?: number | null; after?: string | null }, caller) =>
-            webhooks.deliveries(caller, {
-              endpointId: args.endpointId,
-              ...(args.state != null ? { state: args.state } : {}),
-              ...(args.first != null ? { first: args.first } : {}),
-              ...(args.after != null ? { after: args.after } : {})
-            })
-        )
-      }
-    }
+    // Each module's fields beside its module; the services are the composition root's (src/plugins/services.ts).
+    const resolvers = composeResolvers([
+      authResolvers({ auth: app.auth, auditOf: keyExchangeAudit(app.audit) }),
+      operatorResolvers({
+        guard,
+        audited,
+        operator,
+        retention: app.retention,
+        failures: app.failures,
+        supplierIdOf
+      }),
+      failuresResolvers({ guard, failures: app.failures, supplierIdOf }),
+      reconciliationResolvers({ guard, reconciliation: dashboardReconciliation, supplierIdOf }),
+      errorCodesResolvers({ guard }),
+      importJobsResolvers({ guard, audited, jobs: importJobsReader }),
+      webhooksResolvers({ guard, audited, webhooks: app.webhooks }),
+      auditResolvers({ guard, audit: app.audit })
+    ])
 
     async function hasValidToken(request: FastifyRequest): Promise<boolean> {
       try {
@@ -736,7 +291,8 @@ export default fp(
       'errors',
       'failures',
       'retention',
-      'webhooks'
+      'webhooks',
+      'services'
     ]
   }
 )

@@ -1,9 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { BatchRequest, BatchResponses } from '../../../schemas/batches.js'
 import { organisationOf } from '../auth/service.js'
-import { createImportsService } from '../imports/service.js'
 import type { Section } from '../post-import/section.js'
-import { createBatchesService } from './service.js'
 
 /** `POST batches/`: many accounts per request, each staged, created and given its history. */
 const batchesRoutes: FastifyPluginAsyncTypebox<{ sections: Section[] }> = async function batchesRoutes(app, opts) {
@@ -11,14 +9,7 @@ const batchesRoutes: FastifyPluginAsyncTypebox<{ sections: Section[] }> = async 
   app.addHook('onRoute', (route) => {
     route.config = { ...route.config, bulk: true }
   })
-  const service = createBatchesService({
-    db: app.db,
-    databaseKind: app.database.kind,
-    othersActive: app.othersActivity.recent,
-    imports: createImportsService(app.db, app.failures),
-    sections: opts.sections,
-    failures: app.failures
-  })
+  const service = app.services.batches
   app.post(
     '/batches/',
     {

@@ -14,7 +14,6 @@ import { ImportProcessListResponses, ListQuery, SupplierParams } from '../../../
 import { attachedInput } from '../../errors.js'
 import { organisationOf } from '../auth/service.js'
 import type { ProcessList } from './repository.js'
-import { createImportsService } from './service.js'
 import { jsonArrayStream } from '../../json-stream.js'
 
 const LIST_SUMMARIES: Record<ProcessList, string> = {
@@ -34,7 +33,7 @@ const accountStep = (step: 'validate' | 'stage' | 'create') => ({
 
 /** Account import and reading import state, under /v1/data-import. */
 const importsRoutes: FastifyPluginAsyncTypebox = async function importsRoutes(app) {
-  const service = createImportsService(app.db, app.failures, app.reads)
+  const service = app.services.imports
   /**
    * Account routes take a turn of work, and validate with `attachValidation`: "already imported",
    * "skipped" and "in progress" win over schema errors, so the service decides what to answer.

@@ -6,11 +6,10 @@ import {
   SupplierTotalsResponses
 } from '../../../schemas/reconciliation.js'
 import { organisationOf } from '../auth/service.js'
-import { createReconciliationService } from './service.js'
 
 /** Reconciliation of a supplier's migrated accounts, under /v1/data-import; own suppliers only, reads only. */
 const reconciliationRoutes: FastifyPluginAsyncTypebox = async function reconciliationRoutes(app) {
-  const service = createReconciliationService(app.db)
+  const service = app.services.reconciliation
 
   app.post(
     '/reconciliation/:supplier/',
