@@ -160,7 +160,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     await app.register(metricsPlugin, { config })
     // The composition root: every service of the routes and of GraphQL, built once. The post-import
     // sections (one endpoint each) and batches are built from the one list of sections.
-    const sections = await loadSections(app.db, config)
+    const sections = loadSections(app.db, config)
     await app.register(servicesPlugin, { config, sections })
     await app.register(graphqlPlugin)
     await app.register(emailsPlugin, { config })

@@ -6,26 +6,13 @@ import { postImportStep } from './failures/route-config.js'
 import type { Config } from '../config.js'
 import type { Db } from '../db/index.js'
 import { createPostImportBase } from './post-import/base.js'
-import type { Section, SectionDeps, SectionModule } from './post-import/section.js'
+import type { Section, SectionDeps } from './post-import/section.js'
+import { SECTION_MODULES } from './section-index.js'
 
-/**
- * Builds every section of the list (schemas/sections.ts), once per app: each from
- * `src/modules/<folder>/section.ts`, found by the listing's folder, so that adding a section
- * adds a line to the list and nothing here.
- */
-export async function loadSections(db: Db, config: Config): Promise<Section[]> {
+/** Builds every section of the list (schemas/sections.ts), once per app, from its folder's code (section-index.ts). */
+export function loadSections(db: Db, config: Config): Section[] {
   const deps: SectionDeps = { db, config, base: createPostImportBase(db) }
-  return Promise.all(
-    SECTIONS.map(async (listing) => {
-      const loaded = (await import(`./${listing.folder}/section.js`)) as { default?: SectionModule }
-      if (!loaded.default?.build) {
-        throw new Error(
-          `src/modules/${listing.folder}/section.ts does not export a section (defineSection) as its default`
-        )
-      }
-      return { ...listing, ...loaded.default.build(deps) }
-    })
-  )
+  return SECTIONS.map((listing) => ({ ...listing, ...SECTION_MODULES[listing.folder].build(deps) }))
 }
 
 /**

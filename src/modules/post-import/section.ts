@@ -12,8 +12,9 @@ import type { PostImportBase } from './base.js'
 
 /**
  * A post-import section (notes, transactions, …): what its folder's `section.ts` exports. The one
- * list of sections (schemas/sections.ts) names them; `loadSections` (src/modules/sections.ts)
- * builds each once per app, and from them the routes and batches are made in a loop.
+ * list of sections (schemas/sections.ts) names them, the index (src/modules/section-index.ts)
+ * imports them; `loadSections` (src/modules/sections.ts) builds each once per app, and from them
+ * the routes and batches are made in a loop.
  */
 export interface SectionModule<Body = unknown> {
   build(deps: SectionDeps): SectionBehaviour<Body>
