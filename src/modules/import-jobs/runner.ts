@@ -104,6 +104,37 @@ function resultOf(line: number, result: BatchResult): ResultRow {
 }
 
 /**
+ * A chunk's lines placed: the results of those that do not run (blank, erased, not JSON, a number
+ * an earlier line has), and the entries of those that go to the batch engine with their lines.
+ */
+function placeLines(
+  lines: Array<{ line: number; text: string | null; external: string | null }>,
+  first: Map<string, number>
+) {
+  const results: ResultRow[] = []
+  const entries: unknown[] = []
+  const entryLines: number[] = []
+  for (const line of lines) {
+    const read = readLine(line.text ?? '')
+    if (read.kind === 'empty' && line.external !== null) {
+      // Empty yet naming a number: an erasure request took its text (a blank line names none).
+      results.push(erased(line.line, line.external))
+    } else if (read.kind === 'empty') {
+      results.push({ line: line.line, external_account_number: null, outcome: 'skipped_blank', ...noResult })
+    } else if (read.kind === 'unreadable') {
+      results.push(resultOf(line.line, failedResult(null, 'stage', notJson())))
+    } else if (line.external !== null && (first.get(line.external) ?? line.line) < line.line) {
+      // The number is an earlier line's: only its first line of the job may migrate it.
+      results.push(resultOf(line.line, failedResult(line.external, 'stage', duplicateNumber(line.external))))
+    } else {
+      entries.push(read.entry)
+      entryLines.push(line.line)
+    }
+  }
+  return { results, entries, entryLines }
+}
+
+/**
  * Runs import jobs a chunk at a time through the batch engine (the same rules, events, failure
  * records and slots as a batch). A chunk is claimed for a while and its claim renewed as it runs;
  * its results, counts and the job's place are stored in one transaction at its end, so a process
@@ -152,26 +183,7 @@ export function createImportJobsRunner(deps: {
     const first = await repo.firstLines(job.id, [
       ...new Set(lines.map((line) => line.external).filter((e): e is string => e !== null))
     ])
-    const results: ResultRow[] = []
-    const entries: unknown[] = []
-    const entryLines: number[] = []
-    for (const line of lines) {
-      const read = readLine(line.text ?? '')
-      if (read.kind === 'empty' && line.external !== null) {
-        // Empty yet naming a number: an erasure request took its text (a blank line names none).
-        results.push(erased(line.line, line.external))
-      } else if (read.kind === 'empty') {
-        results.push({ line: line.line, external_account_number: null, outcome: 'skipped_blank', ...noResult })
-      } else if (read.kind === 'unreadable') {
-        results.push(resultOf(line.line, failedResult(null, 'stage', notJson())))
-      } else if (line.external !== null && (first.get(line.external) ?? line.line) < line.line) {
-        // The number is an earlier line's: only its first line of the job may migrate it.
-        results.push(resultOf(line.line, failedResult(line.external, 'stage', duplicateNumber(line.external))))
-      } else {
-        entries.push(read.entry)
-        entryLines.push(line.line)
-      }
-    }
+    const { results, entries, entryLines } = placeLines(lines, first)
 
     if (entries.length > 0) {
       const principal: OrganisationPrincipal = {
