@@ -130,6 +130,12 @@ export const permissionDenied = (detail = 'You do not have permission to perform
 /** 404 `not_found` whose one entry, at `null`, says what does not exist: `notFound(CODE.account_not_found)`. */
 export const notFound = <C extends ErrorCode>(code: C, ...args: DetailArgs<C>): AppError =>
   answer(CODE.not_found, [problem(code, null, ...args)])
+/**
+ * A GraphQL field's `not_found`, its message the wording of the entry `code` a REST answer gives
+ * for the same thing (`notFound`): `fieldNotFound(CODE.does_not_exist, { supplier: 'ACME' })`.
+ */
+export const fieldNotFound = <C extends ErrorCode>(code: C, ...args: DetailArgs<C>): AppError =>
+  new AppError(ERROR_CODES.not_found.status, CODE.not_found, formatDetail(code, (args[0] ?? {}) as DetailParams<C>))
 /** The body as a whole cannot be read (not JSON, not UTF-8, a pathological shape): one `invalid` at `null`. */
 export const invalidBody = (detail: string): AppError => invalidRequest([problem(CODE.invalid, null, { detail })])
 export const payloadTooLarge = (): AppError => answer(CODE.payload_too_large)
