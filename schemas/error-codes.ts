@@ -654,7 +654,7 @@ export const ERROR_CODES = {
     status: 404,
     kind: 'both',
     steps: NO_STEP,
-    detail: '{detail}',
+    detail: '{what} does not exist.',
     answerDetail: 'Not found.',
     meaning:
       'What the request names does not exist, or is not visible to you; the entry (or the GraphQL message) says what.'
@@ -745,7 +745,7 @@ export const ERROR_CODES = {
     status: 403,
     kind: 'top',
     steps: NO_STEP,
-    detail: '{detail}',
+    detail: 'Only {who} may {action}.',
     meaning:
       'The token is of the wrong kind for this (an operator token on a data-import path, an organisation token on an operator field); use the other kind of key.'
   },

@@ -125,8 +125,9 @@ export function withoutDetails(entries: readonly StoredEntry[]): StoredEntry[] {
 export const notAuthenticated = (): AppError => answer(CODE.not_authenticated)
 export const authenticationFailed = (): AppError => answer(CODE.authentication_failed)
 export const tokenExpired = (): AppError => answer(CODE.token_expired)
-export const permissionDenied = (detail = 'You do not have permission to perform this action.'): AppError =>
-  answer(CODE.permission_denied, [], {}, { detail })
+/** 403 `permission_denied`: who alone may do what was asked (`'the service operator'`, `'read metrics'`). */
+export const permissionDenied = (who: string, action: string): AppError =>
+  answer(CODE.permission_denied, [], {}, { who, action })
 /** 404 `not_found` whose one entry, at `null`, says what does not exist: `notFound(CODE.account_not_found)`. */
 export const notFound = <C extends ErrorCode>(code: C, ...args: DetailArgs<C>): AppError =>
   answer(CODE.not_found, [problem(code, null, ...args)])
