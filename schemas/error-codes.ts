@@ -27,8 +27,9 @@ export interface CodeSpec {
   readonly kind: (typeof CODE_KINDS)[number]
   /**
    * The one wording of its `detail` (as an entry for 'both' codes). `{name}` placeholders are
-   * filled in when it is raised (values may quote input). Codes whose detail is built from a
-   * schema keyword, or differs by situation, use '{detail}'.
+   * filled in when it is raised (values may quote input). Only codes a schema keyword reports use
+   * '{detail}': their detail is built from the keyword (src/errors.ts), each says why; a call site
+   * raising one of them by hand writes the keyword's own words for that situation.
    */
   readonly detail: string
   /**
@@ -173,6 +174,7 @@ export const ERROR_CODES = {
     status: 400,
     kind: 'entry',
     steps: EVERY_STEP,
+    // Why '{detail}': a schema keyword's (minLength, pattern, enum, format) failure on an empty string, in its words.
     detail: '{detail}',
     meaning: 'A required field is empty or only whitespace; fill it in the source data.'
   },
@@ -239,6 +241,7 @@ export const ERROR_CODES = {
     status: 400,
     kind: 'entry',
     steps: EVERY_STEP,
+    // Why '{detail}': the schema keyword uniqueItems, naming the two items.
     detail: '{detail}',
     meaning: 'A list holds the same item twice; keep each item once.'
   },
@@ -408,6 +411,8 @@ export const ERROR_CODES = {
     status: 400,
     kind: 'entry',
     steps: EVERY_STEP,
+    // Why '{detail}': a schema keyword (type, pattern, format) in its words; also a body, URL or GraphQL argument that
+    // cannot be read, each saying what is expected.
     detail: '{detail}',
     meaning: 'A value has the wrong type or form, or the body cannot be read at all; the detail says what is expected.'
   },
@@ -415,6 +420,7 @@ export const ERROR_CODES = {
     status: 400,
     kind: 'entry',
     steps: EVERY_STEP,
+    // Why '{detail}': the schema keywords enum, const and discriminator, listing the values allowed.
     detail: '{detail}',
     meaning: 'A value is not one of those allowed; the detail lists them, so map the source value to one of them.'
   },
@@ -429,6 +435,7 @@ export const ERROR_CODES = {
     status: 400,
     kind: 'entry',
     steps: WITH_DATES,
+    // Why '{detail}': the schema keywords format and type of a date field.
     detail: '{detail}',
     meaning: 'A date is not a real calendar day written YYYY-MM-DD; correct its value or format in the source data.'
   },
@@ -436,6 +443,7 @@ export const ERROR_CODES = {
     status: 400,
     kind: 'entry',
     steps: ['notes'],
+    // Why '{detail}': the schema keywords format and type of a date-time field.
     detail: '{detail}',
     meaning:
       'A date and time is not ISO 8601 with a time zone (2026-11-01T09:00:00Z); correct its format in the source data.'
@@ -444,6 +452,7 @@ export const ERROR_CODES = {
     status: 400,
     kind: 'entry',
     steps: WITH_DECIMALS,
+    // Why '{detail}': the schema keyword type of an amount, or the decimal keyword's own check.
     detail: '{detail}',
     meaning: 'An amount is not a decimal number; send it as a decimal string such as "53.24" (pounds, not pence).'
   },
@@ -568,6 +577,7 @@ export const ERROR_CODES = {
     status: 400,
     kind: 'entry',
     steps: WITH_DECIMALS,
+    // Why '{detail}': the decimal keyword, naming the field's scale.
     detail: '{detail}',
     meaning: 'An amount has more decimal places than the field allows; round it in the source data.'
   },
@@ -575,6 +585,7 @@ export const ERROR_CODES = {
     status: 400,
     kind: 'entry',
     steps: ACCOUNT,
+    // Why '{detail}': the jsonValue keyword, naming the depth allowed.
     detail: '{detail}',
     meaning: 'A free-form value (metadata) is nested too deeply; flatten it.'
   },
@@ -582,6 +593,7 @@ export const ERROR_CODES = {
     status: 400,
     kind: 'entry',
     steps: WITH_DECIMALS,
+    // Why '{detail}': the decimal keyword, naming the field's digits (or a JSON number too precise).
     detail: '{detail}',
     meaning:
       'An amount has more digits before the decimal point than its field allows, or a JSON number carries more than 15 significant digits; check the amount, and send a number that precise as a decimal string.'
@@ -590,6 +602,7 @@ export const ERROR_CODES = {
     status: 400,
     kind: 'entry',
     steps: EVERY_STEP,
+    // Why '{detail}': the schema keyword maxItems, naming the limit.
     detail: '{detail}',
     meaning: 'A list holds more items than allowed; split the request or shorten the list.'
   },
@@ -597,6 +610,7 @@ export const ERROR_CODES = {
     status: 400,
     kind: 'entry',
     steps: EVERY_STEP,
+    // Why '{detail}': the schema keyword maxLength (or the jsonValue size, a path segment), naming the limit.
     detail: '{detail}',
     meaning: 'A value is longer than allowed; shorten it in the source data.'
   },
@@ -604,6 +618,7 @@ export const ERROR_CODES = {
     status: 400,
     kind: 'entry',
     steps: EVERY_STEP,
+    // Why '{detail}': the schema keywords maximum and exclusiveMaximum, naming the limit.
     detail: '{detail}',
     meaning: 'A number is above the largest value allowed; correct it in the source data.'
   },
@@ -625,6 +640,7 @@ export const ERROR_CODES = {
     status: 400,
     kind: 'entry',
     steps: EVERY_STEP,
+    // Why '{detail}': the schema keyword minItems, naming the limit (or the account rule needing a customer).
     detail: '{detail}',
     meaning:
       'A list holds fewer items than needed (an account needs a customer unless its occupier is unknown); add the missing items.'
@@ -633,6 +649,7 @@ export const ERROR_CODES = {
     status: 400,
     kind: 'entry',
     steps: EVERY_STEP,
+    // Why '{detail}': the schema keyword minLength, naming the limit.
     detail: '{detail}',
     meaning: 'A value is shorter than allowed; correct it in the source data.'
   },
@@ -640,6 +657,7 @@ export const ERROR_CODES = {
     status: 400,
     kind: 'entry',
     steps: EVERY_STEP,
+    // Why '{detail}': the schema keywords minimum and exclusiveMinimum (or the decimal keyword), naming the limit.
     detail: '{detail}',
     meaning: 'A number is below the smallest value allowed; correct it in the source data.'
   },
@@ -654,7 +672,7 @@ export const ERROR_CODES = {
     status: 404,
     kind: 'both',
     steps: NO_STEP,
-    detail: '{detail}',
+    detail: '{what} does not exist.',
     answerDetail: 'Not found.',
     meaning:
       'What the request names does not exist, or is not visible to you; the entry (or the GraphQL message) says what.'
@@ -677,6 +695,7 @@ export const ERROR_CODES = {
     status: 400,
     kind: 'entry',
     steps: EVERY_STEP,
+    // Why '{detail}': the schema keyword type, given null.
     detail: '{detail}',
     meaning: 'A required field is null; give it a value in the source data.'
   },
@@ -745,7 +764,7 @@ export const ERROR_CODES = {
     status: 403,
     kind: 'top',
     steps: NO_STEP,
-    detail: '{detail}',
+    detail: 'Only {who} may {action}.',
     meaning:
       'The token is of the wrong kind for this (an operator token on a data-import path, an organisation token on an operator field); use the other kind of key.'
   },
@@ -775,6 +794,7 @@ export const ERROR_CODES = {
     status: 400,
     kind: 'entry',
     steps: EVERY_STEP,
+    // Why '{detail}': the schema keywords required and dependentRequired.
     detail: '{detail}',
     meaning: 'A required field is missing; add it to the source data.'
   },
@@ -906,6 +926,8 @@ export const ERROR_CODES = {
     status: 400,
     kind: 'entry',
     steps: EVERY_STEP,
+    // Why '{detail}': the schema keywords additionalProperties and unevaluatedProperties (or a query parameter, a field
+    // of an entry).
     detail: '{detail}',
     meaning:
       'The request holds a field the service does not take there (unknown fields are never dropped); remove it, or check its spelling.'

@@ -125,11 +125,18 @@ export function withoutDetails(entries: readonly StoredEntry[]): StoredEntry[] {
 export const notAuthenticated = (): AppError => answer(CODE.not_authenticated)
 export const authenticationFailed = (): AppError => answer(CODE.authentication_failed)
 export const tokenExpired = (): AppError => answer(CODE.token_expired)
-export const permissionDenied = (detail = 'You do not have permission to perform this action.'): AppError =>
-  answer(CODE.permission_denied, [], {}, { detail })
+/** 403 `permission_denied`: who alone may do what was asked (`'the service operator'`, `'read metrics'`). */
+export const permissionDenied = (who: string, action: string): AppError =>
+  answer(CODE.permission_denied, [], {}, { who, action })
 /** 404 `not_found` whose one entry, at `null`, says what does not exist: `notFound(CODE.account_not_found)`. */
 export const notFound = <C extends ErrorCode>(code: C, ...args: DetailArgs<C>): AppError =>
   answer(CODE.not_found, [problem(code, null, ...args)])
+/**
+ * A GraphQL field's `not_found`, its message the wording of the entry `code` a REST answer gives
+ * for the same thing (`notFound`): `fieldNotFound(CODE.does_not_exist, { supplier: 'ACME' })`.
+ */
+export const fieldNotFound = <C extends ErrorCode>(code: C, ...args: DetailArgs<C>): AppError =>
+  new AppError(ERROR_CODES.not_found.status, CODE.not_found, formatDetail(code, (args[0] ?? {}) as DetailParams<C>))
 /** The body as a whole cannot be read (not JSON, not UTF-8, a pathological shape): one `invalid` at `null`. */
 export const invalidBody = (detail: string): AppError => invalidRequest([problem(CODE.invalid, null, { detail })])
 export const payloadTooLarge = (): AppError => answer(CODE.payload_too_large)

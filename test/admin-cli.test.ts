@@ -612,7 +612,7 @@ t.test('the admin command line against the real service', async (t) => {
 
     const noProcess = await run('events', 'TRACK', 'NOPE')
     t.equal(noProcess.code, 1)
-    t.equal(noProcess.stderr, 'error: not_found: No import process for TRACK / NOPE.\n')
+    t.equal(noProcess.stderr, 'error: not_found: Import process TRACK / NOPE does not exist.\n')
 
     const progress = await run('progress', 'TRACK')
     t.equal(progress.code, 0)
@@ -797,7 +797,7 @@ t.test('the admin command line against the real service', async (t) => {
     const noProcess = await run('erase', 'ERASING', 'NOPE')
     t.equal(noProcess.code, 1)
     t.equal(noProcess.stdout, '')
-    t.equal(noProcess.stderr, 'error: not_found: No import process for ERASING / NOPE.\n')
+    t.equal(noProcess.stderr, 'error: not_found: Import process ERASING / NOPE does not exist.\n')
     const noSupplier = await run('erase', 'NO_SUCH', 'E-1')
     t.equal(noSupplier.code, 1)
     t.equal(noSupplier.stderr, 'error: not_found: Import supplier NO_SUCH does not exist.\n')

@@ -66,7 +66,7 @@ t.test('GET /metrics needs an operator token', async (t) => {
       headers: { authorization: `${form} ${tenant.token}` }
     })
     t.equal(org.statusCode, 403, `organisation token (${form})`)
-    t.same(org.json(), { detail: 'Only the operator can read metrics.', code: 'permission_denied', errors: [] })
+    t.same(org.json(), { detail: 'Only the service operator may read metrics.', code: 'permission_denied', errors: [] })
     t.notMatch(org.body, /amis_/, 'no metrics in the refusal')
   }
   const op = await app.inject({ method: 'GET', url: '/metrics', headers: { authorization: await operatorToken(app) } })

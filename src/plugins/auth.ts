@@ -92,7 +92,7 @@ export default fp(
       // Who asked, even when refused: the audit trail's actor of a refused action.
       request.principal = principal
       if (principal.kind !== 'organisation') {
-        throw permissionDenied('Operator tokens cannot call data-import endpoints.')
+        throw permissionDenied('organisation tokens', 'call data-import endpoints')
       }
       return principal
     }

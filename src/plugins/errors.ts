@@ -94,9 +94,12 @@ export function toAppError(err: FastifyError, request: FastifyRequest): AppError
   if (databaseUnavailable(err)) return answer(CODE.service_unavailable)
   const status = err.statusCode ?? 500
   if (status >= 400 && status < 500) {
-    // Another 4xx raised by Fastify or a plugin: its message is safe and says what was wrong.
+    // Another 4xx raised by Fastify or a plugin: its message is safe and says what was wrong (a 404
+    // in the catalogue's words for what does not exist).
     return status === 404
-      ? answer(CODE.not_found, [problem(CODE.not_found, null, { detail: err.message })])
+      ? answer(CODE.not_found, [
+          problem(CODE.not_found, null, { what: `The resource at ${request.url.split('?')[0]}` })
+        ])
       : answer(CODE.invalid_request, [problem(CODE.invalid, null, { detail: err.message })], { status })
   }
   return undefined

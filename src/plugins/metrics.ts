@@ -314,7 +314,7 @@ export default fp(
       if (token === undefined) throw notAuthenticated()
       if (metricsToken !== undefined && sameHash(hashSecret(token), metricsToken)) return
       const principal = await app.auth.authenticate(token)
-      if (principal.kind !== 'operator') throw permissionDenied('Only the operator can read metrics.')
+      if (principal.kind !== 'operator') throw permissionDenied('the service operator', 'read metrics')
       request.principal = principal
     }
 

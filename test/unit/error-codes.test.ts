@@ -202,6 +202,123 @@ t.test('no error-code literal outside the catalogue', async (t) => {
 })
 
 /**
+ * The codes whose wording is the whole detail ('{detail}'), each with why: a schema keyword reports
+ * them, their detail built from the keyword (src/errors.ts, the keywords of src/validation.ts), so a
+ * call site raising one by hand writes a sentence of its own. Every other code is raised in the
+ * catalogue's wording, its placeholders filled in: a call site never writes its detail.
+ */
+const FREE_WORDINGS: ReadonlyArray<{ code: ErrorCode; why: string }> = [
+  { code: 'blank', why: 'minLength, pattern, enum, format or the decimal keyword on an empty string' },
+  { code: 'duplicate_items', why: 'uniqueItems, naming the two items' },
+  {
+    code: 'invalid',
+    why: 'type, pattern, format and the jsonValue keyword; a body, URL or argument that cannot be read'
+  },
+  { code: 'invalid_choice', why: 'enum, const and discriminator, listing the values allowed' },
+  { code: 'invalid_date', why: 'format and type of a date field (errorCodes)' },
+  { code: 'invalid_datetime', why: 'format and type of a date-time field (errorCodes)' },
+  { code: 'invalid_decimal', why: 'type of an amount (errorCodes) and the decimal keyword' },
+  { code: 'max_decimal_places', why: "the decimal keyword, naming the field's scale" },
+  { code: 'max_depth', why: 'the jsonValue keyword, naming the depth allowed' },
+  { code: 'max_digits', why: "the decimal keyword, naming the field's digits" },
+  { code: 'max_items', why: 'maxItems, naming the limit' },
+  { code: 'max_length', why: 'maxLength and the jsonValue keyword, naming the limit' },
+  { code: 'max_value', why: 'maximum and exclusiveMaximum, naming the limit' },
+  { code: 'min_items', why: 'minItems, naming the limit' },
+  { code: 'min_length', why: 'minLength, naming the limit' },
+  { code: 'min_value', why: 'minimum, exclusiveMinimum and the decimal keyword, naming the limit' },
+  { code: 'null', why: 'type, given null' },
+  { code: 'required', why: 'required and dependentRequired' },
+  { code: 'unexpected_field', why: 'additionalProperties and unevaluatedProperties' }
+]
+
+/**
+ * The calls of a file that raise a code named through CODE with a sentence written at the call:
+ * an argument object with a `detail` (`problem(CODE.x, attr, { detail: '…' })`), or a string after
+ * the code (`ctx.report`, the keywords' own `(code, message)`).
+ */
+function writtenDetails(file: string): Array<{ line: number; code: string }> {
+  const source = ts.createSourceFile(file, readFileSync(file, 'utf8'), ts.ScriptTarget.Latest, true)
+  const found: Array<{ line: number; code: string }> = []
+  /** The expression itself, without `as`, `satisfies`, `!` or parentheses around it. */
+  const bare = (node: ts.Expression): ts.Expression =>
+    ts.isAsExpression(node) ||
+    ts.isSatisfiesExpression(node) ||
+    ts.isNonNullExpression(node) ||
+    ts.isParenthesizedExpression(node)
+      ? bare(node.expression)
+      : node
+  const hasDetail = (expression: ts.Expression) => {
+    const node = bare(expression)
+    return (
+      ts.isObjectLiteralExpression(node) &&
+      node.properties.some(
+        (p) =>
+          (ts.isPropertyAssignment(p) || ts.isShorthandPropertyAssignment(p)) && p.name.getText(source) === 'detail'
+      )
+    )
+  }
+  const isText = (expression: ts.Expression) => {
+    const node = bare(expression)
+    return ts.isStringLiteralLike(node) || ts.isTemplateExpression(node) || ts.isBinaryExpression(node)
+  }
+  const visit = (node: ts.Node): void => {
+    if (ts.isCallExpression(node)) {
+      const args = node.arguments.map(bare)
+      const at = args.findIndex(
+        (a) => ts.isPropertyAccessExpression(a) && ts.isIdentifier(a.expression) && a.expression.text === 'CODE'
+      )
+      if (at >= 0) {
+        const rest = args.slice(at + 1)
+        // `(CODE.x, 'A sentence.')`: words right after the code; `report(CODE.x, 'attr')` names an attr (no spaces).
+        if (rest.some(hasDetail) || (rest.length === 1 && isText(rest[0]!) && /\s/.test(rest[0]!.getText(source)))) {
+          const code = (args[at] as ts.PropertyAccessExpression).name.text
+          found.push({ line: source.getLineAndCharacterOfPosition(node.getStart(source)).line + 1, code })
+        }
+      }
+    }
+    ts.forEachChild(node, visit)
+  }
+  visit(source)
+  return found
+}
+
+t.test("a call site writes a detail only for a code whose wording is '{detail}', listed with why", async (t) => {
+  const free = new Set<string>(FREE_WORDINGS.map((f) => f.code))
+  const wholeDetail = codes.filter((code) => ERROR_CODES[code].detail === '{detail}')
+  t.same(
+    wholeDetail.filter((code) => !free.has(code)),
+    [],
+    "every '{detail}' code is in FREE_WORDINGS with why; else give it a wording with named placeholders"
+  )
+  t.same(
+    FREE_WORDINGS.filter((f) => ERROR_CODES[f.code].detail !== '{detail}').map((f) => f.code),
+    [],
+    "every FREE_WORDINGS code still has the wording '{detail}'"
+  )
+  t.ok(
+    FREE_WORDINGS.every((f) => f.why.length > 0),
+    'each with its reason'
+  )
+  const hits: string[] = []
+  let calls = 0
+  for (const path of [...sources('src'), ...sources('schemas')]) {
+    const file = relative('.', path).split(sep).join('/')
+    if (file === CATALOGUE) continue
+    for (const { line, code } of writtenDetails(path)) {
+      calls++
+      if (!free.has(code)) hits.push(`${file}:${line} ${code}`)
+    }
+  }
+  t.ok(calls > 10, `${calls} calls write their detail`)
+  t.same(
+    hits,
+    [],
+    "no call site writes the detail of a code whose wording is the catalogue's (fill in its placeholders)"
+  )
+})
+
+/**
  * The codes the dashboard names that are its own, each with why: its ServiceError's code when no
  * service code applies. Every other code it names (compares an error's code with, asks hasCode
  * for, raises) is the catalogue's.

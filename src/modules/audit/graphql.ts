@@ -100,8 +100,7 @@ export function auditResolvers(deps: { guard: Guard; audit: AuditLog }): Graphql
           if (args.after != null && !/^[1-9][0-9]{0,14}$/.test(args.after)) {
             throw invalid('after must be the id of an audit event.')
           }
-          const unknown = () =>
-            fieldError(CODE.not_found, { detail: `Organisation ${args.organisation} does not exist.` })
+          const unknown = () => fieldError(CODE.not_found, { what: `Organisation ${args.organisation}` })
           let organisationId: string | undefined
           if (caller.kind === 'organisation') {
             // An organisation reads what concerns it; another's name is as if it did not exist.

@@ -48,7 +48,7 @@ export function createGuard(auth: AuthService) {
   /** Refuses a caller that is not `who`, then arguments that are not well-formed text. */
   function admit(caller: Principal, args: unknown, who: Who): void {
     if (who === 'operator' && caller.kind !== 'operator') {
-      throw fieldError(CODE.permission_denied, { detail: 'Only the service operator may use this field.' })
+      throw fieldError(CODE.permission_denied, { who: 'the service operator', action: 'use this field' })
     }
     if (!isWellFormedJson(args)) throw invalid('Strings must be well-formed Unicode without U+0000.')
   }

@@ -1,6 +1,6 @@
 import { CODE, formatDetail } from '../../../schemas/error-codes.js'
 import { JOB_STATES, type ImportJob, type JobState } from '../../../schemas/import-jobs.js'
-import { fieldError } from '../../errors.js'
+import { fieldNotFound } from '../../errors.js'
 import type { Audited } from '../audit/graphql.js'
 import { camelCase, guarded, invalid, type GraphqlResolvers, type Guard } from '../auth/guard.js'
 import type { Principal } from '../auth/service.js'
@@ -29,7 +29,8 @@ function jobFields(job: ImportJob) {
   }
 }
 
-const jobNotFound = (id: string) => fieldError(CODE.not_found, { detail: `Import job ${id} does not exist.` })
+/** No job of the caller's has this id: in the words of the REST answer's entry (`import_job_does_not_exist`). */
+const jobNotFound = () => fieldNotFound(CODE.import_job_does_not_exist)
 
 /** The jobs a caller may see: an organisation's own (its id), every job for the operator (null). */
 const organisationIdOf = (caller: Principal): string | null =>
@@ -50,7 +51,7 @@ export function importJobsResolvers(deps: {
         async ({ input }, record, caller) => {
           const done = await jobs.cancel(organisationIdOf(caller), input.id, record)
           if ('job' in done) return jobFields(done.job)
-          if (done.refused === 'missing') throw jobNotFound(input.id)
+          if (done.refused === 'missing') throw jobNotFound()
           throw invalid(formatDetail(CODE.import_job_not_cancellable, { state: done.state }))
         },
         'anyone'
@@ -90,7 +91,7 @@ export function importJobsResolvers(deps: {
             limit: first
           })
           if (list === undefined) {
-            throw fieldError(CODE.not_found, { detail: `Import supplier ${args.importSupplierCode} does not exist.` })
+            throw fieldNotFound(CODE.does_not_exist, { supplier: String(args.importSupplierCode) })
           }
           return list.map(jobFields)
         }

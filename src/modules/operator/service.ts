@@ -1,6 +1,6 @@
 import { SUPPLIER_CODE, type SupplyPointChecks } from '../../../schemas/common.js'
 import { CODE } from '../../../schemas/error-codes.js'
-import { fieldError } from '../../errors.js'
+import { fieldError, fieldNotFound } from '../../errors.js'
 import { pgErrorCode } from '../../db/index.js'
 import type { AuthService } from '../auth/service.js'
 import { hashSecret, newSecret } from '../auth/secrets.js'
@@ -12,7 +12,8 @@ const OPERATOR = 'operator'
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 
 const invalid = (detail: string) => fieldError(CODE.invalid, { detail })
-const notFound = (detail: string) => fieldError(CODE.not_found, { detail })
+/** `not_found` of something named: `notFound('Organisation Acme')` says "Organisation Acme does not exist." */
+const notFound = (what: string) => fieldError(CODE.not_found, { what })
 
 /** A name: trimmed, 1–255 characters, no control characters. */
 function checkName(value: string, what: string): string {
@@ -97,7 +98,7 @@ export function createOperatorService(
   async function supplier(code: string, owner?: string): Promise<SupplierRecord> {
     const found = await repo.supplierByCode(code)
     if (!found || (owner !== undefined && found.organisation !== owner)) {
-      throw notFound(`Import supplier ${code} does not exist.`)
+      throw fieldNotFound(CODE.does_not_exist, { supplier: code })
     }
     return found
   }
@@ -112,7 +113,7 @@ export function createOperatorService(
 
     async createApiKey(organisation: string, record: RecordChange) {
       const organisationId = await repo.organisationIdByName(organisation)
-      if (!organisationId) throw notFound(`Organisation ${organisation} does not exist.`)
+      if (!organisationId) throw notFound(`Organisation ${organisation}`)
       const key = newSecret('amk')
       const { id } = await repo.insertApiKey(organisationId, hashSecret(key), (tx, id) =>
         record(tx, { type: 'api_key', id })
@@ -124,7 +125,7 @@ export function createOperatorService(
       const revoked = UUID.test(id)
         ? await repo.revokeApiKey(id, (tx) => record(tx, { type: 'api_key', id }))
         : undefined
-      if (!revoked) throw notFound(`API key ${id} does not exist.`)
+      if (!revoked) throw notFound(`API key ${id}`)
       auth.forgetKey(id)
       return { id: revoked.id, organisation: revoked.organisation, revokedAt: revoked.revokedAt }
     },
@@ -143,7 +144,7 @@ export function createOperatorService(
     ) {
       if (!SUPPLIER_CODE.test(input.code)) throw invalid('code must match ^[A-Z0-9_]{1,32}$.')
       const organisationId = await repo.organisationIdByName(input.organisation)
-      if (!organisationId) throw notFound(`Organisation ${input.organisation} does not exist.`)
+      if (!organisationId) throw notFound(`Organisation ${input.organisation}`)
       const values = {
         code: input.code,
         organisationId,
@@ -172,7 +173,7 @@ export function createOperatorService(
       const updated = await repo.updateSupplier(input.code, changes, OPERATOR, (tx, before) =>
         record(tx, { type: 'import_supplier', id: input.code }, changedFields(before, changes))
       )
-      if (!updated) throw notFound(`Import supplier ${input.code} does not exist.`)
+      if (!updated) throw fieldNotFound(CODE.does_not_exist, { supplier: input.code })
       return updated
     },
 
@@ -183,7 +184,7 @@ export function createOperatorService(
 
     async listApiKeys(organisation?: string) {
       if (organisation !== undefined && !(await repo.organisationIdByName(organisation))) {
-        throw notFound(`Organisation ${organisation} does not exist.`)
+        throw notFound(`Organisation ${organisation}`)
       }
       return repo.listApiKeys(organisation)
     },
@@ -225,7 +226,7 @@ export function createOperatorService(
     async importProcessEvents(importSupplierCode: string, externalAccountNumber: string, owner?: string) {
       const found = await supplier(importSupplierCode, owner)
       const events = await repo.processEvents(found.id, externalAccountNumber)
-      if (!events) throw notFound(`No import process for ${importSupplierCode} / ${externalAccountNumber}.`)
+      if (!events) throw notFound(`Import process ${importSupplierCode} / ${externalAccountNumber}`)
       return events
     },
 

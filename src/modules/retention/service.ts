@@ -1,7 +1,7 @@
 import type { RecordChange } from '../audit/service.js'
 import { CODE } from '../../../schemas/error-codes.js'
 import type { Db } from '../../db/index.js'
-import { fieldError } from '../../errors.js'
+import { AppError, fieldError } from '../../errors.js'
 import { createRetentionRepository } from './repository.js'
 
 const DAY_MS = 86_400_000
@@ -111,12 +111,13 @@ export function createRetentionService(db: Db, options: RetentionOptions) {
         record(tx, { type: 'import_process', id: `${supplier.code}/${externalAccountNumber}` })
       )
       if (!erased) {
-        const lines = jobLines === 1 ? 'Its 1 line in import jobs was' : `Its ${jobLines} lines in import jobs were`
-        throw fieldError(CODE.not_found, {
-          detail:
-            `No import process for ${supplier.code} / ${externalAccountNumber}.` +
-            (jobLines > 0 ? ` ${lines} erased.` : '')
+        const missing = fieldError(CODE.not_found, {
+          what: `Import process ${supplier.code} / ${externalAccountNumber}`
         })
+        if (jobLines === 0) throw missing
+        // What was erased all the same: a report of work done, not a wording of what went wrong.
+        const lines = jobLines === 1 ? 'Its 1 line in import jobs was' : `Its ${jobLines} lines in import jobs were`
+        throw new AppError(missing.statusCode, missing.code, `${missing.message} ${lines} erased.`)
       }
       tell('request', erased.payloadErased ? 1 : 0)
       return {

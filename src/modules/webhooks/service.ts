@@ -25,10 +25,8 @@ const invalid = (detail: string) => fieldError(CODE.invalid, { detail })
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 const DELIVERY_ID = /^[1-9][0-9]{0,15}$/
 
-const endpointNotFound = (id: string) =>
-  fieldError(CODE.not_found, { detail: `Webhook endpoint ${id} does not exist.` })
-const deliveryNotFound = (id: string) =>
-  fieldError(CODE.not_found, { detail: `Webhook delivery ${id} does not exist.` })
+const endpointNotFound = (id: string) => fieldError(CODE.not_found, { what: `Webhook endpoint ${id}` })
+const deliveryNotFound = (id: string) => fieldError(CODE.not_found, { what: `Webhook delivery ${id}` })
 
 export const endpointFields = (row: EndpointRow) => ({
   id: row.id,
@@ -103,7 +101,7 @@ export function createWebhooksService(db: Db, options: { allowPrivate: boolean }
             ? caller.organisationId
             : undefined
       if (organisationId === undefined) {
-        throw fieldError(CODE.not_found, { detail: `Organisation ${input.organisation} does not exist.` })
+        throw fieldError(CODE.not_found, { what: `Organisation ${input.organisation}` })
       }
       const url = input.url.trim()
       const problem = await urlProblem(url)
@@ -138,7 +136,7 @@ export function createWebhooksService(db: Db, options: { allowPrivate: boolean }
       if (organisation === undefined) return (await repo.endpoints(undefined)).map(endpointFields)
       const organisationId = await repo.organisationId(organisation)
       if (organisationId === undefined) {
-        throw fieldError(CODE.not_found, { detail: `Organisation ${organisation} does not exist.` })
+        throw fieldError(CODE.not_found, { what: `Organisation ${organisation}` })
       }
       return (await repo.endpoints(organisationId)).map(endpointFields)
     },
