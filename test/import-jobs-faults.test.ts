@@ -265,10 +265,10 @@ if (!testDatabaseUrl) {
     )
     const claimants = new Set<string>()
     const claim = async () => {
-      const [row] = await query(`select claimed_by, state, done from import_jobs where id = '${id}'`)
+      const [row] = await query(`select claimed_by, state, done, chunk_failures from import_jobs where id = '${id}'`)
       const pid = row!.claimed_by ? String(row!.claimed_by).split(':')[1]! : undefined
       if (pid) claimants.add(pid)
-      return { pid, state: row!.state as string, done: row!.done as number }
+      return { pid, state: row!.state as string, done: row!.done as number, failures: row!.chunk_failures }
     }
     // A single job runs a chunk at a time: whichever process holds it claims it again at once.
     const holder = await waitFor(
@@ -286,13 +286,28 @@ if (!testDatabaseUrl) {
     t.comment(`takeover: the other server claimed the job ${Date.now() - stoppedAt} ms after the holder stalled`)
     // The stalled one wakes with its chunk half run and its claim gone, and may end it first.
     stalled.child.kill('SIGCONT')
+    let latest: unknown
     const job = await waitFor(
       'the job completed',
       async () => {
         const now = await claim()
+        latest = now
         return now.state === 'COMPLETED' ? now : undefined
       },
-      WAIT
+      {
+        ...WAIT,
+        // On timeout: the job as it stands, and what each server warned of.
+        seen: () => ({
+          job: latest,
+          warnings: [a!, b!].map((s) =>
+            s
+              .output()
+              .split('\n')
+              .filter((l) => /"level":(40|50|60)/.test(l))
+              .slice(-5)
+          )
+        })
+      }
     )
     t.equal(job.done, n, 'every line counted once')
     t.same(
