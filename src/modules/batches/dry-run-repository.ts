@@ -6,7 +6,7 @@ import type { ProcessState } from '../../db/columns.js'
 import type { ErrorEntry } from '../../errors.js'
 import type { SupplyPointChecks } from '../../../schemas/common.js'
 import type { AccountData } from '../../../schemas/account.js'
-import { createAccountsRepository } from '../../accounts/repository.js'
+import { createAccountsRepository, type AccountsRepository } from '../../accounts/repository.js'
 import { newNumber, type AccountRows } from '../../accounts/plan.js'
 import {
   clearFailures,
@@ -141,8 +141,13 @@ async function stageAndJudge(
  * the account's rows and the process marked imported. A number drawn that is taken would roll the
  * chunk back; nobody sees a dry run's numbers, so it is drawn again.
  */
-async function createRolledBack(db: Db, tx: Tx, creating: Array<{ id: number; rows: AccountRows }>) {
-  const taken = await createAccountsRepository(db).numbersTaken(
+async function createRolledBack(
+  db: Db,
+  accountsRepo: AccountsRepository,
+  tx: Tx,
+  creating: Array<{ id: number; rows: AccountRows }>
+) {
+  const taken = await accountsRepo.numbersTaken(
     creating.map((c) => c.rows.account.serviceAccountNumber),
     creating.flatMap((c) => c.rows.ledgers.map((l) => l.ledgerNumber)),
     tx
@@ -186,6 +191,7 @@ async function createRolledBack(db: Db, tx: Tx, creating: Array<{ id: number; ro
  * then takes the accounts one by one.
  */
 export function createStageAndDryRun(db: Db) {
+  const accountsRepo = createAccountsRepository(db)
   return async function stageAndDryRun(
     supplierId: string,
     entries: Sent[],
@@ -221,7 +227,7 @@ export function createStageAndDryRun(db: Db) {
           'errors' in verdict ? { would_succeed: false, errors: verdict.errors } : { would_succeed: true, errors: [] }
         events.push(eventRow(id, 'DRY_RUN', actor, detail))
       }
-      if (creating.length > 0) await createRolledBack(db, tx, creating)
+      if (creating.length > 0) await createRolledBack(db, accountsRepo, tx, creating)
 
       // After the rollback: each account's DRY_RUN event; a dry run that would succeed clears the pair's create record too.
       await runInOrder(db, [
