@@ -1,5 +1,6 @@
-import { Type, type Static } from 'typebox'
+import { Type, type Static, type TInteger } from 'typebox'
 import { Choice, DateString, JsonValue, Money, Strict, Text, Trimmed } from './fields.js'
+import { SECTION_COUNTS } from './sections.js'
 import { Transaction } from './transactions.js'
 
 /** The account import data (validate and stage), and the create request. */
@@ -174,6 +175,10 @@ export const TransferStatus = Type.Object({
 })
 export type TransferStatus = Static<typeof TransferStatus>
 
+/** The account summary's counts: what the account's creation holds, then each section's (schemas/sections.ts). */
+export const ACCOUNT_COUNTS = ['customers', 'supply_points', 'agreements', ...SECTION_COUNTS] as const
+export type AccountCountName = (typeof ACCOUNT_COUNTS)[number]
+
 export const AccountSummary = Type.Object({
   service_account_number: Type.String(),
   external_account_number: Type.String(),
@@ -188,17 +193,9 @@ export const AccountSummary = Type.Object({
       open_statement_from_date: Type.String()
     })
   ),
-  counts: Type.Object({
-    customers: Type.Integer(),
-    supply_points: Type.Integer(),
-    agreements: Type.Integer(),
-    historical_agreements: Type.Integer(),
-    notes: Type.Integer(),
-    transactions: Type.Integer(),
-    historical_statements: Type.Integer(),
-    billing_documents: Type.Integer(),
-    payment_instructions: Type.Integer()
-  }),
+  counts: Type.Object(
+    Object.fromEntries(ACCOUNT_COUNTS.map((name) => [name, Type.Integer()])) as Record<AccountCountName, TInteger>
+  ),
   latest_event: Type.Union([Type.Null(), Type.Object({ type: Type.String(), at: Type.String() })]),
   latest_error: LatestError
 })

@@ -2,6 +2,19 @@
  * The GraphQL surface on `POST /graphql`: `obtainToken` for everyone, the operator's
  * mutations and queries for operator tokens only. Input objects are named input types.
  */
+import { STEP_NAMES } from './failures.js'
+import { SECTION_COUNTS } from './sections.js'
+
+/** A wire name as GraphQL spells it: `historical_statements` → `historicalStatements`. */
+export const camelCase = (name: string) => name.replace(/_([a-z])/g, (_m, c: string) => c.toUpperCase())
+
+/** Fields of `Int!`, one per name, camel-cased. */
+const intFields = (names: readonly string[], except: readonly string[] = []) =>
+  names
+    .filter((name) => !except.includes(name))
+    .map((name) => `${camelCase(name)}: Int!`)
+    .join('\n    ')
+
 export const graphqlSchema = /* GraphQL */ `
   scalar JSON
 
@@ -115,15 +128,7 @@ export const graphqlSchema = /* GraphQL */ `
     errors: [FailureEntry!]!
   }
   type FailureCountsByStep {
-    validate: Int!
-    stage: Int!
-    create: Int!
-    notes: Int!
-    transactions: Int!
-    historicalAgreements: Int!
-    historicalBillingDocuments: Int!
-    historicalStatements: Int!
-    paymentInstruction: Int!
+    ${intFields(STEP_NAMES)}
   }
   type FailureCodeCount {
     step: String!
@@ -149,11 +154,20 @@ export const graphqlSchema = /* GraphQL */ `
     accountsPending: Int!
     ledgers: [ReconciliationLedger!]!
     transactions: ReconciliationTransactions!
-    notes: Int!
-    historicalAgreements: Int!
-    historicalStatements: Int!
-    billingDocuments: Int!
-    paymentInstructions: Int!
+    ${intFields(SECTION_COUNTS, ['transactions'])}
+  }
+  "A post-import section, in the order sections run after an account is created."
+  type Section {
+    "Its step name (failure records, batch results, a batch entry's key)."
+    name: String!
+    "What people call it."
+    label: String!
+    "Its count in the account summary and reconciliation: a field of ReconciliationTotals (camel-cased)."
+    count: String!
+    "What people call what that count counts."
+    countLabel: String!
+    "Its endpoint under /v1/data-import."
+    path: String!
   }
   type FailureSummary {
     failingAccounts: Int!
@@ -414,6 +428,8 @@ export const graphqlSchema = /* GraphQL */ `
     migrationTimeline(importSupplierCode: String!, minutes: Int): [TimelineMinute!]!
     "The error catalogue (as GET /v1/data-import/error-codes/ answers it), for any signed-in token, the operator's included."
     errorCodes: [ErrorCodeInfo!]!
+    "The post-import sections, in the order they run (for any signed-in token)."
+    sections: [Section!]!
     "Import jobs newest first: an organisation's own, every job for the operator. state: one of ImportJobState's values; first 1-10000 (default 100); after: a job id."
     importJobs(importSupplierCode: String, state: String, first: Int, after: String): [ImportJob!]!
     "One import job; null for an id that is none of the caller's (every job is the operator's to read)."

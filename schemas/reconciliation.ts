@@ -1,6 +1,7 @@
 import { Type, type Static } from 'typebox'
 import { StandardErrorResponses } from './common.js'
 import { Choice, Money, Strict, Text, Trimmed } from './fields.js'
+import { SECTION_COUNTS } from './sections.js'
 
 /**
  * Reconciliation: the totals a source system expects of its migrated accounts, compared with what
@@ -9,15 +10,8 @@ import { Choice, Money, Strict, Text, Trimmed } from './fields.js'
  * decimal is answered as a decimal string.
  */
 
-/** The counts of an account that can be reconciled: the names of the account summary's `counts`. */
-export const RECONCILED_COUNTS = [
-  'transactions',
-  'notes',
-  'historical_agreements',
-  'historical_statements',
-  'billing_documents',
-  'payment_instructions'
-] as const
+/** The counts of an account that can be reconciled: its sections' counts, names of the account summary's `counts`. */
+export const RECONCILED_COUNTS = SECTION_COUNTS
 export type ReconciledCount = (typeof RECONCILED_COUNTS)[number]
 
 const Count = Type.Integer({ minimum: 0 })
@@ -66,22 +60,24 @@ export const ReconciliationResponse = Type.Object({
 })
 export type ReconciliationResponse = Static<typeof ReconciliationResponse>
 
+/** A section count's total; the transactions' is a count and what they add to the balances. */
+const TransactionTotals = Type.Object({
+  count,
+  amount_sum: Type.String({
+    description: 'What the transactions add to the balances: credits and payments plus, the rest minus.'
+  })
+})
+
+type SectionTotals = { [K in ReconciledCount]: K extends 'transactions' ? typeof TransactionTotals : typeof count }
+
 export const SupplierTotals = Type.Object({
   accounts_created: count,
   accounts_skipped: count,
   accounts_pending: count,
   ledgers: Type.Array(Type.Object({ ledger_code: Type.String(), accounts: count, balance_sum: Type.String() })),
-  transactions: Type.Object({
-    count,
-    amount_sum: Type.String({
-      description: 'What the transactions add to the balances: credits and payments plus, the rest minus.'
-    })
-  }),
-  notes: count,
-  historical_agreements: count,
-  historical_statements: count,
-  billing_documents: count,
-  payment_instructions: count
+  ...(Object.fromEntries(
+    RECONCILED_COUNTS.map((name) => [name, name === 'transactions' ? TransactionTotals : count])
+  ) as SectionTotals)
 })
 export type SupplierTotals = Static<typeof SupplierTotals>
 

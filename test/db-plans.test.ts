@@ -183,14 +183,14 @@ t.test('an account summary reads only its own rows on tables never analysed', as
     Object.fromEntries(Object.entries(counts!).map(([k, v]) => [k, Number(v)])),
     {
       customers: 1,
-      supplyPoints: 1,
+      supply_points: 1,
       agreements: 2,
-      historicalAgreements: 0,
+      historical_agreements: 0,
       notes: 0,
       transactions: 5,
-      historicalStatements: 0,
-      billingDocuments: 0,
-      paymentInstructions: 0
+      historical_statements: 0,
+      billing_documents: 0,
+      payment_instructions: 0
     },
     "the account's counts"
   )

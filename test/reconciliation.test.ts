@@ -245,6 +245,27 @@ t.test('reconciliation', async (t) => {
     t.same(matched.json(), { checked: 1, matching: 1, differences: [] })
   })
 
+  t.test('several counts differ: one difference each, in the order the request names the counts', async (t) => {
+    const summary = expectedSummary(sentLines.get(EXT))
+    const counts = { payment_instructions: 7, notes: summary.counts.notes! + 3, historical_agreements: 9 }
+    const res = await reconcile({ accounts: [{ external_account_number: EXT, counts }] })
+    t.equal(res.statusCode, 200, res.body)
+    t.same(
+      res.json().differences.map((d: any) => [d.field, d.expected, d.actual]),
+      [
+        ['counts.payment_instructions', 7, summary.counts.payment_instructions],
+        ['counts.notes', summary.counts.notes! + 3, summary.counts.notes],
+        ['counts.historical_agreements', 9, summary.counts.historical_agreements]
+      ]
+    )
+    const reversed = Object.fromEntries(Object.entries(counts).reverse())
+    const back = await reconcile({ accounts: [{ external_account_number: EXT, counts: reversed }] })
+    t.same(
+      back.json().differences.map((d: any) => d.field),
+      ['counts.historical_agreements', 'counts.notes', 'counts.payment_instructions']
+    )
+  })
+
   t.test('a ledger the account lacks differs with actual null; one not named is not compared', async (t) => {
     const res = await reconcile({
       accounts: [

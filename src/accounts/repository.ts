@@ -21,6 +21,8 @@ import type { SupplierRow } from '../db/columns.js'
 import { insertQueries, runQuery, writes, type TableRows } from '../db/insert.js'
 import { BALANCE_ADDING_TYPES } from '../rules/transactions.js'
 import type { AccountRows } from './plan.js'
+import { ACCOUNT_COUNTS, type AccountCountName } from '../../schemas/account.js'
+import { SECTIONS, type CountedRows } from '../../schemas/sections.js'
 
 /**
  * A read of a supplier's kept progress counts (import_progress_counts) folds them once it finds
@@ -87,99 +89,70 @@ export const accountTableRows = (
   { table: emailOutbox, rows: rows.outbox }
 ]
 
-/** The rows one count counts: a from clause, the column holding their account's id, and a condition. */
-interface CountedRows {
-  rows: SQL
-  account: SQL
-  where?: SQL
-  /**
-   * For rows found through a parent (a ledger, a supply point): the parents of one account, and
-   * the count of one parent's rows as a subquery correlated to it. One account's count is then
-   * a sum over its parents, each looked up in its index, whatever the statistics say: written as
-   * a join, tables never analysed (every account estimated at 0.5 % of the parents) made
-   * PostgreSQL hash the account's parents and scan all the transactions or agreements (1.5 s per
-   * summary at 1,000,000 accounts).
-   */
-  perParent?: { parents: SQL; account: SQL; count: SQL }
+/** The account's own counts: what its creation holds besides the sections' (those are described in schemas/sections.ts). */
+const ACCOUNT_COUNTED = [
+  { name: 'customers', label: 'Customers', table: 'customers', parent: 'account' },
+  { name: 'supply_points', label: 'Supply points', table: 'supply_points', parent: 'account' },
+  {
+    name: 'agreements',
+    label: 'Agreements',
+    table: 'agreements',
+    parent: 'supply_point',
+    filter: { column: 'historical', is: false }
+  }
+] as const satisfies ReadonlyArray<CountedRows & { name: AccountCountName }>
+
+/** Every count of an account: its own, then its sections'. */
+const COUNTED: readonly CountedRows[] = [...ACCOUNT_COUNTED, ...SECTIONS.map((s) => s.counted)]
+
+export type AccountCount = AccountCountName
+
+export const ACCOUNT_COUNT_NAMES: readonly AccountCount[] = ACCOUNT_COUNTS
+
+const PARENTS = {
+  ledger: { table: sql`ledgers`, column: sql.identifier('ledger_id') },
+  supply_point: { table: sql`supply_points`, column: sql.identifier('supply_point_id') }
+} as const
+
+const described = new Map<string, CountedRows>(COUNTED.map((c) => [c.name, c]))
+const countedOf = (name: AccountCount): CountedRows => described.get(name)!
+
+/** The rows' own condition (the filter), as ` and …`. */
+const condition = (c: CountedRows, alias: SQL) =>
+  c.filter ? sql` and ${c.filter.is ? sql`` : sql`not `}${alias}.${sql.identifier(c.filter.column)}` : sql``
+
+/**
+ * The rows one count counts, joined to their account: `rows` (aliased `r`), `account` (the column
+ * naming the account's id) and the filter.
+ */
+function rowsOfCount(c: CountedRows) {
+  const table = sql.identifier(c.table)
+  if (c.parent === 'account') return { rows: sql`${table} r`, account: sql`r.account_id`, where: condition(c, sql`r`) }
+  const parent = PARENTS[c.parent]
+  return {
+    rows: sql`${table} r join ${parent.table} par on par.id = r.${parent.column}`,
+    account: sql`par.account_id`,
+    where: condition(c, sql`r`)
+  }
 }
 
 /**
- * What an account holds, counted as the account summary and reconciliation count it: one
- * definition each, the rows counted and the column naming their account.
+ * One count of the account whose id is `accountId` (an SQL expression), as a subquery. Rows found
+ * through a parent (a ledger, a supply point) are counted per parent, each parent's rows looked up
+ * in their index by a correlated subquery, and summed over the account's parents, whatever the
+ * statistics say: written as a join, tables never analysed (every account estimated at 0.5 % of
+ * the parents) made PostgreSQL hash the account's parents and scan all the transactions or
+ * agreements (1.5 s per summary at 1,000,000 accounts).
  */
-const COUNTED: Record<
-  | 'customers'
-  | 'supplyPoints'
-  | 'agreements'
-  | 'historicalAgreements'
-  | 'notes'
-  | 'transactions'
-  | 'historicalStatements'
-  | 'billingDocuments'
-  | 'paymentInstructions',
-  CountedRows
-> = {
-  customers: { rows: sql`customers c`, account: sql`c.account_id` },
-  supplyPoints: { rows: sql`supply_points p`, account: sql`p.account_id` },
-  agreements: {
-    rows: sql`agreements g join supply_points p on p.id = g.supply_point_id`,
-    account: sql`p.account_id`,
-    where: sql`not g.historical`,
-    perParent: {
-      parents: sql`supply_points p`,
-      account: sql`p.account_id`,
-      count: sql`(select count(*) from agreements g where g.supply_point_id = p.id and not g.historical)`
-    }
-  },
-  historicalAgreements: {
-    rows: sql`agreements g join supply_points p on p.id = g.supply_point_id`,
-    account: sql`p.account_id`,
-    where: sql`g.historical`,
-    perParent: {
-      parents: sql`supply_points p`,
-      account: sql`p.account_id`,
-      count: sql`(select count(*) from agreements g where g.supply_point_id = p.id and g.historical)`
-    }
-  },
-  /** Notes people wrote: the service's own notes (by_system) are not counted. */
-  notes: { rows: sql`notes n`, account: sql`n.account_id`, where: sql`not n.by_system` },
-  /** Every transaction on the account's ledgers: imported, added later, and those of billing documents. */
-  transactions: {
-    rows: sql`ledger_transactions t join ledgers l on l.id = t.ledger_id`,
-    account: sql`l.account_id`,
-    perParent: {
-      parents: sql`ledgers l`,
-      account: sql`l.account_id`,
-      count: sql`(select count(*) from ledger_transactions t where t.ledger_id = l.id)`
-    }
-  },
-  historicalStatements: { rows: sql`historical_statements h`, account: sql`h.account_id` },
-  billingDocuments: {
-    rows: sql`billing_documents d join ledgers l on l.id = d.ledger_id`,
-    account: sql`l.account_id`,
-    perParent: {
-      parents: sql`ledgers l`,
-      account: sql`l.account_id`,
-      count: sql`(select count(*) from billing_documents d where d.ledger_id = l.id)`
-    }
-  },
-  paymentInstructions: { rows: sql`payment_instructions i`, account: sql`i.account_id` }
-}
-
-export type AccountCount = keyof typeof COUNTED
-
-export const ACCOUNT_COUNT_NAMES = Object.keys(COUNTED) as AccountCount[]
-
-const condition = (c: CountedRows) => (c.where ? sql` and ${c.where}` : sql``)
-
-/** One count of the account whose id is `accountId` (an SQL expression), as a subquery. */
 export function accountCount(name: AccountCount, accountId: SQL): SQL {
-  const c = COUNTED[name]
-  const per = c.perParent
-  if (per) {
-    return sql`(select coalesce(sum(${per.count}), 0)::bigint from ${per.parents} where ${per.account} = ${accountId})`
+  const c = countedOf(name)
+  const table = sql.identifier(c.table)
+  if (c.parent === 'account') {
+    return sql`(select count(*) from ${table} r where r.account_id = ${accountId}${condition(c, sql`r`)})`
   }
-  return sql`(select count(*) from ${c.rows} where ${c.account} = ${accountId}${condition(c)})`
+  const parent = PARENTS[c.parent]
+  const perParent = sql`(select count(*) from ${table} r where r.${parent.column} = par.id${condition(c, sql`r`)})`
+  return sql`(select coalesce(sum(${perParent}), 0)::bigint from ${parent.table} par where par.account_id = ${accountId})`
 }
 
 /**
@@ -187,15 +160,15 @@ export function accountCount(name: AccountCount, accountId: SQL): SQL {
  * `accountIds` selects (a subquery); accounts holding none have no row.
  */
 export function countsByAccount(name: AccountCount, accountIds: SQL): SQL {
-  const c = COUNTED[name]
+  const c = rowsOfCount(countedOf(name))
   return sql`(select ${c.account} as account_id, count(*) as n from ${c.rows}
-    where ${c.account} in ${accountIds}${condition(c)} group by ${c.account})`
+    where ${c.account} in ${accountIds}${c.where} group by ${c.account})`
 }
 
 /** One count summed over the accounts whose ids `accountIds` selects (a subquery). */
 export function countOverAccounts(name: AccountCount, accountIds: SQL): SQL {
-  const c = COUNTED[name]
-  return sql`(select count(*) from ${c.rows} where ${c.account} in ${accountIds}${condition(c)})`
+  const c = rowsOfCount(countedOf(name))
+  return sql`(select count(*) from ${c.rows} where ${c.account} in ${accountIds}${c.where})`
 }
 
 /** Every count of one account as columns of a select, as numbers. */
@@ -303,7 +276,7 @@ export function createAccountsRepository(db: Db) {
           externalAccountNumber: accounts.externalAccountNumber,
           createdAt: accounts.createdAt,
           operationsTeamName: operationsTeams.name,
-          ...accountCountColumns(sql`accounts.id`)
+          counts: accountCountColumns(sql`accounts.id`)
         })
         .from(accounts)
         .innerJoin(operationsTeams, eq(operationsTeams.id, accounts.operationsTeamId))

@@ -12,6 +12,8 @@ import { STEP_NAMES } from '../../schemas/failures.js'
 import { SUPPLY_POINT_CHECKS } from '../../schemas/common.js'
 import { DELIVERY_STATES, WEBHOOK_EVENT_TYPES } from '../../schemas/webhooks.js'
 import { AUDIT_ACTIONS, type AuditEvent } from '../../schemas/audit.js'
+import { camelCase } from '../../schemas/graphql.js'
+import { SECTIONS } from '../../schemas/sections.js'
 
 export interface AdminIO {
   env: Record<string, string | undefined>
@@ -252,11 +254,8 @@ interface ReconciliationTotals {
   accountsPending: number
   ledgers: Array<{ ledgerCode: string; accounts: number; balanceSum: string }>
   transactions: { count: number; amountSum: string }
-  notes: number
-  historicalAgreements: number
-  historicalStatements: number
-  billingDocuments: number
-  paymentInstructions: number
+  /** The other sections' counts, camel-cased (`historicalStatements`). */
+  [count: string]: unknown
 }
 
 interface FailureSummary {
@@ -357,6 +356,9 @@ function renderProgress(supplier: string, p: Progress | null, at?: Date): string
 }
 
 /** A supplier's totals: the processes by state, then what its created accounts hold; decimals exactly as the service gives them. */
+/** The sections' counts in the totals besides the transactions' (a count and a sum). */
+const OTHER_COUNTS = SECTIONS.map((s) => s.counted).filter((c) => c.name !== 'transactions')
+
 function renderReconciliation(supplier: string, r: ReconciliationTotals | null): string {
   if (!r) return `No totals reported for ${supplier}.\n`
   const n = (value: number) => String(value)
@@ -367,11 +369,7 @@ function renderReconciliation(supplier: string, r: ReconciliationTotals | null):
       ['accounts pending', `${r.accountsPending} (staged, not created, not skipped)`],
       ['transactions', n(r.transactions.count)],
       ['transaction sum', `${r.transactions.amountSum} (what the transactions add to the balances)`],
-      ['notes', n(r.notes)],
-      ['historical agreements', n(r.historicalAgreements)],
-      ['historical statements', n(r.historicalStatements)],
-      ['billing documents', n(r.billingDocuments)],
-      ['payment instructions', n(r.paymentInstructions)]
+      ...OTHER_COUNTS.map((c): [string, string] => [c.label.toLowerCase(), n(r[camelCase(c.name)] as number)])
     ]) +
     '\n' +
     (r.ledgers.length === 0
@@ -932,8 +930,7 @@ const COMMANDS: Command[] = [
     summary:
       "Show one import supplier's totals: accounts created, skipped and pending; balances summed per ledger code, transactions and counts of its created accounts.",
     build: ([importSupplierCode]) => ({
-      query:
-        'query Reconciliation($importSupplierCode: String!) { reconciliation(importSupplierCode: $importSupplierCode) { accountsCreated accountsSkipped accountsPending ledgers { ledgerCode accounts balanceSum } transactions { count amountSum } notes historicalAgreements historicalStatements billingDocuments paymentInstructions } }',
+      query: `query Reconciliation($importSupplierCode: String!) { reconciliation(importSupplierCode: $importSupplierCode) { accountsCreated accountsSkipped accountsPending ledgers { ledgerCode accounts balanceSum } transactions { count amountSum } ${OTHER_COUNTS.map((c) => camelCase(c.name)).join(' ')} } }`,
       variables: { importSupplierCode }
     }),
     render: (data, [supplier]) => renderReconciliation(supplier!, data.reconciliation)

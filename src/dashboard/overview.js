@@ -3,6 +3,7 @@
 
 import { $, formatNumber, h, plural, renderIfChanged, setName, show, timeFormat } from './dom.js'
 import { state, UNDER_WAY } from './state.js'
+import { otherCounts } from './sections.js'
 
 /** The rate is of the accounts created in the current minute and this many before it. */
 const RATE_MINUTES = 5
@@ -109,11 +110,11 @@ export function renderReconciliation(totals) {
     ['pending', 'Accounts pending', formatNumber(totals.accountsPending)],
     ['transactions', 'Transactions', formatNumber(totals.transactions.count)],
     ['amount-sum', 'Transaction sum', totals.transactions.amountSum],
-    ['notes', 'Notes', formatNumber(totals.notes)],
-    ['historical-agreements', 'Historical agreements', formatNumber(totals.historicalAgreements)],
-    ['historical-statements', 'Historical statements', formatNumber(totals.historicalStatements)],
-    ['billing-documents', 'Billing documents', formatNumber(totals.billingDocuments)],
-    ['payment-instructions', 'Payment instructions', formatNumber(totals.paymentInstructions)]
+    ...otherCounts().map((s) => [
+      s.count.replace(/[A-Z]/g, (c) => '-' + c.toLowerCase()),
+      s.countLabel,
+      formatNumber(totals[s.count])
+    ])
   ]
   renderIfChanged($('recon-totals'), JSON.stringify(items), () =>
     items.map(([key, label, value]) => {

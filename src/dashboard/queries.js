@@ -6,18 +6,20 @@ export const Q_OBTAIN_TOKEN = `mutation ObtainToken($input: ObtainTokenInput!) {
 export const Q_SUPPLIERS = 'query Suppliers { importSuppliers { code organisation status } }'
 /** Operator-only: answers the operator, and permission_denied to an organisation's token. */
 export const Q_ROLE = 'query Role { operationsTeams { id } }'
-export const Q_OVERVIEW = `query Overview($supplier: String!, $minutes: Int!) {
+export const Q_SECTIONS = 'query Sections { sections { name label count countLabel } }'
+/** The overview: its counts and steps are the sections' (`stepFields`, `otherCounts` of sections.js). */
+export const overviewQuery = (stepFields, countFields) => `query Overview($supplier: String!, $minutes: Int!) {
   migrationProgress(importSupplierCode: $supplier) { staged pending imported skipped failed failing }
   migrationTimeline(importSupplierCode: $supplier, minutes: $minutes) { minute staged created failed }
   reconciliation(importSupplierCode: $supplier) {
     accountsCreated accountsSkipped accountsPending
     ledgers { ledgerCode accounts balanceSum }
     transactions { count amountSum }
-    notes historicalAgreements historicalStatements billingDocuments paymentInstructions
+    ${countFields.join(' ')}
   }
   migrationFailureSummary(importSupplierCode: $supplier) {
     failingAccounts
-    byStep { validate stage create notes transactions historicalAgreements historicalBillingDocuments historicalStatements paymentInstruction }
+    byStep { ${stepFields.join(' ')} }
     byCode { step code accounts }
   }
 }`

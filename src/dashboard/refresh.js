@@ -1,7 +1,8 @@
 // Refreshing: one batch of operations for everything on screen
 
 import { $, forget, show } from './dom.js'
-import { Q_ACCOUNT_FAILURES, Q_EVENTS, Q_FAILURES, Q_JOBS, Q_OVERVIEW, Q_ROLE, Q_SUPPLIERS } from './queries.js'
+import { overviewQuery, Q_ACCOUNT_FAILURES, Q_EVENTS, Q_FAILURES, Q_JOBS, Q_ROLE, Q_SUPPLIERS } from './queries.js'
+import { loadSections, otherCounts, stepFields } from './sections.js'
 import {
   accountKey,
   barKey,
@@ -37,6 +38,12 @@ export async function refresh() {
   if (!state.session) return
   const gen = generation
   try {
+    await loadSections()
+    if (gen !== generation) return
+    const overview = overviewQuery(
+      stepFields(),
+      otherCounts().map((s) => s.count)
+    )
     for (let round = 0; round < 2; round++) {
       const supplier = state.supplier
       const bar = state.bar
@@ -51,7 +58,7 @@ export async function refresh() {
         handlers.push(applyRole)
       }
       if (supplier) {
-        operations.push({ query: Q_OVERVIEW, variables: { supplier, minutes: fetchMinutes } })
+        operations.push({ query: overview, variables: { supplier, minutes: fetchMinutes } })
         handlers.push((result) => applyOverview(result, supplier, minutes, fetchMinutes, sentAt))
         operations.push({ query: Q_JOBS, variables: { supplier, first: JOBS_SHOWN } })
         handlers.push((result) => applyJobs(result, supplier))

@@ -2,6 +2,7 @@
 
 import { formatNumber, h, plural, timeElement } from './dom.js'
 import { meaningElement } from './meanings.js'
+import { stepLabel } from './sections.js'
 
 /** Events and failure records in time order (a failure after an event of the same second). */
 export function mergedTimeline(events, failures) {
@@ -28,7 +29,7 @@ export function eventItem(event) {
 
 export function failureItem(failure) {
   const attempts = failure.attempts > 1 ? `, ${formatNumber(failure.attempts)} times in a row` : ''
-  const what = `${stepName(failure.step)} failed (HTTP ${failure.httpStatus}${attempts})`
+  const what = `${stepLabel(failure.step)} failed (HTTP ${failure.httpStatus}${attempts})`
   const entries = failure.errors.length > 0 ? failure.errors : [{ code: failure.code, attr: null }]
   const item = h(
     'li',
@@ -60,19 +61,6 @@ function entryList(entries) {
     })
   )
 }
-
-const STEP_NAMES = {
-  validate: 'Validate',
-  stage: 'Stage',
-  create: 'Create',
-  notes: 'Notes',
-  transactions: 'Transactions',
-  historical_agreements: 'Historical agreements',
-  historical_billing_documents: 'Historical billing documents',
-  historical_statements: 'Historical statements',
-  payment_instruction: 'Payment instruction'
-}
-const stepName = (step) => STEP_NAMES[step] ?? step
 
 function actorText(actor) {
   if (typeof actor !== 'string') return ''

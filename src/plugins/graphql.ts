@@ -12,6 +12,7 @@ import { authResolvers } from '../modules/auth/graphql.js'
 import { createGuard, type GraphqlResolvers } from '../modules/auth/guard.js'
 import { tokenFromHeader } from '../modules/auth/service.js'
 import { errorCodesResolvers } from '../modules/error-codes/graphql.js'
+import { sectionsResolvers } from '../modules/post-import/graphql.js'
 import { failuresResolvers } from '../modules/failures/graphql.js'
 import { importJobsResolvers } from '../modules/import-jobs/graphql.js'
 import { operatorResolvers } from '../modules/operator/graphql.js'
@@ -136,6 +137,7 @@ export default fp(
       failuresResolvers({ guard, failures: app.failures, supplierIdOf }),
       reconciliationResolvers({ guard, reconciliation: dashboardReconciliation, supplierIdOf }),
       errorCodesResolvers({ guard }),
+      sectionsResolvers({ guard }),
       importJobsResolvers({ guard, audited, jobs: importJobsReader }),
       webhooksResolvers({ guard, audited, webhooks: app.webhooks }),
       auditResolvers({ guard, audit: app.audit })

@@ -1,17 +1,10 @@
 import { CLIENT_CODE } from '../../../schemas/error-codes.js'
 import { isObject, type Json } from '../http.js'
+import { LIST_LIMITS } from '../../../schemas/section-requests.js'
 import { SECTION_NAMES as SERVER_ORDER } from '../../../schemas/sections.js'
 import type { Item, Problem, Section } from './input.js'
 import type { ReportEntry, Step } from './report.js'
 import type { Answer, ServiceClient } from './service-client.js'
-
-/** Largest lists one request of a section takes; a longer list is sent account by account (in several requests). */
-const LIMITS: Partial<Record<Section, number>> = {
-  notes: 500,
-  transactions: 1000,
-  historical_agreements: 500,
-  historical_statements: 1000
-}
 
 /** A line ready for a batch. */
 export interface BatchLine {
@@ -24,9 +17,10 @@ export interface BatchLine {
 /** Whether a line can go in a batch: its supplier is known and its lists fit one request each. */
 export function batchable(item: Item): boolean {
   if (typeof item.account.import_supplier !== 'string') return false
-  return Object.entries(LIMITS).every(([section, limit]) => {
-    const value = item.sections[section as Section]
-    return !Array.isArray(value) || value.length <= limit!
+  // The largest lists one request of a section takes (its schema's); a longer list is sent account by account.
+  return [...LIST_LIMITS].every(([section, limit]) => {
+    const value = item.sections[section]
+    return !Array.isArray(value) || value.length <= limit
   })
 }
 

@@ -1,6 +1,7 @@
 import { createWriteStream, type WriteStream } from 'node:fs'
 import { isObject, type Json } from '../http.js'
 import { CLIENT_CODE, CODE, formatDetail } from '../../../schemas/error-codes.js'
+import { LIST_LIMITS } from '../../../schemas/section-requests.js'
 import { SECTIONS as LISTINGS } from '../../../schemas/sections.js'
 import { externalOf, guessExternal, parseLine, SECTIONS, type Problem, type Section } from './input.js'
 import { batchable, sendBatch, type BatchLine } from './batches.js'
@@ -65,13 +66,6 @@ export interface RunIO {
 }
 
 const CREATE_TRANSIENT = [CODE.account_import_in_progress] as const
-/** Largest lists per request; longer ones are sent in several requests. */
-const CHUNK: Partial<Record<Section, number>> = {
-  notes: 500,
-  transactions: 1000,
-  historical_agreements: 500,
-  historical_statements: 1000
-}
 const PATHS = new Map<string, string>(LISTINGS.map((s) => [s.name, s.path.slice(1)]))
 /** The request field holding a list section's items. */
 const LIST_FIELD = new Map<string, string>(
@@ -158,7 +152,7 @@ function createPipeline(client: ServiceClient, options: MigrateOptions, onFatal:
     const field = LIST_FIELD.get(section)
     if (field) {
       const items = value as unknown[]
-      const size = CHUNK[section] ?? Math.max(1, items.length)
+      const size = LIST_LIMITS.get(section) ?? Math.max(1, items.length)
       return chunks(items, size).map((chunk, i) => ({
         path,
         body: { [field]: chunk, ...ref },

@@ -15,8 +15,7 @@ export type Who = 'operator' | 'anyone'
 /** A field's `invalid` error: `detail` says what is wrong with its arguments. */
 export const invalid = (detail: string): AppError => fieldError(CODE.invalid, { detail })
 
-/** `historical_agreements` → `historicalAgreements`: GraphQL names of the REST keys. */
-export const camelCase = (name: string) => name.replace(/_([a-z])/g, (_m, c: string) => c.toUpperCase())
+export { camelCase } from '../../../schemas/graphql.js'
 
 /** Runs a resolver body and turns our `AppError`s into GraphQL errors with `extensions.code`. */
 export async function guarded<T>(run: () => Promise<T>): Promise<T> {

@@ -412,17 +412,7 @@ export function createImportsService(db: Db, failures: FailuresService, reads: R
           balance: formatDecimal(l.balance),
           open_statement_from_date: l.openStatementFrom
         })),
-        counts: {
-          customers: account.customers,
-          supply_points: account.supplyPoints,
-          agreements: account.agreements,
-          historical_agreements: account.historicalAgreements,
-          notes: account.notes,
-          transactions: account.transactions,
-          historical_statements: account.historicalStatements,
-          billing_documents: account.billingDocuments,
-          payment_instructions: account.paymentInstructions
-        },
+        counts: account.counts,
         latest_event: latest ? { type: latest.type, at: formatDateTime(latest.at) } : null,
         latest_error: shownError(process.latestError)
       }

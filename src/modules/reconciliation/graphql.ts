@@ -1,4 +1,5 @@
-import { ownerOf, type GraphqlResolvers, type Guard } from '../auth/guard.js'
+import { RECONCILED_COUNTS } from '../../../schemas/reconciliation.js'
+import { camelCase, ownerOf, type GraphqlResolvers, type Guard } from '../auth/guard.js'
 import type { ReconciliationService } from './service.js'
 
 /** `reconciliation`: a supplier's totals, for the dashboard (`reconciliation` here reads them where they may lag). */
@@ -21,12 +22,15 @@ export function reconciliationResolvers(deps: {
             accounts: l.accounts,
             balanceSum: l.balance_sum
           })),
-          transactions: { count: totals.transactions.count, amountSum: totals.transactions.amount_sum },
-          notes: totals.notes,
-          historicalAgreements: totals.historical_agreements,
-          historicalStatements: totals.historical_statements,
-          billingDocuments: totals.billing_documents,
-          paymentInstructions: totals.payment_instructions
+          ...Object.fromEntries(
+            RECONCILED_COUNTS.map((name) => {
+              const total = totals[name]
+              return [
+                camelCase(name),
+                typeof total === 'number' ? total : { count: total.count, amountSum: total.amount_sum }
+              ]
+            })
+          )
         }
       })
     }

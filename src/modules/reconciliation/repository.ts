@@ -1,5 +1,6 @@
 import { sql } from 'drizzle-orm'
-import { countOverAccounts, countsByAccount, signedAmountSql, type AccountCount } from '../../accounts/repository.js'
+import { RECONCILED_COUNTS, type ReconciledCount } from '../../../schemas/reconciliation.js'
+import { countOverAccounts, countsByAccount, signedAmountSql } from '../../accounts/repository.js'
 import { rowsOf, supplierExternals, type Db } from '../../db/index.js'
 
 /** What the service holds of one pair a reconciliation names. */
@@ -10,18 +11,8 @@ export interface HeldAccount {
   created: boolean
   /** Ledger code to its balance as exact decimal text; empty unless created. */
   balances: Record<string, string>
-  counts: Record<AccountCount, number>
+  counts: Record<ReconciledCount, number>
 }
-
-/** The counts a reconciliation compares (the names of the account summary's `counts`). */
-const COMPARED: AccountCount[] = [
-  'transactions',
-  'notes',
-  'historicalAgreements',
-  'historicalStatements',
-  'billingDocuments',
-  'paymentInstructions'
-]
 
 interface HeldRow {
   external: string
@@ -31,19 +22,13 @@ interface HeldRow {
   balances: Record<string, string> | string | null
 }
 
-interface TotalsRow {
+type TotalsRow = {
   created: number | string
   skipped: number | string
   pending: number | string
   ledgers: Array<{ ledger_code: string; accounts: number; balance_sum: string }> | string
-  transactions: number | string
   amount_sum: string | null
-  notes: number | string | null
-  historical_agreements: number | string | null
-  historical_statements: number | string | null
-  billing_documents: number | string | null
-  payment_instructions: number | string | null
-}
+} & Record<ReconciledCount, number | string | null>
 
 const json = <T>(value: T | string | null): T | null => (typeof value === 'string' ? (JSON.parse(value) as T) : value)
 
@@ -87,10 +72,10 @@ export function createReconciliationRepository(db: Db) {
       const counts = new Map<string, Record<string, number>>()
       if (ids.length > 0) {
         const accountIds = sql`(select (jsonb_array_elements_text(${JSON.stringify(ids)}::jsonb))::uuid)`
-        const counted = rowsOf<{ account_id: string; name: AccountCount; n: number | string }>(
+        const counted = rowsOf<{ account_id: string; name: ReconciledCount; n: number | string }>(
           await db.execute(
             sql.join(
-              COMPARED.map(
+              RECONCILED_COUNTS.map(
                 (name) =>
                   sql`select c.account_id, ${name}::text as name, c.n from ${countsByAccount(name, accountIds)} c`
               ),
@@ -112,7 +97,10 @@ export function createReconciliationRepository(db: Db) {
           state: row.state,
           created: row.account_id !== null,
           balances: json(row.balances) ?? {},
-          counts: Object.fromEntries(COMPARED.map((name) => [name, of[name] ?? 0])) as Record<AccountCount, number>
+          counts: Object.fromEntries(RECONCILED_COUNTS.map((name) => [name, of[name] ?? 0])) as Record<
+            ReconciledCount,
+            number
+          >
         })
       }
       return held
@@ -121,7 +109,6 @@ export function createReconciliationRepository(db: Db) {
     /** A supplier's totals: its processes by state, and what its created accounts hold; one statement. */
     async totals(supplierId: string) {
       const accountsOf = sql`(select a.id from accounts a where a.supplier_id = ${supplierId}::uuid)`
-      const sum = (name: AccountCount) => countOverAccounts(name, accountsOf)
       const [row] = rowsOf<TotalsRow>(
         await db.execute(sql`select
           (select count(*) from import_processes p where p.supplier_id = ${supplierId}::uuid and p.state = 'IMPORTED') as created,
@@ -132,15 +119,13 @@ export function createReconciliationRepository(db: Db) {
             from (select l.ledger_code, count(*) as accounts, sum(l.balance)::text as balance_sum
               from ledgers l join accounts a on a.id = l.account_id
               where a.supplier_id = ${supplierId}::uuid group by l.ledger_code) g) as ledgers,
-          ${sum('transactions')} as transactions,
           (select coalesce(sum(${signedAmountSql(sql`t`)}), 0)::text from ledger_transactions t
             join ledgers l on l.id = t.ledger_id join accounts a on a.id = l.account_id
             where a.supplier_id = ${supplierId}::uuid) as amount_sum,
-          ${sum('notes')} as notes,
-          ${sum('historicalAgreements')} as historical_agreements,
-          ${sum('historicalStatements')} as historical_statements,
-          ${sum('billingDocuments')} as billing_documents,
-          ${sum('paymentInstructions')} as payment_instructions`)
+          ${sql.join(
+            RECONCILED_COUNTS.map((name) => sql`${countOverAccounts(name, accountsOf)} as ${sql.identifier(name)}`),
+            sql`, `
+          )}`)
       )
       const n = (value: number | string | null | undefined) => Number(value ?? 0)
       return {
@@ -152,13 +137,11 @@ export function createReconciliationRepository(db: Db) {
           accounts: Number(l.accounts),
           balanceSum: l.balance_sum
         })),
-        transactions: n(row?.transactions),
         amountSum: row?.amount_sum ?? '0',
-        notes: n(row?.notes),
-        historicalAgreements: n(row?.historical_agreements),
-        historicalStatements: n(row?.historical_statements),
-        billingDocuments: n(row?.billing_documents),
-        paymentInstructions: n(row?.payment_instructions)
+        counts: Object.fromEntries(RECONCILED_COUNTS.map((name) => [name, n(row?.[name])])) as Record<
+          ReconciledCount,
+          number
+        >
       }
     }
   }

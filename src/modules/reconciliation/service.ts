@@ -8,22 +8,11 @@ import {
   type ReconciliationResponse,
   type SupplierTotals
 } from '../../../schemas/reconciliation.js'
-import type { AccountCount } from '../../accounts/repository.js'
 import type { Db } from '../../db/index.js'
 import { onPrimary, type Reads } from '../../db/replica.js'
 import { formatDecimal, toBig } from '../../decimal.js'
 import { notFound } from '../../errors.js'
 import { createReconciliationRepository } from './repository.js'
-
-/** The account summary's name of each reconciled count, as the repository counts it. */
-const COUNT_OF: Record<ReconciledCount, AccountCount> = {
-  transactions: 'transactions',
-  notes: 'notes',
-  historical_agreements: 'historicalAgreements',
-  historical_statements: 'historicalStatements',
-  billing_documents: 'billingDocuments',
-  payment_instructions: 'paymentInstructions'
-}
 
 /** An unknown or foreign supplier, answered as the other supplier-scoped reads answer it. */
 const supplierNotFound = () => notFound(CODE.import_process_does_not_exist)
@@ -81,10 +70,10 @@ export function createReconciliationService(db: Db, reads: Reads = onPrimary(db)
               })
             }
           }
-          for (const name of RECONCILED_COUNTS) {
-            const expected = entry.counts?.[name]
+          // In the request's order of its counts (the schema admits only reconciled counts).
+          for (const [name, expected] of Object.entries(entry.counts ?? {}) as Array<[ReconciledCount, number]>) {
             if (expected === undefined) continue
-            const actual = account.counts[COUNT_OF[name]]
+            const actual = account.counts[name]
             if (expected !== actual) {
               found.push({
                 external_account_number: external,
@@ -123,12 +112,14 @@ export function createReconciliationService(db: Db, reads: Reads = onPrimary(db)
         accounts: l.accounts,
         balance_sum: formatDecimal(l.balanceSum)
       })),
-      transactions: { count: totals.transactions, amount_sum: formatDecimal(totals.amountSum) },
-      notes: totals.notes,
-      historical_agreements: totals.historicalAgreements,
-      historical_statements: totals.historicalStatements,
-      billing_documents: totals.billingDocuments,
-      payment_instructions: totals.paymentInstructions
+      ...(Object.fromEntries(
+        RECONCILED_COUNTS.map((name) => [
+          name,
+          name === 'transactions'
+            ? { count: totals.counts[name], amount_sum: formatDecimal(totals.amountSum) }
+            : totals.counts[name]
+        ])
+      ) as Omit<SupplierTotals, 'accounts_created' | 'accounts_skipped' | 'accounts_pending' | 'ledgers'>)
     }
   }
 }

@@ -6,31 +6,29 @@
  */
 import { Type } from 'typebox'
 import { AccountData } from '../../../../schemas/account.js'
-import { BillingDocumentsRequest } from '../../../../schemas/billing-documents.js'
-import { HistoricalAgreementsRequest } from '../../../../schemas/historical-agreements.js'
-import { HistoricalStatementsRequest } from '../../../../schemas/historical-statements.js'
-import { NotesRequest } from '../../../../schemas/notes.js'
-import { PaymentInstructionRequest } from '../../../../schemas/payment-instruction.js'
 import { accountRef } from '../../../../schemas/post-import.js'
-import type { SectionName } from '../../../../schemas/sections.js'
-import { TransactionsRequest } from '../../../../schemas/transaction-import.js'
+import { SECTION_REQUESTS } from '../../../../schemas/section-requests.js'
+import { SECTIONS, type SectionName } from '../../../../schemas/sections.js'
 import { MapError } from './errors.js'
 
 type Schema = Record<string, unknown>
 
-const { ledger_number: _number, ...billingFields } = BillingDocumentsRequest.properties
-const billingRequest = Type.Object(billingFields, { additionalProperties: false })
-for (const name of Object.keys(accountRef)) delete (billingRequest.properties as Record<string, unknown>)[name]
-
-/** What an entry holds under each section's name (schemas/sections.ts says the form). */
-const SECTION_VALUES: Record<SectionName, object> = {
-  notes: NotesRequest.properties.notes,
-  transactions: TransactionsRequest.properties.transactions,
-  historical_agreements: HistoricalAgreementsRequest.properties.agreements,
-  historical_billing_documents: { anyOf: [billingRequest, Type.Array(billingRequest)] },
-  historical_statements: HistoricalStatementsRequest.properties.statements,
-  payment_instruction: PaymentInstructionRequest([])
-}
+/**
+ * What an entry holds under each section's name, by its form (schemas/sections.ts): a list section
+ * its list; one object the request; per ledger, the request without the account and the ledger
+ * number (the entry's own), or a list of them.
+ */
+const SECTION_VALUES = Object.fromEntries(
+  SECTIONS.map((s) => {
+    const request = SECTION_REQUESTS[s.name]
+    if ('list' in s.entry) return [s.name, (request.properties as Record<string, object>)[s.entry.list]]
+    if ('object' in s.entry) return [s.name, request]
+    const { ledger_number: _number, ...fields } = request.properties as Record<string, object>
+    for (const name of Object.keys(accountRef)) delete fields[name]
+    const perLedger = Type.Object(fields as Record<string, never>, { additionalProperties: false })
+    return [s.name, { anyOf: [perLedger, Type.Array(perLedger)] }]
+  })
+) as Record<SectionName, object>
 
 export const ENTRY_SCHEMA: object = {
   type: 'object',
