@@ -2,7 +2,7 @@
 
 import { formatNumber, h, plural, timeElement } from './dom.js'
 import { meaningElement } from './meanings.js'
-import { stepLabel } from './sections.js'
+import { sections, stepLabel } from './sections.js'
 
 /** Events and failure records in time order (a failure after an event of the same second). */
 export function mergedTimeline(events, failures) {
@@ -136,7 +136,13 @@ function describeWrite(d) {
       )
     case 'payment_instruction':
       return `Added a payment instruction${d.type ? ` (${d.type})` : ''}${d.vendor ? ` with ${d.vendor}` : ''}${d.reference ? `, reference ${d.reference}` : ''}`
-    default:
-      return `Wrote ${d.endpoint ?? 'post-import data'}`
+    default: {
+      // A section this page has no words of its own for: its count's label.
+      const section = sections.find((s) => s.name === d.endpoint)
+      if (section && typeof d.created === 'number') {
+        return `Added ${formatNumber(d.created)} ${section.countLabel.toLowerCase()}`
+      }
+      return `Wrote ${section ? section.label.toLowerCase() : (d.endpoint ?? 'post-import data')}`
+    }
   }
 }

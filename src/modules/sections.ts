@@ -11,8 +11,11 @@ import { SECTION_MODULES } from './section-index.js'
 
 /** Builds every section of the list (schemas/sections.ts), once per app, from its folder's code (section-index.ts). */
 export function loadSections(db: Db, config: Config): Section[] {
-  const deps: SectionDeps = { db, config, base: createPostImportBase(db) }
-  return SECTIONS.map((listing) => ({ ...listing, ...SECTION_MODULES[listing.folder].build(deps) }))
+  // Each section's base records its writes' events with the section's name as their `endpoint`.
+  return SECTIONS.map((listing) => {
+    const deps: SectionDeps = { db, config, base: createPostImportBase(db, listing.name) }
+    return { ...listing, ...SECTION_MODULES[listing.folder].build(deps) }
+  })
 }
 
 /**

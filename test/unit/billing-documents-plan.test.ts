@@ -112,7 +112,6 @@ t.test('period-based documents: one finalised row each, with its period, on the 
   t.match(p.documents[1], { identifier: 'D-2', billPeriodFrom: '2026-04-01', billPeriodTo: '2026-04-30' })
   t.not(p.documents[0]!.id, p.documents[1]!.id)
   t.strictSame(p.detail, {
-    endpoint: 'historical_billing_documents',
     ledger_number: 'L-0A1B2C3D',
     billing_document_type: 'PERIOD_BASED',
     billing_documents: 2,

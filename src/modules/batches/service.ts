@@ -333,7 +333,7 @@ export function createBatchesService(deps: {
           try {
             const plan = await section.planNew(checked(section, request), account, run.log)
             planned.sectionRows.push(...plan.rows)
-            if (plan.detail) planned.postImportEvents.push(plan.detail)
+            if (plan.detail) planned.postImportEvents.push({ endpoint: section.name, ...plan.detail })
           } catch (err) {
             throw rooted(err, root)
           }

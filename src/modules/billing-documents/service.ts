@@ -264,7 +264,6 @@ export function planBillingDocuments(
     documents,
     rows,
     detail: {
-      endpoint: 'historical_billing_documents',
       ledger_number: ledger.ledgerNumber,
       billing_document_type: request.billing_document_type,
       billing_documents: documents.length,

@@ -89,8 +89,7 @@ export function planAgreements(
   return rows
 }
 
-export const agreementsDetail = (rows: AgreementInsert[]) =>
-  rows.length > 0 ? { endpoint: 'historical_agreements', created: rows.length } : undefined
+export const agreementsDetail = (rows: AgreementInsert[]) => (rows.length > 0 ? { created: rows.length } : undefined)
 
 export function createHistoricalAgreementsService(base: PostImportBase) {
   const repo = createHistoricalAgreementsRepository()

@@ -120,7 +120,7 @@ export function createHistoricalStatementsService(base: PostImportBase, document
     return {
       statements,
       rows,
-      detail: rows.length > 0 ? { endpoint: 'historical_statements', created: rows.length } : undefined
+      detail: rows.length > 0 ? { created: rows.length } : undefined
     }
   }
 

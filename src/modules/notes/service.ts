@@ -64,7 +64,7 @@ export function planNotes(
     })
     return { created_at: formatDateTime(createdAt), body: content.body, status: 'NOTE_CREATION_SUCCESS' }
   })
-  return { results, rows, detail: rows.length > 0 ? { endpoint: 'notes', created: rows.length } : undefined }
+  return { results, rows, detail: rows.length > 0 ? { created: rows.length } : undefined }
 }
 
 export function createNotesService(base: PostImportBase, documentBucket: string) {

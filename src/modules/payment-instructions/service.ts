@@ -115,7 +115,6 @@ export function createPaymentInstructionsService(base: PostImportBase, db: Db, v
           details: instruction.details
         },
         detail: {
-          endpoint: 'payment_instruction',
           vendor: request.vendor,
           reference: request.reference,
           type: request.type
@@ -160,7 +159,6 @@ export function createPaymentInstructionsService(base: PostImportBase, db: Db, v
         return {
           result,
           detail: {
-            endpoint: 'payment_instruction',
             vendor: request.vendor,
             reference: request.reference,
             type: request.type

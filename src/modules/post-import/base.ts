@@ -20,7 +20,7 @@ export interface ImportedAccount {
  * What every post-import endpoint shares: finding the account in the order, and writing in one
  * transaction that holds the account's row lock and appends a `POST_IMPORT_WRITE` event.
  */
-export function createPostImportBase(db: Db) {
+export function createPostImportBase(db: Db, endpoint: string) {
   const repo = createPostImportRepository(db)
 
   async function readAndWrite<T, R>(
@@ -43,7 +43,7 @@ export function createPostImportBase(db: Db) {
                 apiKeyId: principal.apiKeyId,
                 name: `organisation:${principal.organisationName}`
               },
-              detail
+              { endpoint, ...detail }
             )
           ]
         : []

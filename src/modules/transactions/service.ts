@@ -197,7 +197,6 @@ export function planTransactions(
   const detail =
     added.length > 0
       ? {
-          endpoint: 'transactions',
           added: added.length,
           already_existing: results.length - added.length,
           moved: moved.length
