@@ -253,6 +253,10 @@ t.test(
             !own.errors && (own.data?.errorCodes?.length ?? 0) > 10,
             'errorCodes with an organisation token: the catalogue'
           )
+        } else if (name === 'sections') {
+          // The sections' names and labels, the same for everyone: any signed-in token reads them.
+          const own = await gql(app, '{ sections { name label } }', {}, acme.token)
+          t.ok(!own.errors && (own.data?.sections?.length ?? 0) > 0, 'sections with an organisation token: the list')
         } else if (name === 'importJobs') {
           // An organisation's own jobs: another's supplier is as if it did not exist.
           expectCode(
