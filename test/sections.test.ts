@@ -1,7 +1,7 @@
 import t from 'tap'
 import { SECTION_COUNTS, SECTIONS } from '../schemas/sections.js'
 import { LIST_LIMITS } from '../schemas/section-requests.js'
-import { importedSetup } from './helpers/accounts.js'
+import { exampleAccount, importedSetup, TEAM } from './helpers/accounts.js'
 import { gql } from './helpers/graphql.js'
 
 /**
@@ -77,6 +77,35 @@ t.test('each section appears in the routes, GraphQL, the account summary, reconc
     SECTION_COUNTS.map((name) => `counts.${name}`),
     'reconciliation compares every section count'
   )
+
+  // A section's write is recorded with the section's name as the event's endpoint: by the
+  // endpoint, and by a batch creating an account with the section.
+  t.equal((await post('notes/create/', { notes: [{ body: 'By the endpoint.' }] })).statusCode, 201)
+  const batch = await app.inject({
+    method: 'POST',
+    url: '/v1/data-import/batches/',
+    headers: { authorization: `Token ${tenant.token}` },
+    payload: {
+      import_supplier: 'ACME_ENERGY',
+      operations_team_name: TEAM,
+      accounts: [{ account: exampleAccount({ external_account_number: 'S-1' }), notes: [{ body: 'By a batch.' }] }]
+    }
+  })
+  t.equal(batch.statusCode, 200, batch.body)
+  for (const external of ['EXT-000123', 'S-1']) {
+    const events = await gql(
+      app,
+      'query($e: String!) { importProcessEvents(importSupplierCode: "ACME_ENERGY", externalAccountNumber: $e) { type detail } }',
+      { e: external },
+      tenant.token
+    )
+    const writes = events.data?.importProcessEvents.filter((e: { type: string }) => e.type === 'POST_IMPORT_WRITE')
+    t.same(
+      writes.map((e: { detail: { endpoint: string } }) => e.detail.endpoint),
+      ['notes'],
+      `${external}: the write's event names its section`
+    )
+  }
 
   // The client's list limits are the request schemas' (written out here, not read from the code).
   t.same(
