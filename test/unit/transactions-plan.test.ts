@@ -47,7 +47,7 @@ t.test('the balance moves by the exact signed sum: credits and payments add, cha
     p.results.map((r) => r.status),
     Array(4).fill('TRANSACTION_ADDED_TO_ACCOUNT')
   )
-  t.match(p.detail, { endpoint: 'transactions', added: 4, already_existing: 0, moved: 0 })
+  t.match(p.detail, { added: 4, already_existing: 0, moved: 0 })
   t.equal(p.note, undefined)
 })
 
