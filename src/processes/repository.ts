@@ -35,6 +35,23 @@ const jsonOf = <T>(accounts: Accounts<T>) => (Array.isArray(accounts) ? JSON.str
 const actorColumns = (actor: Actor) => sql`${actor.name}::text, ${actor.organisationId}::uuid, ${actor.apiKeyId}::uuid`
 
 /**
+ * The `events` and `cleared` steps of a stage: an event of `type` for each process the step
+ * `written` wrote, and the pair's validate and stage failure records cleared.
+ */
+const stagedEventsAndCleared = (
+  written: 'inserted' | 'updated',
+  type: 'STAGED' | 'RESTAGED',
+  supplierId: string,
+  actor: Actor
+) =>
+  sql`events as (
+      insert into import_events (import_process_id, type, actor, organisation_id, api_key_id)
+      select id, ${type}::import_event_type, ${actorColumns(actor)} from ${sql.identifier(written)}),
+    cleared as (
+      delete from import_failures f using ${sql.identifier(written)} w where f.supplier_id = ${supplierId}::uuid
+        and f.external_account_number = w.external_account_number and f.step in ${stepList(STAGE_STEPS)})`
+
+/**
  * New processes, STAGED with the data sent, each with its STAGED event and the pair's validate and
  * stage failure records cleared. An account that has a process already is left out (a concurrent
  * stage won): only the accounts staged come back, as `id`, `external` and `changed` (the data as
@@ -53,12 +70,7 @@ export function stageNew(
       order by external
       on conflict do nothing
       returning id, external_account_number, staged_data),
-    events as (
-      insert into import_events (import_process_id, type, actor, organisation_id, api_key_id)
-      select id, 'STAGED'::import_event_type, ${actorColumns(actor)} from inserted),
-    cleared as (
-      delete from import_failures f using inserted i where f.supplier_id = ${supplierId}::uuid
-        and f.external_account_number = i.external_account_number and f.step in ${stepList(STAGE_STEPS)})
+    ${stagedEventsAndCleared('inserted', 'STAGED', supplierId, actor)}
     select i.id, i.external_account_number as external, case when i.staged_data = n.data then null else i.staged_data end as changed
     from inserted i join input n on n.external = i.external_account_number`
 }
@@ -77,12 +89,7 @@ export function restage(supplierId: string, accounts: Accounts<{ id: number; dat
       from input m
       where p.id = m.id and p.state = 'STAGED'
       returning p.id, p.external_account_number, p.staged_data),
-    events as (
-      insert into import_events (import_process_id, type, actor, organisation_id, api_key_id)
-      select id, 'RESTAGED'::import_event_type, ${actorColumns(actor)} from updated),
-    cleared as (
-      delete from import_failures f using updated u where f.supplier_id = ${supplierId}::uuid
-        and f.external_account_number = u.external_account_number and f.step in ${stepList(STAGE_STEPS)})
+    ${stagedEventsAndCleared('updated', 'RESTAGED', supplierId, actor)}
     select u.id, u.external_account_number as external, case when u.staged_data = m.data then null else u.staged_data end as changed
     from updated u join input m on m.id = u.id`
 }
