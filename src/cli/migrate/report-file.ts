@@ -1,3 +1,4 @@
+import { discard } from './write-together.js'
 import { createWriteStream, rmSync, type WriteStream } from 'node:fs'
 import { basename } from 'node:path'
 import { meaningOf } from '../../../schemas/error-codes.js'
@@ -289,7 +290,7 @@ export async function writeFailedLines(
       )
     }
   } catch (err) {
-    stream.destroy()
+    discard(stream)
     rmSync(out.path, { force: true })
     throw err
   } finally {

@@ -10,3 +10,13 @@ export async function writeTogether(writes: Array<[Writable, string]>): Promise<
   const waits = writes.map(([stream, text]) => (stream.write(text) ? null : once(stream, 'drain')))
   await Promise.all(waits)
 }
+
+/**
+ * Stops writing a file that is being thrown away. A write still in flight then fails with
+ * ERR_STREAM_DESTROYED, and the stream reports it as an 'error' once it closes: with nothing
+ * listening, that would end the process after the real error was reported.
+ */
+export function discard(stream: Writable): void {
+  stream.on('error', () => {})
+  stream.destroy()
+}

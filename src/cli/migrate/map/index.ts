@@ -26,7 +26,7 @@ import { parseHeader, type DeclaredFile } from './header.js'
 import { lineageOf, type TableColumns } from './lineage.js'
 import { ident, literal } from './sql.js'
 import { splitStatements } from './statements.js'
-import { writeTogether } from '../write-together.js'
+import { discard, writeTogether } from '../write-together.js'
 import { sliceAccounts, SLICE_ACCOUNTS, type Slicing } from './slices.js'
 import { renderMapSummary } from './summary.js'
 import { prepareFile } from './transcode.js'
@@ -330,8 +330,8 @@ async function writeLines(
   const lines = createWriteStream(out + partial)
   const sources = createWriteStream(body)
   const removeAll = () => {
-    lines.destroy()
-    sources.destroy()
+    discard(lines)
+    discard(sources)
     for (const f of [out + partial, body, sourcesPath + partial]) rmSync(f, { force: true })
   }
   try {

@@ -1,3 +1,4 @@
+import { discard } from '../write-together.js'
 import { createWriteStream, readdirSync, renameSync, rmSync } from 'node:fs'
 import { basename, join } from 'node:path'
 import { readState } from '../job-file.js'
@@ -116,7 +117,7 @@ export async function annotateResults(path: string, sources: { path: string; lab
     await new Promise<void>((resolve, reject) => out.end((err?: Error | null) => (err ? reject(err) : resolve())))
     renameSync(temporary, path)
   } catch (err) {
-    out.destroy()
+    discard(out)
     rmSync(temporary, { force: true })
     throw err
   } finally {
